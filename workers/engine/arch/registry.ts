@@ -1,0 +1,20 @@
+import type { Architecture } from './types';
+import { llama } from './llama';
+
+/** Every supported architecture; adding a family = one file + one line here + its fixture test. */
+export const ARCHITECTURES: readonly Architecture[] = [llama];
+
+/** HF model_type values the engine can run. */
+export const SUPPORTED_MODEL_TYPES: readonly string[] = ARCHITECTURES.flatMap((a) => a.modelTypes);
+
+/**
+ * Finds the architecture for a config's `model_type`.
+ * @throws Error listing the supported model types when it is unknown or missing.
+ */
+export function architectureFor(modelType: unknown): Architecture {
+  const arch = ARCHITECTURES.find((a) => a.modelTypes.includes(String(modelType)));
+  if (!arch) {
+    throw new Error(`unsupported model_type "${String(modelType)}": this engine runs ${SUPPORTED_MODEL_TYPES.join(', ')}`);
+  }
+  return arch;
+}

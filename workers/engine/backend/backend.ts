@@ -1,0 +1,145 @@
+/**
+ * The op interface every backend implements (CPU reference in TypeScript, WebGPU in WGSL).
+ *
+ * Conventions shared by all ops:
+ * - Tensors are float32, row-major (C order). A "row" is the last dimension.
+ * - Ops never mutate their inputs, except the explicitly named in-place ones (`writeRows`).
+ * - Ops are recorded synchronously and return a new tensor handle; only `read` is async.
+ *   The caller owns every returned tensor and calls `release` when done with it.
+ * - Linear weights use nn.Linear layout [out, in]; architectures convert other layouts
+ *   (Conv1D [in, out], fused projections) at load time.
+ */
+export interface Tensor {
+  /** Dimensions, outermost first. */
+  readonly shape: readonly number[];
+  /** Product of `shape`. */
+  readonly size: number;
+}
+
+export type Activation = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
+
+/** Parameters of one causal attention call (see `Backend.attention`). */
+export interface AttentionParams {
+  /** Number of new query positions n. */
+  n: number;
+  /** Number of positions already in the KV cache before this call (keys 0..past+n-1 are read). */
+  past: number;
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  /** Multiplier applied to q·k (usually headDim^-0.5; Gemma 2: query_pre_attn_scalar^-0.5). */
+  scale: number;
+  /** Gemma 2 attn_logit_softcapping: s ← cap·tanh(s/cap) after scaling, before the mask. 0 = off. */
+  softcap: number;
+  /** Sliding window w: query i sees keys j with i − w < j ≤ i. 0 = full causal attention. */
+  window: number;
+  /** Also return the attention probabilities [nHeads, n, past+n] (blocks.l.attn.hook_pattern). */
+  wantPattern: boolean;
+  /** Also return the masked pre-softmax scores [nHeads, n, past+n] (masked entries −Infinity). */
+  wantScores: boolean;
+}
+
+export interface AttentionResult {
+  /** [n, nHeads·headDim]: per-head weighted values, heads concatenated (blocks.l.attn.hook_z flattened). */
+  z: Tensor;
+  /** [nHeads, n, past+n] softmax probabilities; masked entries exactly 0. */
+  pattern?: Tensor;
+  /** [nHeads, n, past+n] scaled, soft-capped, masked scores; masked entries −Infinity. */
+  scores?: Tensor;
+}
+
+/**
+ * Row-wise steering op applied at a hook (DESIGN.md §2 Interventions). `rows` selects the rows
+ * it touches (1 = apply); the others pass through unchanged. The vector has the row width
+ * (d_model for residual hooks, n_heads·d_head for hook_z with zeros outside the chosen heads).
+ */
+export type RowOp =
+  /** h += alpha·v */
+  | { kind: 'add'; v: Float32Array; alpha: number }
+  /** h' = (h + alpha·v)·‖h‖/‖h + alpha·v‖ */
+  | { kind: 'add_norm_preserving'; v: Float32Array; alpha: number }
+  /** rotate ĥ toward v̂ in the plane (h, v) by angle theta (radians), or by fraction t of the angle; keep ‖h‖ */
+  | { kind: 'rotate'; v: Float32Array; theta?: number; t?: number }
+  /** h ← h − (h·v̂)v̂ */
+  | { kind: 'project_out'; v: Float32Array }
+  /** h ← v (mean ablation when v is a mean activation; zero ablation when v = 0) */
+  | { kind: 'set'; v: Float32Array }
+  /** h ← replacement[row] (activation patching); replacement is [n, width] */
+  | { kind: 'patch'; replacement: Float32Array };
+
+export interface Backend {
+  /** 'cpu' or 'webgpu'. */
+  readonly kind: 'cpu' | 'webgpu';
+  /** Human-readable description: the WebGPU adapter's vendor/architecture, or "CPU (TypeScript)". */
+  readonly description: string;
+
+  /** Copies host data into a new tensor. Throws if data.length ≠ product(shape). */
+  upload(data: Float32Array, shape: readonly number[]): Tensor;
+  /** Allocates a zero-filled tensor. */
+  zeros(shape: readonly number[]): Tensor;
+  /** Reads the tensor back to the host. */
+  read(t: Tensor): Promise<Float32Array>;
+  /** Frees the tensor's memory; using it afterwards is an error. */
+  release(t: Tensor): void;
+  /** Waits for all recorded work to finish (no-op on CPU). */
+  sync(): Promise<void>;
+  /** Frees everything this backend allocated. */
+  dispose(): void;
+
+  /** A copy of t with the same shape. */
+  clone(t: Tensor): Tensor;
+  /** Rows of `table` [V, D] at `ids`, times `scale` → [ids.length, D]. Throws on an id ∉ [0, V). */
+  embed(table: Tensor, ids: Int32Array, scale: number): Tensor;
+  /** Rows `start..start+n-1` of `table` [P, D] → [n, D] (learned position embeddings). */
+  sliceRows(table: Tensor, start: number, n: number): Tensor;
+  /** Stacks tensors with equal row width along the first axis → [Σ rows, D]. */
+  concatRows(parts: readonly Tensor[]): Tensor;
+  /** x [n, in] · wᵀ (w is [out, in]) + bias [out] → [n, out]. */
+  linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor;
+  /** Columns [start, start+width) of x [n, C] → [n, width] (splits fused projections at run time). */
+  sliceCols(x: Tensor, start: number, width: number): Tensor;
+  /** a + b, same shape. */
+  add(a: Tensor, b: Tensor): Tensor;
+  /**
+   * RMSNorm over groups of `w.size` consecutive values: y = x / sqrt(mean(x²) + eps) · (w + offset).
+   * offset is 1 for Gemma's (1 + w) norm, else 0. Per-head norms (Qwen3 q_norm) pass x as [n, H·d] and w [d].
+   */
+  rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor;
+  /** LayerNorm per row: (x − mean)/sqrt(var + eps)·w + b (biased variance, as torch). */
+  layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor;
+  /**
+   * Rotary position embedding (rotate_half / GPT-NeoX layout) on x [n, H·headDim] → new tensor:
+   * in each head, dims j and j + rotaryDims/2 (j < rotaryDims/2) rotate by angle (pos0 + row)·invFreq[j];
+   * dims ≥ rotaryDims pass through. invFreq has rotaryDims/2 entries.
+   */
+  rope(x: Tensor, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Tensor;
+  /** Writes x [n, W] into rows offset..offset+n-1 of cache [ctx, W] (in place). */
+  writeRows(cache: Tensor, x: Tensor, offset: number): void;
+  /**
+   * Causal multi-head attention with grouped KV heads (query head h reads kv head h / (nHeads/nKvHeads)).
+   * q [n, nHeads·headDim] at absolute positions past..past+n-1; kCache, vCache [ctx, nKvHeads·headDim]
+   * already hold rows 0..past+n-1.
+   */
+  attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult;
+  /** act(x), elementwise. gelu = exact erf GELU; gelu_tanh = tanh approximation (gelu_new). */
+  act(x: Tensor, act: Activation): Tensor;
+  /** act(gate) · up, elementwise (SwiGLU, GeGLU). */
+  gatedAct(gate: Tensor, up: Tensor, act: Activation): Tensor;
+  /** cap·tanh(x/cap), elementwise (Gemma 2 final_logit_softcapping). */
+  softcap(x: Tensor, cap: number): Tensor;
+  /** log_softmax over each row of x [n, V]. */
+  logSoftmax(x: Tensor): Tensor;
+  /** Columns `cols` of x [n, C] → [n, cols.length]. */
+  gatherCols(x: Tensor, cols: Int32Array): Tensor;
+  /** The k largest entries of each row of x [n, C]: values [n, k] (descending) and their column indices. */
+  topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }>;
+  /** Applies a steering op to the rows of x [n, W] where rows[r] = 1 → new tensor [n, W]. */
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor;
+}
+
+/** Product of the dimensions of a shape. */
+export function shapeSize(shape: readonly number[]): number {
+  let s = 1;
+  for (const d of shape) s *= d;
+  return s;
+}

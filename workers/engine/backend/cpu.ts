@@ -1,0 +1,151 @@
+import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
+import { shapeSize } from './backend';
+import { linearCpu } from '../ops/linear.cpu';
+import { layerNormCpu, rmsNormCpu } from '../ops/norm.cpu';
+import { ropeCpu } from '../ops/rope.cpu';
+import { attentionCpu } from '../ops/attention.cpu';
+import { actCpu, gatedActCpu } from '../ops/activation.cpu';
+import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
+import { rowOpCpu } from '../ops/row_op.cpu';
+
+class CpuTensor implements Tensor {
+  readonly size: number;
+  constructor(readonly shape: readonly number[], public data: Float32Array) {
+    this.size = shapeSize(shape);
+    if (data.length !== this.size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${this.size}`);
+  }
+}
+
+function d(t: Tensor): Float32Array {
+  const c = t as CpuTensor;
+  if (!c.data) throw new Error('tensor was released or belongs to another backend');
+  return c.data;
+}
+
+const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
+const rowsOf = (t: Tensor): number => t.size / cols(t);
+
+/**
+ * Plain TypeScript float32 reference backend: the fallback where WebGPU is missing (and in Node),
+ * and the oracle every WGSL kernel is tested against. Accumulates in float64 where JS does anyway.
+ */
+export class CpuBackend implements Backend {
+  readonly kind = 'cpu' as const;
+  readonly description: string;
+
+  constructor(reason?: string) {
+    this.description = reason ? `CPU fallback (${reason})` : 'CPU (TypeScript reference)';
+  }
+
+  private t(data: Float32Array, shape: readonly number[]): Tensor {
+    return new CpuTensor(shape, data);
+  }
+
+  upload(data: Float32Array, shape: readonly number[]): Tensor { return this.t(new Float32Array(data), shape); }
+  zeros(shape: readonly number[]): Tensor { return this.t(new Float32Array(shapeSize(shape)), shape); }
+  async read(t: Tensor): Promise<Float32Array> { return new Float32Array(d(t)); }
+  release(t: Tensor): void { (t as CpuTensor).data = undefined as unknown as Float32Array; }
+  async sync(): Promise<void> {}
+  dispose(): void {}
+
+  clone(t: Tensor): Tensor { return this.t(new Float32Array(d(t)), t.shape); }
+
+  embed(table: Tensor, ids: Int32Array, scale: number): Tensor {
+    const [V, D] = table.shape;
+    const src = d(table);
+    const y = new Float32Array(ids.length * D);
+    ids.forEach((id, r) => {
+      if (!(id >= 0 && id < V)) throw new Error(`token id ${id} is outside the vocabulary [0, ${V})`);
+      for (let i = 0; i < D; i++) y[r * D + i] = src[id * D + i] * scale;
+    });
+    return this.t(y, [ids.length, D]);
+  }
+
+  sliceRows(table: Tensor, start: number, n: number): Tensor {
+    const D = cols(table);
+    if (start < 0 || start + n > rowsOf(table)) throw new Error(`rows ${start}..${start + n} outside [0, ${rowsOf(table)})`);
+    return this.t(d(table).slice(start * D, (start + n) * D), [n, D]);
+  }
+
+  concatRows(parts: readonly Tensor[]): Tensor {
+    const D = cols(parts[0]);
+    const n = parts.reduce((s, p) => s + rowsOf(p), 0);
+    const y = new Float32Array(n * D);
+    let o = 0;
+    for (const p of parts) {
+      if (cols(p) !== D) throw new Error('concatRows: row widths differ');
+      y.set(d(p), o);
+      o += p.size;
+    }
+    return this.t(y, [n, D]);
+  }
+
+  linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor {
+    const [nOut, nIn] = w.shape;
+    if (cols(x) !== nIn) throw new Error(`linear: x has ${cols(x)} columns, weight expects ${nIn}`);
+    const n = rowsOf(x);
+    return this.t(linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
+  }
+
+  sliceCols(x: Tensor, start: number, width: number): Tensor {
+    const C = cols(x), n = rowsOf(x), src = d(x);
+    const y = new Float32Array(n * width);
+    for (let r = 0; r < n; r++) y.set(src.subarray(r * C + start, r * C + start + width), r * width);
+    return this.t(y, [n, width]);
+  }
+
+  add(a: Tensor, b: Tensor): Tensor {
+    if (a.size !== b.size) throw new Error('add: sizes differ');
+    const x = d(a), y = d(b), z = new Float32Array(a.size);
+    for (let i = 0; i < z.length; i++) z[i] = x[i] + y[i];
+    return this.t(z, a.shape);
+  }
+
+  rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor {
+    return this.t(rmsNormCpu(d(x), d(w), eps, offset), x.shape);
+  }
+
+  layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor {
+    return this.t(layerNormCpu(d(x), d(w), b && d(b), eps), x.shape);
+  }
+
+  rope(x: Tensor, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Tensor {
+    return this.t(ropeCpu(d(x), rowsOf(x), nHeads, headDim, rotaryDims, pos0, invFreq), x.shape);
+  }
+
+  writeRows(cache: Tensor, x: Tensor, offset: number): void {
+    if (cols(cache) !== cols(x)) throw new Error('writeRows: widths differ');
+    if (offset + rowsOf(x) > rowsOf(cache)) throw new Error(`writeRows: rows ${offset}..${offset + rowsOf(x)} exceed the cache (${rowsOf(cache)} rows)`);
+    d(cache).set(d(x), offset * cols(cache));
+  }
+
+  attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult {
+    const r = attentionCpu(d(q), d(kCache), d(vCache), p);
+    const T = p.past + p.n;
+    return {
+      z: this.t(r.z, [p.n, p.nHeads * p.headDim]),
+      pattern: r.pattern && this.t(r.pattern, [p.nHeads, p.n, T]),
+      scores: r.scores && this.t(r.scores, [p.nHeads, p.n, T]),
+    };
+  }
+
+  act(x: Tensor, act: Activation): Tensor { return this.t(actCpu(d(x), act), x.shape); }
+  gatedAct(gate: Tensor, up: Tensor, act: Activation): Tensor { return this.t(gatedActCpu(d(gate), d(up), act), gate.shape); }
+  softcap(x: Tensor, cap: number): Tensor { return this.t(softcapCpu(d(x), cap), x.shape); }
+  logSoftmax(x: Tensor): Tensor { return this.t(logSoftmaxCpu(d(x), cols(x)), x.shape); }
+
+  gatherCols(x: Tensor, idx: Int32Array): Tensor {
+    const C = cols(x), n = rowsOf(x), src = d(x);
+    const y = new Float32Array(n * idx.length);
+    for (let r = 0; r < n; r++) for (let j = 0; j < idx.length; j++) y[r * idx.length + j] = src[r * C + idx[j]];
+    return this.t(y, [n, idx.length]);
+  }
+
+  async topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> {
+    return topkCpu(d(x), cols(x), k);
+  }
+
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor {
+    return this.t(rowOpCpu(d(x), cols(x), op, rows), x.shape);
+  }
+}

@@ -1,0 +1,68 @@
+import type { ModelSpec } from './model/spec';
+
+/**
+ * The single list of hook points (TransformerLens names). The UI, the runner and the docs read
+ * this list; the forward pass in `model/transformer.ts` fires each one where it is computed.
+ * Shapes have no batch dimension: `pos` = positions of this forward call.
+ */
+export interface HookInfo {
+  /** Name with `{l}` for the block index. */
+  template: string;
+  shape: string;
+  meaning: string;
+  /** True when the hook tensor is [pos, width] so row steering ops can act on it. */
+  steerable: boolean;
+  /** Returns false for architectures that do not compute this value (never faked). */
+  present?: (spec: ModelSpec) => boolean;
+}
+
+export const HOOKS: readonly HookInfo[] = [
+  { template: 'hook_embed', shape: '[pos, d_model]', meaning: 'token embeddings W_E[ids] (times embed scale, Gemma)', steerable: true },
+  { template: 'hook_pos_embed', shape: '[pos, d_model]', meaning: 'learned position embeddings W_pos[pos]', steerable: true, present: (s) => s.positional === 'learned' },
+  { template: 'blocks.{l}.hook_resid_pre', shape: '[pos, d_model]', meaning: 'residual stream entering block l', steerable: true },
+  { template: 'blocks.{l}.ln1.hook_normalized', shape: '[pos, d_model]', meaning: 'input to attention after ln1 (weight applied)', steerable: true },
+  { template: 'blocks.{l}.attn.hook_q', shape: '[pos, n_heads·d_head]', meaning: 'queries after q_norm and rotary (heads concatenated)', steerable: true },
+  { template: 'blocks.{l}.attn.hook_k', shape: '[pos, n_kv_heads·d_head]', meaning: 'keys after k_norm and rotary, as cached', steerable: true },
+  { template: 'blocks.{l}.attn.hook_v', shape: '[pos, n_kv_heads·d_head]', meaning: 'values, as cached', steerable: true },
+  { template: 'blocks.{l}.attn.hook_attn_scores', shape: '[head, query, key]', meaning: 'scaled (soft-capped) pre-softmax scores; masked = −∞', steerable: false },
+  { template: 'blocks.{l}.attn.hook_pattern', shape: '[head, query, key]', meaning: 'attention probabilities; masked = 0', steerable: false },
+  { template: 'blocks.{l}.attn.hook_z', shape: '[pos, n_heads·d_head]', meaning: 'per-head weighted values before W_O (heads concatenated)', steerable: true },
+  { template: 'blocks.{l}.hook_attn_out', shape: '[pos, d_model]', meaning: 'attention output added to the residual stream (after post-attention norm, Gemma 2)', steerable: true },
+  { template: 'blocks.{l}.hook_resid_mid', shape: '[pos, d_model]', meaning: 'residual stream between attention and MLP', steerable: true, present: (s) => !s.parallelResidual },
+  { template: 'blocks.{l}.ln2.hook_normalized', shape: '[pos, d_model]', meaning: 'input to the MLP after ln2', steerable: true },
+  { template: 'blocks.{l}.mlp.hook_pre', shape: '[pos, d_mlp]', meaning: 'MLP pre-activation (the gate projection in gated MLPs)', steerable: true },
+  { template: 'blocks.{l}.mlp.hook_post', shape: '[pos, d_mlp]', meaning: 'MLP activation (act(gate)·up in gated MLPs)', steerable: true },
+  { template: 'blocks.{l}.hook_mlp_out', shape: '[pos, d_model]', meaning: 'MLP output added to the residual stream', steerable: true },
+  { template: 'blocks.{l}.hook_resid_post', shape: '[pos, d_model]', meaning: 'residual stream after block l', steerable: true },
+  { template: 'ln_final.hook_normalized', shape: '[pos, d_model]', meaning: 'final norm output, input to W_U', steerable: true },
+  { template: 'logits', shape: '[pos, d_vocab]', meaning: 'output logits (after final soft-capping, Gemma 2)', steerable: false },
+];
+
+/** All concrete hook names for a model, in forward order. */
+export function hookNames(spec: ModelSpec): string[] {
+  const out: string[] = [];
+  const present = HOOKS.filter((h) => !h.present || h.present(spec));
+  for (const h of present) if (!h.template.includes('{l}') && h.template.startsWith('hook_')) out.push(h.template);
+  for (let l = 0; l < spec.nLayers; l++) for (const h of present) if (h.template.includes('{l}')) out.push(h.template.replace('{l}', String(l)));
+  for (const h of present) if (!h.template.includes('{l}') && !h.template.startsWith('hook_')) out.push(h.template);
+  return out;
+}
+
+/** Looks up the declaration of a concrete hook name; undefined if no such hook exists. */
+export function hookInfo(name: string): HookInfo | undefined {
+  const template = name.replace(/^blocks\.\d+\./, 'blocks.{l}.');
+  return HOOKS.find((h) => h.template === template);
+}
+
+/**
+ * Throws a clear error if `name` is not a hook point of this model.
+ * @throws Error naming the closest valid hooks when the name is unknown or out of range.
+ */
+export function assertHook(spec: ModelSpec, name: string): void {
+  if (hookNames(spec).includes(name)) return;
+  const m = /^blocks\.(\d+)\./.exec(name);
+  if (m && Number(m[1]) >= spec.nLayers) throw new Error(`hook "${name}": layer ${m[1]} does not exist (the model has layers 0..${spec.nLayers - 1})`);
+  const info = hookInfo(name);
+  if (info) throw new Error(`hook "${name}" is not computed by ${spec.modelType} models`);
+  throw new Error(`unknown hook "${name}"; hooks look like blocks.3.hook_resid_post, blocks.0.attn.hook_pattern, hook_embed`);
+}

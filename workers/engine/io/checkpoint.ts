@@ -1,0 +1,51 @@
+import type { WeightSource } from '../arch/types';
+import type { ModelFiles } from './model_files';
+import { readJson } from './model_files';
+import { decodeTensor, parseSafetensors, type SafetensorsHeader } from './safetensors';
+
+/**
+ * Opens a checkpoint: `model.safetensors`, or the shards listed in `model.safetensors.index.json`
+ * (its `weight_map` names the shard of every tensor). Shards are read whole and validated.
+ * @throws Error when no safetensors file exists (pickle checkpoints are never loaded) or a shard is malformed.
+ */
+export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: number, total: number) => void): Promise<WeightSource> {
+  let shards: string[];
+  let weightMap: Record<string, string> | null = null;
+  if (await files.has('model.safetensors.index.json')) {
+    const index = await readJson(files, 'model.safetensors.index.json');
+    weightMap = (index.weight_map ?? {}) as Record<string, string>;
+    shards = [...new Set(Object.values(weightMap))];
+  } else if (await files.has('model.safetensors')) {
+    shards = ['model.safetensors'];
+  } else {
+    throw new Error(`${files.label}: no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are loaded, never pickle)`);
+  }
+  const opened = new Map<string, { bytes: Uint8Array; header: SafetensorsHeader }>();
+  const sizes = await Promise.all(shards.map((s) => files.size(s).catch(() => 0)));
+  const total = sizes.reduce((a, b) => a + b, 0);
+  let done = 0;
+  for (const shard of shards) {
+    const bytes = await files.bytes(shard, (l) => onProgress?.(done + l, total));
+    done += bytes.length;
+    opened.set(shard, { bytes, header: parseSafetensors(bytes, shard) });
+  }
+  const where = new Map<string, string>();
+  for (const [shard, { header }] of opened) for (const name of header.tensors.keys()) where.set(name, shard);
+  if (weightMap) {
+    for (const [name, shard] of Object.entries(weightMap)) {
+      if (where.get(name) !== shard) throw new Error(`${files.label}: index says "${name}" is in ${shard}, but it is not there`);
+    }
+  }
+  return {
+    has: (name) => where.has(name),
+    names: () => [...where.keys()],
+    get(name) {
+      const shard = where.get(name);
+      if (!shard) throw new Error(`${files.label}: checkpoint has no tensor "${name}" (is this the architecture config.json claims?)`);
+      const { bytes, header } = opened.get(shard)!;
+      const e = header.tensors.get(name)!;
+      const raw = bytes.subarray(header.dataStart + e.begin, header.dataStart + e.end);
+      return { data: decodeTensor(raw, e.dtype), shape: e.shape };
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * A model folder in Hugging Face layout, wherever it lives (a local folder, files the user picked,
+ * the Hub, a mirror, the dev server). Loaders read through this interface only.
+ */
+export interface ModelFiles {
+  /** Where the files come from, for messages ("stories260K (local folder)", "hf.co/gpt2@main"). */
+  readonly label: string;
+  /** True if the file exists. */
+  has(path: string): Promise<boolean>;
+  /** The whole file. @throws Error saying which file is missing or unreadable. */
+  bytes(path: string, onProgress?: (loaded: number, total: number) => void): Promise<Uint8Array>;
+  /** Bytes [start, end) of a file (HTTP range request where remote). */
+  range(path: string, start: number, end: number): Promise<Uint8Array>;
+  /** File size in bytes. */
+  size(path: string): Promise<number>;
+}
+
+/** Reads and parses a JSON file. @throws Error naming the file when it is missing or not JSON. */
+export async function readJson(files: ModelFiles, path: string): Promise<Record<string, unknown>> {
+  if (!(await files.has(path))) throw new Error(`${files.label}: ${path} is missing`);
+  const text = new TextDecoder().decode(await files.bytes(path));
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`${files.label}: ${path} is not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** Model files held in memory, keyed by relative path (files picked in the browser, tests). */
+export class MemoryFiles implements ModelFiles {
+  constructor(readonly label: string, private readonly files: Map<string, Uint8Array>) {}
+  async has(path: string) { return this.files.has(path); }
+  async bytes(path: string) {
+    const f = this.files.get(path);
+    if (!f) throw new Error(`${this.label}: ${path} is missing`);
+    return f;
+  }
+  async range(path: string, start: number, end: number) { return (await this.bytes(path)).subarray(start, end); }
+  async size(path: string) { return (await this.bytes(path)).length; }
+}
+
+/** Model files under an HTTP base URL (the dev server's /models/, a mirror). */
+export class HttpFiles implements ModelFiles {
+  constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}) {}
+  private url(path: string) { return this.base.replace(/\/?$/, '/') + path; }
+  async has(path: string) {
+    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD' });
+    return r.ok;
+  }
+  async bytes(path: string, onProgress?: (loaded: number, total: number) => void) {
+    const r = await fetch(this.url(path), this.init);
+    if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status} ${r.statusText}`);
+    const total = Number(r.headers.get('content-length') ?? 0);
+    if (!r.body || !onProgress) return new Uint8Array(await r.arrayBuffer());
+    const chunks: Uint8Array[] = [];
+    let loaded = 0;
+    const reader = r.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      loaded += value.length;
+      onProgress(loaded, total);
+    }
+    const out = new Uint8Array(loaded);
+    let o = 0;
+    for (const c of chunks) { out.set(c, o); o += c.length; }
+    return out;
+  }
+  async range(path: string, start: number, end: number) {
+    const r = await fetch(this.url(path), { ...this.init, headers: { ...(this.init.headers ?? {}), Range: `bytes=${start}-${end - 1}` } });
+    if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status}`);
+    const buf = new Uint8Array(await r.arrayBuffer());
+    return r.status === 206 ? buf : buf.subarray(start, end);
+  }
+  async size(path: string) {
+    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD' });
+    if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status}`);
+    return Number(r.headers.get('content-length') ?? 0);
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * safetensors reader with strict validation (format: https://github.com/huggingface/safetensors,
+ * "Format" section): 8-byte little-endian header length N, N bytes of UTF-8 JSON, then the data.
+ * Each tensor entry is {dtype, shape, data_offsets: [begin, end]} relative to the data start.
+ */
+
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
+
+export interface TensorEntry {
+  name: string;
+  dtype: SafetensorsDtype;
+  shape: number[];
+  /** Byte offsets [begin, end) relative to the start of the data section. */
+  begin: number;
+  end: number;
+}
+
+export interface SafetensorsHeader {
+  /** Byte offset of the data section in the file (8 + header length). */
+  dataStart: number;
+  tensors: Map<string, TensorEntry>;
+  metadata: Record<string, string>;
+}
+
+/** Thrown for any malformed or unsupported safetensors content; the message says what and where. */
+export class SafetensorsError extends Error {
+  constructor(file: string, what: string) {
+    super(`${file}: ${what}`);
+    this.name = 'SafetensorsError';
+  }
+}
+
+const BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+/** Upper bound on the JSON header (the reference implementation uses 100 MB). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+/**
+ * Reads the 8-byte header length from the first bytes of a file.
+ * @throws SafetensorsError when the file is too short or the length is out of bounds.
+ */
+export function readHeaderLength(first8: Uint8Array, fileSize: number, file = 'model.safetensors'): number {
+  if (first8.length < 8 || fileSize < 8) throw new SafetensorsError(file, `file is ${fileSize} bytes, too short to hold the 8-byte header length (truncated?)`);
+  const n = Number(new DataView(first8.buffer, first8.byteOffset, 8).getBigUint64(0, true));
+  if (n < 2 || n > MAX_HEADER_BYTES) throw new SafetensorsError(file, `header length ${n} is outside [2, ${MAX_HEADER_BYTES}] (not a safetensors file?)`);
+  if (8 + n > fileSize) throw new SafetensorsError(file, `header claims ${n} bytes but the file has only ${fileSize - 8} after the length field (truncated)`);
+  return n;
+}
+
+/**
+ * Parses and validates the JSON header: dtypes, shapes, offsets inside the file, byte counts that
+ * match shape × dtype size, and no two tensors overlapping.
+ * @param headerBytes the N header bytes (after the 8-byte length).
+ * @param fileSize total file size in bytes, so every tensor can be checked to lie inside the file.
+ * @throws SafetensorsError naming the offending tensor and the rule it breaks.
+ */
+export function parseHeader(headerBytes: Uint8Array, fileSize: number, file = 'model.safetensors'): SafetensorsHeader {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
+  } catch (e) {
+    throw new SafetensorsError(file, `header is not valid UTF-8 JSON (${(e as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new SafetensorsError(file, 'header is not a JSON object');
+  const dataStart = 8 + headerBytes.length;
+  const dataSize = fileSize - dataStart;
+  const tensors = new Map<string, TensorEntry>();
+  let metadata: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(json as Record<string, unknown>)) {
+    if (name === '__metadata__') {
+      metadata = (raw ?? {}) as Record<string, string>;
+      continue;
+    }
+    const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    if (typeof e !== 'object' || e === null) throw new SafetensorsError(file, `tensor "${name}": entry is not an object`);
+    if (e.dtype !== 'F32' && e.dtype !== 'F16' && e.dtype !== 'BF16') {
+      throw new SafetensorsError(file, `tensor "${name}": dtype ${JSON.stringify(e.dtype)} is not supported (F32, F16, BF16 are)`);
+    }
+    if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new SafetensorsError(file, `tensor "${name}": shape ${JSON.stringify(e.shape)} is not a list of non-negative integers`);
+    }
+    const off = e.data_offsets;
+    if (!Array.isArray(off) || off.length !== 2 || !off.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new SafetensorsError(file, `tensor "${name}": data_offsets ${JSON.stringify(off)} is not [begin, end]`);
+    }
+    const [begin, end] = off as number[];
+    if (end < begin) throw new SafetensorsError(file, `tensor "${name}": data_offsets end ${end} < begin ${begin}`);
+    if (end > dataSize) throw new SafetensorsError(file, `tensor "${name}": data_offsets [${begin}, ${end}] run past the end of the data (${dataSize} bytes; truncated file or a header that lies)`);
+    const count = (e.shape as number[]).reduce((a, b) => a * b, 1);
+    if (count * BYTES[e.dtype] !== end - begin) {
+      throw new SafetensorsError(file, `tensor "${name}": shape [${e.shape}] × ${e.dtype} needs ${count * BYTES[e.dtype]} bytes but data_offsets span ${end - begin}`);
+    }
+    tensors.set(name, { name, dtype: e.dtype, shape: e.shape as number[], begin, end });
+  }
+  const sorted = [...tensors.values()].sort((a, b) => a.begin - b.begin);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i].begin < sorted[i - 1].end) throw new SafetensorsError(file, `tensors "${sorted[i - 1].name}" and "${sorted[i].name}" overlap`);
+  }
+  return { dataStart, tensors, metadata };
+}
+
+/** Parses a whole safetensors file held in memory. @throws SafetensorsError */
+export function parseSafetensors(bytes: Uint8Array, file = 'model.safetensors'): SafetensorsHeader {
+  const n = readHeaderLength(bytes.subarray(0, 8), bytes.length, file);
+  return parseHeader(bytes.subarray(8, 8 + n), bytes.length, file);
+}
+
+const f16Table = (() => {
+  const t = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const s = h & 0x8000 ? -1 : 1;
+    const e = (h >> 10) & 0x1f;
+    const m = h & 0x3ff;
+    t[h] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
+  }
+  return t;
+})();
+
+/**
+ * Decodes one tensor's raw little-endian bytes to float32 (F16 and BF16 are widened exactly).
+ * @param raw exactly entry.end − entry.begin bytes.
+ */
+export function decodeTensor(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
+  const n = raw.length / BYTES[dtype];
+  const out = new Float32Array(n);
+  const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  if (dtype === 'F32') {
+    for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
+  } else if (dtype === 'F16') {
+    for (let i = 0; i < n; i++) out[i] = f16Table[dv.getUint16(i * 2, true)];
+  } else {
+    const u = new Uint32Array(out.buffer);
+    for (let i = 0; i < n; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+  }
+  return out;
+}

@@ -1,0 +1,52 @@
+import type { RowOp } from '../backend/backend';
+
+/** Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end). */
+export type PositionSelector = 'all' | 'prompt' | 'generated' | number[] | { start: number; end: number };
+
+/** Generation steps [start, end) during which an intervention is active. Step 0 is the prompt pass. */
+export interface StepWindow { start: number; end: number }
+
+/**
+ * An intervention as the forward pass sees it: a row op at one hook, restricted to positions and
+ * generation steps. Order of application: interventions at the same hook apply in list order,
+ * each to the output of the previous one.
+ */
+export interface Intervention {
+  hook: string;
+  op: RowOp;
+  positions: PositionSelector;
+  steps?: StepWindow;
+}
+
+/** Where a forward call sits in a run: absolute positions pos0..pos0+n-1, at generation step `step`. */
+export interface CallSite {
+  pos0: number;
+  n: number;
+  /** Length of the prompt (positions ≥ nPrompt are generated tokens). */
+  nPrompt: number;
+  /** 0 for the prompt pass; k for the pass that reads generated token k−1. */
+  step: number;
+}
+
+/** True when the intervention's step window contains this call's step. */
+export function activeAtStep(iv: Intervention, step: number): boolean {
+  return !iv.steps || (step >= iv.steps.start && step < iv.steps.end);
+}
+
+/**
+ * Row mask [n] for the call's positions: 1 where the selector includes absolute position pos0 + r.
+ */
+export function selectRows(sel: PositionSelector, site: CallSite): Uint8Array {
+  const rows = new Uint8Array(site.n);
+  for (let r = 0; r < site.n; r++) {
+    const p = site.pos0 + r;
+    let on: boolean;
+    if (sel === 'all') on = true;
+    else if (sel === 'prompt') on = p < site.nPrompt;
+    else if (sel === 'generated') on = p >= site.nPrompt;
+    else if (Array.isArray(sel)) on = sel.includes(p);
+    else on = p >= sel.start && p < sel.end;
+    rows[r] = on ? 1 : 0;
+  }
+  return rows;
+}

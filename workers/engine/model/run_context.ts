@@ -1,0 +1,64 @@
+import type { Backend, RowOp, Tensor } from '../backend/backend';
+import { activeAtStep, selectRows, type CallSite, type Intervention } from './intervention';
+
+/**
+ * What happens at each hook point during one forward call: interventions are applied (in list
+ * order), then the value is captured if the name filter asks for it. Captured tensors are copies
+ * owned by this context, so the forward pass can free its intermediates.
+ */
+export class RunContext {
+  readonly captured = new Map<string, Tensor>();
+  private readonly byHook = new Map<string, Intervention[]>();
+
+  constructor(
+    private readonly backend: Backend,
+    readonly site: CallSite,
+    private readonly capture: (name: string) => boolean = () => false,
+    interventions: readonly Intervention[] = [],
+  ) {
+    for (const iv of interventions) {
+      if (!activeAtStep(iv, site.step)) continue;
+      const list = this.byHook.get(iv.hook) ?? [];
+      list.push(iv);
+      this.byHook.set(iv.hook, list);
+    }
+  }
+
+  /** True when hook `name` is being captured (lets the forward skip optional outputs such as patterns). */
+  wants(name: string): boolean {
+    return this.capture(name);
+  }
+
+  /**
+   * Fires hook `name` on t (rows = positions pos0..pos0+n-1 for row hooks). Takes ownership of t
+   * and returns the tensor the forward pass continues with.
+   */
+  fire(name: string, t: Tensor): Tensor {
+    for (const iv of this.byHook.get(name) ?? []) {
+      const rows = selectRows(iv.positions, this.site);
+      if (!rows.some((r) => r)) continue;
+      const next = this.backend.rowOp(t, this.opForCall(iv.op, t), rows);
+      this.backend.release(t);
+      t = next;
+    }
+    if (this.capture(name)) this.captured.set(name, this.backend.clone(t));
+    return t;
+  }
+
+  /** A patch source holds every position of the other run; this call needs rows pos0..pos0+n-1. */
+  private opForCall(op: RowOp, t: Tensor): RowOp {
+    if (op.kind !== 'patch') return op;
+    const w = t.shape[t.shape.length - 1];
+    const { pos0, n } = this.site;
+    if (op.replacement.length < (pos0 + n) * w) {
+      throw new Error(`patch source covers ${op.replacement.length / w} positions; this run needs ${pos0 + n}`);
+    }
+    return { kind: 'patch', replacement: op.replacement.subarray(pos0 * w, (pos0 + n) * w) };
+  }
+
+  /** Frees every captured tensor. */
+  release(): void {
+    for (const t of this.captured.values()) this.backend.release(t);
+    this.captured.clear();
+  }
+}

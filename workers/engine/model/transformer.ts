@@ -1,0 +1,173 @@
+import type { Backend, Tensor } from '../backend/backend';
+import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from './spec';
+import type { RunContext } from './run_context';
+
+/** Which rows of the final logits a forward call computes. */
+export type LogitRows = 'all' | 'last' | 'none';
+
+/**
+ * The one shared decoder-only transformer forward pass, parameterised by a ModelSpec
+ * (architecture differences are data, not code paths copied per family). Holds the weights and a
+ * KV cache preallocated for n_ctx positions (no per-step reallocation).
+ */
+export class Transformer {
+  private readonly kCache: Tensor[];
+  private readonly vCache: Tensor[];
+
+  constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights) {
+    const kvW = spec.nKvHeads * spec.dHead;
+    this.kCache = Array.from({ length: spec.nLayers }, () => backend.zeros([spec.nCtx, kvW]));
+    this.vCache = Array.from({ length: spec.nLayers }, () => backend.zeros([spec.nCtx, kvW]));
+  }
+
+  private norm(x: Tensor, w: NormWeights): Tensor {
+    const s = this.spec;
+    return s.norm === 'rms' ? this.backend.rmsNorm(x, w.w, s.normEps, s.normOffset) : this.backend.layerNorm(x, w.w, w.b, s.normEps);
+  }
+
+  /**
+   * Applies the final norm (recomputed on these vectors, never reusing a cached scale) and the
+   * unembedding, with final soft-capping where the model has it.
+   * @param x [n, d_model] residual vectors (any layer: this is the logit lens when x is not the last).
+   * @returns logits [n, d_vocab].
+   */
+  unembed(x: Tensor, ctx?: RunContext): Tensor {
+    const b = this.backend, w = this.weights;
+    let nf = this.norm(x, w.lnFinal);
+    if (ctx) nf = ctx.fire('ln_final.hook_normalized', nf);
+    let logits = b.linear(nf, w.unembed, w.unembedBias);
+    b.release(nf);
+    if (this.spec.finalSoftcap > 0) {
+      const capped = b.softcap(logits, this.spec.finalSoftcap);
+      b.release(logits);
+      logits = capped;
+    }
+    return ctx ? ctx.fire('logits', logits) : logits;
+  }
+
+  /**
+   * Runs ids at absolute positions ctx.site.pos0.. through the model, writing their keys and values
+   * into the KV cache (positions before pos0 must already be cached by earlier calls).
+   * @param ids token ids [n].
+   * @returns logits [n, d_vocab] ('all'), [1, d_vocab] ('last') or null ('none').
+   * @throws Error when the sequence would exceed n_ctx (max_position_embeddings).
+   */
+  forward(ids: Int32Array, ctx: RunContext, logitRows: LogitRows = 'all'): Tensor | null {
+    const s = this.spec, b = this.backend, w = this.weights;
+    const { pos0 } = ctx.site;
+    const n = ids.length;
+    if (pos0 + n > s.nCtx) {
+      throw new Error(`sequence of ${pos0 + n} tokens exceeds the model's context of ${s.nCtx} (max_position_embeddings)`);
+    }
+    // hook_embed [pos, d_model]: W_E[ids] (× sqrt(d_model) for Gemma)
+    let resid = ctx.fire('hook_embed', b.embed(w.embed, ids, s.embedScale));
+    if (w.posEmbed) {
+      // hook_pos_embed [pos, d_model]: W_pos[pos0..pos0+n-1]
+      const pe = ctx.fire('hook_pos_embed', b.sliceRows(w.posEmbed, pos0, n));
+      const sum = b.add(resid, pe);
+      b.release(resid); b.release(pe);
+      resid = sum;
+    }
+    for (let l = 0; l < s.nLayers; l++) resid = this.block(l, resid, ctx);
+    if (logitRows === 'none') { b.release(resid); return null; }
+    if (logitRows === 'last' && n > 1) {
+      const last = b.sliceRows(resid, n - 1, 1);
+      b.release(resid);
+      resid = last;
+    }
+    const logits = this.unembed(resid, ctx);
+    b.release(resid);
+    return logits;
+  }
+
+  private block(l: number, resid: Tensor, ctx: RunContext): Tensor {
+    const s = this.spec, b = this.backend, bw: BlockWeights = this.weights.blocks[l];
+    const h = `blocks.${l}.`;
+    const { pos0, n } = ctx.site;
+    const x = ctx.fire(`${h}hook_resid_pre`, resid); // [pos, d_model]
+
+    // --- attention ---
+    const n1 = ctx.fire(`${h}ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
+    let q = b.linear(n1, bw.q.w, bw.q.b); // [pos, n_heads·d_head]
+    let k = b.linear(n1, bw.k.w, bw.k.b); // [pos, n_kv_heads·d_head]
+    const v0 = b.linear(n1, bw.v.w, bw.v.b);
+    if (bw.qNorm && bw.kNorm) {
+      q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
+      k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
+    }
+    if (s.positional === 'rotary') {
+      q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, s.invFreq));
+      k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, s.invFreq));
+    }
+    q = ctx.fire(`${h}attn.hook_q`, q);
+    k = ctx.fire(`${h}attn.hook_k`, k);
+    const v = ctx.fire(`${h}attn.hook_v`, v0);
+    b.writeRows(this.kCache[l], k, pos0);
+    b.writeRows(this.vCache[l], v, pos0);
+    b.release(k); b.release(v);
+    const wantPattern = ctx.wants(`${h}attn.hook_pattern`);
+    const wantScores = ctx.wants(`${h}attn.hook_attn_scores`);
+    const att = b.attention(q, this.kCache[l], this.vCache[l], {
+      n, past: pos0, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead,
+      scale: s.attnScale, softcap: s.attnSoftcap, window: s.windows[l], wantPattern, wantScores,
+    });
+    b.release(q);
+    if (att.scores) b.release(ctx.fire(`${h}attn.hook_attn_scores`, att.scores)); // [head, query, key]
+    if (att.pattern) b.release(ctx.fire(`${h}attn.hook_pattern`, att.pattern)); // [head, query, key]
+    const z = ctx.fire(`${h}attn.hook_z`, att.z); // [pos, n_heads·d_head]
+    let attnOut = b.linear(z, bw.o.w, bw.o.b);
+    b.release(z);
+    if (bw.postAttnNorm) attnOut = this.swap(attnOut, this.norm(attnOut, bw.postAttnNorm));
+    attnOut = ctx.fire(`${h}hook_attn_out`, attnOut); // [pos, d_model]
+
+    // --- MLP ---
+    let mlpIn: Tensor;
+    let mid: Tensor | null = null;
+    if (s.parallelResidual) {
+      mlpIn = x; // GPT-NeoX: both branches read the same residual; no hook_resid_mid
+    } else {
+      mid = ctx.fire(`${h}hook_resid_mid`, b.add(x, attnOut)); // [pos, d_model]
+      b.release(x); b.release(attnOut);
+      mlpIn = mid;
+    }
+    const n2 = ctx.fire(`${h}ln2.hook_normalized`, this.norm(mlpIn, bw.ln2)); // [pos, d_model]
+    const pre = ctx.fire(`${h}mlp.hook_pre`, b.linear(n2, (bw.gate ?? bw.up).w, (bw.gate ?? bw.up).b)); // [pos, d_mlp]
+    let post: Tensor;
+    if (bw.gate) {
+      const upv = b.linear(n2, bw.up.w, bw.up.b);
+      post = b.gatedAct(pre, upv, s.act);
+      b.release(upv);
+    } else {
+      post = b.act(pre, s.act);
+    }
+    b.release(n2); b.release(pre);
+    post = ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
+    let mlpOut = b.linear(post, bw.down.w, bw.down.b);
+    b.release(post);
+    if (bw.postMlpNorm) mlpOut = this.swap(mlpOut, this.norm(mlpOut, bw.postMlpNorm));
+    mlpOut = ctx.fire(`${h}hook_mlp_out`, mlpOut); // [pos, d_model]
+
+    let out: Tensor;
+    if (mid) {
+      out = b.add(mid, mlpOut);
+      b.release(mid);
+    } else {
+      const t = b.add(x, attnOut);
+      out = b.add(t, mlpOut);
+      b.release(t); b.release(x); b.release(attnOut);
+    }
+    b.release(mlpOut);
+    return ctx.fire(`${h}hook_resid_post`, out); // [pos, d_model]
+  }
+
+  /** Releases `old` and returns `next` (keeps the op chains above readable). */
+  private swap(old: Tensor, next: Tensor): Tensor {
+    this.backend.release(old);
+    return next;
+  }
+
+  /** Frees the weights' KV cache. (Weights are freed with the backend.) */
+  dispose(): void {
+    for (const t of [...this.kCache, ...this.vCache]) this.backend.release(t);
+  }
+}

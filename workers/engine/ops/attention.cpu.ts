@@ -1,0 +1,45 @@
+import type { AttentionParams } from '../backend/backend';
+
+/**
+ * Causal grouped-query attention (Vaswani et al. 2017; GQA: Ainslie et al. 2023, arXiv 2305.13245).
+ * q [n, H·d]; k, v caches [ctx, KV·d] holding rows 0..past+n-1. Returns z [n, H·d] and, when asked,
+ * the probabilities and masked scores [H, n, past+n].
+ */
+export function attentionCpu(q: Float32Array, k: Float32Array, v: Float32Array, p: AttentionParams): { z: Float32Array; pattern?: Float32Array; scores?: Float32Array } {
+  const { n, past, nHeads, nKvHeads, headDim: d, scale, softcap, window } = p;
+  const T = past + n;
+  const group = nHeads / nKvHeads;
+  const kvW = nKvHeads * d;
+  const z = new Float32Array(n * nHeads * d);
+  const pattern = p.wantPattern ? new Float32Array(nHeads * n * T) : undefined;
+  const scores = p.wantScores ? new Float32Array(nHeads * n * T).fill(-Infinity) : undefined;
+  const s = new Float64Array(T);
+  for (let h = 0; h < nHeads; h++) {
+    const kh = Math.floor(h / group);
+    for (let i = 0; i < n; i++) {
+      const qi = past + i;
+      const lo = window > 0 ? Math.max(0, qi - window + 1) : 0;
+      const qo = (i * nHeads + h) * d;
+      let max = -Infinity;
+      for (let j = lo; j <= qi; j++) {
+        const ko = j * kvW + kh * d;
+        let dot = 0;
+        for (let e = 0; e < d; e++) dot += q[qo + e] * k[ko + e];
+        let sc = dot * scale;
+        if (softcap > 0) sc = Math.tanh(sc / softcap) * softcap;
+        s[j] = sc;
+        if (scores) scores[(h * n + i) * T + j] = sc;
+        if (sc > max) max = sc;
+      }
+      let sum = 0;
+      for (let j = lo; j <= qi; j++) { s[j] = Math.exp(s[j] - max); sum += s[j]; }
+      for (let j = lo; j <= qi; j++) {
+        const pj = s[j] / sum;
+        if (pattern) pattern[(h * n + i) * T + j] = pj;
+        const vo = j * kvW + kh * d;
+        for (let e = 0; e < d; e++) z[qo + e] += pj * v[vo + e];
+      }
+    }
+  }
+  return { z, pattern, scores };
+}

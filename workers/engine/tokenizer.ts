@@ -1,0 +1,36 @@
+import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { ModelFiles } from './io/model_files';
+
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json', 'config.json'];
+const ROOT = '/__branchpoint__/';
+let served = new Map<string, Uint8Array>();
+
+/**
+ * Loads the model's tokenizer with transformers.js `AutoTokenizer` from files we already hold:
+ * transformers.js's custom-cache hook serves them, so nothing goes to the network.
+ * @throws Error when tokenizer.json is missing or transformers.js cannot build the tokenizer.
+ */
+export async function loadTokenizer(files: ModelFiles, key: string): Promise<PreTrainedTokenizer> {
+  if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
+  const id = `branchpoint/${key.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+  served = new Map();
+  for (const f of TOKENIZER_FILES) if (await files.has(f)) served.set(`${ROOT}${id}/${f}`, await files.bytes(f));
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = ROOT;
+  env.useBrowserCache = false;
+  env.useFSCache = false;
+  env.useCustomCache = true;
+  env.customCache = {
+    async match(request: string) {
+      const b = served.get(request);
+      return b ? new Response(b.slice()) : undefined;
+    },
+    async put() {},
+  };
+  try {
+    return await AutoTokenizer.from_pretrained(id);
+  } catch (e) {
+    throw new Error(`${files.label}: could not build the tokenizer (${(e as Error).message})`);
+  }
+}
