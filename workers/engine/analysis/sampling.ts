@@ -1,0 +1,34 @@
+/** mulberry32: a small seeded PRNG so two generations with the same seed draw the same numbers. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Picks the next token from log-probs [V]: greedy (first maximum) when temperature ≤ 0, else a draw
+ * from softmax(logp / temperature) restricted to the topK most likely tokens (0 = all).
+ */
+export function sampleToken(logProbs: Float32Array, temperature: number, topK: number, rand: () => number): number {
+  if (temperature <= 0) {
+    let best = 0;
+    for (let i = 1; i < logProbs.length; i++) if (logProbs[i] > logProbs[best]) best = i;
+    return best;
+  }
+  let idx = Array.from(logProbs.keys());
+  if (topK > 0 && topK < idx.length) idx = idx.sort((a, b) => logProbs[b] - logProbs[a] || a - b).slice(0, topK);
+  const m = Math.max(...idx.map((i) => logProbs[i]));
+  const w = idx.map((i) => Math.exp((logProbs[i] - m) / temperature));
+  const total = w.reduce((s, x) => s + x, 0);
+  let u = rand() * total;
+  for (let j = 0; j < idx.length; j++) {
+    u -= w[j];
+    if (u <= 0) return idx[j];
+  }
+  return idx[idx.length - 1];
+}

@@ -1,0 +1,127 @@
+/**
+ * Public types of the engine: what the worker, the runner and the UI exchange. Arrays are flat
+ * typed arrays (row-major) so they cross worker boundaries as transferables.
+ */
+import type { Intervention } from './model/intervention';
+
+/** A future as the user writes it. `text`: alternatives separated by "|" form a token set; a
+ * multi-token alternative is a branch. `ids`: explicit token sequences (each a branch). */
+export interface FutureInput {
+  text?: string;
+  ids?: number[][];
+}
+
+/** A future resolved to token sequences. log p(future) = logsumexp over sequences of Σ log p(tokens). */
+export interface ResolvedFuture {
+  sequences: number[][];
+  /** Display strings of each sequence's tokens. */
+  tokens: string[][];
+  /** Distinct first tokens (what the logit lens scores at intermediate layers). */
+  firstIds: number[];
+}
+
+export interface ModelInfo {
+  label: string;
+  modelType: string;
+  nLayers: number;
+  dModel: number;
+  nHeads: number;
+  nKvHeads: number;
+  dHead: number;
+  dMlp: number;
+  dVocab: number;
+  nCtx: number;
+  backend: { kind: 'cpu' | 'webgpu'; description: string };
+  hookNames: string[];
+  hasChatTemplate: boolean;
+}
+
+export interface PromptInput {
+  prompt: string;
+  /** Wrap the prompt as a user turn with the tokenizer's chat template (generation prompt added). */
+  chatTemplate?: boolean;
+}
+
+export interface AnalyseRequest extends PromptInput {
+  good: FutureInput;
+  bad: FutureInput;
+  interventions?: Intervention[];
+  /** Top tokens of the lens kept per cell (default 5). */
+  topK?: number;
+  /** Sink threshold ε (default 0.3, Gu et al. 2024). */
+  sinkEps?: number;
+}
+
+export interface SinkStats {
+  /** α^{l,h}_0 [n_layers·n_heads]: mean attention to position 0 over queries. */
+  alpha0: Float32Array;
+  /** α^{l,h}_k [n_layers·n_heads·T]: mean over queries i ≥ k of A[i,k]. */
+  alpha: Float32Array;
+  /** Fraction of heads per layer with α_0 > ε [n_layers]. */
+  sinkRate: Float32Array;
+  /** Per head, the key position with the largest α [n_layers·n_heads]. */
+  sinkPos: Int32Array;
+  /** Per head, ‖v‖ at its sink position (the value vector of its KV head) [n_layers·n_heads]. */
+  sinkValueNorm: Float32Array;
+  eps: number;
+}
+
+export interface Analysis {
+  ids: number[];
+  tokens: string[];
+  nLayers: number;
+  nHeads: number;
+  good: ResolvedFuture;
+  bad: ResolvedFuture;
+  /** Δ^l_t [(n_layers+1)·T]: row 0 = embeddings, row l = after block l (first-token sets). */
+  lensMargin: Float32Array;
+  /** Δ_t at the final layer [T] (= lensMargin row n_layers). */
+  finalMargin: Float32Array;
+  /** Teacher-forced sequence margin after the last prompt token (final layer), multi-token futures. */
+  sequenceMargin: number;
+  topK: number;
+  /** Lens top-k token ids [(n_layers+1)·T·k] and their log-probs, per cell. */
+  lensTopIds: Int32Array;
+  lensTopLogProbs: Float32Array;
+  /** ‖h^l_t‖ [(n_layers+1)·T], same rows as the lens. */
+  residNorms: Float32Array;
+  /** Massive activations per layer (Sun et al. 2024): largest |h| with its (token, dim) and max/median. */
+  massive: { value: Float32Array; token: Int32Array; dim: Int32Array; ratio: Float32Array };
+  sinks: SinkStats;
+}
+
+export interface GenerateRequest extends PromptInput {
+  good: FutureInput;
+  bad: FutureInput;
+  maxNewTokens: number;
+  /** 0 = greedy (first maximum on ties). */
+  temperature?: number;
+  /** Sample only among the k most likely tokens (0 = all). */
+  topK?: number;
+  seed?: number;
+  /** Stop at an eos_token_id from config.json (default true). */
+  stopAtEos?: boolean;
+  interventions?: Intervention[];
+}
+
+export interface TokenEvent {
+  /** Generation step (0 = first new token). */
+  step: number;
+  id: number;
+  token: string;
+  /** Margin Δ of the futures in the distribution this token was drawn from. */
+  margin: number;
+  /** log p of the chosen token. */
+  logProb: number;
+}
+
+export interface Generation {
+  promptIds: number[];
+  ids: number[];
+  tokens: string[];
+  text: string;
+  /** Δ at each step [ids.length]. */
+  margins: number[];
+  /** Why generation stopped. */
+  stop: 'length' | 'eos' | 'context' | 'cancelled';
+}

@@ -1,0 +1,294 @@
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { Backend, Tensor } from './backend/backend';
+import type { HFConfig } from './arch/types';
+import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
+import { assertHook, hookNames } from './hooks';
+import type { ModelFiles } from './io/model_files';
+import { loadTransformer, type LoadProgress } from './model/load';
+import type { Intervention } from './model/intervention';
+import { RunContext } from './model/run_context';
+import type { Transformer } from './model/transformer';
+import { loadTokenizer } from './tokenizer';
+import { logSumExp, rowMargin, setMargins } from './analysis/margin';
+import { sinkStats } from './analysis/sinks';
+import { residualStats } from './analysis/residual';
+import { sampleToken, seededRandom } from './analysis/sampling';
+import { logSoftmaxCpu } from './ops/logits.cpu';
+
+/** Options of one low-level run (see Engine.run). */
+export interface RunOptions {
+  /** Hook names to capture (exact names). */
+  capture?: readonly string[];
+  interventions?: readonly Intervention[];
+  /** Prompt length for 'prompt' / 'generated' selectors (default: ids.length). */
+  nPrompt?: number;
+}
+
+/**
+ * A loaded model with its tokenizer: the library face of the engine, used by the inference worker,
+ * the command-line runner and the tests. No DOM, no React.
+ */
+export class Engine {
+  private constructor(
+    readonly backend: Backend,
+    readonly model: Transformer,
+    readonly config: HFConfig,
+    readonly tokenizer: PreTrainedTokenizer,
+    readonly label: string,
+  ) {}
+
+  /**
+   * Loads config, weights and tokenizer from a model folder.
+   * @throws Error (readable) for a missing tokenizer/config/checkpoint, an unsupported model_type,
+   *   or a malformed safetensors file.
+   */
+  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void): Promise<Engine> {
+    if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
+    const { config, model } = await loadTransformer(files, backend, onProgress);
+    onProgress?.({ stage: 'tokenizer' });
+    const tokenizer = await loadTokenizer(files, files.label);
+    onProgress?.({ stage: 'ready' });
+    return new Engine(backend, model, config, tokenizer, files.label);
+  }
+
+  get spec() { return this.model.spec; }
+
+  info(): ModelInfo {
+    const s = this.spec;
+    return {
+      label: this.label, modelType: s.modelType, nLayers: s.nLayers, dModel: s.dModel, nHeads: s.nHeads,
+      nKvHeads: s.nKvHeads, dHead: s.dHead, dMlp: s.dMlp, dVocab: s.dVocab, nCtx: s.nCtx,
+      backend: { kind: this.backend.kind, description: this.backend.description },
+      hookNames: hookNames(s),
+      hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),
+    };
+  }
+
+  /**
+   * Prompt → ids, with the tokenizer's special tokens (BOS where the model uses one), or through
+   * the chat template as one user turn with the generation prompt.
+   * @throws Error when the chat template is asked for but the tokenizer has none, or the prompt is
+   *   empty or longer than the context (max_position_embeddings).
+   */
+  encodePrompt(p: PromptInput): number[] {
+    let ids: number[];
+    if (p.chatTemplate) {
+      if (!this.info().hasChatTemplate) throw new Error(`${this.label} has no chat template; switch the chat-template toggle off`);
+      const text = this.tokenizer.apply_chat_template([{ role: 'user', content: p.prompt }], { tokenize: false, add_generation_prompt: true }) as string;
+      ids = this.tokenizer.encode(text, { add_special_tokens: false });
+    } else {
+      ids = this.tokenizer.encode(p.prompt);
+    }
+    if (ids.length === 0) throw new Error('the prompt is empty: type some text');
+    if (ids.length > this.spec.nCtx) {
+      throw new Error(`the prompt is ${ids.length} tokens, longer than the model's context of ${this.spec.nCtx} tokens (max_position_embeddings); shorten it`);
+    }
+    return ids;
+  }
+
+  /** Display string of each token, leading spaces kept (decode of the prefix difference). */
+  tokenStrings(ids: readonly number[], prefix: readonly number[] = []): string[] {
+    const out: string[] = [];
+    let prev = prefix.length ? this.tokenizer.decode([...prefix], { skip_special_tokens: false }) : '';
+    const seq = [...prefix];
+    for (const id of ids) {
+      seq.push(id);
+      const cur = this.tokenizer.decode(seq, { skip_special_tokens: false });
+      out.push(cur.startsWith(prev) ? cur.slice(prev.length) : this.tokenizer.decode([id], { skip_special_tokens: false }));
+      prev = cur;
+    }
+    return out;
+  }
+
+  /**
+   * Resolves a future to token sequences. A text alternative is tokenized in context (the tokens
+   * that follow the prompt's tokens in encode(prompt + text)), so " Tom" gets the same id it has
+   * in running text; explicit ids are taken as given.
+   * @throws Error for an empty future or an id outside the vocabulary.
+   */
+  resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput): ResolvedFuture {
+    const seqs: number[][] = [];
+    for (const s of f.ids ?? []) seqs.push([...s]);
+    if (f.text) {
+      for (const alt of f.text.split('|')) {
+        if (alt.length === 0) continue;
+        const full = prompt.chatTemplate ? null : this.tokenizer.encode(prompt.prompt + alt);
+        const prefixOk = full && full.length > promptIds.length && promptIds.every((id, i) => full[i] === id);
+        seqs.push(prefixOk ? full.slice(promptIds.length) : this.tokenizer.encode(alt, { add_special_tokens: false }));
+      }
+    }
+    if (seqs.length === 0 || seqs.some((s) => s.length === 0)) throw new Error('each future needs at least one token (text, or token ids)');
+    for (const s of seqs) for (const id of s) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.spec.dVocab) throw new Error(`token id ${id} is outside the vocabulary [0, ${this.spec.dVocab})`);
+    }
+    return {
+      sequences: seqs,
+      tokens: seqs.map((s) => this.tokenStrings(s, promptIds)),
+      firstIds: [...new Set(seqs.map((s) => s[0]))],
+    };
+  }
+
+  /**
+   * One forward pass over `ids` from position 0 (the KV cache is overwritten), capturing hooks.
+   * @returns the captured values read back to the host, keyed by hook name, and the logits [T, V].
+   * @throws Error for an unknown hook name or a sequence longer than the context.
+   */
+  async run(ids: readonly number[], opts: RunOptions = {}): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
+    for (const h of [...(opts.capture ?? []), ...(opts.interventions ?? []).map((iv) => iv.hook)]) assertHook(this.spec, h);
+    const want = new Set(opts.capture ?? []);
+    const ctx = new RunContext(this.backend, { pos0: 0, n: ids.length, nPrompt: opts.nPrompt ?? ids.length, step: 0 }, (n) => want.has(n), opts.interventions);
+    try {
+      const logits = this.model.forward(Int32Array.from(ids), ctx, 'all')!;
+      const captured = new Map<string, Float32Array>();
+      for (const [name, t] of ctx.captured) captured.set(name, await this.backend.read(t));
+      const out = await this.backend.read(logits);
+      this.backend.release(logits);
+      return { logits: out, captured };
+    } finally {
+      ctx.release();
+    }
+  }
+
+  /**
+   * The full prompt analysis: logit-lens margin grid, final-layer margins, teacher-forced sequence
+   * margin, lens top tokens, residual norms, massive activations and attention-sink statistics.
+   * Definitions: DESIGN.md §3 (nostalgebraist 2020 logit lens with LN_f recomputed per vector;
+   * Gu et al. 2024 sinks; Sun et al. 2024 massive activations).
+   * @throws Error for a bad prompt (empty, longer than the context) or future, or a bad intervention hook.
+   */
+  async analyse(req: AnalyseRequest): Promise<Analysis> {
+    const s = this.spec, b = this.backend, L = s.nLayers;
+    const ids = this.encodePrompt(req);
+    const T = ids.length;
+    const good = this.resolveFuture(ids, req.good, req);
+    const bad = this.resolveFuture(ids, req.bad, req);
+    const interventions = req.interventions ?? [];
+    for (const iv of interventions) assertHook(s, iv.hook);
+    const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
+    const capture = new Set([...residNames, ...Array.from({ length: L }, (_, l) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`]).flat()]);
+    const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => capture.has(n), interventions);
+    const topK = Math.min(req.topK ?? 5, s.dVocab);
+    const tensors: Tensor[] = [];
+    try {
+      const logits = this.model.forward(Int32Array.from(ids), ctx, 'last')!;
+      tensors.push(logits);
+      const lastHost = await b.read(logits);
+      const firstLp = logSoftmaxCpu(lastHost, lastHost.length);
+      // Logit lens: LN_f recomputed on every h^l_t, then W_U (and the final soft-cap, as the model does).
+      const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
+      tensors.push(stack);
+      const lensLogits = this.model.unembed(stack);
+      tensors.push(lensLogits);
+      const lp = b.logSoftmax(lensLogits);
+      tensors.push(lp);
+      const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
+      const gathered = b.gatherCols(lp, Int32Array.from(cols));
+      tensors.push(gathered);
+      const top = await b.topk(lp, topK);
+      const lensMargin = setMargins(await b.read(gathered), cols, good.firstIds, bad.firstIds);
+      const stackHost = await b.read(stack);
+      const { norms, massive } = residualStats(stackHost, L + 1, T, s.dModel);
+      const patterns: Float32Array[] = [], values: Float32Array[] = [];
+      for (let l = 0; l < L; l++) {
+        patterns.push(await b.read(ctx.captured.get(`blocks.${l}.attn.hook_pattern`)!));
+        values.push(await b.read(ctx.captured.get(`blocks.${l}.attn.hook_v`)!));
+      }
+      const sinks = sinkStats(patterns, values, s.nHeads, s.nKvHeads, s.dHead, T, req.sinkEps ?? 0.3);
+      // The KV cache now holds the prompt: each branch continues from it.
+      const sequenceMargin = (await this.sequenceLogProb(firstLp, T, good, interventions)) - (await this.sequenceLogProb(firstLp, T, bad, interventions));
+      return {
+        ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
+        lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
+        topK, lensTopIds: top.indices, lensTopLogProbs: top.values, residNorms: norms, massive, sinks,
+      };
+    } finally {
+      for (const t of tensors) b.release(t);
+      ctx.release();
+    }
+  }
+
+  /**
+   * Teacher-forced log p(future | prompt) at the final layer: logsumexp over the future's sequences
+   * of Σ_j log p(s_j | prompt, s_<j). Each sequence continues from the prompt already in the KV cache.
+   * @param first log-probs [V] after the last prompt token; T the prompt length.
+   */
+  private async sequenceLogProb(first: Float32Array, T: number, f: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
+    const per: number[] = [];
+    for (const seq of f.sequences) {
+      let lp = first[seq[0]];
+      if (seq.length > 1) {
+        if (T + seq.length - 1 > this.spec.nCtx) throw new Error('prompt plus future is longer than the context');
+        const ctx = new RunContext(this.backend, { pos0: T, n: seq.length - 1, nPrompt: T, step: 1 }, undefined, interventions);
+        const logits = this.model.forward(Int32Array.from(seq.slice(0, -1)), ctx, 'all')!;
+        const host = await this.backend.read(logits);
+        this.backend.release(logits);
+        const V = this.spec.dVocab;
+        for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(host.subarray((j - 1) * V, j * V), V)[seq[j]];
+      }
+      per.push(lp);
+    }
+    return logSumExp(per);
+  }
+
+  /** Forward of ids at pos0 (step `step`), returning the log-probs of the next token [V]. */
+  private async stepLogProbs(ids: Int32Array, pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[]): Promise<Float32Array> {
+    const ctx = new RunContext(this.backend, { pos0, n: ids.length, nPrompt, step }, undefined, interventions);
+    const logits = this.model.forward(ids, ctx, 'last')!;
+    const host = await this.backend.read(logits);
+    this.backend.release(logits);
+    return logSoftmaxCpu(host, host.length);
+  }
+
+  /**
+   * Generates token by token through the KV cache, recording the margin of the two futures at
+   * every step (DESIGN.md §3 "Margin curve during generation"). Step k's forward pass reads the
+   * token chosen at step k−1; interventions with a step window act only on the steps inside it.
+   * @param onToken called once per new token, as soon as it is chosen.
+   * @param signal aborts between tokens (stop = 'cancelled').
+   * @throws Error for a bad prompt, future or intervention.
+   */
+  async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
+    const promptIds = this.encodePrompt(req);
+    const good = this.resolveFuture(promptIds, req.good, req);
+    const bad = this.resolveFuture(promptIds, req.bad, req);
+    const interventions = req.interventions ?? [];
+    for (const iv of interventions) assertHook(this.spec, iv.hook);
+    const T = promptIds.length;
+    const rand = seededRandom(req.seed ?? 0);
+    const eos = req.stopAtEos === false ? [] : this.spec.eosTokenIds;
+    const ids: number[] = [], margins: number[] = [];
+    let stop: Generation['stop'] = 'length';
+    let lp = await this.stepLogProbs(Int32Array.from(promptIds), 0, T, 0, interventions);
+    for (let step = 0; step < req.maxNewTokens; step++) {
+      if (signal?.aborted) { stop = 'cancelled'; break; }
+      const id = sampleToken(lp, req.temperature ?? 0, req.topK ?? 0, rand);
+      const margin = rowMargin(lp, good.firstIds, bad.firstIds);
+      ids.push(id);
+      margins.push(margin);
+      onToken?.({ step, id, token: this.tokenStrings([id], [...promptIds, ...ids.slice(0, -1)])[0], margin, logProb: lp[id] });
+      if (eos.includes(id)) { stop = 'eos'; break; }
+      if (step + 1 >= req.maxNewTokens) break;
+      if (T + ids.length >= this.spec.nCtx) { stop = 'context'; break; }
+      lp = await this.stepLogProbs(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions);
+    }
+    return {
+      promptIds, ids, margins, stop,
+      tokens: this.tokenStrings(ids, promptIds),
+      text: this.continuationText(promptIds, ids),
+    };
+  }
+
+  /** The text that follows the prompt's text in decode(prompt + new), leading space kept. */
+  continuationText(promptIds: readonly number[], ids: readonly number[]): string {
+    if (ids.length === 0) return '';
+    const head = this.tokenizer.decode([...promptIds], { skip_special_tokens: true });
+    const full = this.tokenizer.decode([...promptIds, ...ids], { skip_special_tokens: true });
+    return full.startsWith(head) ? full.slice(head.length) : this.tokenizer.decode([...ids], { skip_special_tokens: true });
+  }
+
+  /** Frees the KV cache and every GPU buffer of this model. */
+  dispose(): void {
+    this.model.dispose();
+    this.backend.dispose();
+  }
+}
