@@ -62,3 +62,50 @@ export function activation(name: unknown): 'silu' | 'gelu' | 'gelu_tanh' | 'relu
     default: throw new Error(`activation "${String(name)}" is not supported (silu, gelu, gelu_new, gelu_pytorch_tanh, relu are)`);
   }
 }
+
+/** HF `tie_word_embeddings`; absent means the PretrainedConfig default, true. */
+export function tiedEmbeddings(config: HFConfig): boolean {
+  return config.tie_word_embeddings !== false;
+}
+
+/**
+ * Sliding window per layer: HF `layer_types` ("sliding_attention" / "full_attention") when the
+ * config lists them, else `isSliding(layer)`; sliding layers get `sliding_window`, the others 0.
+ * Returns all zeros when `sliding_window` is absent or null.
+ * @throws Error when `layer_types` does not have one entry per layer.
+ */
+export function layerWindows(config: HFConfig, nLayers: number, isSliding: (layer: number) => boolean): number[] {
+  const w = config.sliding_window;
+  if (typeof w !== 'number' || w <= 0) return new Array<number>(nLayers).fill(0);
+  const types = config.layer_types;
+  if (Array.isArray(types)) {
+    if (types.length !== nLayers) throw new Error(`config.json layer_types has ${types.length} entries for ${nLayers} layers`);
+    return types.map((t) => (t === 'sliding_attention' ? w : 0));
+  }
+  return Array.from({ length: nLayers }, (_, l) => (isSliding(l) ? w : 0));
+}
+
+/**
+ * x rounded to the precision of HF `torch_dtype` (round to nearest even), as torch does when it
+ * builds a scalar tensor in the model dtype: e.g. Gemma's sqrt(3584) = 59.87 becomes 60.0 in
+ * bfloat16. float32 (or absent) rounds to float32.
+ * @throws Error for a dtype other than float32, float16, bfloat16, or x outside float16's normal range.
+ */
+export function roundToDtype(x: number, torchDtype: unknown): number {
+  const f = Math.fround(x);
+  const bits = new Uint32Array(Float32Array.of(f).buffer)[0];
+  switch (torchDtype ?? 'float32') {
+    case 'float32': return f;
+    case 'bfloat16': {
+      const rounded = (bits + 0x7fff + ((bits >>> 16) & 1)) & 0xffff0000;
+      return new Float32Array(Uint32Array.of(rounded >>> 0).buffer)[0];
+    }
+    case 'float16': {
+      // float16 keeps 10 of float32's 23 mantissa bits; this holds in its normal range only
+      if (!(Math.abs(f) >= 2 ** -14 && Math.abs(f) <= 65504)) throw new Error(`${x} is outside float16's normal range`);
+      const rounded = (bits + 0xfff + ((bits >>> 13) & 1)) & 0xffffe000;
+      return new Float32Array(Uint32Array.of(rounded >>> 0).buffer)[0];
+    }
+    default: throw new Error(`torch_dtype "${String(torchDtype)}" is not supported (float32, float16, bfloat16 are)`);
+  }
+}

@@ -24,6 +24,10 @@ export interface Architecture {
   modelTypes: string[];
   /** Config → spec. @throws Error when a required config key is missing or unsupported. */
   spec(config: HFConfig): ModelSpec;
-  /** Reads, converts ([in,out] → [out,in], fused splits) and uploads the weights. */
-  weights(spec: ModelSpec, src: WeightSource, upload: Upload): ModelWeights;
+  /**
+   * Reads, converts ([in,out] → [out,in], fused splits) and uploads the weights. `config` is the
+   * same config.json (keys such as tie_word_embeddings that shape loading but not the forward pass).
+   * @throws Error when a tensor is missing or misshapen, or the checkpoint holds tensors it would ignore.
+   */
+  weights(spec: ModelSpec, src: WeightSource, upload: Upload, config: HFConfig): ModelWeights;
 }

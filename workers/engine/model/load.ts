@@ -23,6 +23,6 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
   const spec = arch.spec(config);
   const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', loaded, total }));
   onProgress?.({ stage: 'upload' });
-  const weights = arch.weights(spec, src, (data, shape) => backend.upload(data, shape));
+  const weights = arch.weights(spec, src, (data, shape) => backend.upload(data, shape), config);
   return { config, model: new Transformer(backend, spec, weights) };
 }
