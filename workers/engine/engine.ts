@@ -46,7 +46,7 @@ export class Engine {
     if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
     const { config, model } = await loadTransformer(files, backend, onProgress);
     onProgress?.({ stage: 'tokenizer' });
-    const tokenizer = await loadTokenizer(files, files.label);
+    const tokenizer = await loadTokenizer(files);
     onProgress?.({ stage: 'ready' });
     return new Engine(backend, model, config, tokenizer, files.label);
   }
@@ -260,6 +260,7 @@ export class Engine {
     let stop: Generation['stop'] = 'length';
     let lp = await this.stepLogProbs(Int32Array.from(promptIds), 0, T, 0, interventions);
     for (let step = 0; step < req.maxNewTokens; step++) {
+      await new Promise((r) => setTimeout(r, 0)); // let a cancel message in between tokens
       if (signal?.aborted) { stop = 'cancelled'; break; }
       const id = sampleToken(lp, req.temperature ?? 0, req.topK ?? 0, rand);
       const margin = rowMargin(lp, good.firstIds, bad.firstIds);

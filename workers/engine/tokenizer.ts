@@ -4,15 +4,17 @@ import type { ModelFiles } from './io/model_files';
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json', 'config.json'];
 const ROOT = '/__branchpoint__/';
 let served = new Map<string, Uint8Array>();
+let loads = 0;
 
 /**
  * Loads the model's tokenizer with transformers.js `AutoTokenizer` from files we already hold:
  * transformers.js's custom-cache hook serves them, so nothing goes to the network.
  * @throws Error when tokenizer.json is missing or transformers.js cannot build the tokenizer.
  */
-export async function loadTokenizer(files: ModelFiles, key: string): Promise<PreTrainedTokenizer> {
+export async function loadTokenizer(files: ModelFiles): Promise<PreTrainedTokenizer> {
   if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
-  const id = `branchpoint/${key.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+  // A fresh id per load: transformers.js memoises nothing by id, but a plain [a-z0-9] path keeps its URL joining simple.
+  const id = `branchpoint/model${++loads}`;
   served = new Map();
   for (const f of TOKENIZER_FILES) if (await files.has(f)) served.set(`${ROOT}${id}/${f}`, await files.bytes(f));
   env.allowRemoteModels = false;

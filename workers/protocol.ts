@@ -1,0 +1,42 @@
+/**
+ * The typed contract between the UI and the inference worker (Comlink). The UI imports these
+ * types only; the worker implements `InferenceApi`. Progress and token streams are callbacks
+ * passed through `Comlink.proxy`; large arrays come back as transferables.
+ */
+import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent } from './engine/api';
+import type { LoadProgress } from './engine/model/load';
+
+export type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent, LoadProgress };
+export type { FutureInput, ResolvedFuture, SinkStats } from './engine/api';
+export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
+export type { RowOp } from './engine/backend/backend';
+
+/** Where a model comes from. */
+export type ModelSource =
+  /** A folder served over HTTP: the dev server's /models/<name>/ or a self-hosted mirror prefix. */
+  | { kind: 'url'; url: string; label?: string }
+  /** A Hugging Face Hub repo (resolve/{revision}/{file} URL layout); token only for gated repos. */
+  | { kind: 'hub'; repo: string; revision?: string; endpoint?: string; token?: string }
+  /** Files the user picked or dropped (paths relative to the model folder). */
+  | { kind: 'files'; label: string; files: { path: string; file: Blob }[] };
+
+export type BackendChoice = 'auto' | 'webgpu' | 'cpu';
+
+export interface InferenceApi {
+  /**
+   * Loads a model (replacing the current one). With 'auto', WebGPU is tried first and the CPU
+   * backend is used with the reason when it is unavailable.
+   * @throws Error with a user-readable message; the worker stays usable.
+   */
+  load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void): Promise<ModelInfo>;
+  /** Prompt → ids and display tokens. */
+  tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[] }>;
+  /** Full prompt analysis (lens margins, sinks, norms). */
+  analyse(req: AnalyseRequest): Promise<Analysis>;
+  /** Attention pattern [T, T] of one head from the last analysis. */
+  pattern(layer: number, head: number): Promise<Float32Array>;
+  /** Streams tokens through onToken; resolves with the whole generation. */
+  generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void): Promise<Generation>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'). */
+  cancel(): void;
+}
