@@ -1,11 +1,13 @@
 import type { Architecture } from './types';
+import { gpt2 } from './gpt2';
+import { gptNeox } from './gpt_neox';
 import { llama } from './llama';
 import { phi3 } from './phi3';
 import { qwen2 } from './qwen2';
 import { qwen3 } from './qwen3';
 
 /** Every supported architecture; adding a family = one file + one line here + its fixture test. */
-export const ARCHITECTURES: readonly Architecture[] = [llama, qwen2, qwen3, phi3];
+export const ARCHITECTURES: readonly Architecture[] = [llama, qwen2, qwen3, phi3, gpt2, gptNeox];
 
 /** HF model_type values the engine can run. */
 export const SUPPORTED_MODEL_TYPES: readonly string[] = ARCHITECTURES.flatMap((a) => a.modelTypes);
