@@ -67,6 +67,14 @@ export type RowOp =
   /** h ← replacement[row] (activation patching); replacement is [n, width] */
   | { kind: 'patch'; replacement: Float32Array };
 
+/** Column groups a RowOp acts on independently (per-head steering at attn.hook_z). */
+export interface RowGroups {
+  /** Group width (d_head). */
+  size: number;
+  /** Selected group indices (heads). */
+  indices: number[];
+}
+
 export interface Backend {
   /** 'cpu' or 'webgpu'. */
   readonly kind: 'cpu' | 'webgpu';
@@ -133,8 +141,12 @@ export interface Backend {
   gatherCols(x: Tensor, cols: Int32Array): Tensor;
   /** The k largest entries of each row of x [n, C]: values [n, k] (descending) and their column indices. */
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }>;
-  /** Applies a steering op to the rows of x [n, W] where rows[r] = 1 → new tensor [n, W]. */
-  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor;
+  /**
+   * Applies a steering op to the rows of x [n, W] where rows[r] = 1 → new tensor [n, W].
+   * With `groups`, each row is split into W/groups.size column groups (heads at attn.hook_z:
+   * size = d_head) and the op acts on each selected group on its own, with a vector of length size.
+   */
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor;
 }
 
 /** Product of the dimensions of a shape. */

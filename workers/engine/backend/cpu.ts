@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
+import type { Activation, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { linearCpu } from '../ops/linear.cpu';
 import { layerNormCpu, rmsNormCpu } from '../ops/norm.cpu';
@@ -145,7 +145,7 @@ export class CpuBackend implements Backend {
     return topkCpu(d(x), cols(x), k);
   }
 
-  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor {
-    return this.t(rowOpCpu(d(x), cols(x), op, rows), x.shape);
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor {
+    return this.t(rowOpCpu(d(x), cols(x), op, rows, groups), x.shape);
   }
 }

@@ -1,4 +1,4 @@
-import type { RowOp } from '../backend/backend';
+import type { RowGroups, RowOp } from '../backend/backend';
 
 function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, w: number): number {
   let s = 0;
@@ -15,55 +15,63 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, w: number
  * - project_out: h − (h·v̂)v̂ (directional ablation, Arditi et al. 2024, arXiv 2406.11717).
  * - set: h ← v (zero / mean ablation). patch: h ← replacement row (activation patching).
  */
-export function rowOpCpu(x: Float32Array, w: number, op: RowOp, rows: Uint8Array): Float32Array {
+export function rowOpCpu(x: Float32Array, width: number, op: RowOp, rows: Uint8Array, groups?: RowGroups): Float32Array {
+  if (!groups) return rowOpSegments(x, width, op, rows, [0], width);
+  return rowOpSegments(x, width, op, rows, groups.indices.map((h) => h * groups.size), groups.size);
+}
+
+/** The op on segments [off, off+w) of each selected row, for every offset in `offsets`. */
+function rowOpSegments(x: Float32Array, width: number, op: RowOp, rows: Uint8Array, offsets: number[], w: number): Float32Array {
   const y = new Float32Array(x);
-  const n = x.length / w;
+  const n = x.length / width;
   const v = op.kind === 'patch' ? undefined : op.v;
   const vv = v ? dot(v, 0, v, 0, w) : 0;
   for (let r = 0; r < n; r++) {
     if (!rows[r]) continue;
-    const o = r * w;
-    switch (op.kind) {
-      case 'add':
-        for (let i = 0; i < w; i++) y[o + i] = x[o + i] + op.alpha * op.v[i];
-        break;
-      case 'add_norm_preserving': {
-        const hn = Math.sqrt(dot(x, o, x, o, w));
-        let sn = 0;
-        for (let i = 0; i < w; i++) { const s = x[o + i] + op.alpha * op.v[i]; y[o + i] = s; sn += s * s; }
-        const f = sn > 0 ? hn / Math.sqrt(sn) : 0;
-        for (let i = 0; i < w; i++) y[o + i] *= f;
-        break;
+    for (const off of offsets) {
+      const o = r * width + off;
+      switch (op.kind) {
+        case 'add':
+          for (let i = 0; i < w; i++) y[o + i] = x[o + i] + op.alpha * op.v[i];
+          break;
+        case 'add_norm_preserving': {
+          const hn = Math.sqrt(dot(x, o, x, o, w));
+          let sn = 0;
+          for (let i = 0; i < w; i++) { const s = x[o + i] + op.alpha * op.v[i]; y[o + i] = s; sn += s * s; }
+          const f = sn > 0 ? hn / Math.sqrt(sn) : 0;
+          for (let i = 0; i < w; i++) y[o + i] *= f;
+          break;
+        }
+        case 'rotate': {
+          const hn = Math.sqrt(dot(x, o, x, o, w));
+          const vn = Math.sqrt(vv);
+          if (hn === 0 || vn === 0) break;
+          const cos = Math.max(-1, Math.min(1, dot(x, o, op.v, 0, w) / (hn * vn)));
+          const angle = Math.acos(cos);
+          const theta = op.theta ?? (op.t ?? 0) * angle;
+          // Orthonormal basis of the plane: e1 = ĥ, e2 = unit(v̂ − (v̂·ĥ)ĥ).
+          let e2n = 0;
+          const e2 = new Float64Array(w);
+          for (let i = 0; i < w; i++) { e2[i] = op.v[i] / vn - cos * x[o + i] / hn; e2n += e2[i] * e2[i]; }
+          e2n = Math.sqrt(e2n);
+          if (e2n < 1e-12) break; // h already parallel or antiparallel to v: the plane is undefined
+          const c = Math.cos(theta), s = Math.sin(theta);
+          for (let i = 0; i < w; i++) y[o + i] = hn * (c * x[o + i] / hn + s * e2[i] / e2n);
+          break;
+        }
+        case 'project_out': {
+          if (vv === 0) break;
+          const f = dot(x, o, op.v, 0, w) / vv;
+          for (let i = 0; i < w; i++) y[o + i] = x[o + i] - f * op.v[i];
+          break;
+        }
+        case 'set':
+          for (let i = 0; i < w; i++) y[o + i] = op.v[i];
+          break;
+        case 'patch':
+          for (let i = 0; i < w; i++) y[o + i] = op.replacement[o + i];
+          break;
       }
-      case 'rotate': {
-        const hn = Math.sqrt(dot(x, o, x, o, w));
-        const vn = Math.sqrt(vv);
-        if (hn === 0 || vn === 0) break;
-        const cos = Math.max(-1, Math.min(1, dot(x, o, op.v, 0, w) / (hn * vn)));
-        const angle = Math.acos(cos);
-        const theta = op.theta ?? (op.t ?? 0) * angle;
-        // Orthonormal basis of the plane: e1 = ĥ, e2 = unit(v̂ − (v̂·ĥ)ĥ).
-        let e2n = 0;
-        const e2 = new Float64Array(w);
-        for (let i = 0; i < w; i++) { e2[i] = op.v[i] / vn - cos * x[o + i] / hn; e2n += e2[i] * e2[i]; }
-        e2n = Math.sqrt(e2n);
-        if (e2n < 1e-12) break; // h already parallel or antiparallel to v: the plane is undefined
-        const c = Math.cos(theta), s = Math.sin(theta);
-        for (let i = 0; i < w; i++) y[o + i] = hn * (c * x[o + i] / hn + s * e2[i] / e2n);
-        break;
-      }
-      case 'project_out': {
-        if (vv === 0) break;
-        const f = dot(x, o, op.v, 0, w) / vv;
-        for (let i = 0; i < w; i++) y[o + i] = x[o + i] - f * op.v[i];
-        break;
-      }
-      case 'set':
-        for (let i = 0; i < w; i++) y[o + i] = op.v[i];
-        break;
-      case 'patch':
-        for (let i = 0; i < w; i++) y[o + i] = op.replacement[o + i];
-        break;
     }
   }
   return y;
