@@ -36,6 +36,11 @@ export interface ModelSpec {
   rotaryDims: number;
   /** Rotary inverse frequencies, rotaryDims/2 entries (llama3 scaling already applied). */
   invFreq: Float32Array;
+  /**
+   * Per-layer inverse frequencies where layers differ (Gemma 3: `rope_local_base_freq` on
+   * sliding-window layers, `rope_theta` + rope_scaling on global ones); absent = invFreq everywhere.
+   */
+  invFreqPerLayer?: Float32Array[];
   /** Factor applied to q·k. */
   attnScale: number;
   /** attn_logit_softcapping (0 = off). */

@@ -96,8 +96,9 @@ export class Transformer {
       k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
     }
     if (s.positional === 'rotary') {
-      q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, s.invFreq));
-      k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, s.invFreq));
+      const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
+      q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, invFreq));
+      k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, invFreq));
     }
     q = ctx.fire(`${h}attn.hook_q`, q);
     k = ctx.fire(`${h}attn.hook_k`, k);
