@@ -69,20 +69,28 @@ export function tiedEmbeddings(config: HFConfig): boolean {
 }
 
 /**
- * Sliding window per layer: HF `layer_types` ("sliding_attention" / "full_attention") when the
- * config lists them, else `isSliding(layer)`; sliding layers get `sliding_window`, the others 0.
- * Returns all zeros when `sliding_window` is absent or null.
+ * Which layers use sliding-window attention: HF `layer_types` ("sliding_attention" /
+ * "full_attention") when the config lists them, else `isSliding(layer)` (the family's rule).
+ * @throws Error when `layer_types` does not have one entry per layer.
+ */
+export function slidingLayers(config: HFConfig, nLayers: number, isSliding: (layer: number) => boolean): boolean[] {
+  const types = config.layer_types;
+  if (Array.isArray(types)) {
+    if (types.length !== nLayers) throw new Error(`config.json layer_types has ${types.length} entries for ${nLayers} layers`);
+    return types.map((t) => t === 'sliding_attention');
+  }
+  return Array.from({ length: nLayers }, (_, l) => isSliding(l));
+}
+
+/**
+ * Sliding window per layer (ModelSpec.windows): `sliding_window` on the layers `slidingLayers`
+ * selects, 0 (full causal) elsewhere; all 0 when `sliding_window` is absent or null.
  * @throws Error when `layer_types` does not have one entry per layer.
  */
 export function layerWindows(config: HFConfig, nLayers: number, isSliding: (layer: number) => boolean): number[] {
   const w = config.sliding_window;
   if (typeof w !== 'number' || w <= 0) return new Array<number>(nLayers).fill(0);
-  const types = config.layer_types;
-  if (Array.isArray(types)) {
-    if (types.length !== nLayers) throw new Error(`config.json layer_types has ${types.length} entries for ${nLayers} layers`);
-    return types.map((t) => (t === 'sliding_attention' ? w : 0));
-  }
-  return Array.from({ length: nLayers }, (_, l) => (isSliding(l) ? w : 0));
+  return slidingLayers(config, nLayers, isSliding).map((s) => (s ? w : 0));
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { Architecture } from './types';
+import { gemma2 } from './gemma2';
+import { gemma3Text } from './gemma3';
 import { gpt2 } from './gpt2';
 import { gptNeox } from './gpt_neox';
 import { llama } from './llama';
@@ -7,7 +9,7 @@ import { qwen2 } from './qwen2';
 import { qwen3 } from './qwen3';
 
 /** Every supported architecture; adding a family = one file + one line here + its fixture test. */
-export const ARCHITECTURES: readonly Architecture[] = [llama, qwen2, qwen3, phi3, gpt2, gptNeox];
+export const ARCHITECTURES: readonly Architecture[] = [llama, qwen2, qwen3, phi3, gpt2, gptNeox, gemma2, gemma3Text];
 
 /** HF model_type values the engine can run. */
 export const SUPPORTED_MODEL_TYPES: readonly string[] = ARCHITECTURES.flatMap((a) => a.modelTypes);
