@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import * as fs from 'node:fs';
+import { decodeTensor, parseSafetensors, SafetensorsError } from '../../workers/engine/io/safetensors';
+import { sharedPath } from '../shared';
+
+/** Builds a safetensors file from a header object and a data section. */
+function build(header: unknown, data: Uint8Array): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + json.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(json, 8);
+  out.set(data, 8 + json.length);
+  return out;
+}
+
+const real = new Uint8Array(fs.readFileSync(sharedPath('models', 'stories260K', 'model.safetensors')));
+
+describe('safetensors reader validates before trusting a byte', () => {
+  it('parses the real stories260K checkpoint: every tensor inside the file, F32', () => {
+    const h = parseSafetensors(real);
+    expect(h.tensors.get('model.embed_tokens.weight')!.shape).toEqual([512, 64]);
+    for (const e of h.tensors.values()) expect(h.dataStart + e.end).toBeLessThanOrEqual(real.length);
+  });
+
+  it('rejects a truncated file, naming the tensor that runs past the end', () => {
+    expect(() => parseSafetensors(real.subarray(0, real.length - 100))).toThrow(/past the end of the data/);
+  });
+
+  it('rejects a file shorter than the 8-byte length field', () => {
+    expect(() => parseSafetensors(real.subarray(0, 5))).toThrow(SafetensorsError);
+  });
+
+  it('rejects a header length larger than the file', () => {
+    const b = real.slice(0, 1000);
+    expect(() => parseSafetensors(b)).toThrow(/header claims \d+ bytes .*truncated/);
+  });
+
+  it('rejects a header that is not JSON', () => {
+    const b = build({}, new Uint8Array(0));
+    b.fill(0x7b, 8); // '{{{{'
+    expect(() => parseSafetensors(b)).toThrow(/not valid UTF-8 JSON/);
+  });
+
+  it('rejects offsets whose span disagrees with shape × dtype', () => {
+    const b = build({ a: { dtype: 'F32', shape: [2, 2], data_offsets: [0, 12] } }, new Uint8Array(16));
+    expect(() => parseSafetensors(b)).toThrow(/needs 16 bytes but data_offsets span 12/);
+  });
+
+  it('rejects overlapping tensors', () => {
+    const b = build({ a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, b: { dtype: 'F32', shape: [2], data_offsets: [4, 12] } }, new Uint8Array(12));
+    expect(() => parseSafetensors(b)).toThrow(/overlap/);
+  });
+
+  it('rejects unsupported dtypes with the supported list', () => {
+    const b = build({ a: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }, new Uint8Array(8));
+    expect(() => parseSafetensors(b)).toThrow(/I64.*F32, F16, BF16/);
+  });
+
+  it('rejects negative or fractional shapes and malformed offsets', () => {
+    expect(() => parseSafetensors(build({ a: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, new Uint8Array(4)))).toThrow(/shape/);
+    expect(() => parseSafetensors(build({ a: { dtype: 'F32', shape: [1], data_offsets: [0] } }, new Uint8Array(4)))).toThrow(/data_offsets/);
+  });
+
+  it('decodes F16 and BF16 exactly to float32', () => {
+    // 1.0, -2.0, 0.5 and the smallest F16 subnormal (2^-24)
+    const f16 = new Uint8Array(new Uint16Array([0x3c00, 0xc000, 0x3800, 0x0001]).buffer);
+    expect(Array.from(decodeTensor(f16, 'F16'))).toEqual([1, -2, 0.5, 2 ** -24]);
+    const bf16 = new Uint8Array(new Uint16Array([0x3f80, 0xc000, 0x4049]).buffer);
+    expect(Array.from(decodeTensor(bf16, 'BF16'))).toEqual([1, -2, 3.140625]);
+  });
+});
