@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { readReference, sharedPath } from '../shared';
+import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
+
+const run = promisify(execFile);
+const BIN = path.join(__dirname, '..', '..', 'bin', 'branchpoint.mjs');
+const MODEL = sharedPath('models', 'stories260K');
+const ref = JSON.parse(fs.readFileSync(sharedPath('models/stories260K/reference/reference.json'), 'utf8'));
+const lily = ref.prompts[1];
+const arrays = readReference(sharedPath('models/stories260K/reference/lily_tom_ball.safetensors'));
+
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { maxBuffer: 64 << 20 });
+    return { code: 0, out: stdout, err: stderr };
+  } catch (e) {
+    const x = e as { code: number; stdout: string; stderr: string };
+    return { code: x.code, out: x.stdout, err: x.stderr };
+  }
+}
+
+/** A copy of stories260K in a temp folder, with one file changed. */
+function brokenCopy(mutate: (dir: string) => void): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-bad-'));
+  for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors']) fs.copyFileSync(path.join(MODEL, f), path.join(dir, f));
+  mutate(dir);
+  return dir;
+}
+
+describe('branchpoint runner', () => {
+  it('margins: final_margin at the last prompt token equals the reference logits\' log-prob difference', async () => {
+    const r = await cli('margins', '--model', MODEL, '--prompt', lily.prompt, '--good', ' Tom', '--bad', ' Lily');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out.ids).toEqual(lily.input_ids);
+    expect(out.lens_margin).toHaveLength(6);
+    expect(out.lens_margin[0]).toHaveLength(lily.n_prompt);
+    const V = 512, t = lily.n_prompt - 1;
+    const lp = logSoftmaxCpu(arrays.get('logits')!.data.subarray(t * V, (t + 1) * V), V);
+    const [good] = out.good.firstIds, [bad] = out.bad.firstIds;
+    expect(Math.abs(out.final_margin[t] - (lp[good] - lp[bad]))).toBeLessThan(1e-4);
+    expect(out.final_margin).toEqual(out.lens_margin[5]);
+  });
+
+  it('sinks: alpha0 is the mean attention to position 0 over queries in the reference attn_probs', async () => {
+    const r = await cli('sinks', '--model', MODEL, '--prompt', lily.prompt);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    const T = lily.n_prompt, P = lily.n_positions, H = 8;
+    const A = arrays.get('attn_probs')!.data;
+    for (let l = 0; l < 5; l++) {
+      let sinks = 0;
+      for (let h = 0; h < H; h++) {
+        let s = 0;
+        for (let i = 0; i < T; i++) s += A[((l * H + h) * P + i) * P];
+        expect(Math.abs(out.alpha0[l][h] - s / T)).toBeLessThan(1e-4);
+        if (s / T > 0.3) sinks++;
+      }
+      expect(out.sink_rate[l]).toBeCloseTo(sinks / H, 6);
+    }
+  });
+
+  it('generate: 32 greedy tokens equal the reference continuation', async () => {
+    const r = await cli('generate', '--model', MODEL, '--prompt', lily.prompt, '--max-new-tokens', '32');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out.ids).toEqual(lily.greedy_ids);
+    expect(out.text).toBe(lily.continuation_text);
+  });
+
+  it('bad input fails with a clear message and exit code 1, never a stack trace', async () => {
+    const cases: [string, RegExp][] = [
+      [brokenCopy((d) => fs.truncateSync(path.join(d, 'model.safetensors'), 500_000)), /model\.safetensors.*past the end of the data/],
+      [brokenCopy((d) => {
+        // Rewrite the header so one tensor's data_offsets point past the end of the file.
+        const f = path.join(d, 'model.safetensors');
+        const b = fs.readFileSync(f);
+        const n = Number(b.readBigUInt64LE(0));
+        const header = JSON.parse(b.subarray(8, 8 + n).toString('utf8'));
+        const e = header['model.norm.weight'];
+        e.data_offsets = [e.data_offsets[0] + 4_000_000, e.data_offsets[1] + 4_000_000];
+        const json = Buffer.from(JSON.stringify(header));
+        const len = Buffer.alloc(8);
+        len.writeBigUInt64LE(BigInt(json.length));
+        fs.writeFileSync(f, Buffer.concat([len, json, b.subarray(8 + n)]));
+      }), /data_offsets .* run past the end/],
+      [brokenCopy((d) => fs.writeFileSync(path.join(d, 'config.json'), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(MODEL, 'config.json'), 'utf8')), model_type: 'not_a_model' }))), /unsupported model_type "not_a_model": this engine runs .*llama/],
+      [brokenCopy((d) => fs.rmSync(path.join(d, 'tokenizer.json'))), /tokenizer\.json is missing/],
+    ];
+    for (const [dir, message] of cases) {
+      const r = await cli('margins', '--model', dir, '--prompt', 'Hi', '--good', ' a', '--bad', ' b');
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(message);
+      expect(r.err).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('a prompt longer than max_position_embeddings is refused with the context length', async () => {
+    const r = await cli('margins', '--model', MODEL, '--prompt', 'Lily went to the park. '.repeat(120), '--good', ' a', '--bad', ' b');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/longer than the model's context of 512 tokens/);
+  });
+});
