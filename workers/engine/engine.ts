@@ -22,6 +22,8 @@ export interface RunOptions {
   interventions?: readonly Intervention[];
   /** Prompt length for 'prompt' / 'generated' selectors (default: ids.length). */
   nPrompt?: number;
+  /** Logit rows to compute: 'all' [T, V] (default) or 'last' [1, V] (skips W_U on the other rows). */
+  logits?: 'all' | 'last';
 }
 
 /**
@@ -130,7 +132,8 @@ export class Engine {
 
   /**
    * One forward pass over `ids` from position 0 (the KV cache is overwritten), capturing hooks.
-   * @returns the captured values read back to the host, keyed by hook name, and the logits [T, V].
+   * @returns the captured values read back to the host, keyed by hook name, and the logits [T, V]
+   *   (or [1, V] with `logits: 'last'`).
    * @throws Error for an unknown hook name or a sequence longer than the context.
    */
   async run(ids: readonly number[], opts: RunOptions = {}): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
@@ -138,7 +141,7 @@ export class Engine {
     const want = new Set(opts.capture ?? []);
     const ctx = new RunContext(this.backend, { pos0: 0, n: ids.length, nPrompt: opts.nPrompt ?? ids.length, step: 0 }, (n) => want.has(n), opts.interventions);
     try {
-      const logits = this.model.forward(Int32Array.from(ids), ctx, 'all')!;
+      const logits = this.model.forward(Int32Array.from(ids), ctx, opts.logits ?? 'all')!;
       const captured = new Map<string, Float32Array>();
       for (const [name, t] of ctx.captured) captured.set(name, await this.backend.read(t));
       const out = await this.backend.read(logits);

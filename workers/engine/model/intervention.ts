@@ -1,4 +1,4 @@
-import type { RowOp } from '../backend/backend';
+import type { RowGroups, RowOp } from '../backend/backend';
 
 /** Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end). */
 export type PositionSelector = 'all' | 'prompt' | 'generated' | number[] | { start: number; end: number };
@@ -16,6 +16,8 @@ export interface Intervention {
   op: RowOp;
   positions: PositionSelector;
   steps?: StepWindow;
+  /** Per-head steering: the op acts on each selected column group (head) of the row on its own. */
+  groups?: RowGroups;
 }
 
 /** Where a forward call sits in a run: absolute positions pos0..pos0+n-1, at generation step `step`. */

@@ -37,7 +37,7 @@ export class RunContext {
     for (const iv of this.byHook.get(name) ?? []) {
       const rows = selectRows(iv.positions, this.site);
       if (!rows.some((r) => r)) continue;
-      const next = this.backend.rowOp(t, this.opForCall(iv.op, t), rows);
+      const next = this.backend.rowOp(t, this.opForCall(iv.op, t), rows, iv.groups);
       this.backend.release(t);
       t = next;
     }
