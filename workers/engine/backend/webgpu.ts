@@ -1,0 +1,425 @@
+import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
+import { shapeSize } from './backend';
+import { GpuTensor, PARAMS_BYTES, type KernelHost, type Params, type Workgroups } from './webgpu_host';
+import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
+import { addGpu } from '../ops/add.wgsl';
+import { attentionGpu } from '../ops/attention.wgsl';
+import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
+import { embedGpu } from '../ops/embed.wgsl';
+import { linearGpu } from '../ops/linear.wgsl';
+import { logSoftmaxGpu, softcapGpu, topkGpu } from '../ops/logits.wgsl';
+import { layerNormGpu, rmsNormGpu } from '../ops/norm.wgsl';
+import { ropeGpu, ropeTable } from '../ops/rope.wgsl';
+import { rowOpGpu } from '../ops/row_op.wgsl';
+
+/** Dispatches recorded before the batch is submitted (also the number of uniform slots per batch). */
+const BATCH_DISPATCHES = 256;
+/** Staged upload bytes after which the batch is submitted early (bounds staging memory while loading). */
+const BATCH_STAGING_BYTES = 64 * 1024 * 1024;
+const STORAGE = 0x80 | 0x04 | 0x08; // GPUBufferUsage.STORAGE | COPY_SRC | COPY_DST
+const MIB = 1024 * 1024;
+
+const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
+const rowsOf = (t: Tensor): number => (cols(t) === 0 ? 0 : t.size / cols(t));
+const mib = (bytes: number): string => `${(bytes / MIB).toFixed(1)} MiB`;
+
+/**
+ * Buffer size class for `bytes`: powers of two up to 64 KiB, then eight steps per power of two
+ * (≤ 12.5 % slack), so released buffers are reused by later tensors of similar size.
+ */
+export function sizeClass(bytes: number): number {
+  const b = Math.max(256, Math.ceil(bytes / 4) * 4);
+  const pow = 2 ** Math.ceil(Math.log2(b));
+  if (pow <= 64 * 1024) return pow;
+  const step = pow / 16;
+  return Math.ceil(b / step) * step;
+}
+
+/** Memory held by the backend, for tests and the UI's memory readout. */
+export interface GpuMemoryStats {
+  /** Buffers created and not yet destroyed (live tensors, pooled, staging, uniforms). */
+  buffers: number;
+  /** Bytes in those buffers. */
+  bytes: number;
+  /** Buffers waiting in the pool for reuse. */
+  pooled: number;
+}
+
+/**
+ * The WebGPU backend: every Backend op as a WGSL kernel written for this engine
+ * (workers/engine/ops/*.wgsl.ts), float32 throughout.
+ *
+ * - Recording: ops are recorded into one command encoder (dispatches share a compute pass; copies
+ *   close it) and submitted when a result is read, on sync(), or every 256 dispatches. Each
+ *   dispatch's uniforms take a 256-byte slot of a per-batch arena that is written with one
+ *   queue.writeBuffer just before the submit.
+ * - Memory: storage buffers are pooled by size class; release() returns a tensor's buffer to the
+ *   pool at once (later work in the same batch may reuse it: the queue orders it after earlier
+ *   readers). Host data goes in with queue.writeBuffer when the buffer is new, else through a
+ *   mapped staging buffer copied in command order. dispose() destroys every buffer and the device.
+ * - Device loss: `lost` resolves with the reason; afterwards every op throws
+ *   "GPU device lost (reason): reload the model".
+ */
+export class WebGpuBackend implements Backend, KernelHost {
+  readonly kind = 'webgpu' as const;
+  readonly maxWorkgroupsPerDim: number;
+  /** Resolves when the device is lost (or destroyed by dispose()); the worker reports it and reloads. */
+  readonly lost: Promise<GPUDeviceLostInfo>;
+  /** Why the device was lost, once it has been; null while it works. */
+  lostReason: string | null = null;
+
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly pool = new Map<number, GPUBuffer[]>();
+  private readonly readPool = new Map<number, GPUBuffer[]>();
+  private readonly allBuffers = new Set<GPUBuffer>();
+  private readonly uniforms: GPUBuffer;
+  private readonly uniformHost = new Uint8Array(BATCH_DISPATCHES * PARAMS_BYTES);
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private dispatches = 0;
+  private staging: GPUBuffer[] = [];
+  private stagingBytes = 0;
+  private ropeCache: { invFreq: Float32Array; pos0: number; n: number; table: GpuTensor } | null = null;
+  private firstError: string | null = null;
+  private disposed = false;
+
+  private constructor(readonly device: GPUDevice, readonly description: string) {
+    this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
+    this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
+    this.lost = device.lost.then((info) => {
+      this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;
+      return info;
+    });
+    device.addEventListener('uncapturederror', (e) => {
+      this.firstError ??= (e as GPUUncapturedErrorEvent).error.message;
+    });
+  }
+
+  /**
+   * Requests a high-performance adapter and a device with the adapter's largest
+   * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize (and
+   * 'shader-f16' where offered).
+   * @throws Error saying why WebGPU is unusable (no navigator.gpu, no adapter, device refused), so
+   *   the caller can fall back to the CPU backend with that reason.
+   */
+  static async create(): Promise<WebGpuBackend> {
+    const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
+    if (!gpu) throw new Error('WebGPU is not available here (navigator.gpu is missing)');
+    const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) throw new Error('WebGPU is present but no GPU adapter was found (requestAdapter() returned null)');
+    const l = adapter.limits;
+    const requiredFeatures: GPUFeatureName[] = adapter.features.has('shader-f16') ? ['shader-f16'] : [];
+    let device: GPUDevice;
+    try {
+      device = await adapter.requestDevice({
+        requiredFeatures,
+        requiredLimits: {
+          maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+          maxBufferSize: l.maxBufferSize,
+          maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+        },
+      });
+    } catch (e) {
+      throw new Error(`the GPU adapter refused to create a device (${(e as Error).message})`);
+    }
+    const info = adapter.info;
+    const name = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ');
+    return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`);
+  }
+
+  // ---------------------------------------------------------------- memory and recording
+
+  /** Buffers and bytes currently held (pool included). */
+  memoryStats(): GpuMemoryStats {
+    let bytes = 0;
+    for (const b of this.allBuffers) bytes += b.size;
+    let pooled = 0;
+    for (const list of this.pool.values()) pooled += list.length;
+    return { buffers: this.allBuffers.size, bytes, pooled };
+  }
+
+  private alive(): void {
+    if (this.disposed) throw new Error('the WebGPU backend was disposed: reload the model');
+    if (this.lostReason !== null) throw new Error(`GPU device lost (${this.lostReason}): reload the model`);
+  }
+
+  private createBuffer(size: number, usage: number, mappedAtCreation = false): GPUBuffer {
+    const b = this.device.createBuffer({ size, usage, mappedAtCreation });
+    this.allBuffers.add(b);
+    return b;
+  }
+
+  private destroyBuffer(b: GPUBuffer): void {
+    this.allBuffers.delete(b);
+    b.destroy();
+  }
+
+  /** A pooled storage buffer for `bytes`, and whether it is new (so nothing recorded refers to it). */
+  private storage(bytes: number, shape: readonly number[]): { buffer: GPUBuffer; fresh: boolean } {
+    this.checkLimit(bytes, shape);
+    const lim = this.device.limits;
+    const cls = Math.min(sizeClass(bytes), Math.max(256, lim.maxBufferSize - (lim.maxBufferSize % 4)));
+    const free = this.pool.get(cls);
+    if (free?.length) return { buffer: free.pop()!, fresh: false };
+    return { buffer: this.createBuffer(Math.max(cls, bytes, 4), STORAGE), fresh: true };
+  }
+
+  /** @throws Error naming the tensor's size and the device limit when one buffer cannot hold it. */
+  private checkLimit(bytes: number, shape: readonly number[]): void {
+    const lim = this.device.limits;
+    const limit = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);
+    if (bytes > limit) {
+      throw new Error(`tensor [${shape}] needs ${bytes} bytes (${mib(bytes)}), more than this GPU's maxStorageBufferBindingSize of ${limit} bytes (${mib(limit)}); it must be split into smaller tensors`);
+    }
+  }
+
+  alloc(shape: readonly number[]): GpuTensor {
+    this.alive();
+    return new GpuTensor(shape, this.storage(shapeSize(shape) * 4, shape).buffer, this);
+  }
+
+  gpu(t: Tensor): GpuTensor {
+    this.alive();
+    if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
+    if (t.released) throw new Error(`tensor [${t.shape}] was released`);
+    return t;
+  }
+
+  private enc(): GPUCommandEncoder {
+    this.encoder ??= this.device.createCommandEncoder();
+    return this.encoder;
+  }
+
+  private endPass(): void {
+    this.pass?.end();
+    this.pass = null;
+  }
+
+  /** Records a buffer copy (closes the open compute pass). */
+  private copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, bytes: number): void {
+    if (bytes === 0) return;
+    this.endPass();
+    this.enc().copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
+  }
+
+  private write(t: GpuTensor, fresh: boolean, data: Float32Array | Int32Array | Uint32Array): void {
+    if (data.byteLength === 0) return;
+    if (fresh) {
+      this.device.queue.writeBuffer(t.buffer, 0, data.buffer, data.byteOffset, data.byteLength);
+      return;
+    }
+    const st = this.createBuffer(data.byteLength, 0x04, true); // COPY_SRC, mapped
+    new Uint8Array(st.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    st.unmap();
+    this.copy(st, 0, t.buffer, 0, data.byteLength);
+    this.staging.push(st);
+    this.stagingBytes += data.byteLength;
+    if (this.stagingBytes > BATCH_STAGING_BYTES) this.flush();
+  }
+
+  hostData(data: Float32Array | Int32Array | Uint32Array, shape: readonly number[] = [data.length]): GpuTensor {
+    this.alive();
+    const { buffer, fresh } = this.storage(data.length * 4, shape);
+    const t = new GpuTensor(shape, buffer, this);
+    this.write(t, fresh, data);
+    return t;
+  }
+
+  pipeline(key: string, code: () => string): GPUComputePipeline {
+    let p = this.pipelines.get(key);
+    if (!p) {
+      const module = this.device.createShaderModule({ label: key, code: code() });
+      p = this.device.createComputePipeline({ label: key, layout: 'auto', compute: { module, entryPoint: 'main' } });
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  dispatch(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, groups: Workgroups): void {
+    this.alive();
+    if (this.dispatches === BATCH_DISPATCHES) this.flush();
+    const slot = this.dispatches++;
+    this.uniformHost.set(params.bytes, slot * PARAMS_BYTES);
+    const bind = this.device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [
+        { binding: 0, resource: { buffer: this.uniforms, offset: slot * PARAMS_BYTES, size: PARAMS_BYTES } },
+        ...tensors.map((t, i) => ({ binding: i + 1, resource: { buffer: t.buffer, offset: 0, size: Math.max(4, t.bytes) } })),
+      ],
+    });
+    this.enc();
+    this.pass ??= this.encoder!.beginComputePass();
+    this.pass.setPipeline(pipeline);
+    this.pass.setBindGroup(0, bind);
+    this.pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
+  }
+
+  /** Submits everything recorded so far (uniforms first) and starts a new batch. */
+  private flush(): void {
+    if (!this.encoder) return;
+    this.endPass();
+    if (this.dispatches > 0) this.device.queue.writeBuffer(this.uniforms, 0, this.uniformHost.buffer, 0, this.dispatches * PARAMS_BYTES);
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.dispatches = 0;
+    for (const b of this.staging) this.destroyBuffer(b);
+    this.staging = [];
+    this.stagingBytes = 0;
+  }
+
+  /** Throws the first WebGPU validation/out-of-memory error reported since the last check. */
+  private checkErrors(): void {
+    const e = this.firstError;
+    if (e !== null) {
+      this.firstError = null;
+      throw new Error(`WebGPU error: ${e}`);
+    }
+  }
+
+  // ---------------------------------------------------------------- Backend: data movement
+
+  upload(data: Float32Array, shape: readonly number[]): Tensor {
+    this.alive();
+    const size = shapeSize(shape);
+    this.checkLimit(size * 4, shape);
+    if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
+    const { buffer, fresh } = this.storage(size * 4, shape);
+    const t = new GpuTensor(shape, buffer, this);
+    this.write(t, fresh, data);
+    return t;
+  }
+
+  zeros(shape: readonly number[]): Tensor {
+    const t = this.alloc(shape);
+    if (t.bytes > 0) {
+      this.endPass();
+      this.enc().clearBuffer(t.buffer, 0, Math.ceil(t.bytes / 4) * 4);
+    }
+    return t;
+  }
+
+  /** Copies the tensor to a MAP_READ staging buffer, submits the batch and maps it. */
+  async read(t: Tensor): Promise<Float32Array> {
+    const g = this.gpu(t);
+    const bytes = Math.max(4, g.bytes);
+    const cls = sizeClass(bytes);
+    const st = this.readPool.get(cls)?.pop() ?? this.createBuffer(cls, 0x01 | 0x08); // MAP_READ | COPY_DST
+    this.copy(g.buffer, 0, st, 0, g.bytes);
+    this.flush();
+    try {
+      await st.mapAsync(0x01); // GPUMapMode.READ
+    } catch (e) {
+      this.alive();
+      throw new Error(`reading a [${t.shape}] tensor from the GPU failed (${(e as Error).message})`);
+    }
+    const out = new Float32Array(st.getMappedRange(0, bytes).slice(0, g.bytes));
+    st.unmap();
+    const list = this.readPool.get(cls) ?? [];
+    list.push(st);
+    this.readPool.set(cls, list);
+    this.checkErrors();
+    return out;
+  }
+
+  release(t: Tensor): void {
+    if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
+    if (t.released || this.disposed) return;
+    t.released = true;
+    const list = this.pool.get(t.buffer.size) ?? [];
+    list.push(t.buffer);
+    this.pool.set(t.buffer.size, list);
+  }
+
+  async sync(): Promise<void> {
+    this.alive();
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+    this.alive();
+    this.checkErrors();
+  }
+
+  /** Destroys every buffer this backend created and the device itself. Idempotent. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.pass = null;
+    this.encoder = null;
+    for (const b of this.allBuffers) b.destroy();
+    this.allBuffers.clear();
+    this.pool.clear();
+    this.readPool.clear();
+    this.pipelines.clear();
+    this.ropeCache = null;
+    this.device.destroy();
+  }
+
+  clone(t: Tensor): Tensor {
+    const g = this.gpu(t);
+    const y = this.alloc(t.shape);
+    this.copy(g.buffer, 0, y.buffer, 0, g.bytes);
+    return y;
+  }
+
+  sliceRows(table: Tensor, start: number, n: number): Tensor {
+    const g = this.gpu(table);
+    const D = cols(table);
+    if (!(Number.isInteger(start) && Number.isInteger(n) && start >= 0 && n >= 0 && start + n <= rowsOf(table))) {
+      throw new Error(`rows ${start}..${start + n} outside [0, ${rowsOf(table)})`);
+    }
+    const y = this.alloc([n, D]);
+    this.copy(g.buffer, start * D * 4, y.buffer, 0, n * D * 4);
+    return y;
+  }
+
+  concatRows(parts: readonly Tensor[]): Tensor {
+    if (parts.length === 0) throw new Error('concatRows: no tensors to concatenate');
+    const gs = parts.map((p) => this.gpu(p));
+    const D = cols(parts[0]);
+    if (parts.some((p) => cols(p) !== D)) throw new Error('concatRows: row widths differ');
+    const y = this.alloc([parts.reduce((s, p) => s + rowsOf(p), 0), D]);
+    let o = 0;
+    for (const g of gs) {
+      this.copy(g.buffer, 0, y.buffer, o, g.bytes);
+      o += g.bytes;
+    }
+    return y;
+  }
+
+  writeRows(cache: Tensor, x: Tensor, offset: number): void {
+    const gc = this.gpu(cache), gx = this.gpu(x);
+    if (cols(cache) !== cols(x)) throw new Error('writeRows: widths differ');
+    if (offset < 0 || offset + rowsOf(x) > rowsOf(cache)) throw new Error(`writeRows: rows ${offset}..${offset + rowsOf(x)} exceed the cache (${rowsOf(cache)} rows)`);
+    this.copy(gx.buffer, 0, gc.buffer, offset * cols(cache) * 4, gx.bytes);
+  }
+
+  // ---------------------------------------------------------------- Backend: kernels
+
+  embed(table: Tensor, ids: Int32Array, scale: number): Tensor { return embedGpu(this, table, ids, scale); }
+  linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor { return linearGpu(this, x, w, bias); }
+  sliceCols(x: Tensor, start: number, width: number): Tensor { return sliceColsGpu(this, x, start, width); }
+  add(a: Tensor, b: Tensor): Tensor { return addGpu(this, a, b); }
+  rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor { return rmsNormGpu(this, x, w, eps, offset); }
+  layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor { return layerNormGpu(this, x, w, b, eps); }
+
+  /** The (cos, sin) table is built on the host once per (invFreq, pos0, n): q and k of every layer share it. */
+  rope(x: Tensor, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Tensor {
+    this.alive();
+    if (invFreq.length * 2 !== rotaryDims) throw new Error(`rope: invFreq has ${invFreq.length} entries, rotaryDims ${rotaryDims} needs ${rotaryDims / 2}`);
+    const n = rowsOf(x);
+    const c = this.ropeCache;
+    if (!c || c.invFreq !== invFreq || c.pos0 !== pos0 || c.n !== n) {
+      if (c) this.release(c.table);
+      this.ropeCache = { invFreq, pos0, n, table: this.hostData(ropeTable(n, pos0, invFreq)) };
+    }
+    return ropeGpu(this, x, nHeads, headDim, rotaryDims, this.ropeCache!.table);
+  }
+
+  attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult { return attentionGpu(this, q, kCache, vCache, p); }
+  act(x: Tensor, act: Activation): Tensor { return actGpu(this, x, act); }
+  gatedAct(gate: Tensor, up: Tensor, act: Activation): Tensor { return gatedActGpu(this, gate, up, act); }
+  softcap(x: Tensor, cap: number): Tensor { return softcapGpu(this, x, cap); }
+  logSoftmax(x: Tensor): Tensor { return logSoftmaxGpu(this, x); }
+  gatherCols(x: Tensor, idx: Int32Array): Tensor { return gatherColsGpu(this, x, idx); }
+  topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor { return rowOpGpu(this, x, op, rows); }
+}

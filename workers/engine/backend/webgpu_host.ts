@@ -1,0 +1,79 @@
+import type { Tensor } from './backend';
+import { shapeSize } from './backend';
+
+/**
+ * A tensor living in a GPU storage buffer. The buffer comes from the backend's pool and may be
+ * larger than the tensor (its size class): kernels always bind and index by `size`, never by the
+ * buffer's length.
+ */
+export class GpuTensor implements Tensor {
+  readonly size: number;
+  released = false;
+  constructor(readonly shape: readonly number[], readonly buffer: GPUBuffer, readonly owner: object) {
+    this.size = shapeSize(shape);
+  }
+  /** Bytes the tensor's values occupy (float32, or 32-bit ints for index uploads). */
+  get bytes(): number {
+    return this.size * 4;
+  }
+}
+
+/**
+ * Uniform parameters of one dispatch, packed in declaration order as 4-byte scalars — the layout
+ * of a WGSL struct whose members are all u32/i32/f32 (no padding). At most 64 scalars.
+ */
+export class Params {
+  private readonly view = new DataView(new ArrayBuffer(PARAMS_BYTES));
+  private n = 0;
+  u32(x: number): this { this.view.setUint32(this.next(), x >>> 0, true); return this; }
+  i32(x: number): this { this.view.setInt32(this.next(), x | 0, true); return this; }
+  f32(x: number): this { this.view.setFloat32(this.next(), x, true); return this; }
+  /** The packed bytes (always PARAMS_BYTES long; unused tail is zero). */
+  get bytes(): Uint8Array { return new Uint8Array(this.view.buffer); }
+  private next(): number {
+    if (this.n >= PARAMS_BYTES) throw new Error(`kernel params exceed ${PARAMS_BYTES / 4} scalars`);
+    const o = this.n;
+    this.n += 4;
+    return o;
+  }
+}
+
+/** Size of one uniform slot; also WebGPU's usual minUniformBufferOffsetAlignment. */
+export const PARAMS_BYTES = 256;
+
+/** Workgroup counts [x, y, z] for a dispatch. */
+export type Workgroups = readonly [number, number, number];
+
+/**
+ * What a WGSL op wrapper (workers/engine/ops/*.wgsl.ts) needs from the WebGPU backend. Kernels
+ * bind `@group(0) @binding(0) var<uniform> p` for their params and storage buffers at bindings
+ * 1, 2, … in the order passed to `dispatch`.
+ */
+export interface KernelHost {
+  /** The most workgroups per grid dimension (maxComputeWorkgroupsPerDimension). */
+  readonly maxWorkgroupsPerDim: number;
+  /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
+  pipeline(key: string, code: () => string): GPUComputePipeline;
+  /** Validates that t is a live tensor of this backend. @throws Error otherwise. */
+  gpu(t: Tensor): GpuTensor;
+  /** A new uninitialised float32 tensor. @throws Error when it exceeds the device's limits. */
+  alloc(shape: readonly number[]): GpuTensor;
+  /** A new tensor holding host data (ids, masks, tables) for one op; the caller releases it. */
+  hostData(data: Float32Array | Int32Array | Uint32Array, shape?: readonly number[]): GpuTensor;
+  /** Records one dispatch (bindings: 0 = params, 1.. = tensors in order). */
+  dispatch(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, groups: Workgroups): void;
+  /** Frees a temporary tensor (returns its buffer to the pool). */
+  release(t: Tensor): void;
+}
+
+/**
+ * Spreads `count` workgroups over a 2-D grid so that no dimension exceeds `maxPerDim` (WebGPU's
+ * default limit is 65 535). Kernels recover the flat index as `wid.x + wid.y * nwg.x` and skip
+ * indices ≥ count (the grid may overshoot by less than one row).
+ */
+export function grid(count: number, maxPerDim: number): Workgroups {
+  if (count <= maxPerDim) return [Math.max(count, 1), 1, 1];
+  const y = Math.ceil(count / maxPerDim);
+  if (y > maxPerDim) throw new Error(`dispatch of ${count} workgroups exceeds ${maxPerDim}² (maxComputeWorkgroupsPerDimension)`);
+  return [Math.ceil(count / y), y, 1];
+}
