@@ -1,0 +1,55 @@
+/**
+ * Turns intervention specs into engine Interventions for one run, doing the work a spec may
+ * need first: reading vector files (runner) and capturing a patch source's activations
+ * (activation patching, Heimersheim & Nanda arXiv 2404.15255).
+ */
+import type { Engine } from '../engine';
+import type { Intervention } from '../model/intervention';
+import { toIntervention, type InterventionSpec, type RunShape } from './spec';
+import { assertVectorFits, type ImportedVector } from './vector_io';
+
+export interface ResolveOptions {
+  /** Reads a vector file named in a spec (the runner passes one; the browser has none). */
+  loadVector?: (path: string) => Promise<ImportedVector> | ImportedVector;
+  /** Called when a file's metadata disagrees with the spec (another hook or model): not an error. */
+  warn?: (message: string) => void;
+  /** Error-message prefix of spec i (default "intervention i+1"). */
+  label?: (i: number) => string;
+}
+
+/**
+ * Resolves specs in order. Patch sources run the source prompt through the model (this
+ * overwrites the KV cache, so call it before the analysis or generation that uses the result).
+ * @param run prompt length and generation length of the run the interventions are for.
+ * @throws Error with the spec's label for every problem toIntervention reports, a vector file
+ *   that cannot be read or does not fit the hook, or a patch source prompt that cannot be encoded.
+ */
+export async function resolveInterventions(engine: Engine, specs: readonly InterventionSpec[], run: RunShape, opts: ResolveOptions = {}): Promise<Intervention[]> {
+  const out: Intervention[] = [];
+  for (let i = 0; i < specs.length; i++) {
+    const label = opts.label?.(i) ?? `intervention ${i + 1}`;
+    let spec = specs[i];
+    try {
+      if (typeof spec.vector === 'string') {
+        if (!opts.loadVector) throw new Error(`vector "${spec.vector}" is a file path; only the command-line runner reads vector files (pass the values inline)`);
+        const file = spec.vector;
+        const imported = await opts.loadVector(file);
+        if (spec.type !== 'patch') assertVectorFits(imported.vector, engine.spec, spec.hook, file, spec.head);
+        if (imported.hook && imported.hook !== spec.hook) opts.warn?.(`${label}: ${file} was computed at ${imported.hook}; applying it at ${spec.hook}`);
+        if (imported.model && imported.model !== engine.label) opts.warn?.(`${label}: ${file} was computed on ${imported.model}; this model is ${engine.label}`);
+        spec = { ...spec, vector: imported.vector };
+      }
+      if (spec.type === 'patch' && spec.source !== undefined) {
+        const ids = engine.encodePrompt({ prompt: spec.source });
+        const { captured } = await engine.run(ids, { capture: [spec.hook], logits: 'last' });
+        const flat = captured.get(spec.hook)!;
+        const w = flat.length / ids.length;
+        spec = { ...spec, source: undefined, vector: Array.from({ length: ids.length }, (_, t) => Array.from(flat.subarray(t * w, (t + 1) * w))) };
+      }
+    } catch (e) {
+      throw new Error(`${label}: ${(e as Error).message}`);
+    }
+    out.push(toIntervention(spec, engine.spec, run, label));
+  }
+  return out;
+}

@@ -1,0 +1,249 @@
+/**
+ * Intervention specs: the stable JSON that the command-line runner (`--intervention JSON`) and the
+ * UI both write, and its translation into the engine's `Intervention` (a RowOp at one hook).
+ * DESIGN.md §2 "Interventions".
+ *
+ * Keys (all others are rejected, so a typo cannot pass silently):
+ * - hook: hook name, e.g. "blocks.3.hook_resid_post" (any steerable hook of hooks.ts).
+ * - type: 'add' | 'add_norm_preserving' | 'rotate' | 'ablate' | 'patch'.
+ * - vector: the direction/values, inline (number[]), or — runner only — a path to a .npy,
+ *   .safetensors or .json file (see vector_io.ts). patch: rows [positions][width] of another run.
+ * - alpha (add, add_norm_preserving): the dose α in h += α·v.
+ * - theta (rotate, radians) or t (rotate, fraction of the angle between h and v; 1 = reach v̂).
+ * - mode (ablate): 'zero' (h ← 0), 'mean' (h ← vector, a mean activation), 'project' (h ← h − (h·v̂)v̂).
+ * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in.
+ * - head (hooks [pos, heads·d_head]: attn.hook_q/k/v/z): act on this head only; vector has d_head values.
+ * - positions: 'all' (default) | 'prompt' | 'generated' | [indices] | {start, end} (end exclusive).
+ * - steps: {start, end?}: generation steps [start, end) (0 = the prompt pass); default: every step.
+ *
+ * Definitions: add = activation addition (Turner et al., arXiv 2308.10248; Rimsky et al., CAA,
+ * arXiv 2312.06681); rotate = angular steering (Vu & Nguyen, arXiv 2510.26243; You et al.,
+ * arXiv 2602.08169); project = directional ablation; patch = activation patching (Heimersheim &
+ * Nanda, arXiv 2404.15255).
+ */
+import type { ModelSpec } from '../model/spec';
+import type { RowOp } from '../backend/backend';
+import type { Intervention, PositionSelector } from '../model/intervention';
+import { hookWidth } from './hook_width';
+
+export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch'] as const;
+export type InterventionType = (typeof INTERVENTION_TYPES)[number];
+export const ABLATE_MODES = ['zero', 'mean', 'project'] as const;
+export type AblateMode = (typeof ABLATE_MODES)[number];
+
+/** A validated intervention spec (see the module docstring for each key). */
+export interface InterventionSpec {
+  hook: string;
+  type: InterventionType;
+  /** Inline values [width] (or [d_head] with head); patch: rows [positions][width]; or a file path (runner). */
+  vector?: ArrayLike<number> | number[][] | string;
+  alpha?: number;
+  /** Radians. */
+  theta?: number;
+  t?: number;
+  mode?: AblateMode;
+  /** patch: the prompt of the run whose activations are patched in. */
+  source?: string;
+  head?: number;
+  positions?: PositionSelector;
+  /** Generation steps [start, end); end omitted = to the end of generation. */
+  steps?: { start: number; end?: number };
+}
+
+/** Every key a spec may have, in the order the usage text lists them. */
+export const SPEC_KEYS = ['hook', 'type', 'vector', 'alpha', 'theta', 't', 'mode', 'source', 'head', 'positions', 'steps'] as const;
+
+/** The run an intervention is checked against. */
+export interface RunShape {
+  /** Prompt length in tokens. */
+  nPrompt: number;
+  /** Generation length (max_new_tokens); absent for a prompt-only analysis. */
+  maxNewTokens?: number;
+}
+
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const isInt = (x: unknown): x is number => Number.isSafeInteger(x);
+
+/**
+ * Structural validation of one spec as parsed from JSON (or built by the UI). Model-dependent
+ * checks (hook exists, vector width, positions in range) happen in `toIntervention`.
+ * @param label prefix of every error message, e.g. "--intervention 2".
+ * @throws Error naming the key at fault and what it should be.
+ */
+export function parseSpec(json: unknown, label = 'intervention'): InterventionSpec {
+  const fail = (msg: string): never => { throw new Error(`${label}: ${msg}`); };
+  if (!isObj(json)) fail(`must be a JSON object like {"hook":"blocks.1.hook_resid_post","type":"add","vector":[...],"alpha":4}`);
+  const o = json as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!(SPEC_KEYS as readonly string[]).includes(k)) fail(`unknown key "${k}" (keys: ${SPEC_KEYS.join(', ')})`);
+  if (typeof o.hook !== 'string' || o.hook === '') fail('"hook" is required: a hook name such as "blocks.1.hook_resid_post"');
+  if (!(INTERVENTION_TYPES as readonly unknown[]).includes(o.type)) fail(`"type" must be one of ${INTERVENTION_TYPES.join(', ')} (got ${JSON.stringify(o.type)})`);
+  const type = o.type as InterventionType;
+  for (const k of ['alpha', 'theta', 't'] as const) {
+    if (o[k] !== undefined && (typeof o[k] !== 'number' || !Number.isFinite(o[k]))) fail(`"${k}" must be a finite number (got ${JSON.stringify(o[k])})`);
+  }
+  const has = (k: string) => o[k] !== undefined;
+  const forbid = (keys: string[], why: string) => { for (const k of keys) if (has(k)) fail(`"${k}" does not apply: ${why}`); };
+  switch (type) {
+    case 'add':
+    case 'add_norm_preserving':
+      if (!has('alpha')) fail(`${type} needs "alpha", the dose in h += alpha·v`);
+      forbid(['theta', 't', 'mode', 'source'], `${type} takes alpha`);
+      break;
+    case 'rotate':
+      if (has('theta') === has('t')) fail('rotate needs exactly one of "theta" (radians) or "t" (fraction of the angle between h and v; 1 reaches v)');
+      forbid(['alpha', 'mode', 'source'], 'rotate takes theta or t');
+      break;
+    case 'ablate':
+      if (!(ABLATE_MODES as readonly unknown[]).includes(o.mode)) fail(`ablate needs "mode": ${ABLATE_MODES.join(', ')} (got ${JSON.stringify(o.mode)})`);
+      if (o.mode === 'zero' && has('vector')) fail('ablate mode "zero" takes no vector (it sets h to 0)');
+      if (o.mode !== 'zero' && !has('vector')) fail(`ablate mode "${String(o.mode)}" needs "vector" (${o.mode === 'mean' ? 'the mean activation' : 'the direction to project out'})`);
+      forbid(['alpha', 'theta', 't', 'source'], 'ablate takes mode (and vector)');
+      break;
+    case 'patch':
+      if (has('vector') === has('source')) fail('patch needs exactly one of "source" (a prompt whose activations are patched in) or "vector" (rows [positions][width])');
+      if (has('source') && typeof o.source !== 'string') fail('"source" must be a prompt string');
+      forbid(['alpha', 'theta', 't', 'mode'], 'patch replaces h with the source values');
+      break;
+  }
+  if (type !== 'ablate' && type !== 'patch' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
+  if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector)) fail('"vector" must be an array of numbers or a file path');
+  if (has('head') && (!isInt(o.head) || (o.head as number) < 0)) fail(`"head" must be a non-negative integer (got ${JSON.stringify(o.head)})`);
+  const positions = o.positions === undefined ? undefined : parsePositions(o.positions, fail);
+  let steps: InterventionSpec['steps'];
+  if (has('steps')) {
+    const s = o.steps;
+    if (!isObj(s) || !isInt(s.start) || s.start < 0 || (s.end !== undefined && !isInt(s.end))) fail(`"steps" must be {"start": k, "end": m} with integers 0 ≤ k < m (end optional) (got ${JSON.stringify(s)})`);
+    const w = s as { start: number; end?: number };
+    if (w.end !== undefined && w.end <= w.start) fail(`"steps" window [${w.start}, ${w.end}) is empty: end must be greater than start`);
+    steps = w.end === undefined ? { start: w.start } : { start: w.start, end: w.end };
+  }
+  return {
+    hook: o.hook as string, type,
+    ...(has('vector') ? { vector: o.vector as InterventionSpec['vector'] } : {}),
+    ...(has('alpha') ? { alpha: o.alpha as number } : {}),
+    ...(has('theta') ? { theta: o.theta as number } : {}),
+    ...(has('t') ? { t: o.t as number } : {}),
+    ...(has('mode') ? { mode: o.mode as AblateMode } : {}),
+    ...(has('source') ? { source: o.source as string } : {}),
+    ...(has('head') ? { head: o.head as number } : {}),
+    ...(positions !== undefined ? { positions } : {}),
+    ...(steps ? { steps } : {}),
+  };
+}
+
+function isArrayLike(x: unknown): x is ArrayLike<unknown> {
+  return Array.isArray(x) || ArrayBuffer.isView(x);
+}
+
+function parsePositions(p: unknown, fail: (m: string) => never): PositionSelector {
+  if (p === 'all' || p === 'prompt' || p === 'generated') return p;
+  if (Array.isArray(p)) {
+    const bad = p.findIndex((x) => !isInt(x) || x < 0);
+    if (bad >= 0) fail(`"positions"[${bad}] must be a non-negative integer (got ${JSON.stringify(p[bad])})`);
+    return p as number[];
+  }
+  if (isObj(p) && isInt(p.start) && isInt(p.end) && p.start >= 0) {
+    if (p.end <= p.start) fail(`"positions" range [${p.start}, ${p.end}) is empty: end must be greater than start`);
+    return { start: p.start, end: p.end };
+  }
+  return fail(`"positions" must be "all", "prompt", "generated", a list of indices or {"start": i, "end": j} (got ${JSON.stringify(p)})`);
+}
+
+/**
+ * Checks that every value is a finite number.
+ * @param what how the message names the array, e.g. "vector" or "vector.npy".
+ * @throws Error naming the first bad index and its value.
+ */
+export function assertFinite(v: ArrayLike<unknown>, what: string): void {
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x !== 'number') throw new Error(`${what}[${i}] is ${JSON.stringify(x)}, not a number${x === null ? ' (NaN or Infinity written as JSON null?)' : ''}`);
+    if (!Number.isFinite(x)) throw new Error(`${what}[${i}] is ${x}: steering vectors must be finite`);
+  }
+}
+
+/**
+ * Translates a validated spec into the engine's Intervention for one model and run.
+ * @param model the model's spec (hook names and widths).
+ * @param run prompt length and generation length, for the position and step checks.
+ * @param label prefix of error messages.
+ * @throws Error for an unknown or non-steerable hook (assertHook's message), a vector path that
+ *   was not loaded (resolve it with resolve.ts), a vector of the wrong width (expected vs got and
+ *   the hook's width), NaN/Infinity values (with the index), a head out of range, positions
+ *   outside the run, a step window that starts at or after max_new_tokens, or patch rows that do
+ *   not cover the steered positions.
+ */
+export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: RunShape, label = 'intervention'): Intervention {
+  const fail = (msg: string): never => { throw new Error(`${label}: ${msg}`); };
+  let hw;
+  try {
+    hw = hookWidth(model, spec.hook);
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+  if (typeof spec.vector === 'string') fail(`vector "${spec.vector}" is a file path; only the command-line runner reads vector files (pass the values inline)`);
+  let groups: Intervention['groups'];
+  let len = hw.width;
+  let widthText = `${spec.hook} is [pos, ${hw.symbol}] = ${hw.width} wide`;
+  if (spec.head !== undefined) {
+    if (hw.heads === undefined) fail(`"head" applies to per-head hooks (attn.hook_q/k/v/z); ${spec.hook} is [pos, ${hw.symbol}]`);
+    if (spec.head >= hw.heads!) fail(`head ${spec.head} does not exist: ${spec.hook} has heads 0..${hw.heads! - 1}`);
+    groups = { size: model.dHead, indices: [spec.head] };
+    if (spec.type !== 'patch') { len = model.dHead; widthText = `head ${spec.head} of ${spec.hook} takes d_head = ${model.dHead} values`; }
+  }
+
+  const maxPos = run.maxNewTokens === undefined ? run.nPrompt : run.nPrompt + Math.max(run.maxNewTokens - 1, 0);
+  const runText = run.maxNewTokens === undefined
+    ? `the prompt has ${run.nPrompt} tokens (positions 0..${run.nPrompt - 1})`
+    : `the prompt has ${run.nPrompt} tokens and generation feeds back ${Math.max(run.maxNewTokens - 1, 0)} more (positions 0..${maxPos - 1})`;
+  const positions = spec.positions ?? 'all';
+  if (Array.isArray(positions)) {
+    for (const p of positions) if (p >= maxPos) fail(`position ${p} is outside the run: ${runText}`);
+  } else if (typeof positions === 'object' && positions.start >= maxPos) {
+    fail(`positions [${positions.start}, ${positions.end}) start outside the run: ${runText}`);
+  }
+  if (spec.steps && run.maxNewTokens !== undefined && spec.steps.start >= run.maxNewTokens) {
+    fail(`step window starts at step ${spec.steps.start}, but generation runs steps 0..${run.maxNewTokens - 1} (max_new_tokens = ${run.maxNewTokens}): the intervention would never act`);
+  }
+
+  let op: RowOp;
+  if (spec.type === 'patch') {
+    const rows = spec.vector as number[][] | undefined;
+    if (!rows) return fail('patch source not resolved: run the source prompt first (resolve.ts) or pass rows in "vector"');
+    rows.forEach((r, i) => {
+      if (!isArrayLike(r)) fail(`patch vector[${i}] must be a row of ${hw.width} numbers`);
+      if (r.length !== hw.width) fail(`patch vector[${i}] has ${r.length} values, but ${spec.hook} is [pos, ${hw.symbol}] = ${hw.width} wide`);
+      assertFinite(r, `patch vector[${i}]`);
+    });
+    const last = lastPosition(positions, run.nPrompt, maxPos);
+    if (last >= rows.length) fail(`patch source has ${rows.length} positions, but the intervention reaches position ${last}; restrict "positions" to {"start": 0, "end": ${rows.length}} or use a longer source`);
+    const replacement = new Float32Array(rows.length * hw.width);
+    rows.forEach((r, i) => replacement.set(r, i * hw.width));
+    op = { kind: 'patch', replacement };
+  } else if (spec.type === 'ablate' && spec.mode === 'zero') {
+    op = { kind: 'set', v: new Float32Array(len) };
+  } else {
+    const raw = spec.vector as ArrayLike<number>;
+    if (raw.length !== len) fail(`vector has ${raw.length} values, but ${widthText} (expected ${len}, got ${raw.length})`);
+    assertFinite(raw, 'vector');
+    const v = Float32Array.from(raw);
+    switch (spec.type) {
+      case 'add': op = { kind: 'add', v, alpha: spec.alpha! }; break;
+      case 'add_norm_preserving': op = { kind: 'add_norm_preserving', v, alpha: spec.alpha! }; break;
+      case 'rotate': op = spec.theta !== undefined ? { kind: 'rotate', v, theta: spec.theta } : { kind: 'rotate', v, t: spec.t! }; break;
+      default: op = spec.mode === 'mean' ? { kind: 'set', v } : { kind: 'project_out', v };
+    }
+  }
+  return {
+    hook: spec.hook, op, positions,
+    ...(spec.steps ? { steps: { start: spec.steps.start, end: spec.steps.end ?? Number.POSITIVE_INFINITY } } : {}),
+    ...(groups ? { groups } : {}),
+  };
+}
+
+/** The largest position a selector can touch in a run whose positions are 0..maxPos−1. */
+function lastPosition(sel: PositionSelector, nPrompt: number, maxPos: number): number {
+  if (Array.isArray(sel)) return Math.max(-1, ...sel);
+  if (typeof sel === 'object') return Math.min(sel.end, maxPos) - 1;
+  return sel === 'prompt' ? nPrompt - 1 : maxPos - 1;
+}
