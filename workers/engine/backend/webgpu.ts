@@ -43,6 +43,8 @@ export interface GpuMemoryStats {
   bytes: number;
   /** Buffers waiting in the pool for reuse. */
   pooled: number;
+  /** Compiled compute pipelines (one per kernel variant). */
+  pipelines: number;
 }
 
 /**
@@ -129,13 +131,13 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   // ---------------------------------------------------------------- memory and recording
 
-  /** Buffers and bytes currently held (pool included). */
+  /** Buffers, bytes and pipelines currently held (pool included). */
   memoryStats(): GpuMemoryStats {
     let bytes = 0;
     for (const b of this.allBuffers) bytes += b.size;
     let pooled = 0;
     for (const list of this.pool.values()) pooled += list.length;
-    return { buffers: this.allBuffers.size, bytes, pooled };
+    return { buffers: this.allBuffers.size, bytes, pooled, pipelines: this.pipelines.size };
   }
 
   private alive(): void {

@@ -1,0 +1,26 @@
+import { test, expect } from '@playwright/test';
+import type { KernelReport } from './kernels';
+
+test('every WGSL kernel matches the CPU reference within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
+  test.setTimeout(600_000);
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`[page ${m.type()}] ${m.text()}`); });
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.goto('/e2e/harness/kernels.html');
+  await page.waitForFunction(() => typeof window.runKernelTests === 'function');
+  const r: KernelReport = await page.evaluate(() => window.runKernelTests());
+
+  expect(r.adapter, 'WebGPU adapter description').toMatch(/^WebGPU: \S/);
+  console.log(`adapter: ${r.adapter}`);
+  const ops = new Set(r.cases.map((c) => c.op));
+  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp']) {
+    expect(ops.has(op), `op ${op} is tested`).toBe(true);
+  }
+  for (const c of r.cases) {
+    console.log(`${c.maxErr <= c.tol ? 'ok  ' : 'FAIL'} ${c.op.padEnd(11)} ${c.name.padEnd(60)} maxAbs ${c.maxAbs.toExponential(2)} maxErr ${c.maxErr.toExponential(2)}`);
+    expect.soft(c.maxErr, `${c.op} ${c.name}`).toBeLessThanOrEqual(c.tol);
+  }
+  for (const c of r.checks) {
+    console.log(`${c.pass ? 'ok  ' : 'FAIL'} ${c.name}${c.detail ? ` — ${c.detail}` : ''}`);
+    expect.soft(c.pass, `${c.name}: ${c.detail}`).toBe(true);
+  }
+});

@@ -1,0 +1,360 @@
+/**
+ * Kernel harness: every Backend op on WebGpuBackend against CpuBackend (the oracle) on seeded
+ * random inputs of awkward shapes (1, tile − 1, tile + 1, non-powers of two, n = 1 decode,
+ * past > 0, sliding windows, GQA), plus the backend's own behaviour (limits, pooling, batching,
+ * device loss, dispose). Exposes `window.runKernelTests()` for kernels.spec.ts.
+ */
+import type { Activation, AttentionParams, Backend, RowOp, Tensor } from '../../workers/engine/backend/backend';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
+import { diff, randn, rng } from './compare';
+
+/** One op on one input: the WebGPU result's difference from the CPU reference. */
+export interface KernelCase {
+  op: string;
+  name: string;
+  maxAbs: number;
+  maxErr: number;
+  /** Bound on maxErr (|Δ| / max(1, |ref|)). */
+  tol: number;
+}
+
+/** One behavioural claim about the backend and whether it held. */
+export interface BackendCheck {
+  name: string;
+  pass: boolean;
+  detail: string;
+}
+
+export interface KernelReport {
+  adapter: string;
+  cases: KernelCase[];
+  checks: BackendCheck[];
+}
+
+declare global {
+  interface Window { runKernelTests: () => Promise<KernelReport> }
+}
+
+const TOL = 1e-4;
+
+interface Host { data: Float32Array; shape: number[] }
+type Op = (b: Backend, t: Tensor[]) => Tensor | Tensor[] | Promise<Float32Array[]>;
+
+class Harness {
+  readonly cases: KernelCase[] = [];
+  readonly checks: BackendCheck[] = [];
+  readonly cpu = new CpuBackend();
+  readonly rand = rng(20240607);
+
+  constructor(readonly gpu: WebGpuBackend) {}
+
+  x(shape: number[], scale = 1): Host {
+    return { data: randn(this.rand, shape.reduce((a, b) => a * b, 1), scale), shape };
+  }
+
+  /** Runs `op` on both backends with the same inputs and records each output's difference. */
+  async case(op: string, name: string, inputs: Host[], f: Op, tol = TOL): Promise<void> {
+    const run = async (b: Backend): Promise<Float32Array[]> => {
+      const ts = inputs.map((h) => b.upload(h.data, h.shape));
+      const r = await f(b, ts);
+      let out: Float32Array[];
+      if (Array.isArray(r) && r.length > 0 && r[0] instanceof Float32Array) out = r as Float32Array[];
+      else {
+        const list = (Array.isArray(r) ? r : [r]) as Tensor[];
+        out = [];
+        for (const t of list) { out.push(await b.read(t)); b.release(t); }
+      }
+      for (const t of ts) b.release(t);
+      return out;
+    };
+    const want = await run(this.cpu);
+    const got = await run(this.gpu);
+    want.forEach((w, i) => {
+      const d = diff(got[i], w);
+      this.cases.push({ op, name: want.length > 1 ? `${name} [out ${i}]` : name, maxAbs: d.maxAbs, maxErr: d.maxErr, tol });
+    });
+  }
+
+  async check(name: string, f: () => Promise<string | true> | string | true): Promise<void> {
+    try {
+      const r = await f();
+      this.checks.push({ name, pass: r === true, detail: r === true ? '' : r });
+    } catch (e) {
+      this.checks.push({ name, pass: false, detail: `threw: ${(e as Error).message}` });
+    }
+  }
+}
+
+/** Expects `f` to throw an Error whose message matches every pattern. */
+function throwsMatching(f: () => unknown, ...patterns: RegExp[]): string | true {
+  try {
+    f();
+  } catch (e) {
+    const m = (e as Error).message;
+    return patterns.every((p) => p.test(m)) ? true : `message "${m}" does not match ${patterns.join(', ')}`;
+  }
+  return 'did not throw';
+}
+
+async function copies(h: Harness): Promise<void> {
+  for (const [V, D, n, scale] of [[50, 1, 1, 1], [50, 63, 7, 1], [300, 65, 1, 8], [10, 257, 300, 0.5]]) {
+    const ids = Int32Array.from({ length: n }, (_, i) => (i === 0 ? V - 1 : Math.floor(h.rand() * V)));
+    await h.case('embed', `V=${V} D=${D} n=${n} scale=${scale}`, [h.x([V, D])], (b, [t]) => b.embed(t, ids, scale));
+  }
+  for (const [R, D, s, n] of [[10, 7, 3, 4], [5, 64, 0, 5], [1, 1, 0, 1], [9, 65, 8, 1]]) {
+    await h.case('sliceRows', `[${R},${D}] rows ${s}..${s + n}`, [h.x([R, D])], (b, [t]) => b.sliceRows(t, s, n));
+  }
+  await h.case('concatRows', '[3,5]+[1,5]+[7,5]', [h.x([3, 5]), h.x([1, 5]), h.x([7, 5])], (b, ts) => b.concatRows(ts));
+  await h.case('clone', '[13,17]', [h.x([13, 17])], (b, [t]) => b.clone(t));
+  for (const [ctx, W, n, off] of [[20, 12, 3, 5], [20, 12, 1, 19], [7, 65, 7, 0]]) {
+    await h.case('writeRows', `cache [${ctx},${W}] rows ${off}..${off + n}`, [h.x([ctx, W]), h.x([n, W])], (b, [c, x]) => {
+      b.writeRows(c, x, off);
+      return b.clone(c);
+    });
+  }
+  for (const [n, C, s, w] of [[7, 30, 5, 9], [1, 65, 64, 1], [300, 3, 0, 3], [2, 100, 1, 63]]) {
+    await h.case('sliceCols', `[${n},${C}] cols ${s}..${s + w}`, [h.x([n, C])], (b, [t]) => b.sliceCols(t, s, w));
+  }
+  for (const [n, C, k] of [[5, 40, 5], [1, 1000, 100], [3, 7, 1]]) {
+    const cols = Int32Array.from({ length: k }, (_, i) => (i === 0 ? C - 1 : Math.floor(h.rand() * C)));
+    await h.case('gatherCols', `[${n},${C}] ${k} cols`, [h.x([n, C])], (b, [t]) => b.gatherCols(t, cols));
+  }
+}
+
+async function linear(h: Harness): Promise<void> {
+  const G = GEMV_MAX_ROWS;
+  const shapes: [number, number, number, boolean][] = [
+    [1, 1, 1, false], [1, 64, 63, true], [1, 65, 129, false], [3, 17, 33, true], [G, 100, 50, false],
+    [G + 1, 100, 50, true], [7, 100, 50, false], [63, 64, 65, false], [65, 63, 64, true], [64, 64, 64, false],
+    [130, 257, 70, true], [1, 2000, 1030, true], [17, 1, 5, false], [9, 300, 1, true],
+  ];
+  for (const [n, nIn, nOut, bias] of shapes) {
+    const inputs = [h.x([n, nIn]), h.x([nOut, nIn], 0.5), ...(bias ? [h.x([nOut])] : [])];
+    await h.case('linear', `x[${n},${nIn}]·w[${nOut},${nIn}]ᵀ${bias ? '+b' : ''}`, inputs, (b, [x, w, bb]) => b.linear(x, w, bb));
+  }
+}
+
+async function elementwise(h: Harness): Promise<void> {
+  for (const n of [1, 255, 256, 257, 1000]) {
+    await h.case('add', `${n}`, [h.x([n]), h.x([n])], (b, [x, y]) => b.add(x, y));
+  }
+  // 256·65 537 elements: more than 65 535 workgroups, so the grid wraps into a second dimension
+  const big = 256 * 65537 + 3;
+  await h.case('add', `${big} (2-D grid)`, [h.x([big]), h.x([big])], (b, [x, y]) => b.add(x, y));
+
+  const special = [-100, -20, -5, -1e-4, 0, 1e-4, 5, 20, 100];
+  const acts: Activation[] = ['silu', 'gelu', 'gelu_tanh', 'relu'];
+  for (const a of acts) {
+    const x = h.x([1000], 4);
+    x.data.set(special);
+    await h.case('act', `${a} [1000]`, [x], (b, [t]) => b.act(t, a));
+    await h.case('gatedAct', `${a} [257]`, [h.x([257], 3), h.x([257])], (b, [g, u]) => b.gatedAct(g, u, a));
+  }
+  for (const [cap, scale] of [[5, 20], [30, 200], [50, 0.01]]) {
+    await h.case('softcap', `cap ${cap}, x·${scale}`, [h.x([1000], scale)], (b, [t]) => b.softcap(t, cap));
+  }
+}
+
+async function norms(h: Harness): Promise<void> {
+  for (const [n, W, g, off, eps] of [[5, 64, 64, 0, 1e-5], [3, 32, 8, 1, 1e-6], [2, 65, 65, 0, 1e-5], [1, 1, 1, 0, 1e-5], [7, 300, 300, 1, 1e-6], [4, 6 * 24, 24, 0, 1e-6]]) {
+    await h.case('rmsNorm', `x[${n},${W}] groups of ${g} offset ${off}`, [h.x([n, W], 3), h.x([g])], (b, [x, w]) => b.rmsNorm(x, w, eps, off));
+  }
+  for (const [n, D, bias] of [[5, 64, true], [3, 65, false], [1, 1000, true], [4, 1, true], [70, 33, false]] as [number, number, boolean][]) {
+    const x = h.x([n, D], 2);
+    for (let i = 0; i < x.data.length; i++) x.data[i] += 1.5;
+    await h.case('layerNorm', `x[${n},${D}]${bias ? ' +b' : ''}`, [x, h.x([D]), ...(bias ? [h.x([D])] : [])], (b, [t, w, bb]) => b.layerNorm(t, w, bb, 1e-5));
+  }
+}
+
+async function rope(h: Harness): Promise<void> {
+  const cases: [number, number, number, number, number][] = [
+    [1, 1, 2, 2, 0], [9, 4, 16, 16, 0], [5, 4, 16, 4, 37], [1, 8, 64, 64, 511], [3, 2, 10, 6, 1000], [70, 3, 24, 24, 2], [2, 2, 8, 0, 5],
+  ];
+  for (const [n, H, d, rot, pos0] of cases) {
+    const invFreq = Float32Array.from({ length: rot / 2 }, (_, j) => 10000 ** (-2 * j / rot));
+    await h.case('rope', `n=${n} H=${H} d=${d} rotary ${rot} pos0=${pos0}`, [h.x([n, H * d])], (b, [x]) => b.rope(x, H, d, rot, pos0, invFreq));
+  }
+}
+
+async function attention(h: Harness): Promise<void> {
+  type Case = Omit<AttentionParams, 'scale'> & { scale?: number; ctx?: number };
+  const cases: Case[] = [
+    { n: 7, past: 0, nHeads: 4, nKvHeads: 4, headDim: 16, softcap: 0, window: 0, wantPattern: true, wantScores: true },
+    { n: 5, past: 0, nHeads: 8, nKvHeads: 2, headDim: 8, softcap: 0, window: 0, wantPattern: true, wantScores: false },
+    { n: 1, past: 20, nHeads: 4, nKvHeads: 2, headDim: 16, softcap: 0, window: 0, wantPattern: true, wantScores: true },
+    { n: 10, past: 5, nHeads: 2, nKvHeads: 1, headDim: 24, softcap: 5, window: 3, wantPattern: true, wantScores: true, scale: 32 ** -0.5 },
+    { n: 3, past: 2, nHeads: 2, nKvHeads: 2, headDim: 65, softcap: 0, window: 0, wantPattern: false, wantScores: false },
+    { n: 70, past: 30, nHeads: 2, nKvHeads: 1, headDim: 32, softcap: 0, window: 0, wantPattern: true, wantScores: false },
+    { n: 70, past: 30, nHeads: 2, nKvHeads: 1, headDim: 32, softcap: 0, window: 40, wantPattern: false, wantScores: false },
+    { n: 2, past: 130, nHeads: 4, nKvHeads: 4, headDim: 128, softcap: 0, window: 0, wantPattern: false, wantScores: true, scale: 0.1 },
+    { n: 4, past: 0, nHeads: 3, nKvHeads: 1, headDim: 1, softcap: 0, window: 0, wantPattern: true, wantScores: true },
+    { n: 6, past: 0, nHeads: 2, nKvHeads: 1, headDim: 16, softcap: 2, window: 100, wantPattern: true, wantScores: true },
+    { n: 1, past: 70, nHeads: 4, nKvHeads: 1, headDim: 16, softcap: 0, window: 6, wantPattern: true, wantScores: true },
+  ];
+  for (const c of cases) {
+    const T = c.past + c.n;
+    const ctx = T + 5;
+    const p: AttentionParams = { ...c, scale: c.scale ?? 1 / Math.sqrt(c.headDim) };
+    const kvW = c.nKvHeads * c.headDim;
+    const k = h.x([ctx, kvW]), v = h.x([ctx, kvW]);
+    // rows beyond past+n must never be read: poison them
+    k.data.fill(1e4, T * kvW);
+    v.data.fill(1e4, T * kvW);
+    const name = `n=${c.n} past=${c.past} H=${c.nHeads}/${c.nKvHeads} d=${c.headDim}${c.window ? ` window=${c.window}` : ''}${c.softcap ? ` softcap=${c.softcap}` : ''}${p.wantPattern ? ' +pattern' : ''}${p.wantScores ? ' +scores' : ''}`;
+    await h.case('attention', name, [h.x([c.n, c.nHeads * c.headDim]), k, v], (b, [q, kc, vc]) => {
+      const r = b.attention(q, kc, vc, p);
+      return [r.z, ...(r.pattern ? [r.pattern] : []), ...(r.scores ? [r.scores] : [])];
+    });
+  }
+}
+
+async function logits(h: Harness): Promise<void> {
+  for (const [n, V] of [[1, 1], [3, 255], [2, 257], [1, 1000], [2, 32000]]) {
+    await h.case('logSoftmax', `[${n},${V}]`, [h.x([n, V], 5)], (b, [x]) => b.logSoftmax(x));
+  }
+  const topk = async (name: string, x: Host, k: number): Promise<void> => {
+    await h.case('topk', name, [x], async (b, [t]) => {
+      const r = await b.topk(t, k);
+      return [r.values, Float32Array.from(r.indices)];
+    }, 0);
+  };
+  for (const [n, C, k] of [[3, 1, 1], [2, 1023, 5], [2, 1025, 5], [3, 5000, 50], [1, 7, 7], [2, 2048, 1030]]) {
+    await topk(`[${n},${C}] k=${k}`, h.x([n, C]), k);
+  }
+  const ties = h.x([2, 3000]);
+  for (let i = 0; i < ties.data.length; i++) ties.data[i] = Math.floor(h.rand() * 10);
+  await topk('[2,3000] integer values (ties across chunks) k=40', ties, 40);
+}
+
+async function rowOps(h: Harness): Promise<void> {
+  const run = async (name: string, n: number, W: number, op: (v: Float32Array) => RowOp, zeroRow = false): Promise<void> => {
+    const rows = Uint8Array.from({ length: n }, (_, i) => (i % 3 === 1 ? 0 : 1));
+    const x = h.x([n, W], 2);
+    if (zeroRow) x.data.fill(0, 0, W);
+    const v = randn(h.rand, op(new Float32Array(0)).kind === 'patch' ? n * W : W);
+    await h.case('rowOp', `${name} [${n},${W}]`, [x], (b, [t]) => b.rowOp(t, op(v), rows));
+  };
+  for (const [n, W] of [[6, 37], [4, 300], [1, 1]]) {
+    await run('add α=2.5', n, W, (v) => ({ kind: 'add', v, alpha: 2.5 }));
+    await run('add_norm_preserving α=3', n, W, (v) => ({ kind: 'add_norm_preserving', v, alpha: 3 }));
+    await run('project_out', n, W, (v) => ({ kind: 'project_out', v }));
+    await run('set', n, W, (v) => ({ kind: 'set', v }));
+    await run('patch', n, W, (v) => ({ kind: 'patch', replacement: v }));
+  }
+  for (const [n, W] of [[6, 37], [4, 300], [2, 2]]) {
+    await run('rotate θ=0.7', n, W, (v) => ({ kind: 'rotate', v, theta: 0.7 }));
+    await run('rotate θ=2.5', n, W, (v) => ({ kind: 'rotate', v, theta: 2.5 }));
+    await run('rotate θ=−4', n, W, (v) => ({ kind: 'rotate', v, theta: -4 }));
+    await run('rotate t=0.3', n, W, (v) => ({ kind: 'rotate', v, t: 0.3 }));
+    await run('rotate t=1', n, W, (v) => ({ kind: 'rotate', v, t: 1 }));
+  }
+  await run('rotate θ=1 with a zero row', 3, 16, (v) => ({ kind: 'rotate', v, theta: 1 }), true);
+  await run('project_out v=0', 3, 16, () => ({ kind: 'project_out', v: new Float32Array(16) }));
+}
+
+async function behaviour(h: Harness): Promise<void> {
+  const g = h.gpu;
+  await h.check('description names the adapter', () => (/WebGPU: \S/.test(g.description) && !/unknown adapter/.test(g.description) ? true : g.description));
+
+  await h.check('a tensor over maxStorageBufferBindingSize is refused with its size and the limit', () => {
+    const limit = Math.min(g.device.limits.maxStorageBufferBindingSize, g.device.limits.maxBufferSize);
+    const n = limit / 4 + 1;
+    const r1 = throwsMatching(() => g.upload(new Float32Array(1), [n]), new RegExp(`${n * 4} bytes`), new RegExp(`${limit} bytes`), /maxStorageBufferBindingSize/);
+    const r2 = throwsMatching(() => g.zeros([2, n]), new RegExp(`${n * 8} bytes`), new RegExp(`${limit} bytes`));
+    return r1 === true ? r2 : r1;
+  });
+
+  await h.check('embed rejects a token id outside the vocabulary', () => {
+    const t = g.upload(new Float32Array(12), [4, 3]);
+    const r = throwsMatching(() => g.embed(t, Int32Array.of(1, 4), 1), /token id 4/);
+    g.release(t);
+    return r;
+  });
+
+  await h.check('zeros() is zero even in a reused pool buffer', async () => {
+    const a = g.upload(Float32Array.from({ length: 300 }, () => 7), [300]);
+    g.release(a);
+    const z = g.zeros([300]);
+    const r = await g.read(z);
+    g.release(z);
+    return r.every((x) => x === 0) ? true : 'non-zero entries';
+  });
+
+  await h.check('released buffers are reused: repeated work does not grow memory or pipelines', async () => {
+    const data = randn(h.rand, 4096);
+    const step = async (): Promise<void> => {
+      const a = g.upload(data, [64, 64]);
+      const b = g.linear(a, a);
+      const c = g.add(b, a);
+      await g.read(c);
+      for (const t of [a, b, c]) g.release(t);
+    };
+    await step();
+    await step();
+    const before = g.memoryStats();
+    for (let i = 0; i < 10; i++) await step();
+    const after = g.memoryStats();
+    return after.buffers === before.buffers && after.pipelines === before.pipelines ? true : `before ${JSON.stringify(before)}, after ${JSON.stringify(after)}`;
+  });
+
+  await h.check('more dispatches than one batch holds (600 chained adds) give the CPU result', async () => {
+    const data = randn(h.rand, 1000);
+    const chain = async (b: Backend): Promise<Float32Array> => {
+      const x = b.upload(data, [1000]);
+      let y = b.clone(x);
+      for (let i = 0; i < 600; i++) { const z = b.add(y, x); b.release(y); y = z; }
+      const r = await b.read(y);
+      b.release(x); b.release(y);
+      return r;
+    };
+    const d = diff(await chain(g), await chain(h.cpu));
+    return d.maxErr <= TOL ? true : `max error ${d.maxErr}`;
+  });
+
+  await h.check('a buffer released and refilled within one batch does not disturb work recorded before', async () => {
+    const a0 = randn(h.rand, 512), a1 = randn(h.rand, 512);
+    const a = g.upload(a0, [512]);
+    const b = g.add(a, a);
+    g.release(a);
+    const c = g.upload(a1, [512]); // takes a's buffer from the pool, before b's add is submitted
+    const d = g.add(c, c);
+    const [rb, rd] = [await g.read(b), await g.read(d)];
+    for (const t of [b, c, d]) g.release(t);
+    const eb = diff(rb, a0.map((x) => 2 * x)), ed = diff(rd, a1.map((x) => 2 * x));
+    return eb.maxErr === 0 && ed.maxErr === 0 ? true : `errors ${eb.maxErr}, ${ed.maxErr}`;
+  });
+
+  await h.check('after device loss every op throws "GPU device lost … reload the model" and `lost` resolves', async () => {
+    const b = await WebGpuBackend.create();
+    const x = b.upload(new Float32Array(8), [8]);
+    b.device.destroy();
+    const info = await b.lost;
+    const r = throwsMatching(() => b.add(x, x), /^GPU device lost \(destroyed/, /reload the model/);
+    if (r !== true) return r;
+    if (b.lostReason === null || info.reason !== 'destroyed') return `lostReason ${b.lostReason}, info.reason ${info.reason}`;
+    return throwsMatching(() => b.upload(new Float32Array(1), [1]), /GPU device lost/);
+  });
+
+  await h.check('dispose() destroys every buffer and later ops throw', async () => {
+    const b = await WebGpuBackend.create();
+    const x = b.upload(new Float32Array(100), [100]);
+    await b.read(b.add(x, x));
+    b.dispose();
+    const s = b.memoryStats();
+    if (s.buffers !== 0) return `${s.buffers} buffers left`;
+    return throwsMatching(() => b.zeros([1]), /disposed/);
+  });
+}
+
+window.runKernelTests = async (): Promise<KernelReport> => {
+  const gpu = await WebGpuBackend.create();
+  const h = new Harness(gpu);
+  try {
+    for (const part of [copies, linear, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
+  } finally {
+    gpu.dispose();
+  }
+  return { adapter: gpu.description, cases: h.cases, checks: h.checks };
+};
