@@ -1,24 +1,57 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
+import type { DownloadProgress } from '../workers/engine/io/download';
+import { assertFits, formatBytes } from '../workers/engine/io/estimate';
+import { HubFiles, parseRepoRef } from '../workers/engine/io/hub_files';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import type { ModelFiles } from '../workers/engine/io/model_files';
 import { parseArgs, type Args } from './args';
+import { interventionsFromArgs, STEERING_USAGE, sweepCommand, vectorCommand } from './steering';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
-  branchpoint margins  --model DIR --prompt TEXT --good TEXT --bad TEXT
-  branchpoint sinks    --model DIR --prompt TEXT [--eps 0.3]
-  branchpoint generate --model DIR --prompt TEXT [--good TEXT --bad TEXT] [--max-new-tokens N]
+  branchpoint margins  --model DIR|ID --prompt TEXT --good TEXT --bad TEXT
+  branchpoint sinks    --model DIR|ID --prompt TEXT [--eps 0.3]
+  branchpoint generate --model DIR|ID --prompt TEXT [--good TEXT --bad TEXT] [--max-new-tokens N]
                        [--temperature T --top-k K --seed S]
+  (margins and generate also take --intervention JSON, repeatable: see Interventions below)
+${STEERING_USAGE}
 
-Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.`;
+Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
 
+--model is a folder, or a Hugging Face Hub id org/name[@revision] (revision default main):
+  --endpoint URL   a Hub mirror (default $HF_ENDPOINT, else https://huggingface.co)
+  $HF_TOKEN        access token for gated or private repos (sent only in the Authorization header)
+A Hub model is checked against this machine's memory from its headers before it is downloaded.`;
+
+/**
+ * A folder when one exists at that path, else a Hub id (org/name[@revision]) read over HTTP with
+ * --endpoint / $HF_ENDPOINT and $HF_TOKEN, refused before download when it would not fit in RAM.
+ * @throws Error for neither, or the Hub's gated / not-found / too-large messages.
+ */
 async function openModel(a: Args): Promise<ModelFiles> {
   const model = a.flags.get('model');
-  if (!model) throw new Error('--model DIR is required (a folder with config.json, tokenizer.json, model.safetensors)');
+  if (!model) throw new Error('--model is required: a folder (config.json, tokenizer.json, model.safetensors) or a Hub id org/name[@revision]');
   if (fs.existsSync(model)) return new NodeFiles(model);
-  throw new Error(`--model ${model}: no such folder`);
+  const ref = parseRepoRef(model);
+  if (!ref) throw new Error(`--model ${model}: no such folder, and not a Hub id (org/name[@revision])`);
+  const hub = new HubFiles(ref.repo, {
+    revision: ref.revision,
+    endpoint: a.flags.get('endpoint') ?? (process.env.HF_ENDPOINT || undefined),
+    token: process.env.HF_TOKEN,
+    onDownload: process.stderr.isTTY ? showDownload : undefined,
+  });
+  await assertFits(hub, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' });
+  return hub;
+}
+
+/** One status line on a terminal's stderr: file, bytes, rate, ETA. */
+function showDownload(file: string, p: DownloadProgress): void {
+  const eta = p.etaSeconds === undefined ? '' : `, ${Math.ceil(p.etaSeconds)} s left`;
+  const of = p.total ? ` of ${formatBytes(p.total)}` : '';
+  process.stderr.write(`\r${file}: ${formatBytes(p.loaded)}${of} at ${formatBytes(p.bytesPerSecond)}/s${eta}\x1b[K${p.loaded === p.total ? '\n' : ''}`);
 }
 
 function required(a: Args, key: string): string {
@@ -45,12 +78,19 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     const engine = await Engine.load(await openModel(a), new CpuBackend());
+    const need = (key: string) => required(a, key);
+    if (a.command === 'vector') {
+      process.stdout.write(JSON.stringify(await vectorCommand(engine, a, need)) + '\n');
+      engine.dispose();
+      return 0;
+    }
     const prompt = required(a, 'prompt');
     const chatTemplate = a.flags.get('chat-template') === 'true';
     let out: unknown;
     switch (a.command) {
       case 'margins': {
-        const r = await engine.analyse({ prompt, chatTemplate, good: { text: required(a, 'good') }, bad: { text: required(a, 'bad') } });
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length });
+        const r = await engine.analyse({ prompt, chatTemplate, good: { text: required(a, 'good') }, bad: { text: required(a, 'bad') }, interventions });
         out = {
           ids: r.ids, tokens: r.tokens,
           good: r.good, bad: r.bad,
@@ -75,10 +115,12 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'generate': {
         const good = a.flags.get('good'), bad = a.flags.get('bad');
+        const maxNewTokens = Number(a.flags.get('max-new-tokens') ?? 32);
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens });
         const g = await engine.generate({
-          prompt, chatTemplate,
+          prompt, chatTemplate, interventions,
           good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },
-          maxNewTokens: Number(a.flags.get('max-new-tokens') ?? 32),
+          maxNewTokens,
           temperature: Number(a.flags.get('temperature') ?? 0),
           topK: Number(a.flags.get('top-k') ?? 0),
           seed: Number(a.flags.get('seed') ?? 0),
@@ -86,8 +128,11 @@ export async function main(argv: string[]): Promise<number> {
         out = { prompt_ids: g.promptIds, ids: g.ids, tokens: g.tokens, text: g.text, stop: g.stop, ...(good && bad ? { margins: g.margins } : {}) };
         break;
       }
+      case 'sweep':
+        out = await sweepCommand(engine, a, need);
+        break;
       default:
-        throw new Error(`unknown command "${a.command}" (margins, sinks, generate)`);
+        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector)`);
     }
     process.stdout.write(JSON.stringify(out) + '\n');
     engine.dispose();

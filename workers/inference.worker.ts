@@ -2,12 +2,14 @@
 import * as Comlink from 'comlink';
 import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
-import { filesFor } from './sources';
-import type { AnalyseRequest, BackendChoice, GenerateRequest, InferenceApi, LoadProgress, ModelSource, PromptInput, TokenEvent } from './protocol';
+import { deleteCachedModel, listCachedModels } from './engine/io/cache';
+import { deviceLimits, filesFor } from './sources';
+import type { AnalyseRequest, BackendChoice, GenerateRequest, InferenceApi, LoadOptions, LoadProgress, ModelSource, PromptInput, TokenEvent } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
 let abort: AbortController | null = null;
+let loading: AbortController | null = null;
 
 function need(): Engine {
   if (!engine) throw new Error('no model is loaded: pick one first');
@@ -16,18 +18,24 @@ function need(): Engine {
 
 /** The inference worker: the engine behind Comlink. Errors are rethrown with readable messages. */
 const api: InferenceApi = {
-  async load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void) {
+  async load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) {
     abort?.abort();
+    loading?.abort();
+    const ctrl = new AbortController();
+    loading = ctrl;
     engine?.dispose();
     engine = null;
     lastAnalysed = null;
-    const files = await filesFor(source);
     const be = await selectBackend(backend);
     try {
+      const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
+      const files = await filesFor(source, { limits, signal: ctrl.signal });
       engine = await Engine.load(files, be, onProgress);
     } catch (e) {
       be.dispose();
       throw e;
+    } finally {
+      if (loading === ctrl) loading = null;
     }
     return engine.info();
   },
@@ -63,7 +71,12 @@ const api: InferenceApi = {
 
   cancel() {
     abort?.abort();
+    loading?.abort();
   },
+
+  cachedModels: () => listCachedModels(),
+
+  deleteCachedModel: (repo: string, revision: string, endpoint?: string) => deleteCachedModel(repo, revision, endpoint),
 };
 
 Comlink.expose(api);

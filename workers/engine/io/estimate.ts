@@ -1,0 +1,173 @@
+/**
+ * Will this model fit? Answered before any weight is downloaded, from config.json and the
+ * safetensors headers alone (two small range requests per shard: the 8-byte length, then the
+ * JSON header), against the device's buffer limits and a memory budget.
+ */
+import { architectureFor } from '../arch/registry';
+import { readJson, type ModelFiles } from './model_files';
+import { parseHeader, readHeaderLength, type SafetensorsDtype } from './safetensors';
+
+/** What the device allows; every size in bytes. */
+export interface DeviceLimits {
+  /** GPUDevice.limits.maxBufferSize (Infinity on the CPU backend). */
+  maxBufferSize: number;
+  /** GPUDevice.limits.maxStorageBufferBindingSize: the largest tensor a kernel can bind. */
+  maxStorageBufferBindingSize: number;
+  /** Memory the model may use in total (weights + KV cache + activations). */
+  memoryBudget: number;
+  /** Names the device in messages: "this adapter (google swiftshader)", "the CPU backend". */
+  device: string;
+}
+
+/** Memory needs of a model on this engine; sizes in bytes. */
+export interface MemoryEstimate {
+  label: string;
+  modelType: string;
+  /** Parameter count: elements of every tensor except stored mask/rotary buffers. */
+  params: number;
+  /** Parameters per stored dtype. */
+  paramsByDtype: Partial<Record<SafetensorsDtype, number>>;
+  /** Weight bytes as stored on GPU: float32 (F16 and BF16 are widened on load). */
+  weightBytes: number;
+  /** 2 · n_layers · n_ctx · n_kv_heads · d_head · 4 (K and V, float32, preallocated for the whole context). */
+  kvCacheBytes: number;
+  /** Allowance for one forward pass over ACTIVATION_TOKENS tokens (see activationBytes()). */
+  activationBytes: number;
+  totalBytes: number;
+  /** Context length the KV cache is allocated for (max_position_embeddings). */
+  nCtx: number;
+  /** The largest single GPU buffer the model needs (a weight, or one layer's K or V cache). */
+  largest: { name: string; shape: number[]; bytes: number };
+  /** Checkpoint files whose headers were read. */
+  shards: string[];
+}
+
+/** The estimate and whether it fits, with a sentence a user can act on. */
+export interface Verdict {
+  fits: boolean;
+  reason: string;
+  estimate: MemoryEstimate;
+}
+
+/** Thrown when a model will not fit; the message is the verdict's reason. */
+export class ModelTooLargeError extends Error {
+  constructor(readonly verdict: Verdict) {
+    super(verdict.reason);
+    this.name = 'ModelTooLargeError';
+  }
+}
+
+/** Prompt length the activation allowance is sized for. */
+export const ACTIVATION_TOKENS = 512;
+
+/** Stored buffers that are not parameters and are never uploaded (GPT-2/NeoX causal masks, cached inv_freq). */
+const NOT_PARAMETERS = /(^|\.)(attn\.(bias|masked_bias)|attention\.(bias|masked_bias)|rotary_emb\.inv_freq)$/;
+
+/**
+ * Reads config.json and every shard's safetensors header (never the weights) and estimates the
+ * model's memory on this engine.
+ * @throws Error for an unsupported model_type, a missing checkpoint, or a malformed header — the
+ *   same errors a full load would raise, only sooner.
+ */
+export async function estimateModel(files: ModelFiles): Promise<MemoryEstimate> {
+  const config = await readJson(files, 'config.json');
+  const spec = architectureFor(config.model_type).spec(config);
+  const shards = await shardNames(files);
+  const paramsByDtype: Partial<Record<SafetensorsDtype, number>> = {};
+  let params = 0;
+  let largest = { name: '', shape: [] as number[], bytes: 0 };
+  for (const shard of shards) {
+    const first8 = await files.range(shard, 0, 8);
+    const size = await files.size(shard);
+    const n = readHeaderLength(first8, size, shard);
+    const header = parseHeader(await files.range(shard, 8, 8 + n), size, shard);
+    for (const t of header.tensors.values()) {
+      if (NOT_PARAMETERS.test(t.name)) continue;
+      const count = t.shape.reduce((a, b) => a * b, 1);
+      params += count;
+      paramsByDtype[t.dtype] = (paramsByDtype[t.dtype] ?? 0) + count;
+      if (count * 4 > largest.bytes) largest = { name: t.name, shape: t.shape, bytes: count * 4 };
+    }
+  }
+  const kvLayer = spec.nCtx * spec.nKvHeads * spec.dHead * 4;
+  if (kvLayer > largest.bytes) largest = { name: 'the K (or V) cache of one layer', shape: [spec.nCtx, spec.nKvHeads * spec.dHead], bytes: kvLayer };
+  const weightBytes = params * 4;
+  const kvCacheBytes = 2 * spec.nLayers * kvLayer;
+  const activationBytes = activationAllowance(spec.nCtx, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab);
+  return {
+    label: files.label, modelType: spec.modelType, params, paramsByDtype, weightBytes, kvCacheBytes, activationBytes,
+    totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, largest, shards,
+  };
+}
+
+/**
+ * Float32 working memory of one forward pass over T = min(n_ctx, ACTIVATION_TOKENS) tokens:
+ * residual, norm, q/k/v/attention output and their temporaries (~6·d_model per token), the MLP
+ * (3·d_mlp: gate, up, activation), one head's attention scores at a time (n_heads·T when all are
+ * kept for hook_pattern), and the logits (d_vocab per token).
+ */
+function activationAllowance(nCtx: number, dModel: number, dMlp: number, nHeads: number, dVocab: number): number {
+  const T = Math.min(nCtx, ACTIVATION_TOKENS);
+  return 4 * T * (6 * dModel + 3 * dMlp + nHeads * T + dVocab);
+}
+
+/** The checkpoint's files: the shards named in model.safetensors.index.json, else model.safetensors. @throws Error when neither exists. */
+async function shardNames(files: ModelFiles): Promise<string[]> {
+  if (await files.has('model.safetensors.index.json')) {
+    const index = await readJson(files, 'model.safetensors.index.json');
+    const shards = [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))];
+    if (shards.length === 0) throw new Error(`${files.label}: model.safetensors.index.json has an empty weight_map`);
+    return shards;
+  }
+  if (await files.has('model.safetensors')) return ['model.safetensors'];
+  throw new Error(`${files.label}: no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are loaded, never pickle)`);
+}
+
+/** Compares an estimate with the device: the largest buffer against both buffer limits, the total against the budget. */
+export function judge(e: MemoryEstimate, limits: DeviceLimits): Verdict {
+  const parts = `weights ${formatBytes(e.weightBytes)} as f32, KV cache ${formatBytes(e.kvCacheBytes)} for ${e.nCtx} tokens, activations ${formatBytes(e.activationBytes)}`;
+  const big = describeTensor(e.largest.name);
+  for (const [limitName, limit] of [['maxStorageBufferBindingSize', limits.maxStorageBufferBindingSize], ['maxBufferSize', limits.maxBufferSize]] as const) {
+    if (e.largest.bytes > limit) {
+      return {
+        fits: false, estimate: e,
+        reason: `${e.label}: ${big} is ${formatBytes(e.largest.bytes)} as f32, larger than ${limitName} ${formatBytes(limit)} of ${limits.device}`,
+      };
+    }
+  }
+  if (e.totalBytes > limits.memoryBudget) {
+    return {
+      fits: false, estimate: e,
+      reason: `${e.label} needs ${formatBytes(e.totalBytes)} of GPU memory (${parts}); ${limits.device} allows ${formatBytes(limits.memoryBudget)}`,
+    };
+  }
+  return { fits: true, estimate: e, reason: `${e.label} needs ${formatBytes(e.totalBytes)} (${parts}); ${limits.device} allows ${formatBytes(limits.memoryBudget)}` };
+}
+
+/**
+ * Estimates and judges in one step, for the load path.
+ * @returns the estimate when the model fits.
+ * @throws ModelTooLargeError naming the limit it breaks; the errors of estimateModel.
+ */
+export async function assertFits(files: ModelFiles, limits: DeviceLimits): Promise<MemoryEstimate> {
+  const v = judge(await estimateModel(files), limits);
+  if (!v.fits) throw new ModelTooLargeError(v);
+  return v.estimate;
+}
+
+function describeTensor(name: string): string {
+  if (/(embed_tokens|wte|embed_in|word_embeddings)\.weight$/.test(name)) return `the embedding matrix (${name})`;
+  if (/(lm_head|embed_out)\.weight$/.test(name)) return `the unembedding matrix (${name})`;
+  if (name.startsWith('the ')) return name;
+  return `tensor ${name}`;
+}
+
+/** Bytes in binary units: "512 B", "1.5 KiB", "9.8 GiB", "1 GiB". */
+export function formatBytes(n: number): string {
+  if (!Number.isFinite(n)) return 'unlimited';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
+  const s = u === 0 ? String(Math.round(n)) : n.toFixed(1).replace(/\.0$/, '');
+  return `${s} ${units[u]}`;
+}
