@@ -90,11 +90,12 @@ export function readNpy(bytes: Uint8Array, name = 'vector.npy'): Float32Array {
   const [, order, type] = descr;
   if (type !== 'f4' && type !== 'f8') throw new Error(`${name}: dtype ${order}${type} is not supported; save the vector as float32 or float64`);
   const shape = shapeM[1].split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   const d = shape.length === 1 ? shape[0] : shape.length === 2 && shape[0] === 1 ? shape[1] : -1;
-  if (d < 0 || !Number.isSafeInteger(d)) throw new Error(`${name}: shape (${shape.join(', ')}) is not one vector; a steering vector file holds shape (d,) or (1, d)`);
+  if (d < 0 || !Number.isSafeInteger(d)) throw new Error(`${name}: shape ${shapeText} is not one vector; a steering vector file holds shape (d,) or (1, d)`);
   const size = type === 'f4' ? 4 : 8;
   const data = start + hlen;
-  if (bytes.length - data < d * size) throw new Error(`${name}: shape (${shape.join(', ')}) needs ${d * size} data bytes but the file has ${bytes.length - data} (truncated)`);
+  if (bytes.length - data < d * size) throw new Error(`${name}: shape ${shapeText} needs ${d * size} data bytes but the file has ${bytes.length - data} (truncated)`);
   const little = order !== '>';
   const out = new Float32Array(d);
   for (let i = 0; i < d; i++) out[i] = size === 4 ? dv.getFloat32(data + 4 * i, little) : dv.getFloat64(data + 8 * i, little);
