@@ -38,7 +38,7 @@ function ivs(specs: object[], run: RunShape = { nPrompt: ids.length }): Interven
 }
 
 /** The hook's value [T, width] without and with the intervention (captured after it acts). */
-async function atHook(spec: { hook: string } & object): Promise<{ before: Float32Array; after: Float32Array; width: number }> {
+async function atHook(spec: { hook: string; [key: string]: unknown }): Promise<{ before: Float32Array; after: Float32Array; width: number }> {
   const before = (await e.run(ids, { capture: [spec.hook] })).captured.get(spec.hook)!;
   const after = (await e.run(ids, { capture: [spec.hook], interventions: ivs([spec]) })).captured.get(spec.hook)!;
   return { before, after, width: before.length / ids.length };
