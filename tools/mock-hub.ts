@@ -83,7 +83,9 @@ export async function startMockHub(opts: MockHubOptions = {}): Promise<MockHub> 
     if (req.headers.range) entry.range = req.headers.range;
     if (req.headers.authorization) entry.authorization = req.headers.authorization;
     log.push(entry);
-    res.on('finish', () => { entry.status = res.statusCode; });
+    // Record the status as the headers go out (Node routes implicit headers through writeHead too).
+    const writeHead = res.writeHead.bind(res);
+    res.writeHead = ((...args: Parameters<typeof res.writeHead>) => { entry.status = args[0]; return writeHead(...args); }) as typeof res.writeHead;
     if (opts.cors) {
       res.setHeader('access-control-allow-origin', '*');
       res.setHeader('access-control-allow-headers', 'authorization, range');

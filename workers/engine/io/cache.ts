@@ -69,6 +69,7 @@ export async function withCache(inner: ModelFiles, key: CacheKey, storage: Cache
 
 class CachedFiles implements ModelFiles {
   readonly label: string;
+  private warned = false;
   constructor(private readonly inner: ModelFiles, private readonly key: CacheKey, private readonly cache: Cache, private readonly manifest: Manifest) {
     this.label = inner.label;
   }
@@ -102,12 +103,13 @@ class CachedFiles implements ModelFiles {
     const out = await this.inner.bytes(path, onProgress);
     try {
       await this.cache.put(this.key.base + path, new Response(out as Uint8Array<ArrayBuffer>, { headers: { 'content-type': 'application/octet-stream', 'content-length': String(out.length) } }));
-      this.manifest.present[path] = out.length;
-      if (!this.manifest.cached.includes(path)) this.manifest.cached.push(path);
-      await this.saveManifest();
     } catch (e) {
-      console.warn(`${this.label}: ${path} could not be cached (${(e as Error).message}); it will be downloaded again next time`);
+      this.warn(`${path} could not be cached (${(e as Error).message}); it will be downloaded again next time`);
+      return out;
     }
+    this.manifest.present[path] = out.length;
+    if (!this.manifest.cached.includes(path)) this.manifest.cached.push(path);
+    await this.saveManifest();
     return out;
   }
 
@@ -122,8 +124,20 @@ class CachedFiles implements ModelFiles {
     return this.cache.match(this.key.base + path);
   }
 
+  /** Stores the manifest; a failure (quota) only costs the offline answers it would have given. */
   private async saveManifest(): Promise<void> {
-    await this.cache.put(this.key.base + MANIFEST, new Response(JSON.stringify(this.manifest), { headers: { 'content-type': 'application/json' } }));
+    try {
+      await this.cache.put(this.key.base + MANIFEST, new Response(JSON.stringify(this.manifest), { headers: { 'content-type': 'application/json' } }));
+    } catch (e) {
+      this.warn(`the cache manifest could not be stored (${(e as Error).message})`);
+    }
+  }
+
+  /** Warns once per load: the model still loads, it is just not (fully) cached. */
+  private warn(message: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    console.warn(`${this.label}: ${message}`);
   }
 }
 
