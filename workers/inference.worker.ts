@@ -46,6 +46,12 @@ const api: InferenceApi = {
     return { ids, tokens: e.tokenStrings(ids) };
   },
 
+  async tokenStrings(ids: number[]) {
+    const e = need();
+    const prefix = lastAnalysed ? e.encodePrompt(lastAnalysed).slice(0, 1) : [];
+    return ids.map((id) => e.tokenStrings([id], prefix)[0]);
+  },
+
   async analyse(req: AnalyseRequest) {
     const a = await need().analyse(req);
     lastAnalysed = req;

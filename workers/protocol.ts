@@ -46,6 +46,11 @@ export interface InferenceApi {
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
   /** Prompt → ids and display tokens. */
   tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[] }>;
+  /**
+   * Display string of each token id on its own, as it reads after the last analysed prompt's first
+   * token (so leading spaces show: " Tom", not "Tom").
+   */
+  tokenStrings(ids: number[]): Promise<string[]>;
   /** Full prompt analysis (lens margins, sinks, norms). */
   analyse(req: AnalyseRequest): Promise<Analysis>;
   /** Attention pattern [T, T] of one head from the last analysis. */
