@@ -1,0 +1,92 @@
+import { useEffect, useRef } from 'react';
+import { useStore } from './store';
+import type { ViewName } from './store/ui';
+import { analyse } from './actions/analyse';
+import { loadDefaultModel } from './actions/model';
+import { ModelPicker } from './components/ModelPicker';
+import { BackendBadge } from './components/BackendBadge';
+import { Progress } from './components/Progress';
+import { ErrorBanner } from './components/ErrorBanner';
+import { PromptEditor } from './components/PromptEditor';
+import { FuturesEditor } from './components/FuturesEditor';
+import { TokenStrip } from './components/TokenStrip';
+import { MarginHeatmapView } from './views/MarginHeatmapView';
+import { SinkView } from './views/SinkView';
+import { GenerationView } from './views/GenerationView';
+import { ResidualNormsView } from './views/ResidualNormsView';
+
+const VIEWS: { name: ViewName; title: string }[] = [
+  { name: 'margins', title: 'Margin heatmap' },
+  { name: 'sinks', title: 'Attention sinks' },
+  { name: 'generation', title: 'Generation' },
+  { name: 'norms', title: 'Residual norms' },
+];
+
+function ActiveView({ view }: { view: ViewName }) {
+  switch (view) {
+    case 'margins': return <MarginHeatmapView />;
+    case 'sinks': return <SinkView />;
+    case 'generation': return <GenerationView />;
+    case 'norms': return <ResidualNormsView />;
+  }
+}
+
+/** The workbench: model bar, experiment panel (prompt, futures, tokens) and the views in tabs. */
+export function App() {
+  const view = useStore((s) => s.view);
+  const setView = useStore((s) => s.setView);
+  const showTables = useStore((s) => s.showTables);
+  const setShowTables = useStore((s) => s.setShowTables);
+  const job = useStore((s) => s.job);
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  const tokens = useStore((s) => s.promptTokens);
+
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) return;
+    started.current = true;
+    void loadDefaultModel();
+  }, []);
+
+  return (
+    <div className="app">
+      <header className="top">
+        <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
+        <BackendBadge />
+      </header>
+      <ModelPicker />
+      <Progress />
+      <ErrorBanner />
+      <main>
+        <section className="experiment" aria-label="experiment">
+          <PromptEditor />
+          <FuturesEditor />
+          <div className="row">
+            <button type="button" className="primary" data-testid="analyse" disabled={!!job || !ready} onClick={() => void analyse()}>Analyse</button>
+            {!ready && !job && <span className="muted">Load a model first.</span>}
+          </div>
+          {tokens && (
+            <div>
+              <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length})</span></h3>
+              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} />
+            </div>
+          )}
+        </section>
+        <section className="views">
+          <nav className="tabs" role="tablist">
+            {VIEWS.map((v) => (
+              <button key={v.name} type="button" role="tab" aria-selected={view === v.name} data-testid={`tab-${v.name}`} className={view === v.name ? 'active' : ''} onClick={() => setView(v.name)}>
+                {v.title}
+              </button>
+            ))}
+            <label className="toggle tables-toggle">
+              <input type="checkbox" data-testid="show-tables" checked={showTables} onChange={(e) => setShowTables(e.target.checked)} />
+              Data tables
+            </label>
+          </nav>
+          <ActiveView view={view} />
+        </section>
+      </main>
+    </div>
+  );
+}

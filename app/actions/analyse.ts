@@ -1,0 +1,59 @@
+import { useStore } from '../store';
+import type { AnalyseRequest } from '../../workers/protocol';
+import { futureInput } from '../lib/futures';
+import { runJob } from './job';
+import { inOrder, messageOf } from './worker';
+
+/** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
+function request(): AnalyseRequest {
+  const s = useStore.getState();
+  return { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad) };
+}
+
+/** Analyses the prompt (lens margins, sinks, norms) and puts the result on display. */
+export async function analyse(): Promise<void> {
+  const label = useStore.getState().modelLabel ?? 'the model';
+  await runJob('analyse', 'Analysing the prompt', 'Could not analyse the prompt', async () => {
+    const req = request();
+    const analysis = await inOrder((w) => w.analyse(req));
+    const ids = [...new Set(analysis.lensTopIds)];
+    const strings = await inOrder((w) => w.tokenStrings(ids));
+    const s = useStore.getState();
+    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, idStrings: new Map(ids.map((id, i) => [id, strings[i]])) });
+    s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
+    const h = s.selectedHead;
+    if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);
+  });
+}
+
+/** Fetches one head's attention pattern from the analysis on display. */
+export async function openPattern(layer: number, head: number): Promise<void> {
+  useStore.getState().setSelectedHead({ layer, head });
+  await runJob('pattern', `Attention pattern L${layer} H${head}`, `Could not compute the attention pattern of layer ${layer}, head ${head}`, () => fetchPattern(layer, head));
+}
+
+async function fetchPattern(layer: number, head: number): Promise<void> {
+  const data = await inOrder((w) => w.pattern(layer, head));
+  useStore.getState().setPattern({ layer, head, data });
+}
+
+let tokenizeTicket = 0;
+
+/**
+ * Tokenizes the prompt for the token strip (no job, no banner: while typing, a prompt that does not
+ * tokenize just leaves the strip empty with the reason).
+ * @returns the reason when it failed, else null.
+ */
+export async function tokenizePrompt(): Promise<string | null> {
+  const s = useStore.getState();
+  if (s.modelStatus !== 'ready') return null;
+  const ticket = ++tokenizeTicket;
+  try {
+    const t = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate }));
+    if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(t);
+    return null;
+  } catch (e) {
+    if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(null);
+    return messageOf(e);
+  }
+}

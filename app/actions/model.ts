@@ -1,0 +1,81 @@
+import * as Comlink from 'comlink';
+import { useStore } from '../store';
+import type { LoadProgress, ModelSource } from '../../workers/protocol';
+import { runJob } from './job';
+import { inOrder } from './worker';
+
+/** The model folders the server offers (/models/index.json); empty when it lists none. */
+export async function fetchLocalModels(): Promise<string[]> {
+  const r = await fetch(new URL('models/index.json', document.baseURI));
+  if (!r.ok) return [];
+  const names = (await r.json()) as unknown;
+  return Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [];
+}
+
+/** The source for a model folder the server offers under /models/. */
+export function localModelSource(name: string): ModelSource {
+  return { kind: 'url', url: new URL(`models/${name}/`, document.baseURI).href, label: name };
+}
+
+/** A human label for a source (shown while it loads and in the banner if it fails). */
+function labelOf(source: ModelSource): string {
+  switch (source.kind) {
+    case 'url': return source.label ?? source.url;
+    case 'hub': return `${source.repo}@${source.revision ?? 'main'} (Hub)`;
+    case 'files': return source.label;
+  }
+}
+
+/**
+ * Loads a model in the worker (replacing the current one), with progress. On failure the banner
+ * says why and the previous results stay on screen.
+ */
+export async function loadModel(source: ModelSource): Promise<boolean> {
+  const s = useStore.getState();
+  const label = labelOf(source);
+  s.loadStarted(label);
+  const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
+    inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)))));
+  if (!info) {
+    useStore.getState().loadFailed();
+    return false;
+  }
+  const st = useStore.getState();
+  st.loadFinished(info);
+  if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);
+  return true;
+}
+
+/** Files at the top level of a picked folder (nested folders such as onnx/ or original/ are not model files). */
+function topLevel(files: { path: string; file: File }[]): { path: string; file: File }[] {
+  return files.filter(({ path }) => path.split('/').filter(Boolean).length <= 2);
+}
+
+/** The source for files chosen with `<input type=file webkitdirectory>`. */
+export function sourceFromFileList(list: FileList): ModelSource {
+  const files = Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file }));
+  const folder = files[0]?.path.split('/')[0] ?? 'folder';
+  return { kind: 'files', label: `${folder} (local folder)`, files: topLevel(files) };
+}
+
+/** The source for a folder opened with the File System Access API (its top-level files). */
+export async function sourceFromDirectory(dir: FileSystemDirectoryHandle): Promise<ModelSource> {
+  const files: { path: string; file: File }[] = [];
+  for await (const entry of (dir as unknown as { values(): AsyncIterable<FileSystemHandle> }).values()) {
+    if (entry.kind === 'file') files.push({ path: `${dir.name}/${entry.name}`, file: await (entry as FileSystemFileHandle).getFile() });
+  }
+  return { kind: 'files', label: `${dir.name} (local folder)`, files };
+}
+
+/** On start: list the server's models and load the default (stories260K when offered). */
+export async function loadDefaultModel(preferred = 'stories260K'): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = await fetchLocalModels();
+  } catch {
+    names = [];
+  }
+  useStore.getState().setLocalModels(names);
+  const name = names.includes(preferred) ? preferred : names[0];
+  if (name) await loadModel(localModelSource(name));
+}

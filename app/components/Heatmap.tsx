@@ -1,0 +1,205 @@
+import { useEffect, useMemo, useRef, type RefObject } from 'react';
+import { lab } from 'd3';
+
+/** A cell of a heatmap, in data coordinates (row 0 = first row of `values`). */
+export interface Cell {
+  row: number;
+  col: number;
+}
+
+export interface HeatmapProps {
+  /** Row-major [nRows, nCols]. */
+  values: ArrayLike<number>;
+  nRows: number;
+  nCols: number;
+  color: (v: number) => string;
+  rowLabels: readonly string[];
+  colLabels: readonly string[];
+  rowTitle: string;
+  colTitle: string;
+  /** Draw row 0 at the bottom, so layers grow upward. */
+  rowsUpward?: boolean;
+  cellWidth: number;
+  cellHeight: number;
+  /** Text drawn inside a cell (only where the cell is large enough to hold it). */
+  annotate?: (c: Cell) => string | null;
+  /** Outlined thinly (the cell under the pointer). */
+  active?: Cell | null;
+  /** Outlined boldly (the cell clicked). */
+  selected?: Cell | null;
+  onHover?: (c: Cell | null) => void;
+  onSelect?: (c: Cell) => void;
+  canvasRef?: RefObject<HTMLCanvasElement | null>;
+  /** Accessible name of the picture. */
+  label: string;
+  testId: string;
+}
+
+const FONT = '13px system-ui, -apple-system, "Segoe UI", sans-serif';
+const SMALL = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
+const INK = '#1f2328';
+const MUTED = '#57606a';
+const MAX_LABEL = 14;
+const ANGLE = Math.PI / 4;
+
+const clip = (s: string) => (s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s);
+
+/** Where the cells sit inside the canvas, in CSS pixels. */
+interface Geometry {
+  x0: number;
+  y0: number;
+  width: number;
+  height: number;
+}
+
+function layout(p: HeatmapProps, measure: CanvasRenderingContext2D): Geometry {
+  measure.font = FONT;
+  const rowW = Math.max(0, ...p.rowLabels.map((s) => measure.measureText(clip(s)).width));
+  const colW = Math.max(0, ...p.colLabels.map((s) => measure.measureText(clip(s)).width));
+  const x0 = Math.ceil(Math.max(28 + rowW + 8, colW * Math.cos(ANGLE) - p.cellWidth / 2 + 8));
+  const y0 = 18;
+  const bottom = Math.ceil(colW * Math.sin(ANGLE) + 40);
+  return { x0, y0, width: x0 + p.nCols * p.cellWidth + 12, height: y0 + p.nRows * p.cellHeight + bottom };
+}
+
+/**
+ * A dense grid drawn on a canvas, with row and column labels, a column index above each column,
+ * axis titles, optional per-cell text and pointer/keyboard interaction. It draws what it is given:
+ * colours come from the caller's scale.
+ */
+export function Heatmap(p: HeatmapProps) {
+  const own = useRef<HTMLCanvasElement | null>(null);
+  const ref = p.canvasRef ?? own;
+  const measure = useMemo(() => document.createElement('canvas').getContext('2d')!, []);
+  const g = useMemo(() => layout(p, measure), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth, p.cellHeight, measure]);
+
+  const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * p.cellHeight;
+  const xs = (col: number) => g.x0 + col * p.cellWidth;
+
+  useEffect(() => {
+    const canvas = ref.current;
+    if (!canvas) return;
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.ceil(g.width * dpr);
+    canvas.height = Math.ceil(g.height * dpr);
+    canvas.style.width = `${g.width}px`;
+    canvas.style.height = `${g.height}px`;
+    const ctx = canvas.getContext('2d')!;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, g.width, g.height);
+    const gap = p.cellWidth >= 10 && p.cellHeight >= 10 ? 1 : 0;
+    for (let r = 0; r < p.nRows; r++) {
+      for (let c = 0; c < p.nCols; c++) {
+        const v = p.values[r * p.nCols + c];
+        const fill = Number.isFinite(v) ? p.color(v) : '#d0d7de';
+        ctx.fillStyle = fill;
+        ctx.fillRect(xs(c), ys(r), p.cellWidth - gap, p.cellHeight - gap);
+        const text = p.annotate?.({ row: r, col: c });
+        if (text) {
+          ctx.font = SMALL;
+          if (ctx.measureText(text).width <= p.cellWidth - 4 && p.cellHeight >= 14) {
+            ctx.fillStyle = lab(fill).l < 55 ? '#fff' : INK;
+            ctx.textAlign = 'center';
+            ctx.textBaseline = 'middle';
+            ctx.fillText(text, xs(c) + p.cellWidth / 2, ys(r) + p.cellHeight / 2);
+          }
+        }
+      }
+    }
+    ctx.font = FONT;
+    ctx.fillStyle = INK;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + p.cellHeight / 2);
+    const every = Math.max(1, Math.ceil(14 / p.cellWidth));
+    ctx.font = SMALL;
+    ctx.fillStyle = MUTED;
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'bottom';
+    for (let c = 0; c < p.nCols; c += every) ctx.fillText(String(c), xs(c) + p.cellWidth / 2, g.y0 - 3);
+    ctx.font = FONT;
+    ctx.fillStyle = INK;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    const yBottom = g.y0 + p.nRows * p.cellHeight;
+    for (let c = 0; c < p.nCols; c += every) {
+      ctx.save();
+      ctx.translate(xs(c) + p.cellWidth / 2, yBottom + 6);
+      ctx.rotate(-ANGLE);
+      ctx.fillText(clip(p.colLabels[c] ?? ''), 0, 0);
+      ctx.restore();
+    }
+    ctx.fillStyle = MUTED;
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'bottom';
+    ctx.fillText(p.colTitle, g.x0 + (p.nCols * p.cellWidth) / 2, g.height - 4);
+    ctx.save();
+    ctx.translate(12, g.y0 + (p.nRows * p.cellHeight) / 2);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textBaseline = 'middle';
+    ctx.fillText(p.rowTitle, 0, 0);
+    ctx.restore();
+    const outline = (c: Cell, width: number, colour: string) => {
+      ctx.lineWidth = width;
+      ctx.strokeStyle = colour;
+      ctx.strokeRect(xs(c.col) + width / 2, ys(c.row) + width / 2, p.cellWidth - gap - width, p.cellHeight - gap - width);
+    };
+    if (p.selected) outline(p.selected, 3, '#d9480f');
+    if (p.active) outline(p.active, 2, INK);
+  });
+
+  const cellAt = (x: number, y: number): Cell | null => {
+    const col = Math.floor((x - g.x0) / p.cellWidth);
+    const i = Math.floor((y - g.y0) / p.cellHeight);
+    if (col < 0 || col >= p.nCols || i < 0 || i >= p.nRows) return null;
+    return { row: p.rowsUpward ? p.nRows - 1 - i : i, col };
+  };
+
+  const onKey = (e: React.KeyboardEvent) => {
+    const cur = p.active ?? { row: p.rowsUpward ? p.nRows - 1 : 0, col: 0 };
+    const up = p.rowsUpward ? 1 : -1;
+    const moves: Record<string, Cell> = {
+      ArrowLeft: { row: cur.row, col: Math.max(0, cur.col - 1) },
+      ArrowRight: { row: cur.row, col: Math.min(p.nCols - 1, cur.col + 1) },
+      ArrowUp: { row: Math.min(p.nRows - 1, Math.max(0, cur.row + up)), col: cur.col },
+      ArrowDown: { row: Math.min(p.nRows - 1, Math.max(0, cur.row - up)), col: cur.col },
+    };
+    if (moves[e.key]) {
+      e.preventDefault();
+      p.onHover?.(moves[e.key]);
+    } else if ((e.key === 'Enter' || e.key === ' ') && p.active) {
+      e.preventDefault();
+      p.onSelect?.(p.active);
+    }
+  };
+
+  return (
+    <canvas
+      ref={ref}
+      className={`heatmap${p.onSelect ? ' clickable' : ''}`}
+      role="img"
+      aria-label={p.label}
+      tabIndex={0}
+      data-testid={p.testId}
+      data-x0={g.x0}
+      data-y0={g.y0}
+      data-cell-width={p.cellWidth}
+      data-cell-height={p.cellHeight}
+      data-rows={p.nRows}
+      data-rows-upward={p.rowsUpward ? 'true' : 'false'}
+      onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
+      onMouseLeave={() => p.onHover?.(null)}
+      onClick={(e) => {
+        const c = cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY);
+        if (c) p.onSelect?.(c);
+      }}
+      onKeyDown={onKey}
+    />
+  );
+}
+
+/** A cell size that keeps a grid of `n` columns near `target` CSS pixels wide. */
+export function cellSizeFor(n: number, target = 1000, min = 10, max = 52): number {
+  return Math.max(min, Math.min(max, Math.floor(target / Math.max(1, n))));
+}

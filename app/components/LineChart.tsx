@@ -1,0 +1,71 @@
+import { extent, line, scaleLinear } from 'd3';
+import type { RefObject } from 'react';
+
+export interface Series {
+  name: string;
+  color: string;
+  points: readonly [number, number][];
+}
+
+export interface LineChartProps {
+  series: readonly Series[];
+  xLabel: string;
+  yLabel: string;
+  /** Fixed x domain (else the data's extent). */
+  xDomain?: [number, number];
+  /** Draw y = 0 as a reference line (and keep it in view). */
+  zeroLine?: boolean;
+  width?: number;
+  height?: number;
+  svgRef?: RefObject<SVGSVGElement | null>;
+  label: string;
+  testId?: string;
+}
+
+const M = { top: 12, right: 16, bottom: 44, left: 60 };
+
+/** Lines over a shared x axis, with D3 scales and ticks, dots at the data points, and an optional zero line. */
+export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
+  const all = series.flatMap((s) => s.points);
+  const ext = extent(all, (p) => p[0]);
+  const xd: [number, number] = xDomain ?? (ext[0] === undefined ? [0, 1] : [ext[0], ext[1]!]);
+  const ys = all.map((p) => p[1]).filter(Number.isFinite);
+  if (zeroLine) ys.push(0);
+  const y0 = ys.length ? Math.min(...ys) : -1;
+  const y1 = ys.length ? Math.max(...ys) : 1;
+  const pad = (y1 - y0) * 0.08 || 1;
+  const x = scaleLinear().domain(xd[0] === xd[1] ? [xd[0], xd[0] + 1] : xd).range([M.left, width - M.right]);
+  const y = scaleLinear().domain([y0 - pad, y1 + pad]).nice().range([height - M.bottom, M.top]);
+  const path = line<readonly [number, number]>().x((p) => x(p[0])).y((p) => y(p[1])).defined((p) => Number.isFinite(p[1]));
+  return (
+    <svg ref={svgRef} className="chart" width={width} height={height} role="img" aria-label={label} data-testid={testId}>
+      {y.ticks(5).map((t) => (
+        <g key={`y${t}`} transform={`translate(0,${y(t)})`}>
+          <line x1={M.left} x2={width - M.right} stroke="#eaeef2" />
+          <text x={M.left - 6} textAnchor="end" dominantBaseline="middle">{String(t).replace('-', '−')}</text>
+        </g>
+      ))}
+      {x.ticks(Math.min(10, Math.max(2, Math.floor(xd[1] - xd[0])))).filter(Number.isInteger).map((t) => (
+        <g key={`x${t}`} transform={`translate(${x(t)},${height - M.bottom})`}>
+          <line y2={5} stroke="#57606a" />
+          <text y={18} textAnchor="middle">{t}</text>
+        </g>
+      ))}
+      <line x1={M.left} x2={width - M.right} y1={height - M.bottom} y2={height - M.bottom} stroke="#57606a" />
+      <line x1={M.left} x2={M.left} y1={M.top} y2={height - M.bottom} stroke="#57606a" />
+      {zeroLine && <line className="zero-line" x1={M.left} x2={width - M.right} y1={y(0)} y2={y(0)} stroke="#1f2328" strokeDasharray="4 3" />}
+      {series.map((s) => (
+        <g key={s.name}>
+          <path d={path(s.points) ?? ''} fill="none" stroke={s.color} strokeWidth={2} />
+          {s.points.map(([px, py]) => (
+            <circle key={px} cx={x(px)} cy={y(py)} r={3} fill={s.color}>
+              <title>{`${xLabel} ${px}: ${s.name} ${py.toFixed(4)}`}</title>
+            </circle>
+          ))}
+        </g>
+      ))}
+      <text className="axis-title" x={(M.left + width - M.right) / 2} y={height - 6} textAnchor="middle">{xLabel}</text>
+      <text className="axis-title" transform={`translate(14,${(M.top + height - M.bottom) / 2}) rotate(-90)`} textAnchor="middle">{yLabel}</text>
+    </svg>
+  );
+}

@@ -1,0 +1,100 @@
+import { useEffect, useRef, useState } from 'react';
+import { useStore } from '../store';
+import { loadModel, localModelSource, sourceFromDirectory, sourceFromFileList } from '../actions/model';
+import type { BackendChoice } from '../../workers/protocol';
+
+type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
+
+/**
+ * Where the model comes from: a folder the server offers, a folder on this computer (folder input,
+ * or the File System Access API where the browser has it), or a Hugging Face Hub repo. The access
+ * token stays in this component's memory: never stored, never put in the URL.
+ */
+export function ModelPicker() {
+  const localModels = useStore((s) => s.localModels);
+  const busy = useStore((s) => s.job !== null);
+  const backendChoice = useStore((s) => s.backendChoice);
+  const setBackendChoice = useStore((s) => s.setBackendChoice);
+  const [local, setLocal] = useState('');
+  const [repo, setRepo] = useState('');
+  const [revision, setRevision] = useState('main');
+  const [token, setToken] = useState('');
+  const folderInput = useRef<HTMLInputElement>(null);
+  const picker = (window as unknown as { showDirectoryPicker?: DirectoryPicker }).showDirectoryPicker;
+
+  useEffect(() => {
+    folderInput.current?.setAttribute('webkitdirectory', '');
+  }, []);
+  useEffect(() => {
+    if (!local && localModels.length) setLocal(localModels.includes('stories260K') ? 'stories260K' : localModels[0]);
+  }, [local, localModels]);
+
+  const openFolder = async () => {
+    if (!picker) {
+      folderInput.current?.click();
+      return;
+    }
+    let dir: FileSystemDirectoryHandle;
+    try {
+      dir = await picker();
+    } catch {
+      return; // the user closed the dialog
+    }
+    await loadModel(await sourceFromDirectory(dir));
+  };
+
+  return (
+    <section className="model-picker" aria-label="model">
+      <div className="row">
+        <label>
+          Model
+          <select data-testid="model-select" value={local} onChange={(e) => setLocal(e.target.value)} disabled={!localModels.length}>
+            {localModels.map((m) => <option key={m} value={m}>{m}</option>)}
+          </select>
+        </label>
+        <button type="button" data-testid="load-local" disabled={busy || !local} onClick={() => void loadModel(localModelSource(local))}>Load</button>
+        <button type="button" data-testid="open-folder" disabled={busy} onClick={() => void openFolder()} title="A folder with config.json, tokenizer.json and model.safetensors">
+          Open folder…
+        </button>
+        <input
+          ref={folderInput}
+          className="visually-hidden"
+          type="file"
+          multiple
+          data-testid="folder-input"
+          aria-label="model folder"
+          onChange={(e) => {
+            const list = e.currentTarget.files;
+            if (list && list.length) void loadModel(sourceFromFileList(list));
+            e.currentTarget.value = '';
+          }}
+        />
+        <label>
+          Backend
+          <select data-testid="backend-choice" value={backendChoice} onChange={(e) => setBackendChoice(e.target.value as BackendChoice)}>
+            <option value="auto">auto (WebGPU, else CPU)</option>
+            <option value="webgpu">WebGPU only</option>
+            <option value="cpu">CPU reference</option>
+          </select>
+        </label>
+      </div>
+      <details className="hub">
+        <summary>Hugging Face Hub</summary>
+        <form
+          className="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void loadModel({ kind: 'hub', repo: repo.trim(), revision: revision.trim() || 'main', token: token || undefined });
+          }}
+        >
+          <label>Repo <input data-testid="hub-repo" value={repo} onChange={(e) => setRepo(e.target.value)} placeholder="owner/name" spellCheck={false} /></label>
+          <label>Revision <input data-testid="hub-revision" className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
+          <label title="Only for gated or private repos; kept in memory, never saved">
+            Token <input data-testid="hub-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="hf_… (optional)" />
+          </label>
+          <button type="submit" data-testid="load-hub" disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
+        </form>
+      </details>
+    </section>
+  );
+}

@@ -1,0 +1,31 @@
+import { useEffect, useState } from 'react';
+import { useStore } from '../store';
+import { tokenizePrompt } from '../actions/analyse';
+
+/** The prompt text and the chat-template toggle (off and explained when the tokenizer has no template). */
+export function PromptEditor() {
+  const prompt = useStore((s) => s.prompt);
+  const setPrompt = useStore((s) => s.setPrompt);
+  const chatTemplate = useStore((s) => s.chatTemplate);
+  const setChatTemplate = useStore((s) => s.setChatTemplate);
+  const info = useStore((s) => s.info);
+  const [note, setNote] = useState<string | null>(null);
+
+  useEffect(() => {
+    const t = setTimeout(() => void tokenizePrompt().then(setNote), 250);
+    return () => clearTimeout(t);
+  }, [prompt, chatTemplate, info]);
+
+  const hasTemplate = info?.hasChatTemplate ?? false;
+  return (
+    <div className="prompt-editor">
+      <label htmlFor="prompt">Prompt</label>
+      <textarea id="prompt" data-testid="prompt" rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} spellCheck={false} />
+      <label className="toggle" title={hasTemplate ? 'Wrap the prompt as a user turn with the tokenizer\'s chat template' : 'This model\'s tokenizer has no chat template'}>
+        <input type="checkbox" data-testid="chat-template" checked={chatTemplate} disabled={!hasTemplate} onChange={(e) => setChatTemplate(e.target.checked)} />
+        Chat template
+      </label>
+      {note && <p className="note" data-testid="prompt-note">{note}</p>}
+    </div>
+  );
+}

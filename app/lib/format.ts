@@ -1,0 +1,33 @@
+/** Display helpers shared by the views (no model maths here). */
+
+/** A number with fixed decimals and a real minus sign, "—" for NaN. */
+export function fixed(v: number, digits = 4): string {
+  if (!Number.isFinite(v)) return Number.isNaN(v) ? '—' : v > 0 ? '∞' : '−∞';
+  const s = v.toFixed(digits);
+  return s.startsWith('-') ? `−${s.slice(1)}` : s;
+}
+
+/** The same, signed: "+1.2345" / "−1.2345". */
+export function signed(v: number, digits = 4): string {
+  return v > 0 ? `+${fixed(v, digits)}` : fixed(v, digits);
+}
+
+/** A token made visible: spaces as "·", newlines as "↵", tabs as "⇥", the empty string as "∅". */
+export function visibleToken(t: string): string {
+  if (t.length === 0) return '∅';
+  return t.replace(/ /g, '·').replace(/\n/g, '↵').replace(/\t/g, '⇥');
+}
+
+/** Bytes as B / KiB / MiB / GiB. */
+export function bytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+/** Row label of the lens grid: row 0 is the embeddings, row l the residual stream after block l−1. */
+export function layerLabel(row: number, nLayers: number): string {
+  if (row === 0) return '0 embed';
+  return row === nLayers ? `${row} final` : String(row);
+}

@@ -1,0 +1,15 @@
+import { create } from 'zustand';
+import { createExperimentSlice, type ExperimentSlice } from './experiment';
+import { createModelSlice, type ModelSlice } from './model';
+import { createResultsSlice, type ResultsSlice } from './results';
+import { createUiSlice, type UiSlice } from './ui';
+
+export type AppState = ModelSlice & ExperimentSlice & ResultsSlice & UiSlice;
+
+/** The one store; views read it through selectors, actions write it. */
+export const useStore = create<AppState>()((...a) => ({
+  ...createModelSlice(...a),
+  ...createExperimentSlice(...a),
+  ...createResultsSlice(...a),
+  ...createUiSlice(...a),
+}));

@@ -1,0 +1,115 @@
+import { useMemo, useRef, useState } from 'react';
+import { interpolateRdBu, scaleDiverging } from 'd3';
+import { useStore } from '../store';
+import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { ColorLegend } from '../components/ColorLegend';
+import { DataTable } from '../components/DataTable';
+import { ExportButtons } from '../components/ExportButtons';
+import type { AnalysisResult } from '../store/results';
+import { fixed, layerLabel, signed, visibleToken } from '../lib/format';
+
+/** What the pointer is on: layer, position, token, Δ, and the lens's top tokens there. */
+function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
+  const a = r.analysis;
+  const T = a.ids.length;
+  if (!cell) return <aside className="readout" data-testid="margin-readout"><p className="muted">Point at a cell (or focus the map and use the arrow keys) to read it.</p></aside>;
+  const { row, col } = cell;
+  const k = a.topK;
+  const base = (row * T + col) * k;
+  return (
+    <aside className="readout" data-testid="margin-readout" data-layer={row} data-position={col}>
+      <dl>
+        <dt>Layer</dt><dd data-testid="readout-layer">{row === 0 ? '0 (embeddings)' : row === a.nLayers ? `${row} (final, after block ${row - 1})` : `${row} (after block ${row - 1})`}</dd>
+        <dt>Position</dt><dd data-testid="readout-position">{col}</dd>
+        <dt>Token</dt><dd data-testid="readout-token" className="mono">{visibleToken(a.tokens[col])}</dd>
+        <dt>Margin Δ</dt><dd data-testid="readout-margin" className="mono big">{fixed(a.lensMargin[row * T + col], 4)}</dd>
+      </dl>
+      <table className="topk" data-testid="readout-topk">
+        <caption>Lens top {k} next tokens (log p)</caption>
+        <tbody>
+          {Array.from({ length: k }, (_, i) => (
+            <tr key={i} data-testid={`readout-top-${i}`} data-id={a.lensTopIds[base + i]}>
+              <td className="mono">{visibleToken(r.idStrings.get(a.lensTopIds[base + i]) ?? `#${a.lensTopIds[base + i]}`)}</td>
+              <td className="mono num">{fixed(a.lensTopLogProbs[base + i], 4)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </aside>
+  );
+}
+
+/** The logit-lens margin grid Δ^l_t (DESIGN.md §3): layer × token heatmap, legend, readout, table and exports. */
+export function MarginHeatmapView() {
+  const r = useStore((s) => s.result);
+  const showTables = useStore((s) => s.showTables);
+  const [hover, setHover] = useState<Cell | null>(null);
+  const canvas = useRef<HTMLCanvasElement | null>(null);
+  const scale = useMemo(() => {
+    let m = 0;
+    for (const v of r?.analysis.lensMargin ?? []) if (Number.isFinite(v)) m = Math.max(m, Math.abs(v));
+    m = m || 1;
+    return { m, color: scaleDiverging<string>(interpolateRdBu).domain([-m, 0, m]) };
+  }, [r]);
+  if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
+  const a = r.analysis;
+  const L1 = a.nLayers + 1, T = a.ids.length;
+  const rowLabels = Array.from({ length: L1 }, (_, l) => layerLabel(l, a.nLayers));
+  const colLabels = a.tokens.map(visibleToken);
+  const good = a.good.tokens.map((t) => t.join('')).join(' | ');
+  const bad = a.bad.tokens.map((t) => t.join('')).join(' | ');
+  const size = cellSizeFor(T);
+  const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.lensMargin.subarray(l * T, (l + 1) * T)));
+  return (
+    <section className="view" data-testid="margin-view">
+      <header className="view-head">
+        <h2>Logit-lens margin</h2>
+        <p className="muted">
+          Δ = log p(<b className="good">{visibleToken(good)}</b>) − log p(<b className="bad">{visibleToken(bad)}</b>) from log_softmax(W_U · LN_f(h)) at every layer and position
+          (first tokens). {r.modelLabel} · “{r.prompt}”
+        </p>
+        <ExportButtons
+          name={`margins-${r.modelLabel}`}
+          json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin })}
+          csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
+          picture={() => canvas.current}
+        />
+      </header>
+      <div className="view-body">
+        <div className="figure">
+          <div className="scroll-x">
+            <Heatmap
+              values={a.lensMargin} nRows={L1} nCols={T} color={scale.color}
+              rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
+              rowsUpward cellWidth={size} cellHeight={30}
+              active={hover} onHover={(c) => c && setHover(c)}
+              canvasRef={canvas} label="Logit-lens margin, layer by token" testId="margin-heatmap"
+            />
+          </div>
+          <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title="margin Δ (nats)" lowNote={`← favours ${visibleToken(bad)}`} highNote={`favours ${visibleToken(good)} →`} testId="margin-legend" />
+        </div>
+        <Readout r={r} cell={hover} />
+      </div>
+      <dl className="summary">
+        <dt>Final-layer margin at the last prompt token</dt>
+        <dd className="mono" data-testid="final-margin-last">{signed(a.finalMargin[T - 1], 4)}</dd>
+        <dt>Sequence margin (teacher-forced, whole futures)</dt>
+        <dd className="mono" data-testid="sequence-margin">{signed(a.sequenceMargin, 4)}</dd>
+      </dl>
+      {showTables && (
+        <>
+          <DataTable
+            caption="Lens margin Δ by layer (rows; 0 = embeddings) and position (columns)"
+            rowHeader="layer" rowLabels={rowLabels} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
+            cell={(l, t) => fixed(a.lensMargin[l * T + t], 4)} cellTestId={(l, t) => `margin-cell-${l}-${t}`} testId="margin-table"
+          />
+          <DataTable
+            caption="Final-layer margin Δ_t by position"
+            rowHeader="" rowLabels={['final']} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
+            cell={(_, t) => fixed(a.finalMargin[t], 4)} cellTestId={(_, t) => `final-margin-${t}`} testId="final-margin-table"
+          />
+        </>
+      )}
+    </section>
+  );
+}

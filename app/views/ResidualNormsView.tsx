@@ -1,0 +1,80 @@
+import { useMemo, useRef, useState } from 'react';
+import { interpolateViridis, scaleSequential } from 'd3';
+import { useStore } from '../store';
+import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { ColorLegend } from '../components/ColorLegend';
+import { DataTable } from '../components/DataTable';
+import { ExportButtons } from '../components/ExportButtons';
+import { fixed, layerLabel, visibleToken } from '../lib/format';
+
+/** Residual-stream norms ‖h^l_t‖ (layer × token) and massive activations per layer (Sun et al. 2024, arXiv 2402.17762). */
+export function ResidualNormsView() {
+  const r = useStore((s) => s.result);
+  const showTables = useStore((s) => s.showTables);
+  const [hover, setHover] = useState<Cell | null>(null);
+  const canvas = useRef<HTMLCanvasElement | null>(null);
+  const color = useMemo(() => {
+    let max = 0;
+    for (const v of r?.analysis.residNorms ?? []) if (Number.isFinite(v)) max = Math.max(max, v);
+    return scaleSequential(interpolateViridis).domain([0, max || 1]);
+  }, [r]);
+  if (!r) return <p className="placeholder">Analyse a prompt to see how the residual stream grows through the layers.</p>;
+  const a = r.analysis, L1 = a.nLayers + 1, T = a.ids.length, m = a.massive;
+  const rowLabels = Array.from({ length: L1 }, (_, l) => layerLabel(l, a.nLayers));
+  const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.residNorms.subarray(l * T, (l + 1) * T)));
+  return (
+    <section className="view" data-testid="norms-view">
+      <header className="view-head">
+        <h2>Residual norms</h2>
+        <p className="muted">‖h‖ of the residual stream entering the first block (row 0) and after each block; massive activations are the largest |h| of each layer.</p>
+        <ExportButtons
+          name={`norms-${r.modelLabel}`}
+          json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, layers: rowLabels, residNorms: rows(), massive: m })}
+          csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
+          picture={() => canvas.current}
+        />
+      </header>
+      <div className="view-body">
+        <div className="figure">
+          <div className="scroll-x">
+            <Heatmap
+              values={a.residNorms} nRows={L1} nCols={T} color={color}
+              rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
+              rowsUpward cellWidth={cellSizeFor(T)} cellHeight={30} active={hover} onHover={(c) => c && setHover(c)}
+              canvasRef={canvas} label="Residual norm by layer and token" testId="norms-heatmap"
+            />
+          </div>
+          <ColorLegend color={color} domain={color.domain() as [number, number]} title="‖h‖" testId="norms-legend" />
+        </div>
+        <aside className="readout" data-testid="norms-readout">
+          {hover ? (
+            <dl>
+              <dt>Layer</dt><dd>{rowLabels[hover.row]}</dd>
+              <dt>Position</dt><dd>{hover.col} <span className="mono">{visibleToken(a.tokens[hover.col])}</span></dd>
+              <dt>‖h‖</dt><dd className="mono big">{fixed(a.residNorms[hover.row * T + hover.col], 3)}</dd>
+            </dl>
+          ) : <p className="muted">Point at a cell to read it.</p>}
+        </aside>
+      </div>
+      <table className="data-table" data-testid="massive-table">
+        <caption>Massive activations: the largest |h| per layer, where it sits, and its ratio to the median |h|</caption>
+        <thead><tr><th scope="col">layer</th><th scope="col">max |h|</th><th scope="col">token</th><th scope="col">dim</th><th scope="col">max / median</th></tr></thead>
+        <tbody>
+          {rowLabels.map((label, l) => (
+            <tr key={l}>
+              <th scope="row">{label}</th>
+              <td className="num">{fixed(m.value[l], 3)}</td>
+              <td>{m.token[l]} <span className="mono">{visibleToken(a.tokens[m.token[l]] ?? '')}</span></td>
+              <td className="num">{m.dim[l]}</td>
+              <td className="num">{fixed(m.ratio[l], 1)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {showTables && (
+        <DataTable caption="Residual norm ‖h‖ by layer and position" rowHeader="layer" rowLabels={rowLabels} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
+          cell={(l, t) => fixed(a.residNorms[l * T + t], 4)} cellTestId={(l, t) => `norm-cell-${l}-${t}`} testId="norms-table" />
+      )}
+    </section>
+  );
+}

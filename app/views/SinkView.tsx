@@ -1,0 +1,149 @@
+import { useMemo, useRef, useState } from 'react';
+import { interpolateBlues, interpolateYlOrRd, scaleSequential } from 'd3';
+import { useStore } from '../store';
+import { openPattern } from '../actions/analyse';
+import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { ColorLegend } from '../components/ColorLegend';
+import { BarChart } from '../components/BarChart';
+import { DataTable } from '../components/DataTable';
+import { ExportButtons } from '../components/ExportButtons';
+import type { AnalysisResult, PatternResult } from '../store/results';
+import { fixed, visibleToken } from '../lib/format';
+
+const alphaColor = scaleSequential(interpolateBlues).domain([0, 1]);
+const patternColor = scaleSequential(interpolateYlOrRd).domain([0, 1]);
+
+/** One head's attention pattern [query × key] with token labels and a readout. */
+function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
+  const a = r.analysis;
+  const T = a.ids.length;
+  const showTables = useStore((s) => s.showTables);
+  const [hover, setHover] = useState<Cell | null>(null);
+  const canvas = useRef<HTMLCanvasElement | null>(null);
+  const labels = a.tokens.map(visibleToken);
+  const size = cellSizeFor(T, 720, 8, 34);
+  const rows = () => Array.from({ length: T }, (_, i) => Array.from(p.data.subarray(i * T, (i + 1) * T)));
+  return (
+    <section className="subview" data-testid="pattern-view" data-layer={p.layer} data-head={p.head}>
+      <header className="view-head">
+        <h3>Attention pattern · layer {p.layer}, head {p.head}</h3>
+        <p className="muted">A[query, key]: row = the token attending, column = the token attended to. Sink position of this head: {a.sinks.sinkPos[p.layer * a.nHeads + p.head]}.</p>
+        <ExportButtons
+          name={`pattern-L${p.layer}H${p.head}-${r.modelLabel}`}
+          json={() => ({ model: r.modelLabel, prompt: r.prompt, layer: p.layer, head: p.head, tokens: a.tokens, pattern: rows() })}
+          csv={() => [['query\\key', ...a.tokens.map((t, j) => `${j}:${t}`)], ...rows().map((row, i) => [`${i}:${a.tokens[i]}`, ...row])]}
+          picture={() => canvas.current}
+        />
+      </header>
+      <div className="view-body">
+        <div className="figure">
+          <div className="scroll-x">
+            <Heatmap
+              values={p.data} nRows={T} nCols={T} color={patternColor}
+              rowLabels={labels.map((t, i) => `${t} ${i}`)} colLabels={labels} rowTitle="query" colTitle="key"
+              cellWidth={size} cellHeight={size} active={hover} onHover={(c) => c && setHover(c)}
+              canvasRef={canvas} label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
+            />
+          </div>
+          <ColorLegend color={patternColor} domain={[0, 1]} title="attention probability" testId="pattern-legend" />
+        </div>
+        <aside className="readout" data-testid="pattern-readout">
+          {hover ? (
+            <dl>
+              <dt>Query</dt><dd className="mono">{hover.row} {visibleToken(a.tokens[hover.row])}</dd>
+              <dt>Key</dt><dd className="mono">{hover.col} {visibleToken(a.tokens[hover.col])}</dd>
+              <dt>A</dt><dd className="mono big" data-testid="pattern-readout-value">{fixed(p.data[hover.row * T + hover.col], 4)}</dd>
+            </dl>
+          ) : <p className="muted">Point at a cell to read it.</p>}
+        </aside>
+      </div>
+      {showTables && (
+        <DataTable
+          caption={`Attention pattern, layer ${p.layer}, head ${p.head} (rows: queries, columns: keys)`}
+          rowHeader="query" rowLabels={labels.map((t, i) => `${i} ${t}`)} colLabels={labels.map((t, j) => `${j} ${t}`)}
+          cell={(i, j) => fixed(p.data[i * T + j], 4)} cellTestId={(i, j) => `pattern-cell-${i}-${j}`} testId="pattern-table"
+        />
+      )}
+    </section>
+  );
+}
+
+/**
+ * Attention sinks (Gu et al. 2024, arXiv 2410.10781): α_0 per layer × head, the sink rate per layer,
+ * each head's sink position; clicking a head opens its attention pattern.
+ */
+export function SinkView() {
+  const r = useStore((s) => s.result);
+  const pattern = useStore((s) => s.pattern);
+  const selected = useStore((s) => s.selectedHead);
+  const showTables = useStore((s) => s.showTables);
+  const busy = useStore((s) => s.job !== null);
+  const [hover, setHover] = useState<Cell | null>(null);
+  const canvas = useRef<HTMLCanvasElement | null>(null);
+  const bars = useRef<SVGSVGElement | null>(null);
+  const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => `L${l}`), [r]);
+  if (!r) return <p className="placeholder">Analyse a prompt to see which heads park their attention on a sink token.</p>;
+  const a = r.analysis, s = a.sinks, H = a.nHeads, L = a.nLayers;
+  const headLabels = Array.from({ length: H }, (_, h) => `H${h}`);
+  const grid = (f: (l: number, h: number) => number) => Array.from({ length: L }, (_, l) => Array.from({ length: H }, (_, h) => f(l, h)));
+  const open = (c: Cell) => { if (!busy) void openPattern(c.row, c.col); };
+  const cur = hover ?? (selected ? { row: selected.layer, col: selected.head } : null);
+  return (
+    <section className="view" data-testid="sink-view">
+      <header className="view-head">
+        <h2>Attention sinks</h2>
+        <p className="muted">
+          α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
+          Numbers in cells: α₀ and the head's sink position k (the key with the largest mean attention). Click a head for its pattern.
+        </p>
+        <ExportButtons
+          name={`sinks-${r.modelLabel}`}
+          json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}
+          csv={() => [['layer', 'head', 'alpha0', 'sink_position', 'sink_token', 'sink_value_norm'], ...grid((l, h) => l * H + h).flat().map((i) => [Math.floor(i / H), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
+          picture={() => canvas.current}
+        />
+      </header>
+      <div className="view-body">
+        <div className="figure">
+          <Heatmap
+            values={s.alpha0} nRows={L} nCols={H} color={alphaColor}
+            rowLabels={layerLabels} colLabels={headLabels} rowTitle="layer" colTitle="head"
+            cellWidth={Math.max(56, cellSizeFor(H, 560))} cellHeight={40}
+            annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)} k${s.sinkPos[row * H + col]}`}
+            active={hover} selected={selected ? { row: selected.layer, col: selected.head } : null}
+            onHover={setHover} onSelect={open}
+            canvasRef={canvas} label="Attention to position 0 (α₀) by layer and head" testId="sink-heatmap"
+          />
+          <ColorLegend color={alphaColor} domain={[0, 1]} title="α₀ (mean attention to position 0)" testId="sink-legend" />
+        </div>
+        <div className="side">
+          <aside className="readout" data-testid="sink-readout">
+            {cur ? (
+              <dl>
+                <dt>Head</dt><dd>layer {cur.row}, head {cur.col}</dd>
+                <dt>α₀</dt><dd className="mono big" data-testid="sink-readout-alpha0">{fixed(s.alpha0[cur.row * H + cur.col], 4)}</dd>
+                <dt>Sink position</dt><dd className="mono">{s.sinkPos[cur.row * H + cur.col]} {visibleToken(a.tokens[s.sinkPos[cur.row * H + cur.col]])}</dd>
+                <dt>‖v‖ at sink</dt><dd className="mono">{fixed(s.sinkValueNorm[cur.row * H + cur.col], 3)}</dd>
+              </dl>
+            ) : <p className="muted">Point at a head to read it; click to open its pattern.</p>}
+          </aside>
+          <BarChart
+            labels={layerLabels} values={s.sinkRate} domain={[0, 1]} xLabel="layer" yLabel={`sink rate (α₀ > ${s.eps})`}
+            format={(v) => fixed(v, 2)} svgRef={bars} label="Sink rate per layer" testId="sink-rate-chart"
+          />
+        </div>
+      </div>
+      {showTables && (
+        <>
+          <DataTable caption="α₀ by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
+            cell={(l, h) => fixed(s.alpha0[l * H + h], 4)} cellTestId={(l, h) => `alpha0-cell-${l}-${h}`} testId="alpha0-table" />
+          <DataTable caption="Sink position (key with the largest mean attention) by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
+            cell={(l, h) => String(s.sinkPos[l * H + h])} cellTestId={(l, h) => `sinkpos-cell-${l}-${h}`} testId="sinkpos-table" />
+          <DataTable caption={`Sink rate (fraction of heads with α₀ > ${s.eps}) by layer`} rowHeader="" rowLabels={['sink rate']} colLabels={layerLabels}
+            cell={(_, l) => fixed(s.sinkRate[l], 4)} cellTestId={(_, l) => `sink-rate-${l}`} testId="sink-rate-table" />
+        </>
+      )}
+      {pattern && <PatternPanel r={r} p={pattern} />}
+    </section>
+  );
+}
