@@ -7,6 +7,7 @@
 import type { Activation, AttentionParams, Backend, RowOp, Tensor } from '../../workers/engine/backend/backend';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { fromF16Bits, packF16, toF16Bits, unpackF16 } from '../../workers/engine/backend/f16';
 import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
 
@@ -133,6 +134,21 @@ async function linear(h: Harness): Promise<void> {
   for (const [n, nIn, nOut, bias] of shapes) {
     const inputs = [h.x([n, nIn]), h.x([nOut, nIn], 0.5), ...(bias ? [h.x([nOut])] : [])];
     await h.case('linear', `x[${n},${nIn}]·w[${nOut},${nIn}]ᵀ${bias ? '+b' : ''}`, inputs, (b, [x, w, bb]) => b.linear(x, w, bb));
+  }
+}
+
+/** f16 weight storage: the oracle is the CPU linear on the same weights rounded to binary16. */
+async function linearF16(h: Harness): Promise<void> {
+  for (const [n, nIn, nOut, bias] of [[1, 65, 129, true], [3, 17, 33, false], [65, 63, 64, true], [130, 257, 70, false]] as [number, number, number, boolean][]) {
+    const w = h.x([nOut, nIn], 0.5);
+    const rounded = unpackF16(packF16(w.data), w.data.length);
+    const inputs = [h.x([n, nIn]), ...(bias ? [h.x([nOut])] : [])];
+    await h.case('linear f16 w', `x[${n},${nIn}]·w[${nOut},${nIn}]ᵀ${bias ? '+b' : ''}`, inputs, (b, [x, bb]) => {
+      const wt = b === h.gpu ? h.gpu.uploadF16(w.data, w.shape) : b.upload(rounded, w.shape);
+      const y = b.linear(x, wt, bb);
+      b.release(wt);
+      return y;
+    });
   }
 }
 
@@ -266,6 +282,27 @@ async function behaviour(h: Harness): Promise<void> {
     return r1 === true ? r2 : r1;
   });
 
+  await h.check('binary16 rounding agrees with Math.f16round (nearest even, subnormals, overflow)', () => {
+    const f16round = (Math as { f16round?: (x: number) => number }).f16round;
+    if (!f16round) return 'Math.f16round is missing in this browser';
+    const values = [0, -0, 1, -2.5, 65504, 65519, 65520, 1e6, -1e6, 6e-8, 2 ** -25, 3 * 2 ** -25, 2 ** -26, 1e-5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, Infinity, -Infinity, ...randn(h.rand, 2000, 3), ...randn(h.rand, 500, 1e-5)];
+    for (const v of values) {
+      const got = fromF16Bits(toF16Bits(v)), want = f16round(v);
+      if (!Object.is(got, want)) return `${v} → ${got}, Math.f16round gives ${want}`;
+    }
+    return Number.isNaN(fromF16Bits(toF16Bits(NaN))) ? true : 'NaN not preserved';
+  });
+
+  await h.check('an f16 weight reads back rounded and is refused by ops other than linear', async () => {
+    const w = randn(h.rand, 35);
+    const t = g.uploadF16(w, [5, 7]);
+    const back = await g.read(t);
+    const d = diff(back, unpackF16(packF16(w), 35));
+    const r = throwsMatching(() => g.add(t, t), /f16/);
+    g.release(t);
+    return d.maxErr === 0 ? r : `read-back differs by ${d.maxErr}`;
+  });
+
   await h.check('embed rejects a token id outside the vocabulary', () => {
     const t = g.upload(new Float32Array(12), [4, 3]);
     const r = throwsMatching(() => g.embed(t, Int32Array.of(1, 4), 1), /token id 4/);
@@ -352,7 +389,7 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   const gpu = await WebGpuBackend.create();
   const h = new Harness(gpu);
   try {
-    for (const part of [copies, linear, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearF16, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
   } finally {
     gpu.dispose();
   }

@@ -1,5 +1,6 @@
 import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
+import { packF16, unpackF16 } from './f16';
 import { GpuTensor, PARAMS_BYTES, type KernelHost, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu } from '../ops/add.wgsl';
@@ -99,8 +100,8 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   /**
    * Requests a high-performance adapter and a device with the adapter's largest
-   * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize (and
-   * 'shader-f16' where offered).
+   * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize. (f16 weights are
+   * unpacked with core WGSL, so 'shader-f16' is not needed.)
    * @throws Error saying why WebGPU is unusable (no navigator.gpu, no adapter, device refused), so
    *   the caller can fall back to the CPU backend with that reason.
    */
@@ -110,11 +111,9 @@ export class WebGpuBackend implements Backend, KernelHost {
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
     if (!adapter) throw new Error('WebGPU is present but no GPU adapter was found (requestAdapter() returned null)');
     const l = adapter.limits;
-    const requiredFeatures: GPUFeatureName[] = adapter.features.has('shader-f16') ? ['shader-f16'] : [];
     let device: GPUDevice;
     try {
       device = await adapter.requestDevice({
-        requiredFeatures,
         requiredLimits: {
           maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
           maxBufferSize: l.maxBufferSize,
@@ -180,10 +179,11 @@ export class WebGpuBackend implements Backend, KernelHost {
     return new GpuTensor(shape, this.storage(shapeSize(shape) * 4, shape).buffer, this);
   }
 
-  gpu(t: Tensor): GpuTensor {
+  gpu(t: Tensor, allowF16 = false): GpuTensor {
     this.alive();
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
     if (t.released) throw new Error(`tensor [${t.shape}] was released`);
+    if (t.dtype === 'f16' && !allowF16) throw new Error(`tensor [${t.shape}] is stored as f16, which only linear() accepts (as its weight)`);
     return t;
   }
 
@@ -291,6 +291,25 @@ export class WebGpuBackend implements Backend, KernelHost {
     return t;
   }
 
+  /**
+   * Uploads a linear weight [out, in] stored as IEEE binary16 (half the memory and bandwidth;
+   * values rounded to nearest even). Kernels unpack with unpack2x16float and compute in float32,
+   * so this needs no 'shader-f16'. Only linear() accepts the result, as its weight; read() returns
+   * the rounded values.
+   * @throws Error as upload() does.
+   */
+  uploadF16(data: Float32Array, shape: readonly number[]): Tensor {
+    this.alive();
+    const size = shapeSize(shape);
+    this.checkLimit(Math.ceil(size / 2) * 4, shape);
+    if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
+    const words = packF16(data);
+    const { buffer, fresh } = this.storage(words.byteLength, shape);
+    const t = new GpuTensor(shape, buffer, this, 'f16');
+    this.write(t, fresh, words);
+    return t;
+  }
+
   zeros(shape: readonly number[]): Tensor {
     const t = this.alloc(shape);
     if (t.bytes > 0) {
@@ -302,7 +321,7 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   /** Copies the tensor to a MAP_READ staging buffer, submits the batch and maps it. */
   async read(t: Tensor): Promise<Float32Array> {
-    const g = this.gpu(t);
+    const g = this.gpu(t, true);
     const bytes = Math.max(4, g.bytes);
     const cls = sizeClass(bytes);
     const st = this.readPool.get(cls)?.pop() ?? this.createBuffer(cls, 0x01 | 0x08); // MAP_READ | COPY_DST
@@ -314,8 +333,9 @@ export class WebGpuBackend implements Backend, KernelHost {
       this.alive();
       throw new Error(`reading a [${t.shape}] tensor from the GPU failed (${(e as Error).message})`);
     }
-    const out = new Float32Array(st.getMappedRange(0, bytes).slice(0, g.bytes));
+    const raw = st.getMappedRange(0, bytes).slice(0, g.bytes);
     st.unmap();
+    const out = g.dtype === 'f16' ? unpackF16(new Uint32Array(raw), g.size) : new Float32Array(raw);
     const list = this.readPool.get(cls) ?? [];
     list.push(st);
     this.readPool.set(cls, list);

@@ -4,17 +4,17 @@ import { shapeSize } from './backend';
 /**
  * A tensor living in a GPU storage buffer. The buffer comes from the backend's pool and may be
  * larger than the tensor (its size class): kernels always bind and index by `size`, never by the
- * buffer's length.
+ * buffer's length. dtype 'f16' (packed halves, see f16.ts) is used only for linear weights.
  */
 export class GpuTensor implements Tensor {
   readonly size: number;
   released = false;
-  constructor(readonly shape: readonly number[], readonly buffer: GPUBuffer, readonly owner: object) {
+  constructor(readonly shape: readonly number[], readonly buffer: GPUBuffer, readonly owner: object, readonly dtype: 'f32' | 'f16' = 'f32') {
     this.size = shapeSize(shape);
   }
-  /** Bytes the tensor's values occupy (float32, or 32-bit ints for index uploads). */
+  /** Bytes the tensor's values occupy (4 per value; f16: 4 per pair of values). */
   get bytes(): number {
-    return this.size * 4;
+    return this.dtype === 'f16' ? Math.ceil(this.size / 2) * 4 : this.size * 4;
   }
 }
 
@@ -54,8 +54,11 @@ export interface KernelHost {
   readonly maxWorkgroupsPerDim: number;
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
-  /** Validates that t is a live tensor of this backend. @throws Error otherwise. */
-  gpu(t: Tensor): GpuTensor;
+  /**
+   * Validates that t is a live tensor of this backend, float32 unless `allowF16`.
+   * @throws Error otherwise.
+   */
+  gpu(t: Tensor, allowF16?: boolean): GpuTensor;
   /** A new uninitialised float32 tensor. @throws Error when it exceeds the device's limits. */
   alloc(shape: readonly number[]): GpuTensor;
   /** A new tensor holding host data (ids, masks, tables) for one op; the caller releases it. */

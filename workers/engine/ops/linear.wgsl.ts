@@ -10,16 +10,28 @@ const GEMV_ROWS = 8;
 export const GEMV_MAX_ROWS = 4;
 
 /**
+ * The weight binding and its accessor `wv(i)` (flat element index): float32, or binary16 pairs
+ * packed in u32 words (f16.ts layout) unpacked with core WGSL unpack2x16float.
+ */
+function weightDecl(f16: boolean): string {
+  return f16
+    ? `@group(0) @binding(2) var<storage, read> w: array<u32>;
+fn wv(i: u32) -> f32 { let pair = unpack2x16float(w[i >> 1u]); return select(pair.x, pair.y, (i & 1u) == 1u); }`
+    : `@group(0) @binding(2) var<storage, read> w: array<f32>;
+fn wv(i: u32) -> f32 { return w[i]; }`;
+}
+
+/**
  * y [n, out] = x [n, in]·wᵀ (+ b), w [out, in]. Each workgroup stages a 64×16 slab of x and of w
  * in workgroup memory per step of 16 along `in`, and each invocation accumulates a 4×4 block of
  * outputs (rows ly + 16a, columns lx + 16b, so that writes are coalesced).
  */
-function tiledSource(bias: boolean): string {
+function tiledSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
 struct P { n: u32, nIn: u32, nOut: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+${weightDecl(f16)}
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 var<workgroup> xs: array<f32, ${TILE * TK}>;
@@ -38,9 +50,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
       var xv = 0.0;
       if (row0 + r < p.n && gk < p.nIn) { xv = x[(row0 + r) * p.nIn + gk]; }
       xs[e] = xv;
-      var wv = 0.0;
-      if (col0 + r < p.nOut && gk < p.nIn) { wv = w[(col0 + r) * p.nIn + gk]; }
-      ws[e] = wv;
+      var wval = 0.0;
+      if (col0 + r < p.nOut && gk < p.nIn) { wval = wv((col0 + r) * p.nIn + gk); }
+      ws[e] = wval;
     }
     workgroupBarrier();
     for (var k = 0u; k < ${TK}u; k = k + 1u) {
@@ -72,12 +84,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
  * GEMV for few rows (decode): a workgroup of 256 computes 8 outputs of one row of x, 32 lanes per
  * output striding along `in` (adjacent lanes read adjacent weights), then a tree sum over the lanes.
  */
-function gemvSource(bias: boolean): string {
+function gemvSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
 struct P { n: u32, nIn: u32, nOut: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+${weightDecl(f16)}
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 var<workgroup> red: array<f32, 256>;
@@ -90,7 +102,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   if (o < p.nOut) {
     let xo = r * p.nIn;
     let wo = o * p.nIn;
-    for (var k = lane; k < p.nIn; k = k + 32u) { acc = acc + x[xo + k] * w[wo + k]; }
+    for (var k = lane; k < p.nIn; k = k + 32u) { acc = acc + x[xo + k] * wv(wo + k); }
   }
   red[li] = acc;
   workgroupBarrier();
@@ -104,12 +116,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 
 /**
  * Linear layer y = x·wᵀ + b (nn.Linear layout): x [n, in], w [out, in], b [out] → [n, out].
- * n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul.
+ * n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul. w may be float32 or f16
+ * storage (WebGpuBackend.uploadF16); accumulation is float32 either way.
  * @throws Error when x's row width is not `in`, b's size is not `out`, or the grid exceeds the
  *   device's workgroup limits.
  */
 export function linearGpu(host: KernelHost, x: Tensor, w: Tensor, bias?: Tensor): GpuTensor {
-  const gx = host.gpu(x), gw = host.gpu(w);
+  const gx = host.gpu(x), gw = host.gpu(w, true);
   const [nOut, nIn] = w.shape;
   if (w.shape.length !== 2) throw new Error(`linear: weight must be [out, in], got [${w.shape}]`);
   if (x.shape[x.shape.length - 1] !== nIn) throw new Error(`linear: x has ${x.shape[x.shape.length - 1]} columns, weight expects ${nIn}`);
@@ -120,13 +133,15 @@ export function linearGpu(host: KernelHost, x: Tensor, w: Tensor, bias?: Tensor)
   const tensors = bias ? [gx, gw, host.gpu(bias), y] : [gx, gw, y];
   const params = new Params().u32(n).u32(nIn).u32(nOut);
   const max = host.maxWorkgroupsPerDim;
+  const f16 = gw.dtype === 'f16';
+  const variant = `${bias ? '_bias' : ''}${f16 ? '_f16' : ''}`;
   const gemvGroups = Math.ceil(nOut / GEMV_ROWS);
   if (n <= GEMV_MAX_ROWS && gemvGroups <= max) {
-    host.dispatch(host.pipeline(`gemv${bias ? '_bias' : ''}`, () => gemvSource(!!bias)), tensors, params, [gemvGroups, n, 1]);
+    host.dispatch(host.pipeline(`gemv${variant}`, () => gemvSource(!!bias, f16)), tensors, params, [gemvGroups, n, 1]);
   } else {
     const gx2 = Math.ceil(nOut / TILE), gy = Math.ceil(n / TILE);
     if (gx2 > max || gy > max) throw new Error(`linear: [${n}, ${nIn}]·[${nOut}, ${nIn}]ᵀ needs more than ${max} workgroups per dimension`);
-    host.dispatch(host.pipeline(`matmul${bias ? '_bias' : ''}`, () => tiledSource(!!bias)), tensors, params, [gx2, gy, 1]);
+    host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!bias, f16)), tensors, params, [gx2, gy, 1]);
   }
   return y;
 }
