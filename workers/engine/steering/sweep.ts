@@ -83,8 +83,10 @@ export async function doseResponse(engine: Engine, req: SweepRequest, onProgress
   const bad = engine.resolveFuture(ids, req.bad, req);
   const hooks = req.layers.map((l) => req.template.hook.replaceAll('{l}', String(l)));
   // Validate every cell's intervention before the first forward pass, so a bad layer fails fast.
-  const cells = hooks.map((hook, li) => req.doses.map((dose) =>
-    toIntervention(parseSpec({ ...req.template, hook, [doseKey]: dose }, `sweep layer ${req.layers[li]}`), engine.spec, { nPrompt: ids.length })));
+  const cells = hooks.map((hook, li) => req.doses.map((dose) => {
+    const label = `sweep layer ${req.layers[li]}`;
+    return toIntervention(parseSpec({ ...req.template, hook, [doseKey]: dose }, label), engine.spec, { nPrompt: ids.length }, label);
+  }));
 
   const nextLogProbs = async (interventions: readonly Intervention[]) => {
     const { logits } = await engine.run(ids, { interventions, logits: 'last' });
