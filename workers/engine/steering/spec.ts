@@ -12,7 +12,8 @@
  * - theta (rotate, radians) or t (rotate, fraction of the angle between h and v; 1 = reach v̂).
  * - mode (ablate): 'zero' (h ← 0), 'mean' (h ← vector, a mean activation), 'project' (h ← h − (h·v̂)v̂).
  * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in.
- * - head (hooks [pos, heads·d_head]: attn.hook_q/k/v/z): act on this head only; vector has d_head values.
+ * - head (hooks [pos, heads·d_head]: attn.hook_q/k/v/z): act on this head only; vector has d_head
+ *   values (patch rows keep the hook's full width; only the head's columns are replaced).
  * - positions: 'all' (default) | 'prompt' | 'generated' | [indices] | {start, end} (end exclusive).
  * - steps: {start, end?}: generation steps [start, end) (0 = the prompt pass); default: every step.
  *
@@ -24,7 +25,7 @@
 import type { ModelSpec } from '../model/spec';
 import type { RowOp } from '../backend/backend';
 import type { Intervention, PositionSelector } from '../model/intervention';
-import { hookWidth } from './hook_width';
+import { hookWidth, type HookWidth } from './hook_width';
 
 export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch'] as const;
 export type InterventionType = (typeof INTERVENTION_TYPES)[number];
@@ -175,7 +176,7 @@ export function assertFinite(v: ArrayLike<unknown>, what: string): void {
  */
 export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: RunShape, label = 'intervention'): Intervention {
   const fail = (msg: string): never => { throw new Error(`${label}: ${msg}`); };
-  let hw;
+  let hw: HookWidth;
   try {
     hw = hookWidth(model, spec.hook);
   } catch (e) {
@@ -186,8 +187,8 @@ export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: Ru
   let len = hw.width;
   let widthText = `${spec.hook} is [pos, ${hw.symbol}] = ${hw.width} wide`;
   if (spec.head !== undefined) {
-    if (hw.heads === undefined) fail(`"head" applies to per-head hooks (attn.hook_q/k/v/z); ${spec.hook} is [pos, ${hw.symbol}]`);
-    if (spec.head >= hw.heads!) fail(`head ${spec.head} does not exist: ${spec.hook} has heads 0..${hw.heads! - 1}`);
+    if (hw.heads === undefined) return fail(`"head" applies to per-head hooks (attn.hook_q/k/v/z); ${spec.hook} is [pos, ${hw.symbol}]`);
+    if (spec.head >= hw.heads) fail(`head ${spec.head} does not exist: ${spec.hook} has heads 0..${hw.heads - 1}`);
     groups = { size: model.dHead, indices: [spec.head] };
     if (spec.type !== 'patch') { len = model.dHead; widthText = `head ${spec.head} of ${spec.hook} takes d_head = ${model.dHead} values`; }
   }

@@ -19,7 +19,7 @@ export interface SweepRequest extends PromptInput {
    * type add / add_norm_preserving (dose = alpha) or rotate (dose = theta, radians). The vector
    * must be inline (resolve file paths first).
    */
-  template: InterventionSpec | Omit<InterventionSpec, 'alpha' | 'theta'>;
+  template: Omit<InterventionSpec, 'alpha' | 'theta'>;
   /** Block indices substituted for {l}. */
   layers: readonly number[];
   doses: readonly number[];
