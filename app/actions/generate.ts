@@ -3,7 +3,7 @@ import { useStore } from '../store';
 import type { GenerateRequest, TokenEvent } from '../../workers/protocol';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
-import { inOrder, worker } from './worker';
+import { inOrder } from './worker';
 
 /** Generates with the experiment's settings, streaming tokens and margins into the store. */
 export async function generate(): Promise<void> {
@@ -18,10 +18,5 @@ export async function generate(): Promise<void> {
     const onToken = Comlink.proxy((e: TokenEvent) => useStore.getState().addToken(e));
     const final = await inOrder((w) => w.generate(req, onToken));
     useStore.getState().finishGeneration(final);
-  }, true);
-}
-
-/** Asks the worker to stop the running generation after the current token. */
-export function cancelGeneration(): void {
-  void worker().cancel();
+  }, { cancellable: true });
 }

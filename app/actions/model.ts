@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { LoadProgress, ModelSource } from '../../workers/protocol';
+import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
 import { runJob } from './job';
 import { inOrder } from './worker';
 
@@ -27,15 +27,19 @@ function labelOf(source: ModelSource): string {
 }
 
 /**
- * Loads a model in the worker (replacing the current one), with progress. On failure the banner
- * says why and the previous results stay on screen.
+ * Loads a model in the worker (replacing the current one), with progress; a download can be
+ * cancelled. On failure the banner says why (with "Load anyway" when the size check refused it)
+ * and the previous results stay on screen.
  */
-export async function loadModel(source: ModelSource): Promise<boolean> {
+export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<boolean> {
   const s = useStore.getState();
   const label = labelOf(source);
   s.loadStarted(label);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
-    inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)))));
+    inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
+    cancellable: true,
+    retryFor: (e) => (e.name === 'ModelTooLargeError' ? { label: 'Load anyway', run: () => void loadModel(source, { ...options, checkFit: false }) } : undefined),
+  });
   if (!info) {
     useStore.getState().loadFailed();
     return false;

@@ -11,7 +11,10 @@ export function ErrorBanner() {
         <strong data-testid="error-what">{failure.what}</strong>
         <p data-testid="error-why">{failure.why}</p>
       </div>
-      <button type="button" className="small" aria-label="dismiss" onClick={() => setFailure(null)}>×</button>
+      <div className="row">
+        {failure.retry && <button type="button" data-testid="error-retry" onClick={failure.retry.run}>{failure.retry.label}</button>}
+        <button type="button" className="small" aria-label="dismiss" onClick={() => setFailure(null)}>×</button>
+      </div>
     </div>
   );
 }

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, type RefObject } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import { lab } from 'd3';
 
 /** A cell of a heatmap, in data coordinates (row 0 = first row of `values`). */
@@ -19,9 +19,11 @@ export interface HeatmapProps {
   colTitle: string;
   /** Draw row 0 at the bottom, so layers grow upward. */
   rowsUpward?: boolean;
-  cellWidth: number;
-  cellHeight: number;
-  /** Text drawn inside a cell (only where the cell is large enough to hold it). */
+  /** Cell width bounds: cells share the width of the box, within [min, max] (then it scrolls). */
+  cellWidth: { min: number; max: number };
+  /** Cell height; 'square' = the cell width. */
+  cellHeight: number | 'square';
+  /** Text drawn inside a cell, lines split at "\n" (only where the cell is large enough to hold it). */
   annotate?: (c: Cell) => string | null;
   /** Outlined thinly (the cell under the pointer). */
   active?: Cell | null;
@@ -44,22 +46,26 @@ const ANGLE = Math.PI / 4;
 
 const clip = (s: string) => (s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s);
 
-/** Where the cells sit inside the canvas, in CSS pixels. */
+/** Where the cells sit inside the canvas and how large they are, in CSS pixels. */
 interface Geometry {
   x0: number;
   y0: number;
   width: number;
   height: number;
+  cw: number;
+  ch: number;
 }
 
-function layout(p: HeatmapProps, measure: CanvasRenderingContext2D): Geometry {
+function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: number): Geometry {
   measure.font = FONT;
   const rowW = Math.max(0, ...p.rowLabels.map((s) => measure.measureText(clip(s)).width));
   const colW = Math.max(0, ...p.colLabels.map((s) => measure.measureText(clip(s)).width));
-  const x0 = Math.ceil(Math.max(28 + rowW + 8, colW * Math.cos(ANGLE) - p.cellWidth / 2 + 8));
+  const x0 = Math.ceil(Math.max(28 + rowW + 8, colW * Math.cos(ANGLE) - p.cellWidth.min / 2 + 8));
+  const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12) / p.nCols)));
+  const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
   const y0 = 18;
   const bottom = Math.ceil(colW * Math.sin(ANGLE) + 40);
-  return { x0, y0, width: x0 + p.nCols * p.cellWidth + 12, height: y0 + p.nRows * p.cellHeight + bottom };
+  return { x0, y0, cw, ch, width: x0 + p.nCols * cw + 12, height: y0 + p.nRows * ch + bottom };
 }
 
 /**
@@ -70,11 +76,22 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D): Geometry {
 export function Heatmap(p: HeatmapProps) {
   const own = useRef<HTMLCanvasElement | null>(null);
   const ref = p.canvasRef ?? own;
+  const box = useRef<HTMLDivElement | null>(null);
+  const [boxWidth, setBoxWidth] = useState(800);
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    setBoxWidth(el.clientWidth);
+    const ro = new ResizeObserver(() => setBoxWidth(el.clientWidth));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
   const measure = useMemo(() => document.createElement('canvas').getContext('2d')!, []);
-  const g = useMemo(() => layout(p, measure), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth, p.cellHeight, measure]);
+  const g = useMemo(() => layout(p, measure, boxWidth), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth.min, p.cellWidth.max, p.cellHeight, measure, boxWidth]);
+  const cellWidth = g.cw, cellHeight = g.ch;
 
-  const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * p.cellHeight;
-  const xs = (col: number) => g.x0 + col * p.cellWidth;
+  const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * cellHeight;
+  const xs = (col: number) => g.x0 + col * cellWidth;
 
   useEffect(() => {
     const canvas = ref.current;
@@ -88,22 +105,20 @@ export function Heatmap(p: HeatmapProps) {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, g.width, g.height);
-    const gap = p.cellWidth >= 10 && p.cellHeight >= 10 ? 1 : 0;
+    const gap = cellWidth >= 10 && cellHeight >= 10 ? 1 : 0;
     for (let r = 0; r < p.nRows; r++) {
       for (let c = 0; c < p.nCols; c++) {
         const v = p.values[r * p.nCols + c];
         const fill = Number.isFinite(v) ? p.color(v) : '#d0d7de';
         ctx.fillStyle = fill;
-        ctx.fillRect(xs(c), ys(r), p.cellWidth - gap, p.cellHeight - gap);
-        const text = p.annotate?.({ row: r, col: c });
-        if (text) {
-          ctx.font = SMALL;
-          if (ctx.measureText(text).width <= p.cellWidth - 4 && p.cellHeight >= 14) {
-            ctx.fillStyle = lab(fill).l < 55 ? '#fff' : INK;
-            ctx.textAlign = 'center';
-            ctx.textBaseline = 'middle';
-            ctx.fillText(text, xs(c) + p.cellWidth / 2, ys(r) + p.cellHeight / 2);
-          }
+        ctx.fillRect(xs(c), ys(r), cellWidth - gap, cellHeight - gap);
+        const lines = p.annotate?.({ row: r, col: c })?.split('\n') ?? [];
+        ctx.font = SMALL;
+        if (lines.length && cellHeight >= 13 * lines.length + 2 && lines.every((t) => ctx.measureText(t).width <= cellWidth - 4)) {
+          ctx.fillStyle = lab(fill).l < 55 ? '#fff' : INK;
+          ctx.textAlign = 'center';
+          ctx.textBaseline = 'middle';
+          lines.forEach((t, i) => ctx.fillText(t, xs(c) + cellWidth / 2, ys(r) + cellHeight / 2 + (i - (lines.length - 1) / 2) * 13));
         }
       }
     }
@@ -111,21 +126,21 @@ export function Heatmap(p: HeatmapProps) {
     ctx.fillStyle = INK;
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + p.cellHeight / 2);
-    const every = Math.max(1, Math.ceil(14 / p.cellWidth));
+    for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + cellHeight / 2);
+    const every = Math.max(1, Math.ceil(14 / cellWidth));
     ctx.font = SMALL;
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
-    for (let c = 0; c < p.nCols; c += every) ctx.fillText(String(c), xs(c) + p.cellWidth / 2, g.y0 - 3);
+    for (let c = 0; c < p.nCols; c += every) ctx.fillText(String(c), xs(c) + cellWidth / 2, g.y0 - 3);
     ctx.font = FONT;
     ctx.fillStyle = INK;
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    const yBottom = g.y0 + p.nRows * p.cellHeight;
+    const yBottom = g.y0 + p.nRows * cellHeight;
     for (let c = 0; c < p.nCols; c += every) {
       ctx.save();
-      ctx.translate(xs(c) + p.cellWidth / 2, yBottom + 6);
+      ctx.translate(xs(c) + cellWidth / 2, yBottom + 6);
       ctx.rotate(-ANGLE);
       ctx.fillText(clip(p.colLabels[c] ?? ''), 0, 0);
       ctx.restore();
@@ -133,9 +148,9 @@ export function Heatmap(p: HeatmapProps) {
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
-    ctx.fillText(p.colTitle, g.x0 + (p.nCols * p.cellWidth) / 2, g.height - 4);
+    ctx.fillText(p.colTitle, g.x0 + (p.nCols * cellWidth) / 2, g.height - 4);
     ctx.save();
-    ctx.translate(12, g.y0 + (p.nRows * p.cellHeight) / 2);
+    ctx.translate(12, g.y0 + (p.nRows * cellHeight) / 2);
     ctx.rotate(-Math.PI / 2);
     ctx.textBaseline = 'middle';
     ctx.fillText(p.rowTitle, 0, 0);
@@ -143,15 +158,15 @@ export function Heatmap(p: HeatmapProps) {
     const outline = (c: Cell, width: number, colour: string) => {
       ctx.lineWidth = width;
       ctx.strokeStyle = colour;
-      ctx.strokeRect(xs(c.col) + width / 2, ys(c.row) + width / 2, p.cellWidth - gap - width, p.cellHeight - gap - width);
+      ctx.strokeRect(xs(c.col) + width / 2, ys(c.row) + width / 2, cellWidth - gap - width, cellHeight - gap - width);
     };
     if (p.selected) outline(p.selected, 3, '#d9480f');
     if (p.active) outline(p.active, 2, INK);
   });
 
   const cellAt = (x: number, y: number): Cell | null => {
-    const col = Math.floor((x - g.x0) / p.cellWidth);
-    const i = Math.floor((y - g.y0) / p.cellHeight);
+    const col = Math.floor((x - g.x0) / cellWidth);
+    const i = Math.floor((y - g.y0) / cellHeight);
     if (col < 0 || col >= p.nCols || i < 0 || i >= p.nRows) return null;
     return { row: p.rowsUpward ? p.nRows - 1 - i : i, col };
   };
@@ -175,31 +190,28 @@ export function Heatmap(p: HeatmapProps) {
   };
 
   return (
-    <canvas
-      ref={ref}
-      className={`heatmap${p.onSelect ? ' clickable' : ''}`}
-      role="img"
-      aria-label={p.label}
-      tabIndex={0}
-      data-testid={p.testId}
-      data-x0={g.x0}
-      data-y0={g.y0}
-      data-cell-width={p.cellWidth}
-      data-cell-height={p.cellHeight}
-      data-rows={p.nRows}
-      data-rows-upward={p.rowsUpward ? 'true' : 'false'}
-      onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
-      onMouseLeave={() => p.onHover?.(null)}
-      onClick={(e) => {
-        const c = cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY);
-        if (c) p.onSelect?.(c);
-      }}
-      onKeyDown={onKey}
-    />
+    <div className="scroll-x heatmap-box" ref={box}>
+      <canvas
+        ref={ref}
+        className={`heatmap${p.onSelect ? ' clickable' : ''}`}
+        role="img"
+        aria-label={p.label}
+        tabIndex={0}
+        data-testid={p.testId}
+        data-x0={g.x0}
+        data-y0={g.y0}
+        data-cell-width={cellWidth}
+        data-cell-height={cellHeight}
+        data-rows={p.nRows}
+        data-rows-upward={p.rowsUpward ? 'true' : 'false'}
+        onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
+        onMouseLeave={() => p.onHover?.(null)}
+        onClick={(e) => {
+          const c = cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY);
+          if (c) p.onSelect?.(c);
+        }}
+        onKeyDown={onKey}
+      />
+    </div>
   );
-}
-
-/** A cell size that keeps a grid of `n` columns near `target` CSS pixels wide. */
-export function cellSizeFor(n: number, target = 1000, min = 10, max = 52): number {
-  return Math.max(min, Math.min(max, Math.floor(target / Math.max(1, n))));
 }

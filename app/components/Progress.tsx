@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useStore } from '../store';
-import { cancelGeneration } from '../actions/generate';
+import { cancelRunning } from '../actions/job';
 import { bytes } from '../lib/format';
 
 /** The running job: what it is, how far it got (bytes while loading, tokens while generating), and Cancel where possible. */
@@ -23,6 +23,8 @@ export function Progress() {
       detail += load.total ? ` · ${bytes(load.loaded)} of ${bytes(load.total)}` : ` · ${bytes(load.loaded)}`;
       if (load.total) fraction = load.loaded / load.total;
     }
+    if (load.bytesPerSecond) detail += ` · ${bytes(load.bytesPerSecond)}/s`;
+    if (load.etaSeconds !== undefined && Number.isFinite(load.etaSeconds)) detail += ` · ${Math.ceil(load.etaSeconds)} s left`;
   } else if (job.kind === 'generate' && gen) {
     detail = `${gen.events.length} of ${gen.maxNewTokens} tokens`;
     fraction = gen.events.length / Math.max(1, gen.maxNewTokens);
@@ -35,7 +37,7 @@ export function Progress() {
       {detail && <span data-testid="progress-detail">{detail}</span>}
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
-      {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelGeneration}>Cancel</button>}
+      {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
     </div>
   );
 }

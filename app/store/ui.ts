@@ -11,10 +11,11 @@ export interface Job {
   cancellable: boolean;
 }
 
-/** An error shown in the banner: what failed and why (the worker's message). */
+/** An error shown in the banner: what failed and why (the worker's message), and a way to retry where one makes sense. */
 export interface Failure {
   what: string;
   why: string;
+  retry?: { label: string; run: () => void };
 }
 
 /** The UI slice: the active view, the running job, the error banner and view toggles. */

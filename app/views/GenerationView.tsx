@@ -1,6 +1,7 @@
 import { useRef } from 'react';
 import { useStore } from '../store';
-import { cancelGeneration, generate } from '../actions/generate';
+import { generate } from '../actions/generate';
+import { cancelRunning } from '../actions/job';
 import { LineChart } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { fixed, signed, visibleToken } from '../lib/format';
@@ -57,7 +58,7 @@ export function GenerationView() {
         <NumberField label="Top-k" field="topK" min={0} max={100000} step={1} testId="top-k" />
         <NumberField label="Seed" field="seed" min={0} max={2 ** 31 - 1} step={1} testId="seed" />
         <button type="submit" className="primary" data-testid="generate" disabled={!!job || !ready}>Generate</button>
-        <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelGeneration}>Cancel</button>
+        <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
       </form>
       {gen ? (
         <>
@@ -69,6 +70,7 @@ export function GenerationView() {
           <p className="muted" data-testid="generation-stop">
             {gen.final ? `${gen.final.ids.length} tokens · stopped: ${STOP[gen.final.stop]}` : `${events.length} of ${gen.maxNewTokens} tokens…`}
           </p>
+          <p className="hint">Each new token, underlined blue where Δ &gt; 0 (good future ahead) and red where Δ &lt; 0; hover for its log p and Δ.</p>
           <ol className="token-strip generated-tokens" aria-label="generated tokens">
             {events.map((e) => (
               <li key={e.step} data-testid="generated-token" data-id={e.id} data-step={e.step} title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}`}
@@ -80,7 +82,7 @@ export function GenerationView() {
           </ol>
           <div className="figure">
             <div className="view-head">
-              <h3>Margin curve</h3>
+              <h3>Margin curve <span className="muted">Δ per step; above the dashed line the good future leads</span></h3>
               <ExportButtons
                 name={`generation-${gen.modelLabel}`}
                 json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: events, final: gen.final })}

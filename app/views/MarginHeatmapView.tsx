@@ -1,7 +1,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { interpolateRdBu, scaleDiverging } from 'd3';
 import { useStore } from '../store';
-import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -58,7 +58,6 @@ export function MarginHeatmapView() {
   const colLabels = a.tokens.map(visibleToken);
   const good = a.good.tokens.map((t) => t.join('')).join(' | ');
   const bad = a.bad.tokens.map((t) => t.join('')).join(' | ');
-  const size = cellSizeFor(T);
   const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.lensMargin.subarray(l * T, (l + 1) * T)));
   return (
     <section className="view" data-testid="margin-view">
@@ -77,15 +76,13 @@ export function MarginHeatmapView() {
       </header>
       <div className="view-body">
         <div className="figure">
-          <div className="scroll-x">
-            <Heatmap
-              values={a.lensMargin} nRows={L1} nCols={T} color={scale.color}
-              rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
-              rowsUpward cellWidth={size} cellHeight={30}
-              active={hover} onHover={(c) => c && setHover(c)}
-              canvasRef={canvas} label="Logit-lens margin, layer by token" testId="margin-heatmap"
-            />
-          </div>
+          <Heatmap
+            values={a.lensMargin} nRows={L1} nCols={T} color={scale.color}
+            rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
+            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
+            active={hover} onHover={(c) => c && setHover(c)}
+            canvasRef={canvas} label="Logit-lens margin, layer by token" testId="margin-heatmap"
+          />
           <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title="margin Δ (nats)" lowNote={`← favours ${visibleToken(bad)}`} highNote={`favours ${visibleToken(good)} →`} testId="margin-legend" />
         </div>
         <Readout r={r} cell={hover} />

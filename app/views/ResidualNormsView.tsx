@@ -1,7 +1,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { interpolateViridis, scaleSequential } from 'd3';
 import { useStore } from '../store';
-import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -36,14 +36,12 @@ export function ResidualNormsView() {
       </header>
       <div className="view-body">
         <div className="figure">
-          <div className="scroll-x">
-            <Heatmap
-              values={a.residNorms} nRows={L1} nCols={T} color={color}
-              rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
-              rowsUpward cellWidth={cellSizeFor(T)} cellHeight={30} active={hover} onHover={(c) => c && setHover(c)}
-              canvasRef={canvas} label="Residual norm by layer and token" testId="norms-heatmap"
-            />
-          </div>
+          <Heatmap
+            values={a.residNorms} nRows={L1} nCols={T} color={color}
+            rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
+            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30} active={hover} onHover={(c) => c && setHover(c)}
+            canvasRef={canvas} label="Residual norm by layer and token" testId="norms-heatmap"
+          />
           <ColorLegend color={color} domain={color.domain() as [number, number]} title="‖h‖" testId="norms-legend" />
         </div>
         <aside className="readout" data-testid="norms-readout">

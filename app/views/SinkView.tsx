@@ -2,7 +2,7 @@ import { useMemo, useRef, useState } from 'react';
 import { interpolateBlues, interpolateYlOrRd, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { openPattern } from '../actions/analyse';
-import { Heatmap, cellSizeFor, type Cell } from '../components/Heatmap';
+import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { BarChart } from '../components/BarChart';
 import { DataTable } from '../components/DataTable';
@@ -21,7 +21,6 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
   const [hover, setHover] = useState<Cell | null>(null);
   const canvas = useRef<HTMLCanvasElement | null>(null);
   const labels = a.tokens.map(visibleToken);
-  const size = cellSizeFor(T, 720, 8, 34);
   const rows = () => Array.from({ length: T }, (_, i) => Array.from(p.data.subarray(i * T, (i + 1) * T)));
   return (
     <section className="subview" data-testid="pattern-view" data-layer={p.layer} data-head={p.head}>
@@ -37,14 +36,12 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
       </header>
       <div className="view-body">
         <div className="figure">
-          <div className="scroll-x">
-            <Heatmap
-              values={p.data} nRows={T} nCols={T} color={patternColor}
-              rowLabels={labels.map((t, i) => `${t} ${i}`)} colLabels={labels} rowTitle="query" colTitle="key"
-              cellWidth={size} cellHeight={size} active={hover} onHover={(c) => c && setHover(c)}
-              canvasRef={canvas} label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
-            />
-          </div>
+          <Heatmap
+            values={p.data} nRows={T} nCols={T} color={patternColor}
+            rowLabels={labels.map((t, i) => `${t} ${i}`)} colLabels={labels} rowTitle="query" colTitle="key"
+            cellWidth={{ min: 8, max: 34 }} cellHeight="square" active={hover} onHover={(c) => c && setHover(c)}
+            canvasRef={canvas} label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
+          />
           <ColorLegend color={patternColor} domain={[0, 1]} title="attention probability" testId="pattern-legend" />
         </div>
         <aside className="readout" data-testid="pattern-readout">
@@ -108,8 +105,8 @@ export function SinkView() {
           <Heatmap
             values={s.alpha0} nRows={L} nCols={H} color={alphaColor}
             rowLabels={layerLabels} colLabels={headLabels} rowTitle="layer" colTitle="head"
-            cellWidth={Math.max(56, cellSizeFor(H, 560))} cellHeight={40}
-            annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)} k${s.sinkPos[row * H + col]}`}
+            cellWidth={{ min: 40, max: 84 }} cellHeight={40}
+            annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)}\nk=${s.sinkPos[row * H + col]}`}
             active={hover} selected={selected ? { row: selected.layer, col: selected.head } : null}
             onHover={setHover} onSelect={open}
             canvasRef={canvas} label="Attention to position 0 (α₀) by layer and head" testId="sink-heatmap"
