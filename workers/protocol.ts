@@ -59,8 +59,8 @@ export interface InferenceApi {
   generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void): Promise<Generation>;
   /** Cancels the running generation (it resolves with stop = 'cancelled') and any model download in flight. */
   cancel(): void;
-}
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;
   /** Deletes one cached model (every endpoint when none is given). @returns cache entries removed. */
   deleteCachedModel(repo: string, revision: string, endpoint?: string): Promise<number>;
+}
