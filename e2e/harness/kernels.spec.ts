@@ -3,7 +3,7 @@ import type { KernelReport } from './kernels';
 
 test('every WGSL kernel matches the CPU reference within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
   test.setTimeout(600_000);
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`[page ${m.type()}] ${m.text()}`); });
+  page.on('console', (m) => { if ((m.type() === 'error' || m.type() === 'warning') && !/status of 404/.test(m.text())) console.log(`[page ${m.type()}] ${m.text()}`); });
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   await page.goto('/e2e/harness/kernels.html');
   await page.waitForFunction(() => typeof window.runKernelTests === 'function');

@@ -123,7 +123,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     } catch (e) {
       throw new Error(`the GPU adapter refused to create a device (${(e as Error).message})`);
     }
-    const info = adapter.info;
+    const info: Partial<GPUAdapterInfo> = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ');
     return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`);
   }
@@ -158,11 +158,16 @@ export class WebGpuBackend implements Backend, KernelHost {
   /** A pooled storage buffer for `bytes`, and whether it is new (so nothing recorded refers to it). */
   private storage(bytes: number, shape: readonly number[]): { buffer: GPUBuffer; fresh: boolean } {
     this.checkLimit(bytes, shape);
-    const lim = this.device.limits;
-    const cls = Math.min(sizeClass(bytes), Math.max(256, lim.maxBufferSize - (lim.maxBufferSize % 4)));
+    const cls = this.classOf(bytes);
     const free = this.pool.get(cls);
     if (free?.length) return { buffer: free.pop()!, fresh: false };
-    return { buffer: this.createBuffer(Math.max(cls, bytes, 4), STORAGE), fresh: true };
+    return { buffer: this.createBuffer(cls, STORAGE), fresh: true };
+  }
+
+  /** sizeClass(bytes), but never above maxBufferSize. */
+  private classOf(bytes: number): number {
+    const max = this.device.limits.maxBufferSize;
+    return Math.max(Math.min(sizeClass(bytes), max - (max % 4)), Math.ceil(bytes / 4) * 4);
   }
 
   /** @throws Error naming the tensor's size and the device limit when one buffer cannot hold it. */
@@ -314,7 +319,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     const t = this.alloc(shape);
     if (t.bytes > 0) {
       this.endPass();
-      this.enc().clearBuffer(t.buffer, 0, Math.ceil(t.bytes / 4) * 4);
+      this.enc().clearBuffer(t.buffer, 0, t.bytes);
     }
     return t;
   }
@@ -323,7 +328,7 @@ export class WebGpuBackend implements Backend, KernelHost {
   async read(t: Tensor): Promise<Float32Array> {
     const g = this.gpu(t, true);
     const bytes = Math.max(4, g.bytes);
-    const cls = sizeClass(bytes);
+    const cls = this.classOf(bytes);
     const st = this.readPool.get(cls)?.pop() ?? this.createBuffer(cls, 0x01 | 0x08); // MAP_READ | COPY_DST
     this.copy(g.buffer, 0, st, 0, g.bytes);
     this.flush();
