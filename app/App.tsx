@@ -35,11 +35,13 @@ function ActiveView({ view }: { view: ViewName }) {
 export function App() {
   const view = useStore((s) => s.view);
   const setView = useStore((s) => s.setView);
+  const setFocusPosition = useStore((s) => s.setFocusPosition);
   const showTables = useStore((s) => s.showTables);
   const setShowTables = useStore((s) => s.setShowTables);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
   const tokens = useStore((s) => s.promptTokens);
+  const focus = useStore((s) => s.focusPosition);
 
   const started = useRef(false);
   useEffect(() => {
@@ -68,14 +70,14 @@ export function App() {
           {tokens && (
             <div>
               <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length})</span></h3>
-              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} />
+              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} highlight={focus} />
             </div>
           )}
         </section>
         <section className="views">
           <nav className="tabs" role="tablist">
             {VIEWS.map((v) => (
-              <button key={v.name} type="button" role="tab" aria-selected={view === v.name} data-testid={`tab-${v.name}`} className={view === v.name ? 'active' : ''} onClick={() => setView(v.name)}>
+              <button key={v.name} type="button" role="tab" aria-selected={view === v.name} data-testid={`tab-${v.name}`} className={view === v.name ? 'active' : ''} onClick={() => { setView(v.name); setFocusPosition(null); }}>
                 {v.title}
               </button>
             ))}

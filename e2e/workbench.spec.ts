@@ -82,8 +82,22 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
     await expect(row, `top-${i} token of the lens at layer ${hl}`).toHaveAttribute('data-id', String(order[i]));
     expect(Math.abs(parseShown(await row.locator('td').nth(1).textContent()) - lp[order[i]])).toBeLessThanOrEqual(TOL);
   }
+
+  // Exports: the JSON grid is the reference grid; the CSV has a row per layer; the PNG is a PNG.
+  const view = page.getByTestId('margin-view');
+  const saved = async (name: string) => {
+    const [dl] = await Promise.all([page.waitForEvent('download'), view.getByRole('button', { name, exact: true }).click()]);
+    return fs.readFileSync(await dl.path());
+  };
+  const exported = JSON.parse((await saved('JSON')).toString('utf8')) as { ids: number[]; lensMargin: number[][] };
+  expect(exported.ids).toEqual(golden.input_ids);
+  for (let l = 0; l <= lens.L; l++) for (const t of [0, 7, T - 1]) expect(Math.abs(exported.lensMargin[l][t] - lens.margin(l, t, good.id, bad.id))).toBeLessThanOrEqual(TOL);
+  expect((await saved('CSV')).toString('utf8').trim().split(/\r?\n/)).toHaveLength(lens.L + 2);
+  expect((await saved('PNG')).subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+
   await page.getByTestId('show-tables').uncheck();
   await hoverCell(page, 'margin-heatmap', hl, ht);
+  await expect(page.getByTestId(`token-${ht}`)).toHaveClass(/hl/);
   await page.screenshot({ path: `${SHOTS}/margin-heatmap-hover.png`, fullPage: true });
 
   // Sinks: α₀ of a few heads against the reference attention restricted to the prompt; then one head's pattern.

@@ -25,11 +25,14 @@ export interface UiSlice {
   failure: Failure | null;
   showTables: boolean;
   selectedHead: { layer: number; head: number } | null;
+  /** Prompt position under the pointer in a view (highlighted on the token strip). */
+  focusPosition: number | null;
   setView(view: ViewName): void;
   setJob(job: Job | null): void;
   setFailure(failure: Failure | null): void;
   setShowTables(on: boolean): void;
   setSelectedHead(h: { layer: number; head: number } | null): void;
+  setFocusPosition(t: number | null): void;
 }
 
 export const createUiSlice: StateCreator<AppState, [], [], UiSlice> = (set) => ({
@@ -38,9 +41,11 @@ export const createUiSlice: StateCreator<AppState, [], [], UiSlice> = (set) => (
   failure: null,
   showTables: false,
   selectedHead: null,
+  focusPosition: null,
   setView: (view) => set({ view }),
   setJob: (job) => set({ job }),
   setFailure: (failure) => set({ failure }),
   setShowTables: (showTables) => set({ showTables }),
   setSelectedHead: (selectedHead) => set({ selectedHead }),
+  setFocusPosition: (focusPosition) => set({ focusPosition }),
 });

@@ -44,6 +44,12 @@ export function MarginHeatmapView() {
   const r = useStore((s) => s.result);
   const showTables = useStore((s) => s.showTables);
   const [hover, setHover] = useState<Cell | null>(null);
+  const setFocusPosition = useStore((s) => s.setFocusPosition);
+  const point = (c: Cell | null) => {
+    if (!c) return;
+    setHover(c);
+    setFocusPosition(c.col);
+  };
   const canvas = useRef<HTMLCanvasElement | null>(null);
   const scale = useMemo(() => {
     let m = 0;
@@ -80,7 +86,7 @@ export function MarginHeatmapView() {
             values={a.lensMargin} nRows={L1} nCols={T} color={scale.color}
             rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
-            active={hover} onHover={(c) => c && setHover(c)}
+            active={hover} onHover={point}
             canvasRef={canvas} label="Logit-lens margin, layer by token" testId="margin-heatmap"
           />
           <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title="margin Δ (nats)" lowNote={`← favours ${visibleToken(bad)}`} highNote={`favours ${visibleToken(good)} →`} testId="margin-legend" />

@@ -12,6 +12,12 @@ export function ResidualNormsView() {
   const r = useStore((s) => s.result);
   const showTables = useStore((s) => s.showTables);
   const [hover, setHover] = useState<Cell | null>(null);
+  const setFocusPosition = useStore((s) => s.setFocusPosition);
+  const point = (c: Cell | null) => {
+    if (!c) return;
+    setHover(c);
+    setFocusPosition(c.col);
+  };
   const canvas = useRef<HTMLCanvasElement | null>(null);
   const color = useMemo(() => {
     let max = 0;
@@ -39,7 +45,7 @@ export function ResidualNormsView() {
           <Heatmap
             values={a.residNorms} nRows={L1} nCols={T} color={color}
             rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
-            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30} active={hover} onHover={(c) => c && setHover(c)}
+            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30} active={hover} onHover={point}
             canvasRef={canvas} label="Residual norm by layer and token" testId="norms-heatmap"
           />
           <ColorLegend color={color} domain={color.domain() as [number, number]} title="‖h‖" testId="norms-legend" />
