@@ -19,6 +19,7 @@ export function ModelPicker() {
   const [repo, setRepo] = useState('');
   const [revision, setRevision] = useState('main');
   const [token, setToken] = useState('');
+  const [endpoint, setEndpoint] = useState('');
   const folderInput = useRef<HTMLInputElement>(null);
   const picker = (window as unknown as { showDirectoryPicker?: DirectoryPicker }).showDirectoryPicker;
 
@@ -84,13 +85,16 @@ export function ModelPicker() {
           className="row"
           onSubmit={(e) => {
             e.preventDefault();
-            void loadModel({ kind: 'hub', repo: repo.trim(), revision: revision.trim() || 'main', token: token || undefined });
+            void loadModel({ kind: 'hub', repo: repo.trim(), revision: revision.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined });
           }}
         >
           <label>Repo <input data-testid="hub-repo" value={repo} onChange={(e) => setRepo(e.target.value)} placeholder="owner/name" spellCheck={false} /></label>
           <label>Revision <input data-testid="hub-revision" className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
           <label title="Only for gated or private repos; kept in memory, never saved">
             Token <input data-testid="hub-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="hf_… (optional)" />
+          </label>
+          <label title="A mirror with the Hub's {repo}/resolve/{revision}/{file} layout (like HF_ENDPOINT); empty = huggingface.co">
+            Endpoint <input data-testid="hub-endpoint" value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
           </label>
           <button type="submit" data-testid="load-hub" disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
         </form>
