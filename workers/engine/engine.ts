@@ -4,7 +4,8 @@ import type { HFConfig } from './arch/types';
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
 import { assertHook, hookNames } from './hooks';
 import type { ModelFiles } from './io/model_files';
-import { loadTransformer, type LoadProgress } from './model/load';
+import { loadTransformer, type LoadProgress, type WeightOptions } from './model/load';
+import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import type { Transformer } from './model/transformer';
@@ -14,6 +15,21 @@ import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
 import { sampleToken, seededRandom } from './analysis/sampling';
 import { logSoftmaxCpu } from './ops/logits.cpu';
+
+/**
+ * Yields one macrotask so queued messages (a cancel) are handled between tokens. MessageChannel,
+ * unlike a nested setTimeout(0), is not clamped to ~4 ms by browsers.
+ */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => {
+    const { port1, port2 } = new MessageChannel();
+    port1.onmessage = () => {
+      port1.close();
+      resolve();
+    };
+    port2.postMessage(null);
+  });
+}
 
 /** Options of one low-level run (see Engine.run). */
 export interface RunOptions {
@@ -31,26 +47,52 @@ export interface RunOptions {
  * the command-line runner and the tests. No DOM, no React.
  */
 export class Engine {
+  private lost: string | null = null;
+  private lostCallback: ((reason: string) => void) | null = null;
+  private disposed = false;
+
   private constructor(
     readonly backend: Backend,
     readonly model: Transformer,
     readonly config: HFConfig,
     readonly tokenizer: PreTrainedTokenizer,
     readonly label: string,
-  ) {}
+  ) {
+    if (backend instanceof WebGpuBackend) {
+      void backend.lost.then(() => {
+        if (this.disposed) return; // dispose() destroys the device on purpose
+        this.lost = backend.lostReason ?? 'unknown reason';
+        this.lostCallback?.(this.lost);
+      });
+    }
+  }
 
   /**
    * Loads config, weights and tokenizer from a model folder.
+   * @param options weight storage (float32, or matrices as binary16: model/load.ts WeightOptions).
    * @throws Error (readable) for a missing tokenizer/config/checkpoint, an unsupported model_type,
    *   or a malformed safetensors file.
    */
-  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void): Promise<Engine> {
+  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: WeightOptions = {}): Promise<Engine> {
     if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
-    const { config, model } = await loadTransformer(files, backend, onProgress);
+    const { config, model } = await loadTransformer(files, backend, onProgress, options);
     onProgress?.({ stage: 'tokenizer' });
     const tokenizer = await loadTokenizer(files);
     onProgress?.({ stage: 'ready' });
     return new Engine(backend, model, config, tokenizer, files.label);
+  }
+
+  /**
+   * Why the GPU device was lost (driver reset, another tab's crash, device.destroy()), or null
+   * while it works (always null on the CPU backend; never set by dispose()). Once set, every
+   * GPU op throws "GPU device lost …": load the model again on a new backend.
+   */
+  get deviceLost(): string | null { return this.lost; }
+
+  /** Calls `f` with the reason when the device is lost (at once if it already was); replaces an earlier callback. */
+  onDeviceLost(f: (reason: string) => void): void {
+    this.lostCallback = f;
+    if (this.lost !== null) f(this.lost);
   }
 
   get spec() { return this.model.spec; }
@@ -263,7 +305,7 @@ export class Engine {
     let stop: Generation['stop'] = 'length';
     let lp = await this.stepLogProbs(Int32Array.from(promptIds), 0, T, 0, interventions);
     for (let step = 0; step < req.maxNewTokens; step++) {
-      await new Promise((r) => setTimeout(r, 0)); // let a cancel message in between tokens
+      await yieldToEventLoop(); // let a cancel message in between tokens
       if (signal?.aborted) { stop = 'cancelled'; break; }
       const id = sampleToken(lp, req.temperature ?? 0, req.topK ?? 0, rand);
       const margin = rowMargin(lp, good.firstIds, bad.firstIds);
@@ -290,8 +332,9 @@ export class Engine {
     return full.startsWith(head) ? full.slice(head.length) : this.tokenizer.decode([...ids], { skip_special_tokens: true });
   }
 
-  /** Frees the KV cache and every GPU buffer of this model. */
+  /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */
   dispose(): void {
+    this.disposed = true;
     this.model.dispose();
     this.backend.dispose();
   }
