@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { canvasPng, csvBlob, download, jsonBlob, svgPng } from '../lib/export';
+import { csvBlob, download, figurePng, jsonBlob, type LegendSpec } from '../lib/export';
 
 export interface ExportButtonsProps {
   /** File name stem ("margins-stories260K"). */
@@ -8,16 +8,20 @@ export interface ExportButtonsProps {
   csv: () => (string | number)[][];
   /** The picture to save as PNG: a canvas, or an SVG chart. */
   picture?: () => HTMLCanvasElement | SVGSVGElement | null;
+  /** Lines written above the picture in the PNG (title first). */
+  caption?: readonly string[];
+  /** The colour scale drawn under the picture in the PNG. */
+  legend?: LegendSpec;
 }
 
-/** Small buttons that save a view's data (JSON, CSV) and picture (PNG). */
-export function ExportButtons({ name, json, csv, picture }: ExportButtonsProps) {
+/** Small buttons that save a view's data (JSON, CSV) and picture (PNG, with its caption and colour scale). */
+export function ExportButtons({ name, json, csv, picture, caption = [], legend }: ExportButtonsProps) {
   const [problem, setProblem] = useState<string | null>(null);
   const png = async () => {
     const el = picture?.();
     if (!el) return;
     try {
-      download(`${name}.png`, el instanceof HTMLCanvasElement ? await canvasPng(el) : await svgPng(el));
+      download(`${name}.png`, await figurePng(el, caption, legend));
       setProblem(null);
     } catch (e) {
       setProblem((e as Error).message);

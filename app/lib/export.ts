@@ -32,8 +32,15 @@ export function canvasPng(canvas: HTMLCanvasElement): Promise<Blob> {
   return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('the canvas could not be encoded as PNG'))), 'image/png'));
 }
 
-/** An SVG element rasterised to PNG on a white background, at the device pixel ratio. */
-export async function svgPng(svg: SVGSVGElement): Promise<Blob> {
+/** A colour scale to draw under an exported picture. */
+export interface LegendSpec {
+  color: (v: number) => string;
+  domain: [number, number];
+  title: string;
+}
+
+/** An SVG element drawn onto a canvas at the device pixel ratio (white background). */
+async function svgCanvas(svg: SVGSVGElement, dpr: number): Promise<HTMLCanvasElement> {
   const { width, height } = svg.getBoundingClientRect();
   const clone = svg.cloneNode(true) as SVGSVGElement;
   clone.setAttribute('xmlns', 'http://www.w3.org/2000/svg');
@@ -47,7 +54,6 @@ export async function svgPng(svg: SVGSVGElement): Promise<Blob> {
     const img = new Image();
     img.src = url;
     await img.decode();
-    const dpr = window.devicePixelRatio || 1;
     const canvas = document.createElement('canvas');
     canvas.width = Math.ceil(width * dpr);
     canvas.height = Math.ceil(height * dpr);
@@ -55,8 +61,52 @@ export async function svgPng(svg: SVGSVGElement): Promise<Blob> {
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
-    return await canvasPng(canvas);
+    return canvas;
   } finally {
     URL.revokeObjectURL(url);
   }
+}
+
+/**
+ * A figure as PNG: caption lines above the picture (a canvas or an SVG chart) and, when given, the
+ * colour scale below it, so the file explains itself away from the page.
+ */
+export async function figurePng(picture: HTMLCanvasElement | SVGSVGElement, caption: readonly string[], legend?: LegendSpec): Promise<Blob> {
+  const dpr = window.devicePixelRatio || 1;
+  const img = picture instanceof HTMLCanvasElement ? picture : await svgCanvas(picture, dpr);
+  const w = img.width / dpr, h = img.height / dpr;
+  const pad = 12, line = 20, legendH = legend ? 56 : 0;
+  const width = Math.max(w, 420) + 2 * pad;
+  const height = pad + caption.length * line + 6 + h + legendH + pad;
+  const out = document.createElement('canvas');
+  out.width = Math.ceil(width * dpr);
+  out.height = Math.ceil(height * dpr);
+  const ctx = out.getContext('2d')!;
+  ctx.scale(dpr, dpr);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, width, height);
+  ctx.fillStyle = '#1f2328';
+  ctx.textBaseline = 'top';
+  caption.forEach((text, i) => {
+    ctx.font = `${i === 0 ? '600 15px' : '13px'} system-ui, sans-serif`;
+    ctx.fillText(text, pad, pad + i * line, width - 2 * pad);
+  });
+  const top = pad + caption.length * line + 6;
+  ctx.drawImage(img, pad, top, w, h);
+  if (legend) {
+    const y = top + h + 8, barW = 300, [lo, hi] = legend.domain;
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.fillStyle = '#57606a';
+    ctx.fillText(legend.title, pad, y);
+    for (let i = 0; i < barW; i++) {
+      ctx.fillStyle = legend.color(lo + ((hi - lo) * (i + 0.5)) / barW);
+      ctx.fillRect(pad + i, y + 16, 1.5, 14);
+    }
+    ctx.fillStyle = '#1f2328';
+    ctx.textAlign = 'left';
+    ctx.fillText(String(+lo.toFixed(3)).replace('-', '−'), pad, y + 34);
+    ctx.textAlign = 'right';
+    ctx.fillText(String(+hi.toFixed(3)).replace('-', '−'), pad + barW, y + 34);
+  }
+  return canvasPng(out);
 }

@@ -88,6 +88,7 @@ export function GenerationView() {
                 json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: events, final: gen.final })}
                 csv={() => [['step', 'id', 'token', 'margin', 'log_prob'], ...events.map((e) => [e.step, e.id, e.token, e.margin, e.logProb])]}
                 picture={() => svg.current}
+                caption={[`Margin per generation step · ${gen.modelLabel}`, `Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, `continuation: “${text}”`]}
               />
             </div>
             <LineChart

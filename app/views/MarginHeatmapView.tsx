@@ -78,6 +78,8 @@ export function MarginHeatmapView() {
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin })}
           csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
           picture={() => canvas.current}
+          caption={[`Logit-lens margin · ${r.modelLabel}`, `Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}”`]}
+          legend={{ color: scale.color, domain: [-scale.m, scale.m], title: `margin Δ (nats): blue favours ${visibleToken(good)}, red favours ${visibleToken(bad)}` }}
         />
       </header>
       <div className="view-body">

@@ -38,6 +38,8 @@ export function ResidualNormsView() {
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, layers: rowLabels, residNorms: rows(), massive: m })}
           csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
           picture={() => canvas.current}
+          caption={[`Residual norms ‖h‖ · ${r.modelLabel}`, `prompt: “${r.prompt}”`]}
+          legend={{ color, domain: color.domain() as [number, number], title: '‖h‖' }}
         />
       </header>
       <div className="view-body">

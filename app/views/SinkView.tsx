@@ -32,6 +32,8 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
           json={() => ({ model: r.modelLabel, prompt: r.prompt, layer: p.layer, head: p.head, tokens: a.tokens, pattern: rows() })}
           csv={() => [['query\\key', ...a.tokens.map((t, j) => `${j}:${t}`)], ...rows().map((row, i) => [`${i}:${a.tokens[i]}`, ...row])]}
           picture={() => canvas.current}
+          caption={[`Attention pattern · layer ${p.layer}, head ${p.head} · ${r.modelLabel}`, `rows: queries, columns: keys · prompt: “${r.prompt}”`]}
+          legend={{ color: patternColor, domain: [0, 1], title: 'attention probability' }}
         />
       </header>
       <div className="view-body">
@@ -77,7 +79,6 @@ export function SinkView() {
   const busy = useStore((s) => s.job !== null);
   const [hover, setHover] = useState<Cell | null>(null);
   const canvas = useRef<HTMLCanvasElement | null>(null);
-  const bars = useRef<SVGSVGElement | null>(null);
   const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => `L${l}`), [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see which heads park their attention on a sink token.</p>;
   const a = r.analysis, s = a.sinks, H = a.nHeads, L = a.nLayers;
@@ -98,6 +99,8 @@ export function SinkView() {
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}
           csv={() => [['layer', 'head', 'alpha0', 'sink_position', 'sink_token', 'sink_value_norm'], ...grid((l, h) => l * H + h).flat().map((i) => [Math.floor(i / H), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
           picture={() => canvas.current}
+          caption={[`Attention to position 0 (α₀) by layer and head · ${r.modelLabel}`, `cells: α₀ and the head's sink position k; ε = ${s.eps} · prompt: “${r.prompt}”`]}
+          legend={{ color: alphaColor, domain: [0, 1], title: 'α₀' }}
         />
       </header>
       <div className="view-body">
@@ -126,7 +129,7 @@ export function SinkView() {
           </aside>
           <BarChart
             labels={layerLabels} values={s.sinkRate} domain={[0, 1]} xLabel="layer" yLabel={`sink rate (α₀ > ${s.eps})`}
-            format={(v) => fixed(v, 2)} svgRef={bars} label="Sink rate per layer" testId="sink-rate-chart"
+            format={(v) => fixed(v, 2)} label="Sink rate per layer" testId="sink-rate-chart"
           />
         </div>
       </div>
