@@ -3,7 +3,7 @@
  * tests and benchmarks that build checkpoints on the fly — shards, F16/BF16 copies of fixtures,
  * synthetic GPT-2-sized weights. Never used by the engine itself (it only reads).
  */
-import type { SafetensorsDtype } from '../workers/engine/io/safetensors';
+import { DTYPE_BYTES, type SafetensorsDtype } from '../workers/engine/io/safetensors';
 
 export interface TensorToWrite {
   name: string;
@@ -13,7 +13,6 @@ export interface TensorToWrite {
   dtype: SafetensorsDtype;
 }
 
-const BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
@@ -93,7 +92,7 @@ export function encodeHeader(
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const t of tensors) {
-    const bytes = t.shape.reduce((a, b) => a * b, 1) * BYTES[t.dtype];
+    const bytes = t.shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }

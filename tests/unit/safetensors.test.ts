@@ -51,9 +51,11 @@ describe('safetensors reader validates before trusting a byte', () => {
     expect(() => parseSafetensors(b)).toThrow(/overlap/);
   });
 
-  it('rejects unsupported dtypes with the supported list', () => {
-    const b = build({ a: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }, new Uint8Array(8));
-    expect(() => parseSafetensors(b)).toThrow(/I64.*F32, F16, BF16/);
+  it('accepts non-float buffers (Pythia BOOL masks) but refuses to decode them as weights', () => {
+    const b = build({ a: { dtype: 'BOOL', shape: [2, 2], data_offsets: [0, 4] } }, new Uint8Array(4));
+    expect(parseSafetensors(b).tensors.get('a')!.dtype).toBe('BOOL');
+    expect(() => decodeTensor(new Uint8Array(4), 'BOOL')).toThrow(/BOOL.*F32, F16, BF16/);
+    expect(() => parseSafetensors(build({ a: { dtype: 'Q4', shape: [1], data_offsets: [0, 1] } }, new Uint8Array(1)))).toThrow(/not a safetensors dtype/);
   });
 
   it('rejects negative or fractional shapes and malformed offsets', () => {

@@ -4,7 +4,15 @@
  * Each tensor entry is {dtype, shape, data_offsets: [begin, end]} relative to the data start.
  */
 
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
+/** Every dtype the format defines, with its size in bytes. */
+export const DTYPE_BYTES = {
+  F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1,
+  I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1,
+} as const;
+
+export type SafetensorsDtype = keyof typeof DTYPE_BYTES;
+/** The dtypes weights can be decoded from (to float32). */
+export const FLOAT_DTYPES: readonly SafetensorsDtype[] = ['F32', 'F16', 'BF16', 'F64'];
 
 export interface TensorEntry {
   name: string;
@@ -30,7 +38,6 @@ export class SafetensorsError extends Error {
   }
 }
 
-const BYTES: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 /** Upper bound on the JSON header (the reference implementation uses 100 MB). */
 export const MAX_HEADER_BYTES = 100_000_000;
 
@@ -72,9 +79,12 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number, file = 'm
     }
     const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     if (typeof e !== 'object' || e === null) throw new SafetensorsError(file, `tensor "${name}": entry is not an object`);
-    if (e.dtype !== 'F32' && e.dtype !== 'F16' && e.dtype !== 'BF16') {
-      throw new SafetensorsError(file, `tensor "${name}": dtype ${JSON.stringify(e.dtype)} is not supported (F32, F16, BF16 are)`);
+    // Non-float tensors (e.g. Pythia's BOOL attention.bias buffers) are validated and skipped by
+    // the architectures; only decoding them is refused.
+    if (typeof e.dtype !== 'string' || !(e.dtype in DTYPE_BYTES)) {
+      throw new SafetensorsError(file, `tensor "${name}": dtype ${JSON.stringify(e.dtype)} is not a safetensors dtype`);
     }
+    const dtype = e.dtype as SafetensorsDtype;
     if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       throw new SafetensorsError(file, `tensor "${name}": shape ${JSON.stringify(e.shape)} is not a list of non-negative integers`);
     }
@@ -86,10 +96,10 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number, file = 'm
     if (end < begin) throw new SafetensorsError(file, `tensor "${name}": data_offsets end ${end} < begin ${begin}`);
     if (end > dataSize) throw new SafetensorsError(file, `tensor "${name}": data_offsets [${begin}, ${end}] run past the end of the data (${dataSize} bytes; truncated file or a header that lies)`);
     const count = (e.shape as number[]).reduce((a, b) => a * b, 1);
-    if (count * BYTES[e.dtype] !== end - begin) {
-      throw new SafetensorsError(file, `tensor "${name}": shape [${e.shape}] × ${e.dtype} needs ${count * BYTES[e.dtype]} bytes but data_offsets span ${end - begin}`);
+    if (count * DTYPE_BYTES[dtype] !== end - begin) {
+      throw new SafetensorsError(file, `tensor "${name}": shape [${e.shape}] × ${dtype} needs ${count * DTYPE_BYTES[dtype]} bytes but data_offsets span ${end - begin}`);
     }
-    tensors.set(name, { name, dtype: e.dtype, shape: e.shape as number[], begin, end });
+    tensors.set(name, { name, dtype, shape: e.shape as number[], begin, end });
   }
   const sorted = [...tensors.values()].sort((a, b) => a.begin - b.begin);
   for (let i = 1; i < sorted.length; i++) {
@@ -116,14 +126,18 @@ const f16Table = (() => {
 })();
 
 /**
- * Decodes one tensor's raw little-endian bytes to float32 (F16 and BF16 are widened exactly).
+ * Decodes one tensor's raw little-endian bytes to float32 (F16 and BF16 are widened exactly; F64 rounded).
  * @param raw exactly entry.end − entry.begin bytes.
+ * @throws Error for a non-float dtype (weights must be F32, F16, BF16 or F64).
  */
 export function decodeTensor(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
-  const n = raw.length / BYTES[dtype];
+  if (!FLOAT_DTYPES.includes(dtype)) throw new Error(`cannot read a ${dtype} tensor as weights (${FLOAT_DTYPES.join(', ')} are supported)`);
+  const n = raw.length / DTYPE_BYTES[dtype];
   const out = new Float32Array(n);
   const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  if (dtype === 'F32') {
+  if (dtype === 'F64') {
+    for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true);
+  } else if (dtype === 'F32') {
     for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
   } else if (dtype === 'F16') {
     for (let i = 0; i < n; i++) out[i] = f16Table[dv.getUint16(i * 2, true)];
