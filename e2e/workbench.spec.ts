@@ -146,3 +146,25 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
   await expect(page.getByTestId('norms-heatmap')).toBeVisible();
   await page.screenshot({ path: `${SHOTS}/residual-norms.png`, fullPage: true });
 });
+
+test('Cancel stops a long generation between tokens; the tokens so far are the greedy ones and the app stays usable', async ({ page }) => {
+  const golden = referencePrompt(PROMPT);
+  await page.goto('/');
+  await expect(page.getByTestId('backend-badge')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('tab-generation').click();
+  await page.getByTestId('max-new-tokens').fill('400');
+  await page.getByTestId('generate').click();
+  await expect(page.getByTestId('generated-token').nth(2)).toBeVisible({ timeout: 120_000 });
+  await page.getByTestId('cancel-generate').click();
+  await expect(page.getByTestId('generation-output')).toHaveAttribute('data-done', 'true', { timeout: 60_000 });
+  await expect(page.getByTestId('generation-stop')).toContainText('cancelled');
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+  const ids = await page.getByTestId('generated-token').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
+  expect(ids.length).toBeGreaterThanOrEqual(3);
+  expect(ids.length).toBeLessThan(400);
+  expect(ids.slice(0, golden.greedy_ids.length)).toEqual(golden.greedy_ids.slice(0, ids.length));
+  await expect(page.getByTestId('analyse')).toBeEnabled();
+  await expect(page.getByTestId('generate')).toBeEnabled();
+});

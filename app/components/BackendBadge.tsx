@@ -1,4 +1,11 @@
 import { useStore } from '../store';
+import type { ModelInfo } from '../../workers/protocol';
+
+/** The backend's own description ("WebGPU: <adapter>", "CPU fallback (<reason>)"), prefixed with its kind when it does not say it. */
+function badgeText({ kind, description }: ModelInfo['backend']): string {
+  const name = kind === 'webgpu' ? 'WebGPU' : 'CPU';
+  return description.toLowerCase().includes(name.toLowerCase()) ? description : `${name} · ${description}`;
+}
 
 /** The model on duty and where it runs: the WebGPU adapter, or "CPU fallback" with the reason. */
 export function BackendBadge() {
@@ -17,7 +24,7 @@ export function BackendBadge() {
         {info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''} · d_model {info.dModel} · context {info.nCtx}
       </div>
       <div className={`badge ${gpu ? 'badge-gpu' : 'badge-cpu'}`} data-testid="backend-badge" data-kind={info.backend.kind} title={info.backend.description}>
-        {gpu ? (/webgpu/i.test(info.backend.description) ? info.backend.description : `WebGPU · ${info.backend.description}`) : `CPU fallback · ${info.backend.description}`}
+        {badgeText(info.backend)}
       </div>
     </div>
   );

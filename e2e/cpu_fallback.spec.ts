@@ -1,0 +1,35 @@
+import { test, expect } from '@playwright/test';
+import { Lens, firstTokenAfter, parseShown, referencePrompt } from './golden';
+
+const PROMPT = 'Once upon a time';
+
+// The same Chromium without --enable-unsafe-webgpu: requestAdapter() finds no adapter.
+test.use({ launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox'] } });
+
+test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU reference shows the golden margins', async ({ page }) => {
+  const golden = referencePrompt(PROMPT);
+  const lens = new Lens(golden);
+  const good = (await firstTokenAfter(PROMPT, ',')).id;
+  const bad = (await firstTokenAfter(PROMPT, ' there')).id;
+
+  await page.goto('/');
+  const badge = page.getByTestId('backend-badge');
+  await expect(badge).toBeVisible({ timeout: 120_000 });
+  await expect(badge).toHaveAttribute('data-kind', 'cpu');
+  await expect(badge).toContainText(/CPU fallback \(.+\)/);
+  console.log(`badge: ${await badge.textContent()}`);
+
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('good-future').fill(',');
+  await page.getByTestId('bad-future').fill(' there');
+  await page.getByTestId('show-tables').check();
+  await page.getByTestId('analyse').click();
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+  for (let l = 0; l <= lens.L; l++) {
+    for (let t = 0; t < golden.n_prompt; t++) {
+      const shown = parseShown(await page.getByTestId(`margin-cell-${l}-${t}`).textContent());
+      expect(Math.abs(shown - lens.margin(l, t, good, bad)), `layer ${l}, position ${t}`).toBeLessThanOrEqual(1e-3);
+    }
+  }
+});
