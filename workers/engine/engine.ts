@@ -8,7 +8,7 @@ import { loadTransformer, type LoadProgress, type WeightOptions } from './model/
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
-import type { Transformer } from './model/transformer';
+import { contextMessage, type Transformer } from './model/transformer';
 import { loadTokenizer } from './tokenizer';
 import { logSumExp, rowMargin, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
@@ -124,9 +124,7 @@ export class Engine {
       ids = this.tokenizer.encode(p.prompt);
     }
     if (ids.length === 0) throw new Error('the prompt is empty: type some text');
-    if (ids.length > this.spec.nCtx) {
-      throw new Error(`the prompt is ${ids.length} tokens, longer than the model's context of ${this.spec.nCtx} tokens (max_position_embeddings); shorten it`);
-    }
+    if (ids.length > this.model.contextLength) throw new Error(`the prompt: ${contextMessage(ids.length, this.spec.nCtx, this.model.contextLength)}; shorten it`);
     return ids;
   }
 
@@ -262,7 +260,7 @@ export class Engine {
     for (const seq of f.sequences) {
       let lp = first[seq[0]];
       if (seq.length > 1) {
-        if (T + seq.length - 1 > this.spec.nCtx) throw new Error('prompt plus future is longer than the context');
+        if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
         const ctx = new RunContext(this.backend, { pos0: T, n: seq.length - 1, nPrompt: T, step: 1 }, undefined, interventions);
         const logits = this.model.forward(Int32Array.from(seq.slice(0, -1)), ctx, 'all')!;
         const host = await this.backend.read(logits);
@@ -314,7 +312,7 @@ export class Engine {
       onToken?.({ step, id, token: this.tokenStrings([id], [...promptIds, ...ids.slice(0, -1)])[0], margin, logProb: lp[id] });
       if (eos.includes(id)) { stop = 'eos'; break; }
       if (step + 1 >= req.maxNewTokens) break;
-      if (T + ids.length >= this.spec.nCtx) { stop = 'context'; break; }
+      if (T + ids.length >= this.model.contextLength) { stop = 'context'; break; }
       lp = await this.stepLogProbs(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions);
     }
     return {

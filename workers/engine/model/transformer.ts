@@ -2,22 +2,33 @@ import type { Backend, Tensor } from '../backend/backend';
 import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from './spec';
 import type { RunContext } from './run_context';
 
+/**
+ * Positions the KV cache holds by default. Models declare contexts up to 131072
+ * (max_position_embeddings), whose full cache would need gigabytes; interpretability prompts are
+ * short, so the cache is allocated for min(n_ctx, this) unless a longer context is asked for.
+ */
+export const DEFAULT_CONTEXT_LENGTH = 4096;
+
 /** Which rows of the final logits a forward call computes. */
 export type LogitRows = 'all' | 'last' | 'none';
 
 /**
  * The one shared decoder-only transformer forward pass, parameterised by a ModelSpec
  * (architecture differences are data, not code paths copied per family). Holds the weights and a
- * KV cache preallocated for n_ctx positions (no per-step reallocation).
+ * KV cache preallocated for `contextLength` positions (no per-step reallocation).
  */
 export class Transformer {
   private readonly kCache: Tensor[];
   private readonly vCache: Tensor[];
+  /** Positions the KV cache holds: min(n_ctx, the requested length). */
+  readonly contextLength: number;
 
-  constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights) {
+  /** @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)). */
+  constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights, contextLength = DEFAULT_CONTEXT_LENGTH) {
+    this.contextLength = Math.min(spec.nCtx, contextLength);
     const kvW = spec.nKvHeads * spec.dHead;
-    this.kCache = Array.from({ length: spec.nLayers }, () => backend.zeros([spec.nCtx, kvW]));
-    this.vCache = Array.from({ length: spec.nLayers }, () => backend.zeros([spec.nCtx, kvW]));
+    this.kCache = Array.from({ length: spec.nLayers }, () => backend.zeros([this.contextLength, kvW]));
+    this.vCache = Array.from({ length: spec.nLayers }, () => backend.zeros([this.contextLength, kvW]));
   }
 
   private norm(x: Tensor, w: NormWeights): Tensor {
@@ -50,15 +61,13 @@ export class Transformer {
    * into the KV cache (positions before pos0 must already be cached by earlier calls).
    * @param ids token ids [n].
    * @returns logits [n, d_vocab] ('all'), [1, d_vocab] ('last') or null ('none').
-   * @throws Error when the sequence would exceed n_ctx (max_position_embeddings).
+   * @throws Error when the sequence would exceed the context (max_position_embeddings, or the KV cache).
    */
   forward(ids: Int32Array, ctx: RunContext, logitRows: LogitRows = 'all'): Tensor | null {
     const s = this.spec, b = this.backend, w = this.weights;
     const { pos0 } = ctx.site;
     const n = ids.length;
-    if (pos0 + n > s.nCtx) {
-      throw new Error(`sequence of ${pos0 + n} tokens exceeds the model's context of ${s.nCtx} (max_position_embeddings)`);
-    }
+    if (pos0 + n > this.contextLength) throw new Error(contextMessage(pos0 + n, s.nCtx, this.contextLength));
     // hook_embed [pos, d_model]: W_E[ids] (× sqrt(d_model) for Gemma)
     let resid = ctx.fire('hook_embed', b.embed(w.embed, ids, s.embedScale));
     if (w.posEmbed) {
@@ -171,4 +180,11 @@ export class Transformer {
   dispose(): void {
     for (const t of [...this.kCache, ...this.vCache]) this.backend.release(t);
   }
+}
+
+/** The message for a sequence that does not fit: names max_position_embeddings, and the cache size when that is the limit. */
+export function contextMessage(tokens: number, nCtx: number, contextLength: number): string {
+  return contextLength < nCtx
+    ? `${tokens} tokens are longer than the working context of ${contextLength} tokens (the KV cache this session allocated; the model's max_position_embeddings is ${nCtx})`
+    : `${tokens} tokens are longer than the model's context of ${nCtx} tokens (max_position_embeddings)`;
 }
