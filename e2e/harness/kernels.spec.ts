@@ -12,11 +12,11 @@ test('every WGSL kernel matches the CPU reference within 1e-4 on awkward shapes,
   expect(r.adapter, 'WebGPU adapter description').toMatch(/^WebGPU: \S/);
   console.log(`adapter: ${r.adapter}`);
   const ops = new Set(r.cases.map((c) => c.op));
-  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp']) {
+  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'linear f16 w', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table']) {
     expect(ops.has(op), `op ${op} is tested`).toBe(true);
   }
   for (const c of r.cases) {
-    console.log(`${c.maxErr <= c.tol ? 'ok  ' : 'FAIL'} ${c.op.padEnd(11)} ${c.name.padEnd(60)} maxAbs ${c.maxAbs.toExponential(2)} maxErr ${c.maxErr.toExponential(2)}`);
+    console.log(`${c.maxErr <= c.tol ? 'ok  ' : 'FAIL'} ${c.op.padEnd(21)} ${c.name.padEnd(60)} maxAbs ${c.maxAbs.toExponential(2)} maxErr ${c.maxErr.toExponential(2)}`);
     expect.soft(c.maxErr, `${c.op} ${c.name}`).toBeLessThanOrEqual(c.tol);
   }
   for (const c of r.checks) {

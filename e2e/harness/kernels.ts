@@ -2,11 +2,13 @@
  * Kernel harness: every Backend op on WebGpuBackend against CpuBackend (the oracle) on seeded
  * random inputs of awkward shapes (1, tile − 1, tile + 1, non-powers of two, n = 1 decode,
  * past > 0, sliding windows, GQA), plus the backend's own behaviour (limits, pooling, batching,
- * device loss, dispose). Exposes `window.runKernelTests()` for kernels.spec.ts.
+ * device loss, dispose), and the splitting of weights over the binding limit (on a second backend
+ * whose weight buffer limit is set small). Exposes `window.runKernelTests()` for kernels.spec.ts.
  */
 import type { Activation, AttentionParams, Backend, RowOp, Tensor } from '../../workers/engine/backend/backend';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { ChunkedTensor } from '../../workers/engine/backend/webgpu_host';
 import { fromF16Bits, packF16, toF16Bits, unpackF16 } from '../../workers/engine/backend/f16';
 import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
@@ -55,8 +57,8 @@ class Harness {
     return { data: randn(this.rand, shape.reduce((a, b) => a * b, 1), scale), shape };
   }
 
-  /** Runs `op` on both backends with the same inputs and records each output's difference. */
-  async case(op: string, name: string, inputs: Host[], f: Op, tol = TOL): Promise<void> {
+  /** Runs `op` on both backends (WebGPU: `gpu`, default this.gpu) with the same inputs and records each output's difference. */
+  async case(op: string, name: string, inputs: Host[], f: Op, tol = TOL, gpu: WebGpuBackend = this.gpu): Promise<void> {
     const run = async (b: Backend): Promise<Float32Array[]> => {
       const ts = inputs.map((h) => b.upload(h.data, h.shape));
       const r = await f(b, ts);
@@ -71,7 +73,7 @@ class Harness {
       return out;
     };
     const want = await run(this.cpu);
-    const got = await run(this.gpu);
+    const got = await run(gpu);
     want.forEach((w, i) => {
       const d = diff(got[i], w);
       this.cases.push({ op, name: want.length > 1 ? `${name} [out ${i}]` : name, maxAbs: d.maxAbs, maxErr: d.maxErr, tol });
@@ -150,6 +152,121 @@ async function linearF16(h: Harness): Promise<void> {
       return y;
     });
   }
+}
+
+/** f16 tables: embed and sliceRows against the CPU ops on the same table rounded to binary16. */
+async function tablesF16(h: Harness): Promise<void> {
+  for (const [V, D, n, scale] of [[50, 1, 1, 1], [50, 63, 7, 1], [300, 65, 9, 8]]) {
+    const table = h.x([V, D]);
+    const rounded = unpackF16(packF16(table.data), table.data.length);
+    const ids = Int32Array.from({ length: n }, (_, i) => (i === 0 ? V - 1 : Math.floor(h.rand() * V)));
+    await h.case('embed f16 table', `V=${V} D=${D} n=${n} scale=${scale}`, [], (b) => {
+      const t = b === h.gpu ? h.gpu.uploadF16(table.data, table.shape) : b.upload(rounded, table.shape);
+      const y = b.embed(t, ids, scale);
+      b.release(t);
+      return y;
+    });
+    await h.case('sliceRows f16 table', `[${V},${D}] rows 1..${1 + n}`, [], (b) => {
+      const t = b === h.gpu ? h.gpu.uploadF16(table.data, table.shape) : b.upload(rounded, table.shape);
+      const y = b.sliceRows(t, 1, n);
+      b.release(t);
+      return y;
+    });
+  }
+}
+
+/** Bytes one weight part may occupy on the splitting backend: small, so that small matrices split. */
+const SPLIT_BYTES = 1024;
+
+/**
+ * Weights over the binding limit, on a backend whose weight buffer limit is SPLIT_BYTES: each
+ * matrix below is split into ≥ 3 row parts (the last a shorter remainder), and linear, embed and
+ * sliceRows must still equal the CPU ops on the whole matrix (f32, and f16 against rounded weights).
+ */
+async function splitWeights(h: Harness, g: WebGpuBackend): Promise<void> {
+  // [out or V, in or D]: f32 rows of 4·in bytes, f16 rows of 2·in bytes; all give ≥ 3 parts with a remainder
+  const shapes: [number, number][] = [[50, 23], [130, 40], [77, 64], [200, 7]];
+  for (const [rows, width] of shapes) {
+    const w = h.x([rows, width], 0.5);
+    const rounded = unpackF16(packF16(w.data), w.data.length);
+    for (const dtype of ['f32', 'f16'] as const) {
+      const up = (b: Backend): Tensor => (b === g ? (dtype === 'f16' ? g.uploadF16(w.data, w.shape) : g.upload(w.data, w.shape)) : b.upload(dtype === 'f16' ? rounded : w.data, w.shape));
+      const label = `${dtype} w[${rows},${width}]`;
+      for (const [n, bias] of [[1, true], [3, false], [GEMV_MAX_ROWS + 1, true], [70, false]] as [number, boolean][]) {
+        // x and b are activations, not weights: on the splitting backend they go in unsplit (hostData)
+        const x = h.x([n, width]), bb = h.x([rows]);
+        await h.case('linear split w', `x[${n},${width}]·${label}ᵀ${bias ? '+b' : ''}`, [], (b) => {
+          const [xt, bt] = [x, bb].map((v) => (b === g ? g.hostData(v.data, v.shape) : b.upload(v.data, v.shape)));
+          const wt = up(b);
+          const y = b.linear(xt, wt, bias ? bt : undefined);
+          for (const t of [wt, xt, bt]) b.release(t);
+          return y;
+        }, TOL, g);
+      }
+      const ids = Int32Array.from({ length: 40 }, (_, i) => (i < 2 ? [0, rows - 1][i] : Math.floor(h.rand() * rows)));
+      await h.case('embed split table', `${label} 40 ids, scale 3`, [], (b) => {
+        const t = up(b);
+        const y = b.embed(t, ids, 3);
+        b.release(t);
+        return y;
+      }, TOL, g);
+      await h.case('sliceRows split table', `${label} rows 1..${rows - 1}`, [], (b) => {
+        const t = up(b);
+        const y = b.sliceRows(t, 1, rows - 2);
+        b.release(t);
+        return y;
+      }, TOL, g);
+    }
+  }
+
+  await h.check('a matrix over the weight buffer limit is split into row parts that each fit, the last a remainder (f32 and f16)', async () => {
+    for (const dtype of ['f32', 'f16'] as const) {
+      const data = randn(h.rand, 50 * 23);
+      const t = dtype === 'f16' ? g.uploadF16(data, [50, 23]) : g.upload(data, [50, 23]);
+      if (!(t instanceof ChunkedTensor)) return `${dtype}: not split`;
+      const rows = t.parts.map((p) => p.shape[0]);
+      const over = t.parts.filter((p) => p.bytes > SPLIT_BYTES);
+      const back = await g.read(t);
+      g.release(t);
+      if (rows.length < 3 || rows[rows.length - 1] >= rows[0] || over.length > 0) return `${dtype}: parts of ${rows.join(', ')} rows, ${over.length} over the limit`;
+      const d = diff(back, dtype === 'f16' ? unpackF16(packF16(data), data.length) : data);
+      if (d.maxErr !== 0) return `${dtype}: read-back differs by ${d.maxErr}`;
+    }
+    const small = g.upload(new Float32Array(4 * 23), [4, 23]);
+    const r = small instanceof ChunkedTensor ? 'a matrix under the limit was split' : true;
+    g.release(small);
+    return r;
+  });
+
+  await h.check('ops other than linear, embed and sliceRows refuse a split tensor, saying it is split and which ops accept it', () => {
+    const t = g.upload(randn(h.rand, 50 * 23), [50, 23]);
+    const x = g.upload(randn(h.rand, 23), [1, 23]);
+    const msg = [/split across \d+ buffers/, /only linear\(\) \(as its weight\), embed\(\) and sliceRows\(\)/];
+    const results = [
+      throwsMatching(() => g.add(t, t), ...msg),
+      throwsMatching(() => g.clone(t), ...msg),
+      throwsMatching(() => g.rmsNorm(t, x, 1e-5, 0), ...msg),
+      throwsMatching(() => g.linear(t, t), ...msg), // as the input, not the weight
+      throwsMatching(() => g.gatherCols(t, Int32Array.of(0)), ...msg),
+    ];
+    g.release(t); g.release(x);
+    return results.find((r) => r !== true) ?? true;
+  });
+
+  await h.check('releasing a split tensor returns every part to the pool', () => {
+    const before = g.memoryStats().pooled;
+    const t = g.upload(randn(h.rand, 130 * 40), [130, 40]) as ChunkedTensor;
+    const parts = t.parts.length;
+    const mid = g.memoryStats().pooled;
+    g.release(t);
+    const after = g.memoryStats().pooled;
+    return after - mid === parts && parts >= 3 ? true : `pooled ${before} → ${mid} → ${after}, ${parts} parts`;
+  });
+
+  await h.check('a matrix whose single row exceeds the weight buffer limit, or a 1-D tensor over it, is refused naming the limit', () => {
+    const r1 = throwsMatching(() => g.upload(new Float32Array(2 * 300), [2, 300]), /\[1,300\] needs 1200 bytes/, /weight buffer limit/, new RegExp(`${SPLIT_BYTES} bytes`));
+    return r1 === true ? throwsMatching(() => g.upload(new Float32Array(300), [300]), /\[300\] needs 1200 bytes/) : r1;
+  });
 }
 
 async function elementwise(h: Harness): Promise<void> {
@@ -387,11 +504,14 @@ async function behaviour(h: Harness): Promise<void> {
 
 window.runKernelTests = async (): Promise<KernelReport> => {
   const gpu = await WebGpuBackend.create();
+  const splitting = await WebGpuBackend.create({ maxWeightBufferBytes: SPLIT_BYTES });
   const h = new Harness(gpu);
   try {
-    for (const part of [copies, linear, linearF16, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearF16, tablesF16, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
+    await splitWeights(h, splitting);
   } finally {
     gpu.dispose();
+    splitting.dispose();
   }
   return { adapter: gpu.description, cases: h.cases, checks: h.checks };
 };

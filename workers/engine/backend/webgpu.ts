@@ -1,7 +1,7 @@
 import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
-import { GpuTensor, PARAMS_BYTES, type KernelHost, type Params, type Workgroups } from './webgpu_host';
+import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
@@ -36,6 +36,17 @@ export function sizeClass(bytes: number): number {
   return Math.ceil(b / step) * step;
 }
 
+/** Options of WebGpuBackend.create(). */
+export interface WebGpuOptions {
+  /**
+   * Largest buffer, in bytes, that one uploaded weight part may occupy (default and upper bound:
+   * the device's min(maxStorageBufferBindingSize, maxBufferSize)). Tests set it small so that small
+   * matrices are split as a real model's embedding is on a real device; other tensors (activations,
+   * the KV cache) are still checked against the device's own limits.
+   */
+  maxWeightBufferBytes?: number;
+}
+
 /** Memory held by the backend, for tests and the UI's memory readout. */
 export interface GpuMemoryStats {
   /** Buffers created and not yet destroyed (live tensors, pooled, staging, uniforms). */
@@ -56,6 +67,10 @@ export interface GpuMemoryStats {
  *   close it) and submitted when a result is read, on sync(), or every 256 dispatches. Each
  *   dispatch's uniforms take a 256-byte slot of a per-batch arena that is written with one
  *   queue.writeBuffer just before the submit.
+ * - Large weights: an uploaded 2-D tensor larger than one buffer may bind (see WebGpuOptions) is
+ *   split by rows into a ChunkedTensor of parts that each fit; linear() computes each part's output
+ *   columns into one result, embed() and sliceRows() gather from the part holding each row, and
+ *   every other op refuses it with a message saying so.
  * - Memory: storage buffers are pooled by size class; release() returns a tensor's buffer to the
  *   pool at once (later work in the same batch may reuse it: the queue orders it after earlier
  *   readers). Host data goes in with queue.writeBuffer when the buffer is new, else through a
@@ -85,9 +100,12 @@ export class WebGpuBackend implements Backend, KernelHost {
   private ropeCache: { invFreq: Float32Array; pos0: number; n: number; table: GpuTensor } | null = null;
   private firstError: string | null = null;
   private disposed = false;
+  /** The largest buffer one uploaded weight part may occupy, in bytes (see WebGpuOptions). */
+  readonly weightBufferLimit: number;
 
-  private constructor(readonly device: GPUDevice, readonly description: string) {
+  private constructor(readonly device: GPUDevice, readonly description: string, options: WebGpuOptions) {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
+    this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
       this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;
@@ -101,11 +119,12 @@ export class WebGpuBackend implements Backend, KernelHost {
   /**
    * Requests a high-performance adapter and a device with the adapter's largest
    * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize. (f16 weights are
-   * unpacked with core WGSL, so 'shader-f16' is not needed.)
+   * unpacked with core WGSL, so 'shader-f16' is not needed.) Each call gets a new device: after a
+   * device loss, create() again and reload the model.
    * @throws Error saying why WebGPU is unusable (no navigator.gpu, no adapter, device refused), so
    *   the caller can fall back to the CPU backend with that reason.
    */
-  static async create(): Promise<WebGpuBackend> {
+  static async create(options: WebGpuOptions = {}): Promise<WebGpuBackend> {
     const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
     if (!gpu) throw new Error('WebGPU is not available here (navigator.gpu is missing)');
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
@@ -125,7 +144,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     }
     const info: Partial<GPUAdapterInfo> = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ');
-    return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`);
+    return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`, options);
   }
 
   // ---------------------------------------------------------------- memory and recording
@@ -170,12 +189,17 @@ export class WebGpuBackend implements Backend, KernelHost {
     return Math.max(Math.min(sizeClass(bytes), max - (max % 4)), Math.ceil(bytes / 4) * 4);
   }
 
-  /** @throws Error naming the tensor's size and the device limit when one buffer cannot hold it. */
-  private checkLimit(bytes: number, shape: readonly number[]): void {
+  /** The largest tensor one buffer can hold and bind: min(maxStorageBufferBindingSize, maxBufferSize). */
+  private deviceLimit(): number {
     const lim = this.device.limits;
-    const limit = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);
+    return Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);
+  }
+
+  /** @throws Error naming the tensor's size and the limit when one buffer cannot hold it. */
+  private checkLimit(bytes: number, shape: readonly number[], limit = this.deviceLimit()): void {
     if (bytes > limit) {
-      throw new Error(`tensor [${shape}] needs ${bytes} bytes (${mib(bytes)}), more than this GPU's maxStorageBufferBindingSize of ${limit} bytes (${mib(limit)}); it must be split into smaller tensors`);
+      const which = limit < this.deviceLimit() ? 'the weight buffer limit set in WebGpuOptions' : "this GPU's maxStorageBufferBindingSize";
+      throw new Error(`tensor [${shape}] needs ${bytes} bytes (${mib(bytes)}), more than ${which} of ${limit} bytes (${mib(limit)}); it must be split into smaller tensors`);
     }
   }
 
@@ -186,10 +210,20 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   gpu(t: Tensor, allowF16 = false): GpuTensor {
     this.alive();
+    if (t instanceof ChunkedTensor && t.owner === this) {
+      throw new Error(`tensor [${t.shape}] is split across ${t.parts.length} buffers (it is larger than one buffer may bind, ${this.weightBufferLimit} bytes); only linear() (as its weight), embed() and sliceRows() (as the table) accept it`);
+    }
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
     if (t.released) throw new Error(`tensor [${t.shape}] was released`);
-    if (t.dtype === 'f16' && !allowF16) throw new Error(`tensor [${t.shape}] is stored as f16, which only linear() accepts (as its weight)`);
+    if (t.dtype === 'f16' && !allowF16) throw new Error(`tensor [${t.shape}] is stored as f16, which only linear() (as its weight), embed() and sliceRows() (as the table) accept`);
     return t;
+  }
+
+  rowParts(t: Tensor): { part: GpuTensor; row0: number }[] {
+    if (!(t instanceof ChunkedTensor && t.owner === this)) return [{ part: this.gpu(t, true), row0: 0 }];
+    this.alive();
+    if (t.released) throw new Error(`tensor [${t.shape}] was released`);
+    return t.parts.map((part, i) => ({ part, row0: t.rowStart[i] }));
   }
 
   private enc(): GPUCommandEncoder {
@@ -285,33 +319,54 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   // ---------------------------------------------------------------- Backend: data movement
 
+  /**
+   * Copies host data into a new float32 tensor. A 2-D tensor larger than weightBufferLimit becomes a
+   * ChunkedTensor: row parts of ⌊limit / row bytes⌋ rows, the last one shorter.
+   * @throws Error when data.length ≠ product(shape), or a tensor that is not 2-D (or one row of a
+   *   2-D one) exceeds the limit.
+   */
   upload(data: Float32Array, shape: readonly number[]): Tensor {
-    this.alive();
-    const size = shapeSize(shape);
-    this.checkLimit(size * 4, shape);
-    if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
-    const { buffer, fresh } = this.storage(size * 4, shape);
-    const t = new GpuTensor(shape, buffer, this);
-    this.write(t, fresh, data);
-    return t;
+    return this.uploadAs(data, shape, 'f32');
   }
 
   /**
-   * Uploads a linear weight [out, in] stored as IEEE binary16 (half the memory and bandwidth;
-   * values rounded to nearest even). Kernels unpack with unpack2x16float and compute in float32,
-   * so this needs no 'shader-f16'. Only linear() accepts the result, as its weight; read() returns
-   * the rounded values.
+   * Uploads a weight stored as IEEE binary16 (half the memory and bandwidth; values rounded to
+   * nearest even). Kernels unpack with unpack2x16float and compute in float32, so this needs no
+   * 'shader-f16'. Only linear() (as its weight), embed() and sliceRows() (as the table) accept the
+   * result; read() returns the rounded values. Split by rows as upload() is.
    * @throws Error as upload() does.
    */
   uploadF16(data: Float32Array, shape: readonly number[]): Tensor {
+    return this.uploadAs(data, shape, 'f16');
+  }
+
+  private uploadAs(data: Float32Array, shape: readonly number[], dtype: 'f32' | 'f16'): Tensor {
     this.alive();
     const size = shapeSize(shape);
-    this.checkLimit(Math.ceil(size / 2) * 4, shape);
+    const limit = this.weightBufferLimit;
+    const bytesOf = (n: number): number => (dtype === 'f16' ? Math.ceil(n / 2) * 4 : n * 4);
+    const whole = shape.length !== 2 || bytesOf(size) <= limit;
+    if (whole) this.checkLimit(bytesOf(size), shape, limit);
     if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
-    const words = packF16(data);
-    const { buffer, fresh } = this.storage(words.byteLength, shape);
-    const t = new GpuTensor(shape, buffer, this, 'f16');
-    this.write(t, fresh, words);
+    if (whole) return this.uploadPart(data, shape, dtype);
+    const [rows, width] = shape;
+    let per = Math.floor(limit / (dtype === 'f16' ? 2 * width : 4 * width));
+    if (per > 0 && bytesOf(per * width) > limit) per--; // an odd count of halves pads the last word
+    if (per === 0) this.checkLimit(bytesOf(width), [1, width], limit);
+    const parts: GpuTensor[] = [];
+    for (let r = 0; r < rows; r += per) {
+      const n = Math.min(per, rows - r);
+      parts.push(this.uploadPart(data.subarray(r * width, (r + n) * width), [n, width], dtype));
+    }
+    return new ChunkedTensor(shape, parts, this);
+  }
+
+  /** One buffer holding `data` as float32 or packed halves (the caller checked its size). */
+  private uploadPart(data: Float32Array, shape: readonly number[], dtype: 'f32' | 'f16'): GpuTensor {
+    const values = dtype === 'f16' ? packF16(data) : data;
+    const { buffer, fresh } = this.storage(values.byteLength, shape);
+    const t = new GpuTensor(shape, buffer, this, dtype);
+    this.write(t, fresh, values);
     return t;
   }
 
@@ -324,8 +379,16 @@ export class WebGpuBackend implements Backend, KernelHost {
     return t;
   }
 
-  /** Copies the tensor to a MAP_READ staging buffer, submits the batch and maps it. */
+  /**
+   * Copies the tensor to a MAP_READ staging buffer, submits the batch and maps it (a ChunkedTensor
+   * part by part, concatenated).
+   */
   async read(t: Tensor): Promise<Float32Array> {
+    if (t instanceof ChunkedTensor && t.owner === this) {
+      const out = new Float32Array(t.size);
+      for (const { part, row0 } of this.rowParts(t)) out.set(await this.read(part), row0 * cols(t));
+      return out;
+    }
     const g = this.gpu(t, true);
     const bytes = Math.max(4, g.bytes);
     const cls = this.classOf(bytes);
@@ -349,6 +412,12 @@ export class WebGpuBackend implements Backend, KernelHost {
   }
 
   release(t: Tensor): void {
+    if (t instanceof ChunkedTensor && t.owner === this) {
+      if (t.released) return;
+      t.released = true;
+      for (const p of t.parts) this.release(p);
+      return;
+    }
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
     if (t.released || this.disposed) return;
     t.released = true;
@@ -387,12 +456,15 @@ export class WebGpuBackend implements Backend, KernelHost {
     return y;
   }
 
+  /** A buffer copy; an f16 or row-chunked table (a weight) goes through the embed gather instead. */
   sliceRows(table: Tensor, start: number, n: number): Tensor {
-    const g = this.gpu(table);
-    const D = cols(table);
     if (!(Number.isInteger(start) && Number.isInteger(n) && start >= 0 && n >= 0 && start + n <= rowsOf(table))) {
       throw new Error(`rows ${start}..${start + n} outside [0, ${rowsOf(table)})`);
     }
+    const parts = this.rowParts(table);
+    if (parts.length > 1 || parts[0].part.dtype === 'f16') return embedGpu(this, table, Int32Array.from({ length: n }, (_, i) => start + i), 1);
+    const g = parts[0].part;
+    const D = cols(table);
     const y = this.alloc([n, D]);
     this.copy(g.buffer, start * D * 4, y.buffer, 0, n * D * 4);
     return y;

@@ -4,7 +4,8 @@ import { shapeSize } from './backend';
 /**
  * A tensor living in a GPU storage buffer. The buffer comes from the backend's pool and may be
  * larger than the tensor (its size class): kernels always bind and index by `size`, never by the
- * buffer's length. dtype 'f16' (packed halves, see f16.ts) is used only for linear weights.
+ * buffer's length. dtype 'f16' (packed halves, see f16.ts) is used only for weights: linear()'s
+ * weight and the tables of embed() and sliceRows().
  */
 export class GpuTensor implements Tensor {
   readonly size: number;
@@ -16,6 +17,25 @@ export class GpuTensor implements Tensor {
   get bytes(): number {
     return this.dtype === 'f16' ? Math.ceil(this.size / 2) * 4 : this.size * 4;
   }
+}
+
+/**
+ * A 2-D tensor [rows, cols] split by rows across several buffers, because one buffer cannot hold or
+ * bind it (maxStorageBufferBindingSize, maxBufferSize). Part i holds rows rowStart[i] ..
+ * rowStart[i] + parts[i].shape[0] − 1, every part in the same dtype. Only linear() (as its weight),
+ * embed() and sliceRows() (as the table) accept it; KernelHost.gpu() refuses it elsewhere.
+ */
+export class ChunkedTensor implements Tensor {
+  readonly size: number;
+  /** First row of each part. */
+  readonly rowStart: readonly number[];
+  released = false;
+  constructor(readonly shape: readonly number[], readonly parts: readonly GpuTensor[], readonly owner: object) {
+    this.size = shapeSize(shape);
+    let r = 0;
+    this.rowStart = parts.map((p) => { const s = r; r += p.shape[0]; return s; });
+  }
+  get dtype(): 'f32' | 'f16' { return this.parts[0].dtype; }
 }
 
 /**
@@ -55,10 +75,16 @@ export interface KernelHost {
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
   /**
-   * Validates that t is a live tensor of this backend, float32 unless `allowF16`.
-   * @throws Error otherwise.
+   * Validates that t is a live single-buffer tensor of this backend, float32 unless `allowF16`.
+   * @throws Error otherwise; for a ChunkedTensor, naming the ops that accept one.
    */
   gpu(t: Tensor, allowF16?: boolean): GpuTensor;
+  /**
+   * The buffers of a weight or table that may be row-chunked (ChunkedTensor) or f16: its parts with
+   * their first rows, or the tensor itself with row 0.
+   * @throws Error as gpu() does for a released or foreign tensor.
+   */
+  rowParts(t: Tensor): { part: GpuTensor; row0: number }[];
   /** A new uninitialised float32 tensor. @throws Error when it exceeds the device's limits. */
   alloc(shape: readonly number[]): GpuTensor;
   /** A new tensor holding host data (ids, masks, tables) for one op; the caller releases it. */

@@ -1,5 +1,6 @@
 import type { Tensor } from '../backend/backend';
 import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import { wgslWeight } from './wgsl_math';
 
 /** Output tile of the tiled matmul: TILE×TILE per workgroup of 16×16, 4×4 outputs per invocation. */
 const TILE = 64;
@@ -10,28 +11,18 @@ const GEMV_ROWS = 8;
 export const GEMV_MAX_ROWS = 4;
 
 /**
- * The weight binding and its accessor `wv(i)` (flat element index): float32, or binary16 pairs
- * packed in u32 words (f16.ts layout) unpacked with core WGSL unpack2x16float.
- */
-function weightDecl(f16: boolean): string {
-  return f16
-    ? `@group(0) @binding(2) var<storage, read> w: array<u32>;
-fn wv(i: u32) -> f32 { let pair = unpack2x16float(w[i >> 1u]); return select(pair.x, pair.y, (i & 1u) == 1u); }`
-    : `@group(0) @binding(2) var<storage, read> w: array<f32>;
-fn wv(i: u32) -> f32 { return w[i]; }`;
-}
-
-/**
- * y [n, out] = x [n, in]·wᵀ (+ b), w [out, in]. Each workgroup stages a 64×16 slab of x and of w
- * in workgroup memory per step of 16 along `in`, and each invocation accumulates a 4×4 block of
- * outputs (rows ly + 16a, columns lx + 16b, so that writes are coalesced).
+ * y [n, out] = x [n, in]·wᵀ (+ b), w [out, in]: this dispatch's weight holds outputs
+ * colOff..colOff+nOut−1 of y's ldy columns (a part of a row-chunked weight, or all of it). Each
+ * workgroup stages a 64×16 slab of x and of w in workgroup memory per step of 16 along `in`, and
+ * each invocation accumulates a 4×4 block of outputs (rows ly + 16a, columns lx + 16b, so that
+ * writes are coalesced).
  */
 function tiledSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
-struct P { n: u32, nIn: u32, nOut: u32 }
+struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-${weightDecl(f16)}
+${wgslWeight(2, 'w', 'wv', f16)}
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 var<workgroup> xs: array<f32, ${TILE * TK}>;
@@ -74,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     let r = row0 + lid.y + 16u * i;
     for (var j = 0u; j < 4u; j = j + 1u) {
       let c = col0 + lid.x + 16u * j;
-      if (r < p.n && c < p.nOut) { y[r * p.nOut + c] = acc[i * 4u + j]${bias ? ' + b[c]' : ''}; }
+      if (r < p.n && c < p.nOut) { y[r * p.ldy + p.colOff + c] = acc[i * 4u + j]${bias ? ' + b[p.colOff + c]' : ''}; }
     }
   }
 }`;
@@ -83,13 +74,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 /**
  * GEMV for few rows (decode): a workgroup of 256 computes 8 outputs of one row of x, 32 lanes per
  * output striding along `in` (adjacent lanes read adjacent weights), then a tree sum over the lanes.
+ * Output columns are placed as in tiledSource (ldy, colOff).
  */
 function gemvSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
-struct P { n: u32, nIn: u32, nOut: u32 }
+struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-${weightDecl(f16)}
+${wgslWeight(2, 'w', 'wv', f16)}
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 var<workgroup> red: array<f32, 256>;
@@ -110,38 +102,45 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
     if (lane < s) { red[li] = red[li] + red[li + s]; }
     workgroupBarrier();
   }
-  if (lane == 0u && o < p.nOut) { y[r * p.nOut + o] = red[li]${bias ? ' + b[o]' : ''}; }
+  if (lane == 0u && o < p.nOut) { y[r * p.ldy + p.colOff + o] = red[li]${bias ? ' + b[p.colOff + o]' : ''}; }
 }`;
 }
 
 /**
  * Linear layer y = x·wᵀ + b (nn.Linear layout): x [n, in], w [out, in], b [out] → [n, out].
  * n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul. w may be float32 or f16
- * storage (WebGpuBackend.uploadF16); accumulation is float32 either way.
+ * storage (WebGpuBackend.uploadF16), and may be row-chunked (ChunkedTensor: a weight over the
+ * binding limit): each part computes its own range of output columns of the one result.
+ * Accumulation is float32 either way.
  * @throws Error when x's row width is not `in`, b's size is not `out`, or the grid exceeds the
  *   device's workgroup limits.
  */
 export function linearGpu(host: KernelHost, x: Tensor, w: Tensor, bias?: Tensor): GpuTensor {
-  const gx = host.gpu(x), gw = host.gpu(w, true);
-  const [nOut, nIn] = w.shape;
+  const gx = host.gpu(x);
   if (w.shape.length !== 2) throw new Error(`linear: weight must be [out, in], got [${w.shape}]`);
+  const [nOut, nIn] = w.shape;
   if (x.shape[x.shape.length - 1] !== nIn) throw new Error(`linear: x has ${x.shape[x.shape.length - 1]} columns, weight expects ${nIn}`);
   if (bias && bias.size !== nOut) throw new Error(`linear: bias has ${bias.size} values, weight has ${nOut} outputs`);
+  const parts = host.rowParts(w);
+  const gb = bias ? host.gpu(bias) : undefined;
   const n = x.size / nIn;
   const y = host.alloc([n, nOut]);
   if (y.size === 0) return y;
-  const tensors = bias ? [gx, gw, host.gpu(bias), y] : [gx, gw, y];
-  const params = new Params().u32(n).u32(nIn).u32(nOut);
   const max = host.maxWorkgroupsPerDim;
-  const f16 = gw.dtype === 'f16';
-  const variant = `${bias ? '_bias' : ''}${f16 ? '_f16' : ''}`;
-  const gemvGroups = Math.ceil(nOut / GEMV_ROWS);
-  if (n <= GEMV_MAX_ROWS && gemvGroups <= max) {
-    host.dispatch(host.pipeline(`gemv${variant}`, () => gemvSource(!!bias, f16)), tensors, params, [gemvGroups, n, 1]);
-  } else {
-    const gx2 = Math.ceil(nOut / TILE), gy = Math.ceil(n / TILE);
-    if (gx2 > max || gy > max) throw new Error(`linear: [${n}, ${nIn}]·[${nOut}, ${nIn}]ᵀ needs more than ${max} workgroups per dimension`);
-    host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!bias, f16)), tensors, params, [gx2, gy, 1]);
+  for (const { part, row0 } of parts) {
+    const rows = part.shape[0];
+    const tensors = gb ? [gx, part, gb, y] : [gx, part, y];
+    const params = new Params().u32(n).u32(nIn).u32(rows).u32(nOut).u32(row0);
+    const f16 = part.dtype === 'f16';
+    const variant = `${gb ? '_bias' : ''}${f16 ? '_f16' : ''}`;
+    const gemvGroups = Math.ceil(rows / GEMV_ROWS);
+    if (n <= GEMV_MAX_ROWS && gemvGroups <= max) {
+      host.dispatch(host.pipeline(`gemv${variant}`, () => gemvSource(!!gb, f16)), tensors, params, [gemvGroups, n, 1]);
+    } else {
+      const gx2 = Math.ceil(rows / TILE), gy = Math.ceil(n / TILE);
+      if (gx2 > max || gy > max) throw new Error(`linear: [${n}, ${nIn}]·[${rows}, ${nIn}]ᵀ needs more than ${max} workgroups per dimension`);
+      host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!gb, f16)), tensors, params, [gx2, gy, 1]);
+    }
   }
   return y;
 }

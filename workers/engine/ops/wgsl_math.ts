@@ -11,6 +11,19 @@ fn flat_group(wid: vec3u, nwg: vec3u) -> u32 { return wid.x + wid.y * nwg.x; }
 `;
 
 /**
+ * A read-only weight binding `name` and its accessor `fn(i)` (flat element index → f32): float32,
+ * or binary16 pairs packed in u32 words (backend/f16.ts layout: element 2i in the low half),
+ * unpacked with core WGSL unpack2x16float (no 'shader-f16' needed).
+ */
+export function wgslWeight(binding: number, name: string, fn: string, f16: boolean): string {
+  return f16
+    ? `@group(0) @binding(${binding}) var<storage, read> ${name}: array<u32>;
+fn ${fn}(i: u32) -> f32 { let pair = unpack2x16float(${name}[i >> 1u]); return select(pair.x, pair.y, (i & 1u) == 1u); }`
+    : `@group(0) @binding(${binding}) var<storage, read> ${name}: array<f32>;
+fn ${fn}(i: u32) -> f32 { return ${name}[i]; }`;
+}
+
+/**
  * tanh: Cephes tanhf polynomial for |x| < 0.625 (relative error ~1e-7), else 1 − 2/(e^{2|x|} + 1),
  * which saturates to ±1 instead of producing NaN. (Moshier, Cephes Math Library, tanhf.c.)
  */
