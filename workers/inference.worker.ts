@@ -4,16 +4,77 @@ import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
 import { deleteCachedModel, listCachedModels } from './engine/io/cache';
 import { deviceLimits, filesFor } from './sources';
-import type { AnalyseRequest, BackendChoice, GenerateRequest, InferenceApi, LoadOptions, LoadProgress, ModelSource, PromptInput, TokenEvent } from './protocol';
+import { CancelledError } from './engine/io/download';
+import { parseSpec } from './engine/steering/spec';
+import { resolveInterventions } from './engine/steering/resolve';
+import { doseResponse } from './engine/steering/sweep';
+import { actAdd, caaVector, type SteeringVector, type VectorProvenance } from './engine/steering/vectors';
+import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } from './engine/steering/vector_io';
+import { hookWidth } from './engine/steering/hook_width';
+import type { AnalyseRequest, BackendChoice, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
 let abort: AbortController | null = null;
 let loading: AbortController | null = null;
+let deviceLostCallback: ((reason: string) => void) | null = null;
 
 function need(): Engine {
   if (!engine) throw new Error('no model is loaded: pick one first');
+  const lost = engine.deviceLost;
+  if (lost !== null) throw new Error(`the GPU device was lost (${lost}): load the model again to continue on a fresh device`);
   return engine;
+}
+
+/**
+ * The request with its specs resolved into engine interventions (after the request's own), for a
+ * run of this prompt and, when generating, this many new tokens.
+ */
+async function resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number): Promise<R> {
+  const { specs, specLabels, ...rest } = req;
+  if (!specs?.length) return rest as R;
+  const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
+  const parsed = specs.map((s, i) => parseSpec(s, label(i)));
+  const run = { nPrompt: e.encodePrompt(req).length, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
+  const resolved = await resolveInterventions(e, parsed, run, { label });
+  return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
+}
+
+/**
+ * Checks an imported vector against the model: the hook its file names (when the model has it),
+ * else any steerable row width of the model.
+ * @throws Error saying the vector's length and the widths this model has.
+ */
+function assertImportFits(e: Engine, name: string, v: Float32Array, hook: string | undefined): void {
+  const names = e.info().hookNames;
+  if (hook && names.includes(hook)) return assertVectorFits(v, e.spec, hook, name);
+  const s = e.spec;
+  const widths = new Map<number, string>();
+  for (const h of names) {
+    try { const w = hookWidth(s, h); if (!widths.has(w.width)) widths.set(w.width, w.symbol); } catch { /* not steerable */ }
+  }
+  if (!widths.has(s.dHead)) widths.set(s.dHead, 'd_head (one head)');
+  if (widths.has(v.length)) return;
+  const list = [...widths].map(([w, sym]) => `${sym} = ${w}`).join(', ');
+  throw new Error(`${name} holds a vector of ${v.length} values, but ${e.label} has d_model = ${s.dModel} (steerable widths: ${list}); was it made for another model?`);
+}
+
+/** Provenance as an imported file records it (a vector written by exportVector keeps its own). */
+function importedProvenance(p: Record<string, unknown> | undefined, method: string | undefined): VectorProvenance {
+  const texts = (x: unknown) => (Array.isArray(x) ? x.filter((t): t is string => typeof t === 'string') : []);
+  const m = p?.method ?? method;
+  return {
+    method: m === 'caa' || m === 'actadd' ? m : 'file',
+    position: typeof p?.position === 'string' ? p.position : 'unknown',
+    positive: texts(p?.positive),
+    negative: texts(p?.negative),
+    ...(typeof p?.head === 'number' ? { head: p.head } : {}),
+  };
+}
+
+/** A built vector as the library holds it. */
+function libraryVector(sv: SteeringVector): LibraryVector {
+  return { vector: sv.vector, dModel: sv.dModel, hook: sv.hook, model: sv.modelId, provenance: sv.provenance, createdAt: new Date().toISOString() };
 }
 
 /** The inference worker: the engine behind Comlink. Errors are rethrown with readable messages. */
@@ -29,8 +90,10 @@ const api: InferenceApi = {
     const be = await selectBackend(backend);
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal: ctrl.signal });
-      engine = await Engine.load(files, be, onProgress);
+      const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype });
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype });
+      // a proxy whose page is gone rejects: nothing is left to tell
+      engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
     } catch (e) {
       be.dispose();
       throw e;
@@ -52,9 +115,11 @@ const api: InferenceApi = {
     return ids.map((id) => e.tokenStrings([id], prefix)[0]);
   },
 
-  async analyse(req: AnalyseRequest) {
-    const a = await need().analyse(req);
-    lastAnalysed = req;
+  async analyse(req: AnalyseRequest & SpecRequest) {
+    const e = need();
+    const resolved = await resolveSpecs(e, req);
+    const a = await e.analyse(resolved);
+    lastAnalysed = resolved;
     return Comlink.transfer(a, [a.lensMargin.buffer, a.finalMargin.buffer, a.lensTopIds.buffer, a.lensTopLogProbs.buffer, a.residNorms.buffer, a.sinks.alpha.buffer, a.sinks.alpha0.buffer]);
   },
 
@@ -69,10 +134,57 @@ const api: InferenceApi = {
     return Comlink.transfer(out, [out.buffer]);
   },
 
-  async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void) {
+  async generate(req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void) {
     abort?.abort();
-    abort = new AbortController();
-    return need().generate(req, onToken, abort.signal);
+    const ctrl = new AbortController();
+    abort = ctrl;
+    const e = need();
+    return e.generate(await resolveSpecs(e, req, req.maxNewTokens), onToken, ctrl.signal);
+  },
+
+  async steeringVector(req: VectorRequest, onProgress?: (done: number, total: number) => void) {
+    const e = need();
+    const head = req.head !== undefined ? { head: req.head } : {};
+    let sv: SteeringVector;
+    if (req.method === 'actadd') {
+      if (req.positive.length !== 1 || req.negative.length !== 1) throw new Error(`ActAdd takes one positive and one negative text (got ${req.positive.length} and ${req.negative.length}); use CAA for sets`);
+      if (typeof req.position === 'object') throw new Error('ActAdd reads the last token or the mean over aligned positions, not a marker');
+      sv = await actAdd(e, { positive: req.positive[0], negative: req.negative[0], hook: req.hook, position: req.position === 'mean' ? 'mean' : 'last', ...head });
+      onProgress?.(2, 2);
+    } else {
+      if (req.position === 'mean') throw new Error('CAA reads the last token or a marked answer token, not the mean');
+      sv = await caaVector(e, { positive: req.positive, negative: req.negative, hook: req.hook, position: req.position ?? 'last', ...head, onProgress: (done, total) => { void Promise.resolve(onProgress?.(done, total)).catch(() => undefined); } });
+    }
+    const out = libraryVector(sv);
+    return Comlink.transfer(out, [out.vector.buffer]);
+  },
+
+  async importVector(name: string, bytes: Uint8Array) {
+    const e = need();
+    const iv = readVectorFile(name, bytes);
+    assertImportFits(e, name, iv.vector, iv.hook);
+    const out: LibraryVector = {
+      vector: iv.vector, dModel: iv.vector.length, hook: iv.hook ?? null, model: iv.model ?? null,
+      provenance: importedProvenance(iv.provenance, iv.method), createdAt: new Date().toISOString(), file: name,
+    };
+    return Comlink.transfer(out, [out.vector.buffer]);
+  },
+
+  async exportVector(format: VectorFormat, v: LibraryVector) {
+    const bytes = writeVectorFile(format, { vector: v.vector, hook: v.hook ?? '', dModel: v.dModel, modelId: v.model ?? '', provenance: v.provenance });
+    return Comlink.transfer(bytes, [bytes.buffer]);
+  },
+
+  async sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void) {
+    abort?.abort();
+    const ctrl = new AbortController();
+    abort = ctrl;
+    try {
+      return await doseResponse(need(), req, (p) => { void Promise.resolve(onProgress?.(p)).catch(() => undefined); }, ctrl.signal);
+    } catch (err) {
+      if (ctrl.signal.aborted) throw new CancelledError('the dose–response sweep');
+      throw err;
+    }
   },
 
   cancel() {
@@ -83,6 +195,14 @@ const api: InferenceApi = {
   cachedModels: () => listCachedModels(),
 
   deleteCachedModel: (repo: string, revision: string, endpoint?: string) => deleteCachedModel(repo, revision, endpoint),
+
+  async status() {
+    return { loaded: engine !== null, deviceLost: engine?.deviceLost ?? null };
+  },
+
+  onDeviceLost(callback: (reason: string) => void) {
+    deviceLostCallback = callback;
+  },
 };
 
 Comlink.expose(api);

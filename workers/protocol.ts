@@ -4,15 +4,21 @@
  * passed through `Comlink.proxy`; large arrays come back as transferables.
  */
 import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent } from './engine/api';
-import type { LoadProgress } from './engine/model/load';
+import type { LoadProgress, WeightDtype } from './engine/model/load';
 import type { CachedModel } from './engine/io/cache';
+import type { InterventionSpec } from './engine/steering/spec';
+import type { SweepProgress, SweepRequest, SweepResult } from './engine/steering/sweep';
+import type { VectorFormat } from './engine/steering/vector_io';
+import type { VectorProvenance } from './engine/steering/vectors';
 
-export type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent, LoadProgress };
+export type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent, LoadProgress, WeightDtype };
 export type { FutureInput, ResolvedFuture, SinkStats } from './engine/api';
 export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
 export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';
 export type { CatalogEntry } from './engine/io/catalog';
+export type { InterventionSpec, SweepProgress, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
+export type { AblateMode, InterventionType } from './engine/steering/spec';
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -31,6 +37,68 @@ export interface LoadOptions {
   memoryBudgetBytes?: number;
   /** false = skip the estimate and load anyway (a "load anyway" button after a refusal). */
   checkFit?: boolean;
+  /**
+   * 'f16' stores the weight matrices as binary16 on WebGPU (half the memory; norms and biases stay
+   * float32; logits move by up to ~5e-2); the CPU backend rounds them to binary16 for parity.
+   * Default 'f32'. The pre-download estimate counts 2 bytes per matrix element with 'f16'.
+   */
+  weightDtype?: WeightDtype;
+}
+
+/** What the worker holds now; poll it after an error, or use onDeviceLost. */
+export interface WorkerStatus {
+  /** A model is loaded (it may still be unusable: see deviceLost). */
+  loaded: boolean;
+  /**
+   * Why the GPU device was lost, or null. While set, every model call throws "the GPU device was
+   * lost …": call load() again, which creates a fresh device (or falls back to the CPU with 'auto').
+   */
+  deviceLost: string | null;
+}
+
+/**
+ * Interventions written as JSON specs (workers/engine/steering/spec.ts) with inline vectors. The
+ * worker validates and resolves them (resolveInterventions: patch sources are run first) against
+ * the request's prompt and, for a generation, max_new_tokens; they act after any `interventions`
+ * of the request, in list order (at one hook, each on the output of the previous one). Errors name
+ * the spec by its 1-based place in the list: "intervention 2: vector has 48 values, but …".
+ */
+export interface SpecRequest {
+  specs?: InterventionSpec[];
+  /** How errors name each spec (default "intervention i+1"), e.g. the UI's "intervention #3". */
+  specLabels?: string[];
+}
+
+/** How to build a steering vector from the model's own activations (engine/steering/vectors.ts). */
+export interface VectorRequest {
+  /** 'caa': difference of means over the sets (Rimsky et al., arXiv 2312.06681); 'actadd': one pair (Turner et al., arXiv 2308.10248). */
+  method: 'caa' | 'actadd';
+  /** ActAdd takes exactly one text on each side. */
+  positive: string[];
+  negative: string[];
+  hook: string;
+  /** Token read: 'last' (default); ActAdd also 'mean' (aligned positions); CAA also {marker} before the answer token. */
+  position?: 'last' | 'mean' | { marker: string };
+  /** Per-head hooks (attn.hook_q/k/v/z): one head's d_head slice. */
+  head?: number;
+}
+
+/** A steering vector as the UI's library holds it: values plus where they came from. */
+export interface LibraryVector {
+  /** [d] float32. */
+  vector: Float32Array;
+  /** d: the row width of the hook it fits (d_model for residual hooks, d_head for one head). */
+  dModel: number;
+  /** Hook it was computed at; null when an imported file does not say. */
+  hook: string | null;
+  /** Label of the model it was computed on; null when an imported file does not say. */
+  model: string | null;
+  /** Method, token position and the contrastive texts (empty for a file that does not record them). */
+  provenance: VectorProvenance;
+  /** When it was built or imported (ISO 8601). */
+  createdAt: string;
+  /** Name of the file it was imported from. */
+  file?: string;
 }
 
 export interface InferenceApi {
@@ -51,16 +119,52 @@ export interface InferenceApi {
    * token (so leading spaces show: " Tom", not "Tom").
    */
   tokenStrings(ids: number[]): Promise<string[]>;
-  /** Full prompt analysis (lens margins, sinks, norms). */
-  analyse(req: AnalyseRequest): Promise<Analysis>;
+  /**
+   * Full prompt analysis (lens margins, sinks, norms), under the request's interventions and specs.
+   * @throws Error for a bad prompt or future, or a spec that does not fit the model (unknown hook,
+   *   vector of the wrong width, NaN, positions outside the prompt).
+   */
+  analyse(req: AnalyseRequest & SpecRequest): Promise<Analysis>;
   /** Attention pattern [T, T] of one head from the last analysis. */
   pattern(layer: number, head: number): Promise<Float32Array>;
-  /** Streams tokens through onToken; resolves with the whole generation. */
-  generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void): Promise<Generation>;
-  /** Cancels the running generation (it resolves with stop = 'cancelled') and any model download in flight. */
+  /**
+   * Streams tokens through onToken; resolves with the whole generation.
+   * @throws Error as analyse does, and for a step window that starts at or after max_new_tokens.
+   */
+  generate(req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void): Promise<Generation>;
+  /**
+   * Builds a steering vector at a hook from contrastive texts; onProgress(done, total) after each
+   * text's forward pass.
+   * @throws Error for empty sets (ActAdd: not exactly one text each), an unknown or non-steerable
+   *   hook, a bad head or marker.
+   */
+  steeringVector(req: VectorRequest, onProgress?: (done: number, total: number) => void): Promise<LibraryVector>;
+  /**
+   * Reads a vector file (.npy, .safetensors, .json) and checks it against the loaded model: the
+   * hook its metadata names, else one of the model's steerable row widths.
+   * @throws Error naming the file: unknown type, malformed, NaN/Infinity, or a width this model has not.
+   */
+  importVector(name: string, bytes: Uint8Array): Promise<LibraryVector>;
+  /** A vector as file bytes (vector_io.ts): .npy '<f4' (d,), or .safetensors / .json with the provenance. */
+  exportVector(format: VectorFormat, v: LibraryVector): Promise<Uint8Array>;
+  /**
+   * Dose–response sweep (steering/sweep.ts): margin and KL per layer × dose, onProgress after each
+   * forward pass. cancel() stops it between forward passes (it rejects with a CancelledError).
+   */
+  sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void): Promise<SweepResult>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;
   /** Deletes one cached model (every endpoint when none is given). @returns cache entries removed. */
   deleteCachedModel(repo: string, revision: string, endpoint?: string): Promise<number>;
+  /** Whether a model is loaded and whether its GPU device was lost. */
+  status(): Promise<WorkerStatus>;
+  /**
+   * Registers `callback` (pass it through Comlink.proxy), called with the reason when the loaded
+   * model's GPU device is lost — a driver reset, the GPU process crashing, the tab backgrounded too
+   * long — but not when load() replaces the model. Replaces an earlier callback. Afterwards every
+   * model call throws until load() succeeds again.
+   */
+  onDeviceLost(callback: (reason: string) => void): void;
 }

@@ -4,6 +4,7 @@ import { withCache } from './engine/io/cache';
 import { assertFits, type DeviceLimits } from './engine/io/estimate';
 import { HubFiles } from './engine/io/hub_files';
 import { HttpFiles, MemoryFiles, type ModelFiles } from './engine/io/model_files';
+import type { WeightDtype } from './engine/model/load';
 import type { ModelSource } from './protocol';
 
 export interface OpenOptions {
@@ -12,6 +13,8 @@ export interface OpenOptions {
    * and refused (ModelTooLargeError) before any weight is fetched.
    */
   limits?: DeviceLimits;
+  /** Weight storage the load will use, for the estimate (default 'f32'). */
+  weightDtype?: WeightDtype;
   /** Cancels downloads in flight (they reject with CancelledError). */
   signal?: AbortSignal;
   /** Cache Storage for Hub models (default: the global `caches`; null = no caching). */
@@ -41,7 +44,7 @@ export async function filesFor(source: ModelSource, opts: OpenOptions = {}): Pro
       break;
     }
   }
-  if (opts.limits) await assertFits(files, opts.limits);
+  if (opts.limits) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype });
   return files;
 }
 

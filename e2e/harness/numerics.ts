@@ -1,24 +1,37 @@
 /**
  * Engine numerics on WebGPU: real models (/models/<name>/) and per-architecture fixtures
  * (/fixtures/<arch>-tiny/) loaded through model/load.ts onto WebGpuBackend, compared with their
- * golden references (see ../shared/models/*\/reference/README.md and ../shared/fixtures/README.md).
- * Exposes `window.runNumerics(fixtures)` for numerics.spec.ts.
+ * golden references (see ../shared/models/*\/reference/README.md and ../shared/fixtures/README.md):
+ * with float32 weights, with weights split across buffers (a small weight buffer limit), with f16
+ * weights (DESIGN.md §5: report the error, keep it ≤ 5e-2), and across a device loss and reload.
+ * Exposes `window.runNumerics(fixtures)`, `runSplitNumerics()`, `runF16Numerics(fixtures)` and
+ * `runDeviceLoss()` for numerics.spec.ts.
  */
 import type { Backend } from '../../workers/engine/backend/backend';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { ChunkedTensor } from '../../workers/engine/backend/webgpu_host';
 import { SUPPORTED_MODEL_TYPES } from '../../workers/engine/arch/registry';
+import { Engine } from '../../workers/engine/engine';
 import { HttpFiles } from '../../workers/engine/io/model_files';
 import { decodeTensor, parseSafetensors } from '../../workers/engine/io/safetensors';
-import { loadTransformer } from '../../workers/engine/model/load';
+import { loadTransformer, type WeightOptions } from '../../workers/engine/model/load';
 import { RunContext } from '../../workers/engine/model/run_context';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { diff } from './compare';
+
+/** Bound on logits and hidden states with float32 weights (and between backends on the same weights). */
+export const F32_TOL = 1e-4;
+/** Bound on logits with f16 weights against the float32 reference (DESIGN.md §5). */
+export const F16_TOL = 5e-2;
 
 /** One compared quantity: the engine's maximum absolute difference from the golden reference. */
 export interface NumericsRow {
   model: string;
   what: string;
   maxAbs: number;
+  /** The bound the spec asserts. */
+  tol: number;
 }
 
 /** Greedy ids generated through the KV cache against the reference ids. */
@@ -27,6 +40,8 @@ export interface GenerationRow {
   what: string;
   want: number[];
   got: number[];
+  /** True: must equal `want`. False (f16 weights): reported only, as near-ties may flip. */
+  exact: boolean;
 }
 
 export interface NumericsReport {
@@ -37,8 +52,34 @@ export interface NumericsReport {
   skipped: string[];
 }
 
+/** How the weights of a run are stored, and what is compared. */
+interface Variant {
+  /** Prefix of every row's `what` ('' for plain float32). */
+  tag: string;
+  weights: WeightOptions;
+  /** Also compare residuals and attention (float32 runs); else logits only. */
+  hooks: boolean;
+  tol: number;
+  exactIds: boolean;
+}
+
+const F32: Variant = { tag: '', weights: {}, hooks: true, tol: F32_TOL, exactIds: true };
+const F16: Variant = { tag: 'f16 weights: ', weights: { weightDtype: 'f16' }, hooks: false, tol: F16_TOL, exactIds: false };
+
+/** One claim about device loss and reload, and whether it held. */
+export interface LossCheck {
+  name: string;
+  pass: boolean;
+  detail: string;
+}
+
 declare global {
-  interface Window { runNumerics: (fixtures: string[]) => Promise<NumericsReport> }
+  interface Window {
+    runNumerics: (fixtures: string[]) => Promise<NumericsReport>;
+    runSplitNumerics: () => Promise<NumericsReport & { split: string[] }>;
+    runF16Numerics: (fixtures: string[]) => Promise<NumericsReport>;
+    runDeviceLoss: () => Promise<LossCheck[]>;
+  }
 }
 
 type Ref = Map<string, { data: Float32Array; shape: number[] }>;
@@ -114,38 +155,39 @@ interface ModelReference {
 }
 
 /**
- * A real model: for each reference prompt, logits, resid_post of every block and attention
- * probabilities over sequence_ids[:n_positions]; then the greedy continuation through the KV cache
- * (ids exact, and each step's logits against the no-cache reference row it predicts from).
+ * A real model: for each reference prompt, logits (and with v.hooks resid_post of every block and
+ * attention probabilities) over sequence_ids[:n_positions]; then the greedy continuation through
+ * the KV cache (ids, and each step's logits against the no-cache reference row it predicts from).
+ * @returns the loaded model (the caller disposes it).
  */
-async function realModel(b: Backend, name: string, report: NumericsReport): Promise<void> {
+async function realModel(b: Backend, name: string, report: NumericsReport, v: Variant = F32): Promise<Transformer> {
   const base = `/models/${name}/`;
-  const { model } = await loadTransformer(new HttpFiles(name, base), b);
+  const { model } = await loadTransformer(new HttpFiles(name, base), b, undefined, v.weights);
   const L = model.spec.nLayers;
   const ref = await fetchJson<ModelReference>(`${base}reference/reference.json`);
   for (const p of ref.prompts) {
     const r = await fetchReference(`${base}reference/${p.file}`);
     const T = p.n_positions;
-    const hooks = Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat();
+    const hooks = v.hooks ? Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat() : [];
     const run = await forwardCaptured(b, model, p.sequence_ids.slice(0, T), hooks);
     const row = (what: string, got: Float32Array, want: Float32Array): void => {
-      report.rows.push({ model: name, what: `${p.name}: ${what}`, maxAbs: diff(got, want).maxAbs });
+      report.rows.push({ model: name, what: `${v.tag}${p.name}: ${what}`, maxAbs: diff(got, want).maxAbs, tol: v.tol });
     };
     row('logits', run.logits, tensor(r, 'logits'));
-    for (let l = 0; l < L; l++) {
-      row(`blocks.${l}.hook_resid_post`, run.hooks.get(`blocks.${l}.hook_resid_post`)!, slab(tensor(r, 'resid_post'), L, l));
-      row(`blocks.${l}.attn.hook_pattern`, run.hooks.get(`blocks.${l}.attn.hook_pattern`)!, slab(tensor(r, 'attn_probs'), L, l));
+    for (const h of hooks) {
+      const l = Number(h.split('.')[1]);
+      row(h, run.hooks.get(h)!, slab(tensor(r, h.endsWith('hook_pattern') ? 'attn_probs' : 'resid_post'), L, l));
     }
     const g = await greedy(b, model, p.input_ids, ref.n_gen);
-    report.generations.push({ model: name, what: `${p.name}: ${ref.n_gen} greedy tokens through the KV cache`, want: p.greedy_ids, got: g.ids });
+    report.generations.push({ model: name, what: `${v.tag}${p.name}: ${ref.n_gen} greedy tokens through the KV cache`, want: p.greedy_ids, got: g.ids, exact: v.exactIds });
     const logits = tensor(r, 'logits'), V = model.spec.dVocab, n0 = p.input_ids.length - 1;
     let worst = 0;
     g.stepLogits.forEach((s, k) => {
       if (n0 + k < T) worst = Math.max(worst, diff(s, logits.subarray((n0 + k) * V, (n0 + k + 1) * V)).maxAbs);
     });
-    report.rows.push({ model: name, what: `${p.name}: KV-cache step logits vs reference rows`, maxAbs: worst });
+    report.rows.push({ model: name, what: `${v.tag}${p.name}: KV-cache step logits vs reference rows`, maxAbs: worst, tol: v.tol });
   }
-  model.dispose();
+  return model;
 }
 
 interface FixtureMeta {
@@ -158,48 +200,176 @@ interface FixtureMeta {
  * ln_final.hook_normalized), resid_post_last_block and attentions of seq0..2; then greedy
  * generated_ids through the KV cache and each step's logits against generate_step_logits.
  */
-async function fixture(b: Backend, dir: string, report: NumericsReport): Promise<void> {
+async function fixture(b: Backend, dir: string, report: NumericsReport, v: Variant = F32): Promise<void> {
   const base = `/fixtures/${dir}/`;
   const config = await fetchJson<{ model_type: string }>(`${base}config.json`);
   if (!SUPPORTED_MODEL_TYPES.includes(config.model_type)) {
     report.skipped.push(`${dir}: model_type "${config.model_type}" is not registered in arch/registry.ts`);
     return;
   }
-  const { model } = await loadTransformer(new HttpFiles(dir, base), b);
+  const { model } = await loadTransformer(new HttpFiles(dir, base), b, undefined, v.weights);
   const L = model.spec.nLayers;
   const meta = await fetchJson<FixtureMeta>(`${base}reference/meta.json`);
-  const hooks = ['blocks.0.hook_resid_pre', 'ln_final.hook_normalized', ...Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat()];
+  const hooks = v.hooks ? ['blocks.0.hook_resid_pre', 'ln_final.hook_normalized', ...Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat()] : [];
   for (const s of meta.sequences) {
     const r = await fetchReference(`${base}reference/${s.name}.safetensors`);
     const run = await forwardCaptured(b, model, s.input_ids, hooks);
     const row = (what: string, got: Float32Array, want: Float32Array): void => {
-      report.rows.push({ model: dir, what: `${s.name}: ${what}`, maxAbs: diff(got, want).maxAbs });
+      report.rows.push({ model: dir, what: `${v.tag}${s.name}: ${what}`, maxAbs: diff(got, want).maxAbs, tol: v.tol });
     };
-    const hs = tensor(r, 'hidden_states');
     row('logits', run.logits, tensor(r, 'logits'));
-    row('hidden_states[0] = blocks.0.hook_resid_pre', run.hooks.get('blocks.0.hook_resid_pre')!, slab(hs, L + 1, 0));
-    for (let i = 1; i < L; i++) row(`hidden_states[${i}] = blocks.${i - 1}.hook_resid_post`, run.hooks.get(`blocks.${i - 1}.hook_resid_post`)!, slab(hs, L + 1, i));
-    row(`hidden_states[${L}] = ln_final.hook_normalized`, run.hooks.get('ln_final.hook_normalized')!, slab(hs, L + 1, L));
-    row(`resid_post_last_block = blocks.${L - 1}.hook_resid_post`, run.hooks.get(`blocks.${L - 1}.hook_resid_post`)!, tensor(r, 'resid_post_last_block'));
-    for (let l = 0; l < L; l++) row(`attentions[${l}] = blocks.${l}.attn.hook_pattern`, run.hooks.get(`blocks.${l}.attn.hook_pattern`)!, slab(tensor(r, 'attentions'), L, l));
+    if (v.hooks) {
+      const hs = tensor(r, 'hidden_states');
+      row('hidden_states[0] = blocks.0.hook_resid_pre', run.hooks.get('blocks.0.hook_resid_pre')!, slab(hs, L + 1, 0));
+      for (let i = 1; i < L; i++) row(`hidden_states[${i}] = blocks.${i - 1}.hook_resid_post`, run.hooks.get(`blocks.${i - 1}.hook_resid_post`)!, slab(hs, L + 1, i));
+      row(`hidden_states[${L}] = ln_final.hook_normalized`, run.hooks.get('ln_final.hook_normalized')!, slab(hs, L + 1, L));
+      row(`resid_post_last_block = blocks.${L - 1}.hook_resid_post`, run.hooks.get(`blocks.${L - 1}.hook_resid_post`)!, tensor(r, 'resid_post_last_block'));
+      for (let l = 0; l < L; l++) row(`attentions[${l}] = blocks.${l}.attn.hook_pattern`, run.hooks.get(`blocks.${l}.attn.hook_pattern`)!, slab(tensor(r, 'attentions'), L, l));
+    }
     const g = await greedy(b, model, s.input_ids, s.generated_ids.length);
-    report.generations.push({ model: dir, what: `${s.name}: ${s.generated_ids.length} greedy tokens through the KV cache`, want: s.generated_ids, got: g.ids });
+    report.generations.push({ model: dir, what: `${v.tag}${s.name}: ${s.generated_ids.length} greedy tokens through the KV cache`, want: s.generated_ids, got: g.ids, exact: v.exactIds });
     const stepRef = tensor(r, 'generate_step_logits');
     let worst = 0;
     g.stepLogits.forEach((sl, k) => { worst = Math.max(worst, diff(sl, slab(stepRef, g.stepLogits.length, k)).maxAbs); });
-    report.rows.push({ model: dir, what: `${s.name}: KV-cache step logits vs generate_step_logits`, maxAbs: worst });
+    report.rows.push({ model: dir, what: `${v.tag}${s.name}: KV-cache step logits vs generate_step_logits`, maxAbs: worst, tol: v.tol });
   }
   model.dispose();
+}
+
+/**
+ * f16 parity: the same model with f16 weights on WebGPU (halves unpacked in the kernels) and on the
+ * CPU backend (float32 weights rounded to binary16) gives the same logits within F32_TOL, so the f16
+ * error against the reference is the rounding of the weights, not a kernel's.
+ */
+async function f16Parity(gpu: Backend, base: string, label: string, ids: number[], report: NumericsReport): Promise<void> {
+  const logits: Float32Array[] = [];
+  for (const b of [gpu, new CpuBackend()]) {
+    const { model } = await loadTransformer(new HttpFiles(label, base), b, undefined, { weightDtype: 'f16' });
+    logits.push((await forwardCaptured(b, model, ids, [])).logits);
+    model.dispose();
+  }
+  report.rows.push({ model: label, what: `f16 weights: logits on WebGPU vs the CPU backend with the same rounded weights (${ids.length} tokens)`, maxAbs: diff(logits[0], logits[1]).maxAbs, tol: F32_TOL });
 }
 
 window.runNumerics = async (fixtures: string[]): Promise<NumericsReport> => {
   const b = await WebGpuBackend.create();
   const report: NumericsReport = { adapter: b.description, rows: [], generations: [], skipped: [] };
   try {
-    for (const name of ['stories260K', 'aidreams260K']) await realModel(b, name, report);
+    for (const name of ['stories260K', 'aidreams260K']) (await realModel(b, name, report)).dispose();
     for (const dir of fixtures) await fixture(b, dir, report);
   } finally {
     b.dispose();
   }
   return report;
+};
+
+/**
+ * Bytes one weight part may occupy in runSplitNumerics: stories260K's W_E = W_U [512, 64] f32
+ * (128 KiB) splits into 4 parts of ≤ 160 rows (the last 32), gate/up [172, 64] and down [64, 172]
+ * into 2; as f16 (64 KiB) W_E splits into 2.
+ */
+const SPLIT_BYTES = 40 * 1024;
+
+/**
+ * stories260K on a backend whose weight buffer limit splits its embedding/unembedding (and MLP)
+ * matrices: every float32 comparison of runNumerics at F32_TOL, and with f16 weights at F16_TOL.
+ * `split` lists how each weight was split, for the spec to check that W_E really was.
+ */
+window.runSplitNumerics = async (): Promise<NumericsReport & { split: string[] }> => {
+  const b = await WebGpuBackend.create({ maxWeightBufferBytes: SPLIT_BYTES });
+  const report: NumericsReport & { split: string[] } = { adapter: b.description, rows: [], generations: [], skipped: [], split: [] };
+  const parts = (t: unknown): string => (t instanceof ChunkedTensor ? t.parts.map((p) => p.shape[0]).join('+') : 'whole');
+  try {
+    const m = await realModel(b, 'stories260K', report);
+    const w = m.weights, blk = w.blocks[0];
+    report.split.push(`W_E rows ${parts(w.embed)}`, `W_U rows ${parts(w.unembed)}`, `gate rows ${parts(blk.gate!.w)}`, `down rows ${parts(blk.down.w)}`, `q rows ${parts(blk.q.w)}`);
+    m.dispose();
+    const h = await realModel(b, 'stories260K', report, { ...F16, tag: 'f16 weights, split: ' });
+    report.split.push(`f16 W_E rows ${parts(h.weights.embed)}`);
+    h.dispose();
+  } finally {
+    b.dispose();
+  }
+  return report;
+};
+
+/**
+ * f16 weights (matrices as binary16, norms float32) on the real models and the fixtures: logits
+ * and KV-cache step logits against the float32 references at F16_TOL, greedy ids reported; and
+ * WebGPU-vs-CPU parity on the same rounded weights at F32_TOL.
+ */
+window.runF16Numerics = async (fixtures: string[]): Promise<NumericsReport> => {
+  const b = await WebGpuBackend.create();
+  const report: NumericsReport = { adapter: b.description, rows: [], generations: [], skipped: [] };
+  try {
+    for (const name of ['stories260K', 'aidreams260K']) {
+      (await realModel(b, name, report, F16)).dispose();
+      const ref = await fetchJson<ModelReference>(`/models/${name}/reference/reference.json`);
+      await f16Parity(b, `/models/${name}/`, name, ref.prompts[0].sequence_ids.slice(0, ref.prompts[0].n_positions), report);
+    }
+    for (const dir of fixtures) {
+      await fixture(b, dir, report, F16);
+      if (report.skipped.some((s) => s.startsWith(`${dir}:`))) continue;
+      const meta = await fetchJson<FixtureMeta>(`/fixtures/${dir}/reference/meta.json`);
+      await f16Parity(b, `/fixtures/${dir}/`, dir, meta.sequences[0].input_ids, report);
+    }
+  } finally {
+    b.dispose();
+  }
+  return report;
+};
+
+/**
+ * Device loss and reload at the engine level (what the inference worker relies on): an Engine on
+ * WebGPU learns of the loss (deviceLost, onDeviceLost), its runs then fail with "GPU device lost",
+ * dispose() does not count as a loss, and Engine.load on a new backend gives the golden logits again.
+ */
+window.runDeviceLoss = async (): Promise<LossCheck[]> => {
+  const checks: LossCheck[] = [];
+  const check = async (name: string, f: () => Promise<string | true>): Promise<void> => {
+    try {
+      const r = await f();
+      checks.push({ name, pass: r === true, detail: r === true ? '' : r });
+    } catch (e) {
+      checks.push({ name, pass: false, detail: `threw: ${(e as Error).message}` });
+    }
+  };
+  const base = '/models/stories260K/';
+  const ref = await fetchJson<ModelReference>(`${base}reference/reference.json`);
+  const p = ref.prompts[0];
+  const want = tensor(await fetchReference(`${base}reference/${p.file}`), 'logits');
+  const ids = p.sequence_ids.slice(0, p.n_positions);
+  const golden = async (e: Engine): Promise<string | true> => {
+    const d = diff((await e.run(ids)).logits, want).maxAbs;
+    return d <= F32_TOL ? true : `logits differ from the reference by ${d}`;
+  };
+  const within = <T>(ms: number, p: Promise<T>): Promise<T | 'timeout'> => Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms))]);
+
+  const first = await Engine.load(new HttpFiles('stories260K', base), await WebGpuBackend.create());
+  await check('before the loss: deviceLost is null and the logits match the reference', async () => (first.deviceLost === null ? golden(first) : `deviceLost = ${first.deviceLost}`));
+  const reported = new Promise<string>((r) => first.onDeviceLost(r));
+  (first.backend as WebGpuBackend).device.destroy();
+  await check('device.destroy() is reported through onDeviceLost and deviceLost, with the reason', async () => {
+    const reason = await within(5000, reported);
+    if (reason === 'timeout') return 'onDeviceLost was not called within 5 s';
+    return /destroyed/.test(reason) && first.deviceLost === reason ? true : `callback "${reason}", deviceLost "${first.deviceLost}"`;
+  });
+  await check('after the loss, a run fails with "GPU device lost … reload the model"', async () => {
+    const r = await first.run(ids).then(() => 'the run succeeded', (e: Error) => e.message);
+    return /^GPU device lost \(destroyed/.test(r) && /reload the model/.test(r) ? true : r;
+  });
+  first.dispose();
+
+  const second = await Engine.load(new HttpFiles('stories260K', base), await WebGpuBackend.create());
+  await check('Engine.load on a new backend after the loss works: deviceLost null, logits match the reference', async () => (second.deviceLost === null ? golden(second) : `deviceLost = ${second.deviceLost}`));
+  await check('dispose() destroys the device without reporting a loss', async () => {
+    let called: string | null = null;
+    second.onDeviceLost((r) => { called = r; });
+    const lost = (second.backend as WebGpuBackend).lost;
+    second.dispose();
+    await within(5000, lost);
+    await new Promise((r) => setTimeout(r, 0));
+    return called === null && second.deviceLost === null ? true : `reported "${called}", deviceLost "${second.deviceLost}"`;
+  });
+  return checks;
 };

@@ -38,8 +38,11 @@ afterAll(async () => {
 /** A CPU backend that counts the elements of every weight uploaded (the engine's real parameter count). */
 class CountingBackend extends CpuBackend {
   uploaded = 0;
+  /** Elements of 2-D weights (the matrices weightDtype 'f16' stores as halves). */
+  matrices = 0;
   override upload(data: Float32Array, shape: readonly number[]) {
     this.uploaded += data.length;
+    if (shape.length === 2) this.matrices += data.length;
     return super.upload(data, shape);
   }
 }
@@ -110,6 +113,9 @@ describe('header-only estimate', () => {
     expect(e.weightBytes).toBe(4 * b.uploaded);
     expect(e.paramsByDtype).toEqual({ F32: b.uploaded });
     expect(onlyHeadersFetched(log, 1 << 16)).toBe(true);
+    const half = await estimateModel(new HubFiles(repo, { endpoint: hub.url }), { weightDtype: 'f16' });
+    expect(b.matrices).toBeGreaterThan(0);
+    expect(half.weightBytes).toBe(2 * b.matrices + 4 * (b.uploaded - b.matrices));
   });
 
   it('llama-tiny: the count matches the architecture worked out by hand from config.json', async () => {
@@ -126,14 +132,23 @@ describe('header-only estimate', () => {
 });
 
 describe('refusal before download', () => {
-  it('refuses an embedding larger than maxStorageBufferBindingSize, naming both, after fetching headers only', async () => {
-    const { value: err, log } = await logged(() => assertFits(new HubFiles('big/embedding', { endpoint: hub.url }), ADAPTER).then(() => null, (e: unknown) => e));
-    expect(err).toBeInstanceOf(ModelTooLargeError);
-    const msg = (err as Error).message;
-    expect(msg).toContain('the embedding matrix (model.embed_tokens.weight)');
-    expect(msg).toContain(`is ${formatBytes(151936 * 2048 * 4)} as f32, larger than maxStorageBufferBindingSize 1 GiB of the test adapter`);
+  it('accepts an embedding larger than maxStorageBufferBindingSize (split by rows on load); f16 halves its bytes', async () => {
+    const { value: e, log } = await logged(() => assertFits(new HubFiles('big/embedding', { endpoint: hub.url }), ADAPTER));
+    expect(e.largest).toEqual({ name: 'model.embed_tokens.weight', shape: [151936, 2048], bytes: 151936 * 2048 * 4 });
+    expect(e.largest.bytes).toBeGreaterThan(ADAPTER.maxStorageBufferBindingSize);
+    expect(e.largestUnsplittable.name).toBe('the K (or V) cache of one layer');
     expect(onlyHeadersFetched(log, 4096)).toBe(true);
     expect(log.filter((r) => SHARD.test(r.url) && r.bytes > 0).map((r) => r.range)).toEqual(['bytes=0-7', expect.stringMatching(/^bytes=8-\d+$/)]);
+    const half = await estimateModel(new HubFiles('big/embedding', { endpoint: hub.url }), { weightDtype: 'f16' });
+    expect(half.weightBytes).toBe(151936 * 2048 * 2 + 2048 * 4);
+    expect(judge(half, ADAPTER).reason).toContain(`weights ${formatBytes(half.weightBytes)} as f16`);
+  });
+
+  it('refuses a buffer that cannot be split (one layer\'s K or V cache) larger than maxStorageBufferBindingSize, naming both', async () => {
+    const e = await estimateModel(new HubFiles('big/context', { endpoint: hub.url }));
+    const v = judge(e, { ...ADAPTER, maxStorageBufferBindingSize: 256 * 2 ** 20 });
+    expect(v.fits).toBe(false);
+    expect(v.reason).toContain('the K (or V) cache of one layer is 512 MiB, larger than maxStorageBufferBindingSize 256 MiB of the test adapter');
   });
 
   it('refuses a model whose total exceeds the memory budget, itemising weights, KV cache and activations', async () => {
@@ -149,7 +164,8 @@ describe('refusal before download', () => {
 
   it('the worker path (filesFor with limits) refuses before fetching weights; without limits it opens the repo', async () => {
     const src = { kind: 'hub' as const, repo: 'big/embedding', endpoint: hub.url };
-    const { value: err, log } = await logged(() => filesFor(src, { limits: ADAPTER, cache: null }).then(() => null, (e: unknown) => e));
+    const small = { ...ADAPTER, maxStorageBufferBindingSize: 4 * 2 ** 20 }; // under one layer's 8 MiB K cache
+    const { value: err, log } = await logged(() => filesFor(src, { limits: small, cache: null }).then(() => null, (e: unknown) => e));
     expect((err as Error).message).toContain('larger than maxStorageBufferBindingSize');
     expect(onlyHeadersFetched(log, 4096)).toBe(true);
     const { log: none } = await logged(() => filesFor(src, { cache: null }));

@@ -4,6 +4,7 @@
  * JSON header), against the device's buffer limits and a memory budget.
  */
 import { architectureFor } from '../arch/registry';
+import type { WeightDtype } from '../model/load';
 import { readJson, type ModelFiles } from './model_files';
 import { parseHeader, readHeaderLength, type SafetensorsDtype } from './safetensors';
 
@@ -27,8 +28,13 @@ export interface MemoryEstimate {
   params: number;
   /** Parameters per stored dtype. */
   paramsByDtype: Partial<Record<SafetensorsDtype, number>>;
-  /** Weight bytes as stored on GPU: float32 (F16 and BF16 are widened on load). */
+  /**
+   * Weight bytes as stored on GPU: float32 (F16 and BF16 are widened on load), or with
+   * weightDtype 'f16' 2 bytes per element of every 2-D weight (norms and biases stay float32).
+   */
   weightBytes: number;
+  /** How the matrices are stored (model/load.ts WeightOptions). */
+  weightDtype: WeightDtype;
   /** 2 · n_layers · n_ctx · n_kv_heads · d_head · 4 (K and V, float32, preallocated for the whole context). */
   kvCacheBytes: number;
   /** Allowance for one forward pass over ACTIVATION_TOKENS tokens (see activationBytes()). */
@@ -36,8 +42,13 @@ export interface MemoryEstimate {
   totalBytes: number;
   /** Context length the KV cache is allocated for (max_position_embeddings). */
   nCtx: number;
-  /** The largest single GPU buffer the model needs (a weight, or one layer's K or V cache). */
+  /** The largest single tensor the model needs (a weight, or one layer's K or V cache), in its stored bytes. */
   largest: { name: string; shape: number[]; bytes: number };
+  /**
+   * The largest buffer that cannot be split: a weight that is not 2-D, one row of a 2-D weight
+   * (the WebGPU backend splits larger matrices by rows across buffers), or one layer's K or V cache.
+   */
+  largestUnsplittable: { name: string; shape: number[]; bytes: number };
   /** Checkpoint files whose headers were read. */
   shards: string[];
 }
@@ -66,16 +77,19 @@ const NOT_PARAMETERS = /(^|\.)(attn\.(bias|masked_bias)|attention\.(bias|masked_
 /**
  * Reads config.json and every shard's safetensors header (never the weights) and estimates the
  * model's memory on this engine.
+ * @param opts.weightDtype the storage the load will use (default 'f32').
  * @throws Error for an unsupported model_type, a missing checkpoint, or a malformed header — the
  *   same errors a full load would raise, only sooner.
  */
-export async function estimateModel(files: ModelFiles): Promise<MemoryEstimate> {
+export async function estimateModel(files: ModelFiles, opts: { weightDtype?: WeightDtype } = {}): Promise<MemoryEstimate> {
+  const weightDtype = opts.weightDtype ?? 'f32';
   const config = await readJson(files, 'config.json');
   const spec = architectureFor(config.model_type).spec(config);
   const shards = await shardNames(files);
   const paramsByDtype: Partial<Record<SafetensorsDtype, number>> = {};
-  let params = 0;
+  let params = 0, weightBytes = 0;
   let largest = { name: '', shape: [] as number[], bytes: 0 };
+  let unsplit = { name: '', shape: [] as number[], bytes: 0 };
   for (const shard of shards) {
     const first8 = await files.range(shard, 0, 8);
     const size = await files.size(shard);
@@ -86,17 +100,23 @@ export async function estimateModel(files: ModelFiles): Promise<MemoryEstimate> 
       const count = t.shape.reduce((a, b) => a * b, 1);
       params += count;
       paramsByDtype[t.dtype] = (paramsByDtype[t.dtype] ?? 0) + count;
-      if (count * 4 > largest.bytes) largest = { name: t.name, shape: t.shape, bytes: count * 4 };
+      const matrix = t.shape.length === 2;
+      const bytes = count * (matrix && weightDtype === 'f16' ? 2 : 4);
+      weightBytes += bytes;
+      if (bytes > largest.bytes) largest = { name: t.name, shape: t.shape, bytes };
+      const part = matrix ? { name: `one row of ${t.name}`, shape: [1, t.shape[1]], bytes: bytes / t.shape[0] } : { name: t.name, shape: t.shape, bytes };
+      if (part.bytes > unsplit.bytes) unsplit = part;
     }
   }
   const kvLayer = spec.nCtx * spec.nKvHeads * spec.dHead * 4;
-  if (kvLayer > largest.bytes) largest = { name: 'the K (or V) cache of one layer', shape: [spec.nCtx, spec.nKvHeads * spec.dHead], bytes: kvLayer };
-  const weightBytes = params * 4;
+  const kv = { name: 'the K (or V) cache of one layer', shape: [spec.nCtx, spec.nKvHeads * spec.dHead], bytes: kvLayer };
+  if (kvLayer > largest.bytes) largest = kv;
+  if (kvLayer > unsplit.bytes) unsplit = kv;
   const kvCacheBytes = 2 * spec.nLayers * kvLayer;
   const activationBytes = activationAllowance(spec.nCtx, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab);
   return {
-    label: files.label, modelType: spec.modelType, params, paramsByDtype, weightBytes, kvCacheBytes, activationBytes,
-    totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, largest, shards,
+    label: files.label, modelType: spec.modelType, params, paramsByDtype, weightBytes, weightDtype, kvCacheBytes, activationBytes,
+    totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, largest, largestUnsplittable: unsplit, shards,
   };
 }
 
@@ -123,15 +143,18 @@ async function shardNames(files: ModelFiles): Promise<string[]> {
   throw new Error(`${files.label}: no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are loaded, never pickle)`);
 }
 
-/** Compares an estimate with the device: the largest buffer against both buffer limits, the total against the budget. */
+/**
+ * Compares an estimate with the device: the largest buffer that cannot be split against both
+ * buffer limits (matrices larger than a limit are split by rows on load), the total against the budget.
+ */
 export function judge(e: MemoryEstimate, limits: DeviceLimits): Verdict {
-  const parts = `weights ${formatBytes(e.weightBytes)} as f32, KV cache ${formatBytes(e.kvCacheBytes)} for ${e.nCtx} tokens, activations ${formatBytes(e.activationBytes)}`;
-  const big = describeTensor(e.largest.name);
+  const parts = `weights ${formatBytes(e.weightBytes)} as ${e.weightDtype}, KV cache ${formatBytes(e.kvCacheBytes)} for ${e.nCtx} tokens, activations ${formatBytes(e.activationBytes)}`;
+  const big = describeTensor(e.largestUnsplittable.name);
   for (const [limitName, limit] of [['maxStorageBufferBindingSize', limits.maxStorageBufferBindingSize], ['maxBufferSize', limits.maxBufferSize]] as const) {
-    if (e.largest.bytes > limit) {
+    if (e.largestUnsplittable.bytes > limit) {
       return {
         fits: false, estimate: e,
-        reason: `${e.label}: ${big} is ${formatBytes(e.largest.bytes)} as f32, larger than ${limitName} ${formatBytes(limit)} of ${limits.device}`,
+        reason: `${e.label}: ${big} is ${formatBytes(e.largestUnsplittable.bytes)}, larger than ${limitName} ${formatBytes(limit)} of ${limits.device}`,
       };
     }
   }
@@ -146,19 +169,22 @@ export function judge(e: MemoryEstimate, limits: DeviceLimits): Verdict {
 
 /**
  * Estimates and judges in one step, for the load path.
+ * @param opts.weightDtype the storage the load will use (default 'f32').
  * @returns the estimate when the model fits.
  * @throws ModelTooLargeError naming the limit it breaks; the errors of estimateModel.
  */
-export async function assertFits(files: ModelFiles, limits: DeviceLimits): Promise<MemoryEstimate> {
-  const v = judge(await estimateModel(files), limits);
+export async function assertFits(files: ModelFiles, limits: DeviceLimits, opts: { weightDtype?: WeightDtype } = {}): Promise<MemoryEstimate> {
+  const v = judge(await estimateModel(files, opts), limits);
   if (!v.fits) throw new ModelTooLargeError(v);
   return v.estimate;
 }
 
 function describeTensor(name: string): string {
+  if (name.startsWith('the ')) return name;
+  const row = /^one row of (.+)$/.exec(name);
+  if (row) return `one row of ${describeTensor(row[1])}`;
   if (/(embed_tokens|wte|embed_in|word_embeddings)\.weight$/.test(name)) return `the embedding matrix (${name})`;
   if (/(lm_head|embed_out)\.weight$/.test(name)) return `the unembedding matrix (${name})`;
-  if (name.startsWith('the ')) return name;
   return `tensor ${name}`;
 }
 

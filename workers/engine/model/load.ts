@@ -1,6 +1,8 @@
 import type { Backend } from '../backend/backend';
 import { architectureFor } from '../arch/registry';
-import type { HFConfig } from '../arch/types';
+import type { HFConfig, Upload } from '../arch/types';
+import { WebGpuBackend } from '../backend/webgpu';
+import { packF16, unpackF16 } from '../backend/f16';
 import { openCheckpoint } from '../io/checkpoint';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
@@ -16,12 +18,39 @@ export interface LoadProgress {
   etaSeconds?: number;
 }
 
+/** Storage of the weight matrices (see WeightOptions). */
+export type WeightDtype = 'f32' | 'f16';
+
+/** How the weights are stored on the backend. */
+export interface WeightOptions {
+  /**
+   * 'f32' (default) keeps every weight in float32. 'f16' stores the matrices — every 2-D weight:
+   * q/k/v/o, MLP, the unembedding and the embedding tables (W_E, GPT-2's W_pos), which tied models
+   * share with W_U — as IEEE binary16 (half the memory; compute stays float32); norm weights and
+   * biases stay float32. On WebGPU the halves are stored (WebGpuBackend.uploadF16); the CPU
+   * backend keeps float32 storage but rounds those weights to binary16, so both backends compute
+   * with the same weights (parity, not memory savings).
+   */
+  weightDtype?: WeightDtype;
+}
+
+/** The weight uploader for `dtype`: 2-D weights as binary16 when 'f16' (see WeightOptions). */
+function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
+  if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
+  return (data, shape) => {
+    if (shape.length !== 2) return backend.upload(data, shape);
+    if (backend instanceof WebGpuBackend) return backend.uploadF16(data, shape);
+    return backend.upload(unpackF16(packF16(data), data.length), shape);
+  };
+}
+
 /**
- * Reads config.json, picks the architecture, opens the checkpoint and uploads the weights.
+ * Reads config.json, picks the architecture, opens the checkpoint and uploads the weights
+ * (as float32, or matrices as binary16 with `weightDtype: 'f16'`).
  * @throws Error with a readable message for an unknown model_type (listing the supported ones),
  *   a missing/malformed config or checkpoint, or a tensor the architecture expects but cannot find.
  */
-export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void): Promise<{ config: HFConfig; model: Transformer }> {
+export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: WeightOptions = {}): Promise<{ config: HFConfig; model: Transformer }> {
   onProgress?.({ stage: 'config' });
   const config = await readJson(files, 'config.json');
   const arch = architectureFor(config.model_type);
@@ -29,6 +58,6 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
   const meter = new RateMeter();
   const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) }));
   onProgress?.({ stage: 'upload' });
-  const weights = arch.weights(spec, src, (data, shape) => backend.upload(data, shape), config);
+  const weights = arch.weights(spec, src, weightUploader(backend, options.weightDtype ?? 'f32'), config);
   return { config, model: new Transformer(backend, spec, weights) };
 }
