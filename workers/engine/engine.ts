@@ -10,6 +10,7 @@ import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import { contextMessage, type Transformer } from './model/transformer';
 import { loadTokenizer } from './tokenizer';
+import { logitLens } from './analysis/lens';
 import { logSumExp, rowMargin, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
@@ -217,18 +218,12 @@ export class Engine {
       tensors.push(logits);
       const lastHost = await b.read(logits);
       const firstLp = logSoftmaxCpu(lastHost, lastHost.length);
-      // Logit lens: LN_f recomputed on every h^l_t, then W_U (and the final soft-cap, as the model does).
+      // Logit lens over h^0 (embeddings) .. h^L, as one stack [(L+1)·T, d_model].
       const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
       tensors.push(stack);
-      const lensLogits = this.model.unembed(stack);
-      tensors.push(lensLogits);
-      const lp = b.logSoftmax(lensLogits);
-      tensors.push(lp);
       const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
-      const gathered = b.gatherCols(lp, Int32Array.from(cols));
-      tensors.push(gathered);
-      const top = await b.topk(lp, topK);
-      const lensMargin = setMargins(await b.read(gathered), cols, good.firstIds, bad.firstIds);
+      const lens = await logitLens(this.model, stack, cols, topK);
+      const lensMargin = setMargins(lens.gathered, cols, good.firstIds, bad.firstIds);
       const stackHost = await b.read(stack);
       const { norms, massive } = residualStats(stackHost, L + 1, T, s.dModel);
       const patterns: Float32Array[] = [], values: Float32Array[] = [];
@@ -242,7 +237,7 @@ export class Engine {
       return {
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
-        topK, lensTopIds: top.indices, lensTopLogProbs: top.values, residNorms: norms, massive, sinks,
+        topK, lensTopIds: lens.topIds, lensTopLogProbs: lens.topLogProbs, residNorms: norms, massive, sinks,
       };
     } finally {
       for (const t of tensors) b.release(t);
