@@ -2,8 +2,7 @@ import { test, expect, type BrowserContext, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultRepos, startMockHub, type MockHub } from '../tools/mock-hub';
-import { encodeHeader } from '../tools/safetensors_write';
+import { defaultRepos, llamaTensors, startMockHub, writeSparseModel, type MockHub } from '../tools/mock-hub';
 
 /**
  * Loading from the Hugging Face Hub in the production build, against the mock Hub
@@ -16,29 +15,42 @@ let hub: MockHub;
 let tmp: string;
 
 /**
- * Llama-shaped with small weights but a 1M-token context: one layer's K (or V) cache is
- * 2^20 × 8 × 64 × 4 B = 2 GiB, one buffer that cannot be split, over SwiftShader's 1 GiB binding
- * limit. The safetensors file is sparse (a header, then a hole): no disk used.
+ * A very wide multi-head model (768 KV heads × 128): even at the default 4096-token working
+ * context one layer's K (or V) cache is 4096 × 98304 × 4 B = 1.5 GiB, one buffer that cannot be
+ * split, over SwiftShader's 1 GiB binding limit. Header-only (embedding and final norm listed).
  */
-function hugeContextModel(): string {
-  const dir = path.join(tmp, 'huge-context');
-  fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({
-    model_type: 'llama', hidden_size: 512, intermediate_size: 1024, num_attention_heads: 8, num_key_value_heads: 8, head_dim: 64,
-    num_hidden_layers: 2, vocab_size: 1000, max_position_embeddings: 1 << 20, rms_norm_eps: 1e-5, rope_theta: 10000, hidden_act: 'silu', tie_word_embeddings: true,
-  }));
-  const { head, fileSize } = encodeHeader([
-    { name: 'model.embed_tokens.weight', shape: [1000, 512], dtype: 'BF16' },
-    { name: 'model.norm.weight', shape: [512], dtype: 'BF16' },
+function wideKvModel(): string {
+  const c = {
+    model_type: 'llama', hidden_size: 98304, intermediate_size: 1024, num_attention_heads: 768, num_key_value_heads: 768, head_dim: 128,
+    num_hidden_layers: 1, vocab_size: 1000, max_position_embeddings: 131072, rms_norm_eps: 1e-5, rope_theta: 10000, hidden_act: 'silu', tie_word_embeddings: true,
+  };
+  return writeSparseModel(path.join(tmp, 'wide-kv'), c, [
+    { name: 'model.embed_tokens.weight', shape: [1000, 98304], dtype: 'BF16' },
+    { name: 'model.norm.weight', shape: [98304], dtype: 'BF16' },
   ]);
-  fs.writeFileSync(path.join(dir, 'model.safetensors'), head);
-  fs.truncateSync(path.join(dir, 'model.safetensors'), fileSize);
-  return dir;
+}
+
+/**
+ * 20 layers of a 70B-class Llama (d_model 8192, d_mlp 28672, 8 KV heads × 128, vocab 128256,
+ * untied), every tensor listed, BF16 over eight shards: 71.6 GiB of float32 weights, over any
+ * budget the browser reports (navigator.deviceMemory: 16 GiB in Chromium 150 on a 24 GB machine;
+ * browsers cap it), with every buffer splittable. No tokenizer.json: were it wrongly accepted, the
+ * load would stop there instead of downloading the (sparse) weights.
+ */
+function bigWeightsModel(): string {
+  const c = {
+    model_type: 'llama', hidden_size: 8192, intermediate_size: 28672, num_attention_heads: 64, num_key_value_heads: 8, head_dim: 128,
+    num_hidden_layers: 20, vocab_size: 128256, max_position_embeddings: 131072, rms_norm_eps: 1e-5, rope_theta: 500000, hidden_act: 'silu', tie_word_embeddings: false,
+  };
+  return writeSparseModel(path.join(tmp, 'big-weights'), c, llamaTensors(c, 'BF16'), 8);
 }
 
 test.beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-e2e-hub-'));
-  hub = await startMockHub({ cors: true, repos: { ...defaultRepos(), 'big/context': { revisions: { main: hugeContextModel() } } } });
+  hub = await startMockHub({
+    cors: true,
+    repos: { ...defaultRepos(), 'big/kv': { revisions: { main: wideKvModel() } }, 'big/weights': { revisions: { main: bigWeightsModel() } } },
+  });
 });
 test.afterAll(async () => {
   await hub?.close();
@@ -102,19 +114,36 @@ test('a Hub model loads in the worker, and after a reload loads again offline fr
   await context.setOffline(false);
 });
 
-test('a model too large for the adapter is refused before its weights are downloaded, naming the limit', async ({ page, context }) => {
+/** True when every weight request since `from` read a header range only (and there were some). */
+function onlyHeadersRead(from: number): void {
+  const weights = weightRequests(hub.log.slice(from));
+  expect(weights.length).toBeGreaterThan(0);
+  expect(weights.every((r) => r.range !== undefined && r.bytes <= 4096), JSON.stringify(weights)).toBe(true);
+}
+
+test('a buffer over the adapter\'s binding limit is refused before the weights are downloaded, naming the limit', async ({ page, context }) => {
   await routeHuggingFaceToMock(context);
   await openApp(page);
   await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   const from = hub.log.length;
-  await loadFromHub(page, 'big/context');
+  await loadFromHub(page, 'big/kv');
   await expect(page.getByTestId('error-banner')).toBeVisible({ timeout: 120_000 });
   const why = page.getByTestId('error-why');
-  await expect(why).toContainText('the K (or V) cache of one layer is 2 GiB');
+  await expect(why).toContainText('the K (or V) cache of one layer for 4096 tokens is 1.5 GiB');
   await expect(why).toContainText(/larger than maxStorageBufferBindingSize 1 GiB of this GPU \(.*swiftshader/i);
-  const weights = weightRequests(hub.log.slice(from));
-  expect(weights.length).toBeGreaterThan(0);
-  expect(weights.every((r) => r.range !== undefined && r.bytes <= 4096), JSON.stringify(weights)).toBe(true);
+  onlyHeadersRead(from);
+});
+
+test('weights over the memory budget are refused before download, itemised, with the KV cache sized for the working context', async ({ page, context }) => {
+  await routeHuggingFaceToMock(context);
+  await openApp(page);
+  const from = hub.log.length;
+  await loadFromHub(page, 'big/weights');
+  await expect(page.getByTestId('error-banner')).toBeVisible({ timeout: 120_000 });
+  const why = page.getByTestId('error-why');
+  await expect(why).toContainText('of GPU memory (weights 71.6 GiB as f32, KV cache 640 MiB for 4096 tokens (of max_position_embeddings 131072), activations');
+  await expect(why).toContainText(/\); this GPU \(.*swiftshader.*\) allows \d+ GiB/i);
+  onlyHeadersRead(from);
 });
 
 test('a mirror endpoint (HF_ENDPOINT-style base URL) serves the same layout', async ({ page }) => {

@@ -2,8 +2,10 @@
  * A tiny stand-in for the Hugging Face Hub, for tests: serves local model folders under the Hub's
  * `/{org}/{name}/resolve/{revision}/{file}` layout with what our loader depends on —
  * HEAD, single Range requests (206 + Content-Range), a 302 hop to a "CDN" path for *.safetensors,
- * 401/403 for gated repos without the right Bearer token, 404 with the Hub's X-Error-Code
- * (RepoNotFound, RevisionNotFound, EntryNotFound), optional CORS, and a log of every request.
+ * 401/403 for gated repos without the right Bearer token, 401 for a repo that does not exist when
+ * no token is sent (as the Hub does: it will not tell a missing repo from a private one), 404 with
+ * the Hub's X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound), optional CORS, and a log
+ * of every request.
  *
  * Run alone: `npx tsx tools/mock-hub.ts [--port 8080]` serves ../shared/fixtures/<arch>-tiny as
  * `fixtures/<arch>-tiny` and ../shared/models/<name> as `models/<name>`.
@@ -13,6 +15,8 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { SafetensorsDtype } from '../workers/engine/io/safetensors';
+import { encodeHeader } from './safetensors_write';
 
 export interface MockRepo {
   /** Revision name → folder served for it. */
@@ -73,6 +77,72 @@ export function defaultRepos(shared = SHARED): Record<string, MockRepo> {
   return repos;
 }
 
+/** A tensor as a safetensors header lists it. */
+export interface TensorHeader {
+  name: string;
+  shape: number[];
+  dtype: SafetensorsDtype;
+}
+
+/**
+ * Writes a model folder to serve whose checkpoint claims any size yet takes no disk: config.json,
+ * then each shard as its safetensors header followed by a hole up to the size the header
+ * describes (a sparse file; reads return zeros). Enough for the pre-download estimate, which reads
+ * headers only. With `shards` > 1 the tensors are split in order into
+ * model-0000k-of-0000n.safetensors with a model.safetensors.index.json.
+ * @returns `dir`.
+ */
+export function writeSparseModel(dir: string, config: Record<string, unknown>, tensors: readonly TensorHeader[], shards = 1): string {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+  const per = Math.ceil(tensors.length / shards);
+  const names = shards === 1 ? ['model.safetensors'] : Array.from({ length: shards }, (_, k) => `model-${pad5(k + 1)}-of-${pad5(shards)}.safetensors`);
+  names.forEach((name, k) => {
+    const { head, fileSize } = encodeHeader(tensors.slice(k * per, (k + 1) * per));
+    fs.writeFileSync(path.join(dir, name), head);
+    fs.truncateSync(path.join(dir, name), fileSize);
+  });
+  if (shards > 1) {
+    const weightMap = Object.fromEntries(tensors.map((t, i) => [t.name, names[Math.floor(i / per)]]));
+    fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+  }
+  return dir;
+}
+
+function pad5(n: number): string {
+  return String(n).padStart(5, '0');
+}
+
+/**
+ * Every tensor of a Hugging Face Llama checkpoint for config `c` (hidden_size, intermediate_size,
+ * num_attention_heads, num_key_value_heads, head_dim, num_hidden_layers, vocab_size,
+ * tie_word_embeddings), all in `dtype`: embed_tokens, per layer the two norms, q/k/v/o and
+ * gate/up/down, the final norm, and lm_head unless the embeddings are tied.
+ */
+export function llamaTensors(c: Record<string, unknown>, dtype: SafetensorsDtype): TensorHeader[] {
+  const D = Number(c.hidden_size), F = Number(c.intermediate_size), V = Number(c.vocab_size);
+  const dHead = Number(c.head_dim ?? D / Number(c.num_attention_heads));
+  const q = Number(c.num_attention_heads) * dHead, kv = Number(c.num_key_value_heads ?? c.num_attention_heads) * dHead;
+  const t: TensorHeader[] = [{ name: 'model.embed_tokens.weight', shape: [V, D], dtype }];
+  for (let l = 0; l < Number(c.num_hidden_layers); l++) {
+    const p = `model.layers.${l}`;
+    t.push(
+      { name: `${p}.input_layernorm.weight`, shape: [D], dtype },
+      { name: `${p}.post_attention_layernorm.weight`, shape: [D], dtype },
+      { name: `${p}.self_attn.q_proj.weight`, shape: [q, D], dtype },
+      { name: `${p}.self_attn.k_proj.weight`, shape: [kv, D], dtype },
+      { name: `${p}.self_attn.v_proj.weight`, shape: [kv, D], dtype },
+      { name: `${p}.self_attn.o_proj.weight`, shape: [D, q], dtype },
+      { name: `${p}.mlp.gate_proj.weight`, shape: [F, D], dtype },
+      { name: `${p}.mlp.up_proj.weight`, shape: [F, D], dtype },
+      { name: `${p}.mlp.down_proj.weight`, shape: [D, F], dtype },
+    );
+  }
+  t.push({ name: 'model.norm.weight', shape: [D], dtype });
+  if (!c.tie_word_embeddings) t.push({ name: 'lm_head.weight', shape: [V, D], dtype });
+  return t;
+}
+
 /** Starts the server on 127.0.0.1. */
 export async function startMockHub(opts: MockHubOptions = {}): Promise<MockHub> {
   const repos = new Map(Object.entries(opts.repos ?? defaultRepos()));
@@ -110,7 +180,7 @@ export async function startMockHub(opts: MockHubOptions = {}): Promise<MockHub> 
     if (!m) return end(res, 404, 'not a resolve URL', 'EntryNotFound');
     const [id, revision, name] = m.slice(1).map(decodeURIComponent);
     const repo = repos.get(id);
-    if (!repo) return end(res, 404, `Repository ${id} not found`, 'RepoNotFound');
+    if (!repo) return end(res, req.headers.authorization ? 404 : 401, `Repository ${id} not found`, 'RepoNotFound');
     if (repo.token !== undefined) {
       const auth = req.headers.authorization;
       if (!auth) return end(res, 401, `Access to model ${id} is restricted. You must have access to it and be authenticated to access it.`, 'GatedRepo');

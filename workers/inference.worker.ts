@@ -90,8 +90,8 @@ const api: InferenceApi = {
     const be = await selectBackend(backend);
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype });
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype });
+      const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength });
       // a proxy whose page is gone rejects: nothing is left to tell
       engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
     } catch (e) {

@@ -43,6 +43,12 @@ export interface LoadOptions {
    * Default 'f32'. The pre-download estimate counts 2 bytes per matrix element with 'f16'.
    */
   weightDtype?: WeightDtype;
+  /**
+   * KV-cache positions to allocate: the longest prompt plus generation the session runs (default
+   * 4096, capped at the model's max_position_embeddings; ModelInfo.contextLength reports it). The
+   * pre-download estimate sizes the KV cache for it.
+   */
+  contextLength?: number;
 }
 
 /** What the worker holds now; poll it after an error, or use onDeviceLost. */

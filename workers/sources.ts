@@ -15,6 +15,8 @@ export interface OpenOptions {
   limits?: DeviceLimits;
   /** Weight storage the load will use, for the estimate (default 'f32'). */
   weightDtype?: WeightDtype;
+  /** KV-cache positions the load will allocate, for the estimate (default 4096; model/load.ts TransformerOptions). */
+  contextLength?: number;
   /** Cancels downloads in flight (they reject with CancelledError). */
   signal?: AbortSignal;
   /** Cache Storage for Hub models (default: the global `caches`; null = no caching). */
@@ -44,11 +46,11 @@ export async function filesFor(source: ModelSource, opts: OpenOptions = {}): Pro
       break;
     }
   }
-  if (opts.limits) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype });
+  if (opts.limits) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype, contextLength: opts.contextLength });
   return files;
 }
 
-/** Memory budget when the caller gives none: the device's RAM as the browser reports it (navigator.deviceMemory, GiB, capped at 8 by Chrome), else 4 GiB. */
+/** Memory budget when the caller gives none: the device's RAM as the browser reports it (navigator.deviceMemory, GiB, rounded down and capped by the browser: 16 in Chromium 150 on a 24 GB machine), else 4 GiB. */
 export function defaultMemoryBudget(): number {
   const gib = (globalThis as { navigator?: { deviceMemory?: number } }).navigator?.deviceMemory;
   return (gib ?? 4) * 2 ** 30;

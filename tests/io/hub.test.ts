@@ -99,10 +99,11 @@ describe('HubFiles over the mock Hub', () => {
   });
 
   it('turns 401 and 403 on a gated repo into the licence message, and loads with the right token', async () => {
-    const gated = 'org/gated is gated: accept its licence on huggingface.co and paste an access token';
-    await expect(new HubFiles('org/gated', { endpoint: hub.url }).bytes('config.json')).rejects.toThrow(gated);
-    await expect(new HubFiles('org/gated', { endpoint: hub.url }).has('config.json')).rejects.toThrow(gated);
-    await expect(new HubFiles('org/gated', { endpoint: hub.url, token: 'hf_wrong' }).bytes('config.json')).rejects.toThrow(gated);
+    const anonymous = 'org/gated is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token';
+    await expect(new HubFiles('org/gated', { endpoint: hub.url }).bytes('config.json')).rejects.toThrow(anonymous);
+    await expect(new HubFiles('org/gated', { endpoint: hub.url }).has('config.json')).rejects.toThrow(anonymous);
+    const refused = 'org/gated is gated: accept its licence on huggingface.co and paste an access token (the token given was refused, or its account has not been granted access yet)';
+    await expect(new HubFiles('org/gated', { endpoint: hub.url, token: 'hf_wrong' }).bytes('config.json')).rejects.toThrow(refused);
     const ok = await new HubFiles('org/gated', { endpoint: hub.url, token: TOKEN }).bytes('config.json');
     expect(Buffer.from(ok).equals(fs.readFileSync(`${LLAMA}/config.json`))).toBe(true);
   });
@@ -112,7 +113,13 @@ describe('HubFiles over the mock Hub', () => {
     await expect(f.bytes('missing.json')).rejects.toThrow('missing.json not found in org/tiny@v2');
     await expect(f.range('missing.safetensors', 0, 8)).rejects.toThrow('missing.safetensors not found in org/tiny@v2');
     expect(await f.has('missing.json')).toBe(false);
-    await expect(new HubFiles('org/absent', { endpoint: hub.url }).has('config.json')).rejects.toThrow(`org/absent not found at ${hub.url}`);
+  });
+
+  it('a missing repo: without a token the Hub answers 401, as for a private one, and the message says either may be the case; with one, "not found"', async () => {
+    const { value: err, log } = await logged(() => new HubFiles('org/absent', { endpoint: hub.url }).has('config.json').then(() => null, (e: Error) => e));
+    expect(log.map((r) => r.status)).toEqual([401]);
+    expect(err?.message).toBe('org/absent is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token');
+    await expect(new HubFiles('org/absent', { endpoint: hub.url, token: TOKEN }).has('config.json')).rejects.toThrow(`org/absent not found at ${hub.url}`);
   });
 
   it('sends the token only in the Authorization header: never in a URL, the label, an error or JSON', async () => {

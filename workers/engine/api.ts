@@ -30,7 +30,10 @@ export interface ModelInfo {
   dHead: number;
   dMlp: number;
   dVocab: number;
+  /** The model's max_position_embeddings. */
   nCtx: number;
+  /** Positions the KV cache was allocated for, min(nCtx, the load's contextLength): the longest prompt plus generation this session runs. */
+  contextLength: number;
   backend: { kind: 'cpu' | 'webgpu'; description: string };
   hookNames: string[];
   hasChatTemplate: boolean;

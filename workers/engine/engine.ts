@@ -4,7 +4,7 @@ import type { HFConfig } from './arch/types';
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
 import { assertHook, hookNames } from './hooks';
 import type { ModelFiles } from './io/model_files';
-import { loadTransformer, type LoadProgress, type WeightOptions } from './model/load';
+import { loadTransformer, type LoadProgress, type TransformerOptions } from './model/load';
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
@@ -70,11 +70,12 @@ export class Engine {
 
   /**
    * Loads config, weights and tokenizer from a model folder.
-   * @param options weight storage (float32, or matrices as binary16: model/load.ts WeightOptions).
+   * @param options weight storage (float32, or matrices as binary16) and the KV-cache positions
+   *   to allocate (default 4096, capped at max_position_embeddings): model/load.ts TransformerOptions.
    * @throws Error (readable) for a missing tokenizer/config/checkpoint, an unsupported model_type,
-   *   or a malformed safetensors file.
+   *   a malformed safetensors file, or a contextLength that is not a positive integer.
    */
-  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: WeightOptions = {}): Promise<Engine> {
+  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<Engine> {
     if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
     const { config, model } = await loadTransformer(files, backend, onProgress, options);
     onProgress?.({ stage: 'tokenizer' });
@@ -102,7 +103,7 @@ export class Engine {
     const s = this.spec;
     return {
       label: this.label, modelType: s.modelType, nLayers: s.nLayers, dModel: s.dModel, nHeads: s.nHeads,
-      nKvHeads: s.nKvHeads, dHead: s.dHead, dMlp: s.dMlp, dVocab: s.dVocab, nCtx: s.nCtx,
+      nKvHeads: s.nKvHeads, dHead: s.dHead, dMlp: s.dMlp, dVocab: s.dVocab, nCtx: s.nCtx, contextLength: this.model.contextLength,
       backend: { kind: this.backend.kind, description: this.backend.description },
       hookNames: hookNames(s),
       hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),

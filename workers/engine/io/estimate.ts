@@ -4,7 +4,7 @@
  * JSON header), against the device's buffer limits and a memory budget.
  */
 import { architectureFor } from '../arch/registry';
-import type { WeightDtype } from '../model/load';
+import { workingContext, type TransformerOptions, type WeightDtype } from '../model/load';
 import { readJson, type ModelFiles } from './model_files';
 import { parseHeader, readHeaderLength, type SafetensorsDtype } from './safetensors';
 
@@ -35,13 +35,15 @@ export interface MemoryEstimate {
   weightBytes: number;
   /** How the matrices are stored (model/load.ts WeightOptions). */
   weightDtype: WeightDtype;
-  /** 2 · n_layers · n_ctx · n_kv_heads · d_head · 4 (K and V, float32, preallocated for the whole context). */
+  /** 2 · n_layers · contextLength · n_kv_heads · d_head · 4 (K and V, float32, preallocated for contextLength positions). */
   kvCacheBytes: number;
-  /** Allowance for one forward pass over ACTIVATION_TOKENS tokens (see activationBytes()). */
+  /** Allowance for one forward pass over min(contextLength, ACTIVATION_TOKENS) tokens (see activationAllowance()). */
   activationBytes: number;
   totalBytes: number;
-  /** Context length the KV cache is allocated for (max_position_embeddings). */
+  /** The model's max_position_embeddings. */
   nCtx: number;
+  /** Positions the KV cache is allocated for: min(nCtx, the load's contextLength), as model/load.ts workingContext(). */
+  contextLength: number;
   /** The largest single tensor the model needs (a weight, or one layer's K or V cache), in its stored bytes. */
   largest: { name: string; shape: number[]; bytes: number };
   /**
@@ -78,13 +80,16 @@ const NOT_PARAMETERS = /(^|\.)(attn\.(bias|masked_bias)|attention\.(bias|masked_
  * Reads config.json and every shard's safetensors header (never the weights) and estimates the
  * model's memory on this engine.
  * @param opts.weightDtype the storage the load will use (default 'f32').
- * @throws Error for an unsupported model_type, a missing checkpoint, or a malformed header — the
- *   same errors a full load would raise, only sooner.
+ * @param opts.contextLength the KV-cache positions the load will ask for (default 4096, capped at
+ *   max_position_embeddings as the load caps it).
+ * @throws Error for an unsupported model_type, a missing checkpoint, a malformed header or a
+ *   contextLength that is not a positive integer — the same errors a full load would raise, only sooner.
  */
-export async function estimateModel(files: ModelFiles, opts: { weightDtype?: WeightDtype } = {}): Promise<MemoryEstimate> {
+export async function estimateModel(files: ModelFiles, opts: TransformerOptions = {}): Promise<MemoryEstimate> {
   const weightDtype = opts.weightDtype ?? 'f32';
   const config = await readJson(files, 'config.json');
   const spec = architectureFor(config.model_type).spec(config);
+  const contextLength = workingContext(spec.nCtx, opts.contextLength);
   const shards = await shardNames(files);
   const paramsByDtype: Partial<Record<SafetensorsDtype, number>> = {};
   let params = 0, weightBytes = 0;
@@ -108,26 +113,26 @@ export async function estimateModel(files: ModelFiles, opts: { weightDtype?: Wei
       if (part.bytes > unsplit.bytes) unsplit = part;
     }
   }
-  const kvLayer = spec.nCtx * spec.nKvHeads * spec.dHead * 4;
-  const kv = { name: 'the K (or V) cache of one layer', shape: [spec.nCtx, spec.nKvHeads * spec.dHead], bytes: kvLayer };
+  const kvLayer = contextLength * spec.nKvHeads * spec.dHead * 4;
+  const kv = { name: `the K (or V) cache of one layer for ${contextLength} tokens`, shape: [contextLength, spec.nKvHeads * spec.dHead], bytes: kvLayer };
   if (kvLayer > largest.bytes) largest = kv;
   if (kvLayer > unsplit.bytes) unsplit = kv;
   const kvCacheBytes = 2 * spec.nLayers * kvLayer;
-  const activationBytes = activationAllowance(spec.nCtx, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab);
+  const activationBytes = activationAllowance(contextLength, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab);
   return {
     label: files.label, modelType: spec.modelType, params, paramsByDtype, weightBytes, weightDtype, kvCacheBytes, activationBytes,
-    totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, largest, largestUnsplittable: unsplit, shards,
+    totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, contextLength, largest, largestUnsplittable: unsplit, shards,
   };
 }
 
 /**
- * Float32 working memory of one forward pass over T = min(n_ctx, ACTIVATION_TOKENS) tokens:
+ * Float32 working memory of one forward pass over T = min(contextLength, ACTIVATION_TOKENS) tokens:
  * residual, norm, q/k/v/attention output and their temporaries (~6·d_model per token), the MLP
  * (3·d_mlp: gate, up, activation), one head's attention scores at a time (n_heads·T when all are
  * kept for hook_pattern), and the logits (d_vocab per token).
  */
-function activationAllowance(nCtx: number, dModel: number, dMlp: number, nHeads: number, dVocab: number): number {
-  const T = Math.min(nCtx, ACTIVATION_TOKENS);
+function activationAllowance(contextLength: number, dModel: number, dMlp: number, nHeads: number, dVocab: number): number {
+  const T = Math.min(contextLength, ACTIVATION_TOKENS);
   return 4 * T * (6 * dModel + 3 * dMlp + nHeads * T + dVocab);
 }
 
@@ -148,7 +153,7 @@ async function shardNames(files: ModelFiles): Promise<string[]> {
  * buffer limits (matrices larger than a limit are split by rows on load), the total against the budget.
  */
 export function judge(e: MemoryEstimate, limits: DeviceLimits): Verdict {
-  const parts = `weights ${formatBytes(e.weightBytes)} as ${e.weightDtype}, KV cache ${formatBytes(e.kvCacheBytes)} for ${e.nCtx} tokens, activations ${formatBytes(e.activationBytes)}`;
+  const parts = `weights ${formatBytes(e.weightBytes)} as ${e.weightDtype}, KV cache ${formatBytes(e.kvCacheBytes)} for ${e.contextLength} tokens (of max_position_embeddings ${e.nCtx}), activations ${formatBytes(e.activationBytes)}`;
   const big = describeTensor(e.largestUnsplittable.name);
   for (const [limitName, limit] of [['maxStorageBufferBindingSize', limits.maxStorageBufferBindingSize], ['maxBufferSize', limits.maxBufferSize]] as const) {
     if (e.largestUnsplittable.bytes > limit) {
@@ -169,11 +174,11 @@ export function judge(e: MemoryEstimate, limits: DeviceLimits): Verdict {
 
 /**
  * Estimates and judges in one step, for the load path.
- * @param opts.weightDtype the storage the load will use (default 'f32').
+ * @param opts the weight storage and KV-cache positions the load will use (as estimateModel).
  * @returns the estimate when the model fits.
  * @throws ModelTooLargeError naming the limit it breaks; the errors of estimateModel.
  */
-export async function assertFits(files: ModelFiles, limits: DeviceLimits, opts: { weightDtype?: WeightDtype } = {}): Promise<MemoryEstimate> {
+export async function assertFits(files: ModelFiles, limits: DeviceLimits, opts: TransformerOptions = {}): Promise<MemoryEstimate> {
   const v = judge(await estimateModel(files, opts), limits);
   if (!v.fits) throw new ModelTooLargeError(v);
   return v.estimate;

@@ -163,6 +163,10 @@ export class HubFiles implements ModelFiles {
     if (r.ok) return;
     const code = r.headers.get('x-error-code');
     const rev = `${this.repo}@${this.revision}`;
+    // Without a token the Hub answers 401 alike for gated, private and missing repos: it will not say which.
+    if (r.status === 401 && !this.#token) {
+      throw new Error(`${this.repo} is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token`);
+    }
     if (code === 'RepoNotFound') {
       throw new Error(`${this.repo} not found at ${this.endpoint}${this.#token ? '' : ' (if it is private, paste an access token)'}`);
     }

@@ -6,7 +6,7 @@ import { packF16, unpackF16 } from '../backend/f16';
 import { openCheckpoint } from '../io/checkpoint';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
-import { Transformer } from './transformer';
+import { DEFAULT_CONTEXT_LENGTH, Transformer } from './transformer';
 
 export interface LoadProgress {
   stage: 'config' | 'weights' | 'upload' | 'tokenizer' | 'ready';
@@ -34,6 +34,28 @@ export interface WeightOptions {
   weightDtype?: WeightDtype;
 }
 
+/** What a load allocates and how it stores the weights. */
+export interface TransformerOptions extends WeightOptions {
+  /**
+   * KV-cache positions to allocate (default DEFAULT_CONTEXT_LENGTH = 4096), capped at the model's
+   * max_position_embeddings: the longest prompt plus generation the session can run. The cache
+   * costs 2 · n_layers · positions · n_kv_heads · d_head · 4 bytes, allocated up front.
+   */
+  contextLength?: number;
+}
+
+/**
+ * The KV-cache positions a load allocates: min(n_ctx, contextLength), the rule the Transformer
+ * applies and the pre-download estimate (io/estimate.ts) sizes for.
+ * @param nCtx the model's max_position_embeddings.
+ * @param contextLength the positions asked for (default DEFAULT_CONTEXT_LENGTH).
+ * @throws Error when contextLength is not a positive integer.
+ */
+export function workingContext(nCtx: number, contextLength = DEFAULT_CONTEXT_LENGTH): number {
+  if (!Number.isInteger(contextLength) || contextLength < 1) throw new Error(`contextLength must be a positive whole number of tokens, not ${contextLength}`);
+  return Math.min(nCtx, contextLength);
+}
+
 /** The weight uploader for `dtype`: 2-D weights as binary16 when 'f16' (see WeightOptions). */
 function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
   if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
@@ -46,18 +68,21 @@ function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
 
 /**
  * Reads config.json, picks the architecture, opens the checkpoint and uploads the weights
- * (as float32, or matrices as binary16 with `weightDtype: 'f16'`).
+ * (as float32, or matrices as binary16 with `weightDtype: 'f16'`), and allocates the KV cache for
+ * workingContext(n_ctx, `contextLength`) positions.
  * @throws Error with a readable message for an unknown model_type (listing the supported ones),
- *   a missing/malformed config or checkpoint, or a tensor the architecture expects but cannot find.
+ *   a missing/malformed config or checkpoint, a tensor the architecture expects but cannot find,
+ *   or a contextLength that is not a positive integer (before any weight is read).
  */
-export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: WeightOptions = {}): Promise<{ config: HFConfig; model: Transformer }> {
+export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<{ config: HFConfig; model: Transformer }> {
   onProgress?.({ stage: 'config' });
   const config = await readJson(files, 'config.json');
   const arch = architectureFor(config.model_type);
   const spec = arch.spec(config);
+  const contextLength = workingContext(spec.nCtx, options.contextLength);
   const meter = new RateMeter();
   const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) }));
   onProgress?.({ stage: 'upload' });
   const weights = arch.weights(spec, src, weightUploader(backend, options.weightDtype ?? 'f32'), config);
-  return { config, model: new Transformer(backend, spec, weights) };
+  return { config, model: new Transformer(backend, spec, weights, contextLength) };
 }
