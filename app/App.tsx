@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useMemo, useRef } from 'react';
 import { useStore } from './store';
 import type { ViewName } from './store/ui';
 import { analyse } from './actions/analyse';
@@ -14,12 +14,20 @@ import { MarginHeatmapView } from './views/MarginHeatmapView';
 import { SinkView } from './views/SinkView';
 import { GenerationView } from './views/GenerationView';
 import { ResidualNormsView } from './views/ResidualNormsView';
+import { DoseResponseView } from './views/DoseResponseView';
+import { VectorLibraryView } from './views/VectorLibraryView';
+import { SteeringPanel } from './components/SteeringPanel';
+import { DeviceLostBanner } from './components/DeviceLostBanner';
+import { appliedInterventions } from './lib/specs';
+import { promptMarks } from './lib/steered';
 
 const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'margins', title: 'Margin heatmap' },
   { name: 'sinks', title: 'Attention sinks' },
   { name: 'generation', title: 'Generation' },
   { name: 'norms', title: 'Residual norms' },
+  { name: 'dose', title: 'Dose–response' },
+  { name: 'vectors', title: 'Vectors' },
 ];
 
 function ActiveView({ view }: { view: ViewName }) {
@@ -28,6 +36,8 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'sinks': return <SinkView />;
     case 'generation': return <GenerationView />;
     case 'norms': return <ResidualNormsView />;
+    case 'dose': return <DoseResponseView />;
+    case 'vectors': return <VectorLibraryView />;
   }
 }
 
@@ -42,6 +52,10 @@ export function App() {
   const ready = useStore((s) => s.modelStatus === 'ready');
   const tokens = useStore((s) => s.promptTokens);
   const focus = useStore((s) => s.focusPosition);
+  const interventions = useStore((s) => s.interventions);
+  const selection = useStore((s) => s.tokenSelection);
+  const setTokenSelection = useStore((s) => s.setTokenSelection);
+  const marks = useMemo(() => (tokens ? promptMarks(appliedInterventions(interventions), tokens.ids.length) : []), [tokens, interventions]);
 
   const started = useRef(false);
   useEffect(() => {
@@ -58,6 +72,7 @@ export function App() {
       </header>
       <ModelPicker />
       <Progress />
+      <DeviceLostBanner />
       <ErrorBanner />
       <main>
         <section className="experiment" aria-label="experiment">
@@ -69,10 +84,11 @@ export function App() {
           </div>
           {tokens && (
             <div>
-              <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length})</span></h3>
-              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} highlight={focus} />
+              <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length}; drag or shift-click to select tokens to steer)</span></h3>
+              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} highlight={focus} marks={marks} selection={selection} onSelect={setTokenSelection} />
             </div>
           )}
+          <SteeringPanel />
         </section>
         <section className="views">
           <nav className="tabs" role="tablist">

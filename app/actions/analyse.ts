@@ -1,6 +1,7 @@
 import { useStore } from '../store';
 import type { AnalyseRequest } from '../../workers/protocol';
 import { futureInput } from '../lib/futures';
+import { specRequest } from '../lib/specs';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
 
@@ -10,16 +11,23 @@ function request(): AnalyseRequest {
   return { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad) };
 }
 
-/** Analyses the prompt (lens margins, sinks, norms) and puts the result on display. */
+/**
+ * Analyses the prompt (lens margins, sinks, norms) and puts the result on display. With enabled
+ * interventions it analyses the prompt twice, without and then with them (the steered analysis is
+ * shown; the unsteered one is kept for the difference).
+ */
 export async function analyse(): Promise<void> {
   const label = useStore.getState().modelLabel ?? 'the model';
   await runJob('analyse', 'Analysing the prompt', 'Could not analyse the prompt', async () => {
     const req = request();
-    const analysis = await inOrder((w) => w.analyse(req));
+    const st = useStore.getState();
+    const { specs, specLabels, applied } = specRequest(st.interventions, st.vectors);
+    const baseline = applied.length ? await inOrder((w) => w.analyse(req)) : null;
+    const analysis = await inOrder((w) => w.analyse(applied.length ? { ...req, specs, specLabels } : req));
     const ids = [...new Set(analysis.lensTopIds)];
     const strings = await inOrder((w) => w.tokenStrings(ids));
     const s = useStore.getState();
-    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, idStrings: new Map(ids.map((id, i) => [id, strings[i]])) });
+    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, idStrings: new Map(ids.map((id, i) => [id, strings[i]])), steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);

@@ -1,11 +1,17 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { GenerateRequest, TokenEvent } from '../../workers/protocol';
+import type { GenerateRequest, SpecRequest, TokenEvent } from '../../workers/protocol';
+import type { RunName } from '../store/results';
 import { futureInput } from '../lib/futures';
-import { runJob } from './job';
+import { specRequest } from '../lib/specs';
+import { relabelJob, runJob } from './job';
 import { inOrder } from './worker';
 
-/** Generates with the experiment's settings, streaming tokens and margins into the store. */
+/**
+ * Generates with the experiment's settings, streaming tokens and margins into the store. With
+ * enabled interventions it generates twice from the same seed, steered and then unsteered, so the
+ * two texts and margin curves can be compared.
+ */
 export async function generate(): Promise<void> {
   const s = useStore.getState();
   await runJob('generate', 'Generating', 'Could not generate', async () => {
@@ -14,9 +20,29 @@ export async function generate(): Promise<void> {
       prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad),
       maxNewTokens: g.maxNewTokens, temperature: g.temperature, topK: g.topK, seed: g.seed,
     };
-    s.startGeneration({ modelLabel: s.modelLabel ?? '', prompt: s.prompt, maxNewTokens: g.maxNewTokens });
-    const onToken = Comlink.proxy((e: TokenEvent) => useStore.getState().addToken(e));
-    const final = await inOrder((w) => w.generate(req, onToken));
-    useStore.getState().finishGeneration(final);
+    const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
+    if (applied.length) relabelJob('Generating under the interventions');
+    // The generation on display is replaced when the first token arrives, so one the worker refuses leaves it in place.
+    let shown = false;
+    const show = () => {
+      if (shown) return;
+      shown = true;
+      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
+      if (applied.length) useStore.getState().startSteeredRun();
+    };
+    const run = async (name: RunName, r: GenerateRequest & SpecRequest) => {
+      const onToken = Comlink.proxy((e: TokenEvent) => { show(); useStore.getState().addToken(e, name); });
+      const final = await inOrder((w) => w.generate(r, onToken));
+      show();
+      useStore.getState().finishGeneration(final, name);
+      return final;
+    };
+    if (applied.length) {
+      // Steered first: a spec the worker refuses (a step window past the end) fails before anything runs.
+      const steered = await run('steered', { ...req, specs, specLabels });
+      if (steered.stop === 'cancelled') return;
+      relabelJob('Generating without the interventions (same seed)');
+    }
+    await run('unsteered', req);
   }, { cancellable: true });
 }

@@ -31,6 +31,12 @@ export async function runJob<T>(kind: Job['kind'], label: string, what: string, 
   }
 }
 
+/** Renames the running job, for a job of several stages (the progress bar says which one runs). */
+export function relabelJob(label: string): void {
+  const { job, setJob } = useStore.getState();
+  if (job) setJob({ ...job, label });
+}
+
 /** Asks the worker to stop what it is doing (a generation after the current token, a download in flight). */
 export function cancelRunning(): void {
   void worker().cancel();

@@ -34,7 +34,7 @@ function labelOf(source: ModelSource): string {
 export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<boolean> {
   const s = useStore.getState();
   const label = labelOf(source);
-  s.loadStarted(label);
+  s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
     cancellable: true,
@@ -46,8 +46,16 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   }
   const st = useStore.getState();
   st.loadFinished(info);
+  const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
+  void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);
   return true;
+}
+
+/** Loads the last model again (a fresh GPU device after a device loss). */
+export async function reloadModel(): Promise<boolean> {
+  const last = useStore.getState().lastLoad;
+  return last ? loadModel(last.source, last.options) : false;
 }
 
 /** Files at the top level of a picked folder (nested folders such as onnx/ or original/ are not model files). */

@@ -29,6 +29,10 @@ export interface HeatmapProps {
   active?: Cell | null;
   /** Outlined boldly (the cell clicked). */
   selected?: Cell | null;
+  /** Text drawn beside marked rows, right of the grid, after an orange bar (e.g. "#1 add α=4"). */
+  rowMarks?: ReadonlyMap<number, string>;
+  /** Cells outlined with an orange dashed line (e.g. the positions an intervention steers). */
+  markedCells?: readonly Cell[];
   onHover?: (c: Cell | null) => void;
   onSelect?: (c: Cell) => void;
   canvasRef?: RefObject<HTMLCanvasElement | null>;
@@ -43,6 +47,7 @@ const INK = '#1f2328';
 const MUTED = '#57606a';
 const MAX_LABEL = 14;
 const ANGLE = Math.PI / 4;
+const MARK = '#d9480f';
 
 const clip = (s: string) => (s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s);
 
@@ -61,11 +66,13 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
   const rowW = Math.max(0, ...p.rowLabels.map((s) => measure.measureText(clip(s)).width));
   const colW = Math.max(0, ...p.colLabels.map((s) => measure.measureText(clip(s)).width));
   const x0 = Math.ceil(Math.max(28 + rowW + 8, colW * Math.cos(ANGLE) - p.cellWidth.min / 2 + 8));
-  const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12) / p.nCols)));
+  measure.font = SMALL;
+  const markW = p.rowMarks?.size ? Math.ceil(Math.max(...[...p.rowMarks.values()].map((t) => measure.measureText(t).width))) + 14 : 0;
+  const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12 - markW) / p.nCols)));
   const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
   const y0 = 18;
   const bottom = Math.ceil(colW * Math.sin(ANGLE) + 40);
-  return { x0, y0, cw, ch, width: x0 + p.nCols * cw + 12, height: y0 + p.nRows * ch + bottom };
+  return { x0, y0, cw, ch, width: x0 + p.nCols * cw + 12 + markW, height: y0 + p.nRows * ch + bottom };
 }
 
 /**
@@ -87,7 +94,7 @@ export function Heatmap(p: HeatmapProps) {
     return () => ro.disconnect();
   }, []);
   const measure = useMemo(() => document.createElement('canvas').getContext('2d')!, []);
-  const g = useMemo(() => layout(p, measure, boxWidth), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth.min, p.cellWidth.max, p.cellHeight, measure, boxWidth]);
+  const g = useMemo(() => layout(p, measure, boxWidth), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth.min, p.cellWidth.max, p.cellHeight, p.rowMarks, measure, boxWidth]);
   const cellWidth = g.cw, cellHeight = g.ch;
 
   const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * cellHeight;
@@ -160,7 +167,19 @@ export function Heatmap(p: HeatmapProps) {
       ctx.strokeStyle = colour;
       ctx.strokeRect(xs(c.col) + width / 2, ys(c.row) + width / 2, cellWidth - gap - width, cellHeight - gap - width);
     };
-    if (p.selected) outline(p.selected, 3, '#d9480f');
+    ctx.setLineDash([4, 3]);
+    for (const c of p.markedCells ?? []) outline(c, 2, MARK);
+    ctx.setLineDash([]);
+    const xRight = g.x0 + p.nCols * cellWidth;
+    ctx.font = SMALL;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'middle';
+    for (const [row, text] of p.rowMarks ?? []) {
+      ctx.fillStyle = MARK;
+      ctx.fillRect(xRight + 1, ys(row), 4, cellHeight - gap);
+      ctx.fillText(text, xRight + 9, ys(row) + cellHeight / 2);
+    }
+    if (p.selected) outline(p.selected, 3, MARK);
     if (p.active) outline(p.active, 2, INK);
   });
 
@@ -204,6 +223,8 @@ export function Heatmap(p: HeatmapProps) {
         data-cell-height={cellHeight}
         data-rows={p.nRows}
         data-rows-upward={p.rowsUpward ? 'true' : 'false'}
+        data-marked-rows={[...(p.rowMarks?.keys() ?? [])].join(' ')}
+        data-marked-cells={(p.markedCells ?? []).map((c) => `${c.row}:${c.col}`).join(' ')}
         onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
         onMouseLeave={() => p.onHover?.(null)}
         onClick={(e) => {

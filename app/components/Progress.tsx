@@ -3,11 +3,12 @@ import { useStore } from '../store';
 import { cancelRunning } from '../actions/job';
 import { bytes } from '../lib/format';
 
-/** The running job: what it is, how far it got (bytes while loading, tokens while generating), and Cancel where possible. */
+/** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), and Cancel where possible. */
 export function Progress() {
   const job = useStore((s) => s.job);
   const load = useStore((s) => s.loadProgress);
   const gen = useStore((s) => s.gen);
+  const steps = useStore((s) => s.jobSteps);
   const [now, setNow] = useState(() => performance.now());
   useEffect(() => {
     if (!job) return;
@@ -26,8 +27,12 @@ export function Progress() {
     if (load.bytesPerSecond) detail += ` · ${bytes(load.bytesPerSecond)}/s`;
     if (load.etaSeconds !== undefined && Number.isFinite(load.etaSeconds)) detail += ` · ${Math.ceil(load.etaSeconds)} s left`;
   } else if (job.kind === 'generate' && gen) {
-    detail = `${gen.events.length} of ${gen.maxNewTokens} tokens`;
-    fraction = gen.events.length / Math.max(1, gen.maxNewTokens);
+    const run = gen.steered && !gen.steered.final ? gen.steered : gen;
+    detail = `${run.events.length} of ${gen.maxNewTokens} tokens`;
+    fraction = run.events.length / Math.max(1, gen.maxNewTokens);
+  } else if (steps) {
+    detail = `${steps.done} of ${steps.total} ${job.kind === 'sweep' ? 'forward passes' : 'texts read'}`;
+    fraction = steps.done / Math.max(1, steps.total);
   }
   const seconds = Math.max(0, (now - job.startedAt) / 1000);
   return (

@@ -31,3 +31,8 @@ export function layerLabel(row: number, nLayers: number): string {
   if (row === 0) return '0 embed';
   return row === nLayers ? `${row} final` : String(row);
 }
+
+/** A library vector as a menu names it: name, hook it was computed at, length. */
+export function vectorLabel(v: { name: string; hook: string | null; dModel: number }): string {
+  return `${v.name} · ${v.hook ?? 'hook not recorded'} · d ${v.dModel}`;
+}

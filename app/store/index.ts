@@ -3,13 +3,17 @@ import { createExperimentSlice, type ExperimentSlice } from './experiment';
 import { createModelSlice, type ModelSlice } from './model';
 import { createResultsSlice, type ResultsSlice } from './results';
 import { createUiSlice, type UiSlice } from './ui';
+import { createSteeringSlice, type SteeringSlice } from './steering';
+import { createVectorsSlice, type VectorsSlice } from './vectors';
 
-export type AppState = ModelSlice & ExperimentSlice & ResultsSlice & UiSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice;
 
 /** The one store; views read it through selectors, actions write it. */
 export const useStore = create<AppState>()((...a) => ({
   ...createModelSlice(...a),
   ...createExperimentSlice(...a),
+  ...createSteeringSlice(...a),
+  ...createVectorsSlice(...a),
   ...createResultsSlice(...a),
   ...createUiSlice(...a),
 }));

@@ -1,6 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { BackendChoice, LoadProgress, ModelInfo } from '../../workers/protocol';
+import type { BackendChoice, LoadOptions, LoadProgress, ModelInfo, ModelSource } from '../../workers/protocol';
 
 /** The model slice: what is loaded, what is loading, and where models can come from. */
 export interface ModelSlice {
@@ -12,12 +12,17 @@ export interface ModelSlice {
   info: ModelInfo | null;
   loadProgress: LoadProgress | null;
   backendChoice: BackendChoice;
+  /** The source and options of the last load, for "Reload model" after a device loss. */
+  lastLoad: { source: ModelSource; options: LoadOptions } | null;
+  /** Why the loaded model's GPU device was lost, or null. */
+  deviceLost: string | null;
   setLocalModels(names: string[]): void;
   setBackendChoice(choice: BackendChoice): void;
-  loadStarted(label: string): void;
+  loadStarted(label: string, source: ModelSource, options: LoadOptions): void;
   loadProgressed(p: LoadProgress): void;
   loadFinished(info: ModelInfo): void;
   loadFailed(): void;
+  setDeviceLost(reason: string | null): void;
 }
 
 export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set) => ({
@@ -27,10 +32,13 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   info: null,
   loadProgress: null,
   backendChoice: 'auto',
+  lastLoad: null,
+  deviceLost: null,
   setLocalModels: (localModels) => set({ localModels }),
   setBackendChoice: (backendChoice) => set({ backendChoice }),
-  loadStarted: (modelLabel) => set({ modelLabel, modelStatus: 'loading', info: null, loadProgress: null }),
+  loadStarted: (modelLabel, source, options) => set({ modelLabel, modelStatus: 'loading', info: null, loadProgress: null, lastLoad: { source, options }, deviceLost: null }),
   loadProgressed: (loadProgress) => set({ loadProgress }),
   loadFinished: (info) => set({ info, modelStatus: 'ready', loadProgress: null }),
   loadFailed: () => set({ info: null, modelStatus: 'failed', loadProgress: null }),
+  setDeviceLost: (deviceLost) => set({ deviceLost }),
 });

@@ -1,6 +1,13 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { Analysis, Generation, TokenEvent } from '../../workers/protocol';
+import type { Analysis, Generation, SweepResult, TokenEvent } from '../../workers/protocol';
+import type { InterventionDraft } from './steering';
+
+/** An intervention a result was computed under, with its place in the list at the time (#n). */
+export interface AppliedIntervention {
+  n: number;
+  draft: InterventionDraft;
+}
 
 /** The analysis on display, with the model it came from and the display strings of its lens top ids. */
 export interface AnalysisResult {
@@ -9,6 +16,10 @@ export interface AnalysisResult {
   prompt: string;
   /** Display string per token id appearing in analysis.lensTopIds. */
   idStrings: Map<number, string>;
+  /** The interventions `analysis` was computed under (empty: unsteered). */
+  steering: AppliedIntervention[];
+  /** The same prompt without interventions, when there were any. */
+  baseline: Analysis | null;
 }
 
 /** One head's attention pattern [query, key] from the analysis on display. */
@@ -19,13 +30,37 @@ export interface PatternResult {
   data: Float32Array;
 }
 
-/** A generation, streamed: `events` grow as tokens arrive; `final` is set when it ends. */
-export interface GenerationResult {
+/** One generation, streamed: `events` grow as tokens arrive; `final` is set when it ends. */
+export interface GenerationRun {
+  events: TokenEvent[];
+  final: Generation | null;
+}
+
+/** Which of the two runs of a steered generation. */
+export type RunName = 'unsteered' | 'steered';
+
+/**
+ * A generation without interventions (the fields of GenerationRun) and, when interventions were
+ * on, the same request under them (same seed), run after it.
+ */
+export interface GenerationResult extends GenerationRun {
   modelLabel: string;
   prompt: string;
   maxNewTokens: number;
-  events: TokenEvent[];
-  final: Generation | null;
+  steering: AppliedIntervention[];
+  steered: GenerationRun | null;
+}
+
+/** A dose–response sweep on display, with what it was run on. */
+export interface SweepDisplay {
+  result: SweepResult;
+  modelLabel: string;
+  prompt: string;
+  good: string;
+  bad: string;
+  type: 'add' | 'add_norm_preserving' | 'rotate';
+  vectorId: string;
+  vectorName: string;
 }
 
 /** The results slice: what the views draw. Results stay until replaced, even when a later job fails. */
@@ -34,12 +69,22 @@ export interface ResultsSlice {
   result: AnalysisResult | null;
   pattern: PatternResult | null;
   gen: GenerationResult | null;
+  sweep: SweepDisplay | null;
   setPromptTokens(t: { ids: number[]; tokens: string[] } | null): void;
   setResult(r: AnalysisResult): void;
   setPattern(p: PatternResult | null): void;
-  startGeneration(g: Omit<GenerationResult, 'events' | 'final'>): void;
-  addToken(e: TokenEvent): void;
-  finishGeneration(g: Generation): void;
+  startGeneration(g: Omit<GenerationResult, 'events' | 'final' | 'steered'>): void;
+  /** Starts the steered run of the generation on display (after its unsteered run). */
+  startSteeredRun(): void;
+  addToken(e: TokenEvent, run?: RunName): void;
+  finishGeneration(g: Generation, run?: RunName): void;
+  setSweep(s: SweepDisplay | null): void;
+}
+
+/** The generation with one of its runs changed. */
+function withRun(gen: GenerationResult, run: RunName, f: (r: GenerationRun) => GenerationRun): GenerationResult {
+  if (run === 'steered') return gen.steered ? { ...gen, steered: f(gen.steered) } : gen;
+  return { ...gen, ...f(gen) };
 }
 
 export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = (set) => ({
@@ -47,10 +92,17 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
   result: null,
   pattern: null,
   gen: null,
-  setPromptTokens: (promptTokens) => set({ promptTokens }),
+  sweep: null,
+  setPromptTokens: (promptTokens) => set((s) => ({
+    promptTokens,
+    // a selection on other tokens would steer the wrong ones
+    tokenSelection: promptTokens && s.promptTokens && promptTokens.ids.join() === s.promptTokens.ids.join() ? s.tokenSelection : null,
+  })),
   setResult: (result) => set({ result, pattern: null }),
   setPattern: (pattern) => set({ pattern }),
-  startGeneration: (g) => set({ gen: { ...g, events: [], final: null } }),
-  addToken: (e) => set((s) => (s.gen ? { gen: { ...s.gen, events: [...s.gen.events, e] } } : {})),
-  finishGeneration: (final) => set((s) => (s.gen ? { gen: { ...s.gen, final } } : {})),
+  startGeneration: (g) => set({ gen: { ...g, events: [], final: null, steered: null } }),
+  startSteeredRun: () => set((s) => (s.gen ? { gen: { ...s.gen, steered: { events: [], final: null } } } : {})),
+  addToken: (e, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, events: [...r.events, e] })) } : {})),
+  finishGeneration: (final, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, final })) } : {})),
+  setSweep: (sweep) => set({ sweep }),
 });

@@ -1,11 +1,11 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 
-export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms';
+export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms' | 'dose' | 'vectors';
 
 /** A long job running in the worker (one at a time: the worker runs jobs in order). */
 export interface Job {
-  kind: 'load' | 'analyse' | 'generate' | 'pattern';
+  kind: 'load' | 'analyse' | 'generate' | 'pattern' | 'vector' | 'import' | 'export' | 'sweep';
   label: string;
   startedAt: number;
   cancellable: boolean;
@@ -27,12 +27,21 @@ export interface UiSlice {
   selectedHead: { layer: number; head: number } | null;
   /** Prompt position under the pointer in a view (highlighted on the token strip). */
   focusPosition: number | null;
+  /** How far the running job is, in its own units (sweep cells, texts read), where it counts. */
+  jobSteps: { done: number; total: number } | null;
+  /** The margin heatmap shows steered − unsteered instead of the steered margins. */
+  showDifference: boolean;
+  /** Prompt positions [start, end) selected on the token strip (drag or shift-click). */
+  tokenSelection: { start: number; end: number } | null;
   setView(view: ViewName): void;
   setJob(job: Job | null): void;
   setFailure(failure: Failure | null): void;
   setShowTables(on: boolean): void;
   setSelectedHead(h: { layer: number; head: number } | null): void;
   setFocusPosition(t: number | null): void;
+  setJobSteps(steps: { done: number; total: number } | null): void;
+  setShowDifference(on: boolean): void;
+  setTokenSelection(sel: { start: number; end: number } | null): void;
 }
 
 export const createUiSlice: StateCreator<AppState, [], [], UiSlice> = (set) => ({
@@ -42,10 +51,16 @@ export const createUiSlice: StateCreator<AppState, [], [], UiSlice> = (set) => (
   showTables: false,
   selectedHead: null,
   focusPosition: null,
+  jobSteps: null,
+  showDifference: false,
+  tokenSelection: null,
   setView: (view) => set({ view }),
-  setJob: (job) => set({ job }),
+  setJob: (job) => set({ job, jobSteps: null }),
   setFailure: (failure) => set({ failure }),
   setShowTables: (showTables) => set({ showTables }),
   setSelectedHead: (selectedHead) => set({ selectedHead }),
   setFocusPosition: (focusPosition) => set({ focusPosition }),
+  setJobSteps: (jobSteps) => set({ jobSteps }),
+  setShowDifference: (showDifference) => set({ showDifference }),
+  setTokenSelection: (tokenSelection) => set({ tokenSelection }),
 });

@@ -2,10 +2,13 @@ import { useRef } from 'react';
 import { useStore } from '../store';
 import { generate } from '../actions/generate';
 import { cancelRunning } from '../actions/job';
-import { LineChart } from '../components/LineChart';
+import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { fixed, signed, visibleToken } from '../lib/format';
 import type { GenerationSettings } from '../store/experiment';
+import type { GenerationRun } from '../store/results';
+import { firstDivergence } from '../lib/divergence';
+import { doseText, drawnUnderSteering } from '../lib/steered';
 
 function NumberField({ label, field, min, max, step, testId }: { label: string; field: keyof GenerationSettings; min: number; max: number; step: number; testId: string }) {
   const value = useStore((s) => s.generation[field]);
@@ -31,9 +34,69 @@ const STOP: Record<string, string> = {
   cancelled: 'cancelled',
 };
 
+const UNSTEERED = '#0969da';
+const STEERED = '#d9480f';
+
+/** The text of a run so far (the decoded text once it has finished). */
+function runText(run: GenerationRun): string {
+  return run.final ? run.final.text : run.events.map((e) => e.token).join('');
+}
+
+/** The continuation after the prompt, with the token at the first divergence from the other run marked. */
+function Continuation({ run, prompt, diverge, testId, live }: { run: GenerationRun; prompt: string; diverge: number | null; testId: string; live: boolean }) {
+  const text = runText(run);
+  const toks = run.events.map((e) => e.token);
+  const split = diverge !== null && diverge < toks.length && toks.join('') === text;
+  return (
+    <div className="generated" data-testid={`generation-output${testId}`} data-done={run.final ? 'true' : 'false'}>
+      <span className="prompt-text">{prompt}</span>
+      <span className="new-text" data-testid={`generated-text${testId}`}>
+        {split ? (
+          <>
+            {toks.slice(0, diverge).join('')}
+            <mark className="diverge" data-testid={`divergence-mark${testId}`} title={`first divergence: step ${diverge}`}>{toks[diverge]}</mark>
+            {toks.slice(diverge + 1).join('')}
+          </>
+        ) : text}
+      </span>
+      {live && <span className="caret" aria-hidden="true">▍</span>}
+    </div>
+  );
+}
+
+/** The new tokens of a run: margin sign underlined, steered passes and the first divergence marked. */
+function TokenRow({ run, steeredBy, diverge, testId }: { run: GenerationRun; steeredBy: (step: number) => number[]; diverge: number | null; testId: string }) {
+  return (
+    <ol className="token-strip generated-tokens" aria-label="generated tokens">
+      {run.events.map((e) => {
+        const by = steeredBy(e.step);
+        const cls = [e.margin >= 0 ? 'pos' : 'neg', by.length ? 'steered' : '', e.step === diverge ? 'diverge' : ''].filter(Boolean).join(' ');
+        return (
+          <li key={e.step} data-testid={`generated-token${testId}`} data-id={e.id} data-step={e.step} data-steered={by.length ? by.join(' ') : undefined} className={cls}
+            title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}${by.length ? ` · drawn from a pass steered by ${by.map((n) => `#${n}`).join(', ')}` : ''}${e.step === diverge ? ' · first divergence' : ''}`}>
+            <span className="idx">{e.step}</span>
+            <span className="txt">{visibleToken(e.token)}</span>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+/** How a run ended, or how far it is. */
+function StopLine({ run, max, testId }: { run: GenerationRun; max: number; testId: string }) {
+  return (
+    <p className="muted" data-testid={`generation-stop${testId}`}>
+      {run.final ? `${run.final.ids.length} tokens · stopped: ${STOP[run.final.stop]}` : `${run.events.length} of ${max} tokens…`}
+    </p>
+  );
+}
+
 /**
  * Generation: settings, the text as it streams, each token's margin, and the margin curve Δ per
- * step (DESIGN.md §3 "Margin curve during generation").
+ * step (DESIGN.md §3 "Margin curve during generation"). Under interventions, the steered and the
+ * unsteered generation from the same seed side by side, their first divergence marked, and both
+ * margin curves on one plot.
  */
 export function GenerationView() {
   const gen = useStore((s) => s.gen);
@@ -44,13 +107,23 @@ export function GenerationView() {
   const bad = useStore((s) => s.bad.value);
   const svg = useRef<SVGSVGElement | null>(null);
   const generating = job?.kind === 'generate';
-  const events = gen?.events ?? [];
-  const text = gen?.final ? gen.final.text : events.map((e) => e.token).join('');
+  const steered = gen?.steered ?? null;
+  const nPrompt = gen?.final?.promptIds.length ?? steered?.final?.promptIds.length ?? null;
+  const steeredBy = (step: number) => (gen && nPrompt !== null ? gen.steering.filter((a) => drawnUnderSteering(a.draft, nPrompt, step)).map((a) => a.n) : []);
+  const diverge = gen && steered ? firstDivergence(gen.events.map((e) => e.id), steered.events.map((e) => e.id)) : null;
+  const bothDone = Boolean(gen?.final && (!steered || steered.final));
+  const series: Series[] = gen ? (steered
+    ? [
+      { name: 'unsteered Δ', color: UNSTEERED, dashed: true, points: gen.events.map((e) => [e.step, e.margin] as [number, number]) },
+      { name: 'steered Δ', color: STEERED, points: steered.events.map((e) => [e.step, e.margin] as [number, number]) },
+    ]
+    : [{ name: 'Δ', color: UNSTEERED, points: gen.events.map((e) => [e.step, e.margin] as [number, number]) }]) : [];
+  const steeringText = gen?.steering.map(({ n, draft }) => `#${n} ${draft.type} ${doseText(draft)} at ${draft.hook}`).join('; ') ?? '';
   return (
     <section className="view" data-testid="generation-view">
       <header className="view-head">
         <h2>Generation</h2>
-        <p className="muted">Temperature 0 is greedy decoding. The curve shows, at each step, Δ = log p(good) − log p(bad) in the distribution the token was drawn from.</p>
+        <p className="muted">Temperature 0 is greedy decoding. The curve shows, at each step, Δ = log p(good) − log p(bad) in the distribution the token was drawn from. With interventions on, the same seed is generated with and without them.</p>
       </header>
       <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job && ready) void generate(); }}>
         <NumberField label="Max new tokens" field="maxNewTokens" min={1} max={nCtx} step={1} testId="max-new-tokens" />
@@ -62,39 +135,54 @@ export function GenerationView() {
       </form>
       {gen ? (
         <>
-          <div className="generated" data-testid="generation-output" data-done={gen.final ? 'true' : 'false'}>
-            <span className="prompt-text">{gen.prompt}</span>
-            <span className="new-text" data-testid="generated-text">{text}</span>
-            {generating && <span className="caret" aria-hidden="true">▍</span>}
-          </div>
-          <p className="muted" data-testid="generation-stop">
-            {gen.final ? `${gen.final.ids.length} tokens · stopped: ${STOP[gen.final.stop]}` : `${events.length} of ${gen.maxNewTokens} tokens…`}
-          </p>
-          <p className="hint">Each new token, underlined blue where Δ &gt; 0 (good future ahead) and red where Δ &lt; 0; hover for its log p and Δ.</p>
-          <ol className="token-strip generated-tokens" aria-label="generated tokens">
-            {events.map((e) => (
-              <li key={e.step} data-testid="generated-token" data-id={e.id} data-step={e.step} title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}`}
-                className={e.margin >= 0 ? 'pos' : 'neg'}>
-                <span className="idx">{e.step}</span>
-                <span className="txt">{visibleToken(e.token)}</span>
-              </li>
-            ))}
-          </ol>
+          {steered ? (
+            <>
+              <div className="compare" data-testid="generation-compare">
+                <div>
+                  <h3 className="unsteered-title">Unsteered</h3>
+                  <Continuation run={gen} prompt={gen.prompt} diverge={diverge} testId="" live={generating && !!steered.final} />
+                  <StopLine run={gen} max={gen.maxNewTokens} testId="" />
+                  <TokenRow run={gen} steeredBy={() => []} diverge={diverge} testId="" />
+                </div>
+                <div>
+                  <h3 className="steered-title">Steered <span className="muted">{steeringText}</span></h3>
+                  <Continuation run={steered} prompt={gen.prompt} diverge={diverge} testId="-steered" live={generating && !steered.final} />
+                  <StopLine run={steered} max={gen.maxNewTokens} testId="-steered" />
+                  <TokenRow run={steered} steeredBy={steeredBy} diverge={diverge} testId="-steered" />
+                </div>
+              </div>
+              {bothDone && (
+                <p className="divergence" data-testid="divergence" data-step={diverge ?? ''}>
+                  {diverge === null
+                    ? 'The two texts are identical: the interventions did not change any chosen token.'
+                    : `The texts first differ at step ${diverge}: “${visibleToken(gen.events[diverge]?.token ?? '∅')}” unsteered vs “${visibleToken(steered.events[diverge]?.token ?? '∅')}” steered (highlighted).`}
+                </p>
+              )}
+              <p className="hint">Underlined blue where Δ &gt; 0 and red where Δ &lt; 0; an orange top edge marks a token drawn from a forward pass the interventions acted on.</p>
+            </>
+          ) : (
+            <>
+              <Continuation run={gen} prompt={gen.prompt} diverge={null} testId="" live={generating} />
+              <StopLine run={gen} max={gen.maxNewTokens} testId="" />
+              <p className="hint">Each new token, underlined blue where Δ &gt; 0 (good future ahead) and red where Δ &lt; 0; hover for its log p and Δ.</p>
+              <TokenRow run={gen} steeredBy={() => []} diverge={null} testId="" />
+            </>
+          )}
           <div className="figure">
             <div className="view-head">
               <h3>Margin curve <span className="muted">Δ per step; above the dashed line the good future leads</span></h3>
               <ExportButtons
                 name={`generation-${gen.modelLabel}`}
-                json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: events, final: gen.final })}
-                csv={() => [['step', 'id', 'token', 'margin', 'log_prob'], ...events.map((e) => [e.step, e.id, e.token, e.margin, e.logProb])]}
+                json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: gen.events, final: gen.final, interventions: gen.steering, steered: steered ? { steps: steered.events, final: steered.final } : null })}
+                csv={() => [['run', 'step', 'id', 'token', 'margin', 'log_prob'], ...gen.events.map((e) => ['unsteered', e.step, e.id, e.token, e.margin, e.logProb]), ...(steered?.events ?? []).map((e) => ['steered', e.step, e.id, e.token, e.margin, e.logProb])]}
                 picture={() => svg.current}
-                caption={[`Margin per generation step · ${gen.modelLabel}`, `Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, `continuation: “${text}”`]}
+                caption={[`Margin per generation step · ${gen.modelLabel}`, `Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, steered ? `unsteered: “${runText(gen)}”` : `continuation: “${runText(gen)}”`, ...(steered ? [`steered (${steeringText}): “${runText(steered)}”`] : [])]}
               />
             </div>
             <LineChart
-              series={[{ name: 'Δ', color: '#0969da', points: events.map((e) => [e.step, e.margin] as [number, number]) }]}
+              series={series} legend={Boolean(steered)}
               xLabel="generation step" yLabel="margin Δ (nats)" xDomain={[0, Math.max(1, gen.maxNewTokens - 1)]} zeroLine
-              svgRef={svg} label="Margin per generation step" testId="margin-curve"
+              svgRef={svg} label={steered ? 'Margin per generation step, steered and unsteered' : 'Margin per generation step'} testId="margin-curve"
             />
           </div>
         </>

@@ -7,9 +7,32 @@ import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult } from '../store/results';
 import { fixed, layerLabel, signed, visibleToken } from '../lib/format';
+import { lensRowOf } from '../lib/hooks';
+import { doseText, steeredPromptPositions } from '../lib/steered';
+import { placeAtLensCell } from '../actions/steering';
+import { SteeredTag } from '../components/SteeredTag';
+
+/** Steered − unsteered, cell by cell (for display; both grids come from the engine). */
+function difference(steered: Float32Array, unsteered: Float32Array): Float32Array {
+  return steered.map((v, i) => v - unsteered[i]);
+}
+
+/** Row markers and steered cells of the interventions an analysis was computed under. */
+function steeringMarks(r: AnalysisResult): { rows: Map<number, string>; cells: Cell[] } {
+  const a = r.analysis, T = a.ids.length;
+  const rows = new Map<number, string>(), cells: Cell[] = [];
+  for (const { n, draft } of r.steering) {
+    const row = lensRowOf(draft.hook, a.nLayers);
+    const text = `#${n} ${draft.type} ${doseText(draft)}`;
+    rows.set(row, rows.has(row) ? `${rows.get(row)}, ${text}` : text);
+    for (const col of steeredPromptPositions(draft, T)) cells.push({ row, col });
+  }
+  return { rows, cells };
+}
 
 /** What the pointer is on: layer, position, token, Δ, and the lens's top tokens there. */
 function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
+  const b = r.baseline;
   const a = r.analysis;
   const T = a.ids.length;
   if (!cell) return <aside className="readout" data-testid="margin-readout"><p className="muted">Point at a cell (or focus the map and use the arrow keys) to read it.</p></aside>;
@@ -22,7 +45,13 @@ function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
         <dt>Layer</dt><dd data-testid="readout-layer">{row === 0 ? '0 (embeddings)' : row === a.nLayers ? `${row} (final, after block ${row - 1})` : `${row} (after block ${row - 1})`}</dd>
         <dt>Position</dt><dd data-testid="readout-position">{col}</dd>
         <dt>Token</dt><dd data-testid="readout-token" className="mono">{visibleToken(a.tokens[col])}</dd>
-        <dt>Margin Δ</dt><dd data-testid="readout-margin" className="mono big">{fixed(a.lensMargin[row * T + col], 4)}</dd>
+        <dt>Margin Δ{b ? ' steered' : ''}</dt><dd data-testid="readout-margin" className="mono big">{fixed(a.lensMargin[row * T + col], 4)}</dd>
+        {b && (
+          <>
+            <dt>Δ unsteered</dt><dd data-testid="readout-margin-unsteered" className="mono">{fixed(b.lensMargin[row * T + col], 4)}</dd>
+            <dt>difference</dt><dd data-testid="readout-margin-difference" className="mono">{signed(a.lensMargin[row * T + col] - b.lensMargin[row * T + col], 4)}</dd>
+          </>
+        )}
       </dl>
       <table className="topk" data-testid="readout-topk">
         <caption>Lens top {k} next tokens (log p)</caption>
@@ -43,6 +72,9 @@ function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
 export function MarginHeatmapView() {
   const r = useStore((s) => s.result);
   const showTables = useStore((s) => s.showTables);
+  const showDifference = useStore((s) => s.showDifference);
+  const setShowDifference = useStore((s) => s.setShowDifference);
+  const busy = useStore((s) => s.job !== null);
   const [hover, setHover] = useState<Cell | null>(null);
   const setFocusPosition = useStore((s) => s.setFocusPosition);
   const point = (c: Cell | null) => {
@@ -51,12 +83,15 @@ export function MarginHeatmapView() {
     setFocusPosition(c.col);
   };
   const canvas = useRef<HTMLCanvasElement | null>(null);
+  const diff = showDifference && r?.baseline ? r.baseline : null;
+  const values = useMemo(() => (r && diff ? difference(r.analysis.lensMargin, diff.lensMargin) : r?.analysis.lensMargin ?? new Float32Array()), [r, diff]);
   const scale = useMemo(() => {
     let m = 0;
-    for (const v of r?.analysis.lensMargin ?? []) if (Number.isFinite(v)) m = Math.max(m, Math.abs(v));
+    for (const v of values) if (Number.isFinite(v)) m = Math.max(m, Math.abs(v));
     m = m || 1;
     return { m, color: scaleDiverging<string>(interpolateRdBu).domain([-m, 0, m]) };
-  }, [r]);
+  }, [values]);
+  const marks = useMemo(() => (r ? steeringMarks(r) : { rows: new Map<number, string>(), cells: [] }), [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
   const a = r.analysis;
   const L1 = a.nLayers + 1, T = a.ids.length;
@@ -64,49 +99,75 @@ export function MarginHeatmapView() {
   const colLabels = a.tokens.map(visibleToken);
   const good = a.good.tokens.map((t) => t.join('')).join(' | ');
   const bad = a.bad.tokens.map((t) => t.join('')).join(' | ');
-  const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.lensMargin.subarray(l * T, (l + 1) * T)));
+  const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(values.subarray(l * T, (l + 1) * T)));
+  const steered = r.steering.length > 0;
+  const what = diff ? 'steered − unsteered Δ' : steered ? 'Δ under the interventions' : 'Δ';
+  const unsteered = r.baseline;
   return (
     <section className="view" data-testid="margin-view">
       <header className="view-head">
-        <h2>Logit-lens margin</h2>
+        <h2>Logit-lens margin<SteeredTag steering={r.steering} testId="margin-steered-tag" /></h2>
         <p className="muted">
           Δ = log p(<b className="good">{visibleToken(good)}</b>) − log p(<b className="bad">{visibleToken(bad)}</b>) from log_softmax(W_U · LN_f(h)) at every layer and position
-          (first tokens). {r.modelLabel} · “{r.prompt}”
+          (first tokens). {r.modelLabel} · “{r.prompt}”.
+          {steered
+            ? ' Orange bars mark the steered layers, dashed outlines the steered cells.'
+            : ' Click a cell to steer that layer at that token.'}
         </p>
+        {unsteered && (
+          <label className="toggle">
+            <input type="checkbox" data-testid="show-difference" checked={showDifference} onChange={(e) => setShowDifference(e.target.checked)} />
+            Show steered − unsteered
+          </label>
+        )}
         <ExportButtons
           name={`margins-${r.modelLabel}`}
-          json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin })}
+          json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, shown: what, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin, interventions: r.steering, unsteeredFinalMargin: unsteered ? Array.from(unsteered.finalMargin) : null })}
           csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
           picture={() => canvas.current}
-          caption={[`Logit-lens margin · ${r.modelLabel}`, `Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}”`]}
-          legend={{ color: scale.color, domain: [-scale.m, scale.m], title: `margin Δ (nats): blue favours ${visibleToken(good)}, red favours ${visibleToken(bad)}` }}
+          caption={[`Logit-lens margin · ${r.modelLabel}${steered ? ` · ${what}` : ''}`, `Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}”`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)]}
+          legend={{ color: scale.color, domain: [-scale.m, scale.m], title: `${what} (nats): blue favours ${visibleToken(good)}, red favours ${visibleToken(bad)}` }}
         />
       </header>
       <div className="view-body">
         <div className="figure">
           <Heatmap
-            values={a.lensMargin} nRows={L1} nCols={T} color={scale.color}
+            values={values} nRows={L1} nCols={T} color={scale.color}
             rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
-            active={hover} onHover={point}
-            canvasRef={canvas} label="Logit-lens margin, layer by token" testId="margin-heatmap"
+            active={hover} onHover={point} onSelect={busy ? undefined : (c) => placeAtLensCell(c.row, c.col)}
+            rowMarks={marks.rows} markedCells={marks.cells}
+            canvasRef={canvas} label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
-          <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title="margin Δ (nats)" lowNote={`← favours ${visibleToken(bad)}`} highNote={`favours ${visibleToken(good)} →`} testId="margin-legend" />
+          <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
+          <p className="hint">Click a cell to add an intervention there: the residual stream of that layer (row 0: blocks.0.hook_resid_pre; row l: blocks.{'{l−1}'}.hook_resid_post) at that token.</p>
         </div>
         <Readout r={r} cell={hover} />
       </div>
       <dl className="summary">
-        <dt>Final-layer margin at the last prompt token</dt>
+        <dt>Final-layer margin at the last prompt token{steered ? ', steered' : ''}</dt>
         <dd className="mono" data-testid="final-margin-last">{signed(a.finalMargin[T - 1], 4)}</dd>
-        <dt>Sequence margin (teacher-forced, whole futures)</dt>
+        {unsteered && (
+          <>
+            <dt>… unsteered</dt>
+            <dd className="mono" data-testid="final-margin-last-unsteered">{signed(unsteered.finalMargin[T - 1], 4)}</dd>
+          </>
+        )}
+        <dt>Sequence margin (teacher-forced, whole futures){steered ? ', steered' : ''}</dt>
         <dd className="mono" data-testid="sequence-margin">{signed(a.sequenceMargin, 4)}</dd>
+        {unsteered && (
+          <>
+            <dt>… unsteered</dt>
+            <dd className="mono" data-testid="sequence-margin-unsteered">{signed(unsteered.sequenceMargin, 4)}</dd>
+          </>
+        )}
       </dl>
       {showTables && (
         <>
           <DataTable
-            caption="Lens margin Δ by layer (rows; 0 = embeddings) and position (columns)"
+            caption={`Lens margin ${what} by layer (rows; 0 = embeddings) and position (columns)`}
             rowHeader="layer" rowLabels={rowLabels} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
-            cell={(l, t) => fixed(a.lensMargin[l * T + t], 4)} cellTestId={(l, t) => `margin-cell-${l}-${t}`} testId="margin-table"
+            cell={(l, t) => fixed(values[l * T + t], 4)} cellTestId={(l, t) => `margin-cell-${l}-${t}`} testId="margin-table"
           />
           <DataTable
             caption="Final-layer margin Δ_t by position"

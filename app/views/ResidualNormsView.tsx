@@ -1,6 +1,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { interpolateViridis, scaleSequential } from 'd3';
 import { useStore } from '../store';
+import { SteeredTag } from '../components/SteeredTag';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
@@ -31,7 +32,7 @@ export function ResidualNormsView() {
   return (
     <section className="view" data-testid="norms-view">
       <header className="view-head">
-        <h2>Residual norms</h2>
+        <h2>Residual norms<SteeredTag steering={r.steering} testId="norms-steered-tag" /></h2>
         <p className="muted">‖h‖ of the residual stream entering the first block (row 0) and after each block; massive activations are the largest |h| of each layer.</p>
         <ExportButtons
           name={`norms-${r.modelLabel}`}

@@ -1,6 +1,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { interpolateBlues, interpolateYlOrRd, scaleSequential } from 'd3';
 import { useStore } from '../store';
+import { SteeredTag } from '../components/SteeredTag';
 import { openPattern } from '../actions/analyse';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
@@ -89,7 +90,7 @@ export function SinkView() {
   return (
     <section className="view" data-testid="sink-view">
       <header className="view-head">
-        <h2>Attention sinks</h2>
+        <h2>Attention sinks<SteeredTag steering={r.steering} testId="sinks-steered-tag" /></h2>
         <p className="muted">
           α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
           Numbers in cells: α₀ and the head's sink position k (the key with the largest mean attention). Click a head for its pattern.

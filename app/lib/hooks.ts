@@ -1,0 +1,67 @@
+/**
+ * Hook names as the steering UI uses them, read from the engine's single list of hook points
+ * (workers/engine/hooks.ts): which hooks a row op can steer, which are per head, and where a hook
+ * sits among the rows of the logit-lens heatmap.
+ */
+import { hookInfo } from '../../workers/engine/hooks';
+
+/** The hooks of a model (ModelInfo.hookNames) that interventions can act on ([pos, width]), in forward order. */
+export function steerableHooks(hookNames: readonly string[]): string[] {
+  return hookNames.filter((h) => hookInfo(h)?.steerable);
+}
+
+/** Shape and meaning of a hook as declared, e.g. "[pos, d_model] · residual stream after block l". */
+export function hookDescription(hook: string): string {
+  const info = hookInfo(hook);
+  return info ? `${info.shape} · ${info.meaning}` : 'unknown hook';
+}
+
+/** True for hooks whose rows are heads side by side (attn.hook_q/k/v/z), where "head" applies. */
+export function isPerHead(hook: string): boolean {
+  return /d_head\]$/.test(hookInfo(hook)?.shape ?? '');
+}
+
+/** The hook a click on lens row `row` steers: row 0 (embeddings) = blocks.0.hook_resid_pre, row l = blocks.{l−1}.hook_resid_post. */
+export function hookOfLensRow(row: number): string {
+  return row === 0 ? 'blocks.0.hook_resid_pre' : `blocks.${row - 1}.hook_resid_post`;
+}
+
+/**
+ * The first lens row whose residual stream carries an intervention at `hook`: 0 for the
+ * embeddings and blocks.0.hook_resid_pre, l for blocks.l.hook_resid_pre, l+1 for any other hook of
+ * block l (it is added into the residual stream after block l), nLayers for ln_final.
+ */
+export function lensRowOf(hook: string, nLayers: number): number {
+  if (hook === 'hook_embed' || hook === 'hook_pos_embed') return 0;
+  if (hook.startsWith('ln_final.')) return nLayers;
+  const m = /^blocks\.(\d+)\.(.+)$/.exec(hook);
+  if (!m) return 0;
+  const l = Number(m[1]);
+  return m[2] === 'hook_resid_pre' ? l : l + 1;
+}
+
+/** The model dimensions a hook's declared width is written in (ModelInfo's fields). */
+export interface Dims {
+  dModel: number;
+  dMlp: number;
+  nHeads: number;
+  nKvHeads: number;
+  dHead: number;
+}
+
+/**
+ * Values a vector needs to steer `hook`, from the shape the hook declares: d_model, d_mlp,
+ * n_heads·d_head or n_kv_heads·d_head; d_head when one head is steered. null for a hook that is
+ * not [pos, width].
+ */
+export function vectorWidth(hook: string, dims: Dims, oneHead: boolean): number | null {
+  const symbol = /^\[pos, (.+)\]$/.exec(hookInfo(hook)?.shape ?? '')?.[1];
+  if (oneHead && symbol?.endsWith('d_head')) return dims.dHead;
+  switch (symbol) {
+    case 'd_model': return dims.dModel;
+    case 'd_mlp': return dims.dMlp;
+    case 'n_heads·d_head': return dims.nHeads * dims.dHead;
+    case 'n_kv_heads·d_head': return dims.nKvHeads * dims.dHead;
+    default: return null;
+  }
+}

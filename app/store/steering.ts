@@ -1,0 +1,85 @@
+import type { StateCreator } from 'zustand';
+import type { AppState } from './index';
+import type { AblateMode, InterventionType, PositionSelector } from '../../workers/protocol';
+
+/**
+ * An intervention as the user edits it (DESIGN.md §2 Interventions). It becomes the engine's JSON
+ * spec through lib/specs.ts when an analysis, generation or sweep is run.
+ */
+export interface InterventionDraft {
+  /** Stable key (the list's numbers #1, #2 … are places in the list, not ids). */
+  id: number;
+  enabled: boolean;
+  hook: string;
+  type: InterventionType;
+  /** α (add, add_norm_preserving); θ in radians or t (rotate, see rotateBy). */
+  dose: number;
+  rotateBy: 'theta' | 't';
+  /** ablate: zero, mean (the vector is the mean activation) or project (the vector's direction is removed). */
+  mode: AblateMode;
+  /** Library vector id (every type but patch and ablate zero). */
+  vectorId: string | null;
+  /** patch: the prompt whose activations at the hook are patched in. */
+  source: string;
+  /** Per-head hooks (attn.hook_q/k/v/z): the head steered; null = the whole row. */
+  head: number | null;
+  positions: PositionSelector;
+  /** Generation steps [start, end) (0 = the prompt pass); end null = to the end; null = every step. */
+  steps: { start: number; end: number | null } | null;
+}
+
+/** The dose–response sweep as set up in its view. */
+export interface SweepSettings {
+  /** Block indices, as typed ("1,2,3", "0-4" or "all"). */
+  layers: string;
+  /** Doses, as typed ("-8,-4,0,4,8"). */
+  doses: string;
+  /** The hook within each block, e.g. "hook_resid_post" (the sweep steers blocks.{l}.<site>). */
+  site: string;
+  type: 'add' | 'add_norm_preserving' | 'rotate';
+  vectorId: string | null;
+}
+
+/** The steering slice: the interventions of the experiment (in order of application) and the sweep setup. */
+export interface SteeringSlice {
+  interventions: InterventionDraft[];
+  /** Intervention open in the editor. */
+  selectedIntervention: number | null;
+  sweepSettings: SweepSettings;
+  /** Adds an intervention at the end of the list and opens it in the editor. @returns its id. */
+  addIntervention(d: Omit<InterventionDraft, 'id'>): number;
+  updateIntervention(id: number, patch: Partial<Omit<InterventionDraft, 'id'>>): void;
+  removeIntervention(id: number): void;
+  /** Moves an intervention one place up (-1) or down (+1): the order of application at a shared hook. */
+  moveIntervention(id: number, by: -1 | 1): void;
+  selectIntervention(id: number | null): void;
+  setSweepSettings(patch: Partial<SweepSettings>): void;
+}
+
+let nextId = 1;
+
+export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> = (set) => ({
+  interventions: [],
+  selectedIntervention: null,
+  sweepSettings: { layers: 'all', doses: '-8,-4,-2,0,2,4,8', site: 'hook_resid_post', type: 'add', vectorId: null },
+  addIntervention: (d) => {
+    const id = nextId++;
+    set((s) => ({ interventions: [...s.interventions, { ...d, id }], selectedIntervention: id }));
+    return id;
+  },
+  updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? { ...d, ...patch } : d)) })),
+  removeIntervention: (id) => set((s) => ({
+    interventions: s.interventions.filter((d) => d.id !== id),
+    selectedIntervention: s.selectedIntervention === id ? null : s.selectedIntervention,
+  })),
+  moveIntervention: (id, by) => set((s) => {
+    const i = s.interventions.findIndex((d) => d.id === id);
+    const j = i + by;
+    if (i < 0 || j < 0 || j >= s.interventions.length) return {};
+    const list = [...s.interventions];
+    [list[i], list[j]] = [list[j], list[i]];
+    return { interventions: list };
+  }),
+  selectIntervention: (selectedIntervention) => set({ selectedIntervention }),
+  setSweepSettings: (patch) => set((s) => ({ sweepSettings: { ...s.sweepSettings, ...patch } })),
+});

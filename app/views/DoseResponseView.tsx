@@ -1,0 +1,160 @@
+import { useRef, useState } from 'react';
+import { schemeTableau10 } from 'd3';
+import { useStore } from '../store';
+import { runSweep } from '../actions/sweep';
+import { cancelRunning } from '../actions/job';
+import { placeFromSweep } from '../actions/steering';
+import { LineChart, type Series } from '../components/LineChart';
+import { DataTable } from '../components/DataTable';
+import { ExportButtons } from '../components/ExportButtons';
+import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
+import { steerableHooks } from '../lib/hooks';
+import type { SweepDisplay } from '../store/results';
+import type { SweepSettings } from '../store/steering';
+
+const DOSE_TYPES: { type: SweepSettings['type']; title: string }[] = [
+  { type: 'add', title: 'add (dose α)' },
+  { type: 'add_norm_preserving', title: 'add, norm kept (dose α)' },
+  { type: 'rotate', title: 'rotate (dose θ, radians)' },
+];
+
+/** The hooks inside a block that a sweep can steer at every layer (blocks.{l}.<site>). */
+function blockSites(hookNames: readonly string[]): string[] {
+  return steerableHooks(hookNames).filter((h) => h.startsWith('blocks.0.')).map((h) => h.slice('blocks.0.'.length));
+}
+
+/** The sweep's setup: vector, type, hook within the block, layers and doses; Run and Cancel. */
+function SweepForm() {
+  const set = useStore((s) => s.sweepSettings);
+  const update = useStore((s) => s.setSweepSettings);
+  const vectors = useStore((s) => s.vectors);
+  const info = useStore((s) => s.info);
+  const job = useStore((s) => s.job);
+  const steps = useStore((s) => s.jobSteps);
+  const setView = useStore((s) => s.setView);
+  const running = job?.kind === 'sweep';
+  return (
+    <>
+      <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runSweep(); }}>
+        <label>Vector
+          <select data-testid="sweep-vector" value={set.vectorId ?? ''} onChange={(e) => update({ vectorId: e.target.value || null })}>
+            <option value="">—</option>
+            {vectors.map((v) => <option key={v.id} value={v.id}>{vectorLabel(v)}</option>)}
+          </select>
+        </label>
+        {!vectors.length && <button type="button" className="small" onClick={() => setView('vectors')}>Build or import a vector…</button>}
+        <label>Type
+          <select data-testid="sweep-type" value={set.type} onChange={(e) => update({ type: e.target.value as SweepSettings['type'] })}>
+            {DOSE_TYPES.map((t) => <option key={t.type} value={t.type}>{t.title}</option>)}
+          </select>
+        </label>
+        <label>At blocks.{'{l}'}.
+          <select data-testid="sweep-site" value={set.site} onChange={(e) => update({ site: e.target.value })}>
+            {blockSites(info?.hookNames ?? []).map((h) => <option key={h} value={h}>{h}</option>)}
+          </select>
+        </label>
+        <label title={`Block indices: "all", "1,2,3" or "0-${(info?.nLayers ?? 1) - 1}"`}>Layers
+          <input data-testid="sweep-layers" className="short" value={set.layers} onChange={(e) => update({ layers: e.target.value })} spellCheck={false} />
+        </label>
+        <label title="Doses separated by commas">Doses
+          <input data-testid="sweep-doses" value={set.doses} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
+        </label>
+        <button type="submit" className="primary" data-testid="run-sweep" disabled={!!job || !info || !set.vectorId}>Run sweep</button>
+      </form>
+      {running && (
+        <div className="row sweep-progress" data-testid="sweep-progress">
+          <progress aria-label="sweep progress" value={steps?.done ?? 0} max={steps?.total ?? 1} />
+          <span data-testid="sweep-progress-text">{steps ? `${steps.done} of ${steps.total} forward passes` : 'starting…'}</span>
+          <button type="button" data-testid="cancel-sweep" onClick={cancelRunning}>Cancel</button>
+        </div>
+      )}
+    </>
+  );
+}
+
+/** One chart of the sweep: a value against dose, one line per layer; points are clickable. */
+function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: SweepDisplay; value: 'margin' | 'kl'; yLabel: string; testId: string; svgRef: React.RefObject<SVGSVGElement | null>; onPick: (li: number, di: number) => void; zero: boolean }) {
+  const r = sw.result;
+  const series: Series[] = r.layers.map((l, li) => ({
+    name: `layer ${l}`, color: schemeTableau10[li % 10],
+    points: r.doses.map((d, di) => [d, r[value][li][di]] as [number, number]),
+  }));
+  const lo = Math.min(...r.doses), hi = Math.max(...r.doses);
+  return (
+    <LineChart
+      series={series} legend xTicks={r.doses} xDomain={[lo, hi === lo ? lo + 1 : hi]} zeroLine={zero}
+      xLabel={r.doseKey === 'alpha' ? 'dose α' : 'dose θ (radians)'} yLabel={yLabel}
+      onPointClick={onPick} svgRef={svgRef} width={500} height={260} label={`${yLabel} against dose, one line per layer`} testId={testId}
+    />
+  );
+}
+
+/**
+ * Dose–response (DESIGN.md §3): the margin and the side-effect cost KL(p_unsteered ‖ p_steered) of
+ * the next token against the dose, one line per layer. Clicking a point adds that intervention
+ * (layer, dose) to the list and opens it in the editor.
+ */
+export function DoseResponseView() {
+  const sw = useStore((s) => s.sweep);
+  const showTables = useStore((s) => s.showTables);
+  const list = useStore((s) => s.interventions);
+  const marginSvg = useRef<SVGSVGElement | null>(null);
+  const klSvg = useRef<SVGSVGElement | null>(null);
+  const [picked, setPicked] = useState<{ id: number; text: string } | null>(null);
+  const pickedAt = picked ? list.findIndex((d) => d.id === picked.id) + 1 : 0;
+  const r = sw?.result;
+  const pick = (li: number, di: number) => {
+    if (!sw || !r) return;
+    const id = placeFromSweep(r.hooks[li], sw.type, r.doses[di], sw.vectorId);
+    setPicked({ id, text: `${sw.type} ${r.doseKey === 'alpha' ? 'α' : 'θ'} = ${r.doses[di]} at ${r.hooks[li]} (all positions)` });
+  };
+  const key = r?.doseKey === 'alpha' ? 'α' : 'θ';
+  return (
+    <section className="view" data-testid="dose-view">
+      <header className="view-head">
+        <h2>Dose–response</h2>
+        <p className="muted">
+          For each layer and dose, the final-layer margin Δ = log p(good) − log p(bad) after the prompt, and KL(p_unsteered ‖ p_steered) of the next-token
+          distribution (the side-effect cost), with the vector added at every position. Uses the prompt and futures of the experiment.
+        </p>
+      </header>
+      <SweepForm />
+      {sw && r ? (
+        <>
+          <div className="view-head">
+            <p className="muted" data-testid="sweep-caption">
+              {sw.modelLabel} · “{sw.prompt}” · Δ = log p(<b className="good">{visibleToken(sw.good)}</b>) − log p(<b className="bad">{visibleToken(sw.bad)}</b>) · {sw.type} with the vector “{sw.vectorName}” at {r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')} · unsteered Δ = <span className="mono" data-testid="sweep-unsteered">{signed(r.unsteeredMargin, 4)}</span>
+            </p>
+            <ExportButtons
+              name={`dose-response-${sw.modelLabel}`}
+              json={() => ({ model: sw.modelLabel, prompt: sw.prompt, good: sw.good, bad: sw.bad, type: sw.type, vector: sw.vectorName, ...r })}
+              csv={() => [['layer', 'hook', r.doseKey, 'margin', 'kl'], ...r.layers.flatMap((l, li) => r.doses.map((d, di) => [l, r.hooks[li], d, r.margin[li][di], r.kl[li][di]]))]}
+              picture={() => marginSvg.current}
+              caption={[`Dose–response · ${sw.modelLabel}`, `margin Δ = log p(“${sw.good}”) − log p(“${sw.bad}”) against ${key}; ${sw.type} with the vector “${sw.vectorName}” at ${r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')}`, `prompt: “${sw.prompt}”`]}
+            />
+          </div>
+          <p className="hint">Click a point to add that intervention (its layer and dose) to the list.</p>
+          {picked && pickedAt > 0 && <p className="note-ok" role="status" data-testid="sweep-picked">Added #{pickedAt}: {picked.text}, open in the editor.</p>}
+          <div className="view-body">
+            <div className="figure">
+              <h3>Margin Δ</h3>
+              <SweepChart sw={sw} value="margin" yLabel="margin Δ (nats)" testId="dose-margin-chart" svgRef={marginSvg} onPick={pick} zero />
+            </div>
+            <div className="figure">
+              <h3>KL from the unsteered next-token distribution</h3>
+              <SweepChart sw={sw} value="kl" yLabel="KL (nats)" testId="dose-kl-chart" svgRef={klSvg} onPick={pick} zero={false} />
+            </div>
+          </div>
+          {showTables && (
+            <>
+              <DataTable caption={`Margin Δ by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.layers.map(String)} colLabels={r.doses.map(String)}
+                cell={(li, di) => fixed(r.margin[li][di], 4)} cellTestId={(li, di) => `sweep-margin-${li}-${di}`} testId="sweep-margin-table" />
+              <DataTable caption={`KL (nats) by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.layers.map(String)} colLabels={r.doses.map(String)}
+                cell={(li, di) => fixed(r.kl[li][di], 4)} cellTestId={(li, di) => `sweep-kl-${li}-${di}`} testId="sweep-kl-table" />
+            </>
+          )}
+        </>
+      ) : <p className="placeholder">Pick a vector and run the sweep to see how the margin and the side effects grow with the dose, layer by layer.</p>}
+    </section>
+  );
+}

@@ -1,0 +1,162 @@
+import { useEffect, useRef, useState } from 'react';
+import { useStore } from '../store';
+import type { VectorFormat, VectorRequest } from '../../workers/protocol';
+import { buildVector, exportVector, importVectorFile, loadDefaultSet, DEFAULT_SET } from '../actions/vectors';
+import { defaultHook } from '../actions/steering';
+import { isPerHead, steerableHooks } from '../lib/hooks';
+import type { LibraryEntry } from '../store/vectors';
+
+const FORMATS: VectorFormat[] = ['npy', 'safetensors', 'json'];
+
+/** Non-empty lines of a text box. */
+const texts = (lines: readonly string[]) => lines.map((t) => t.trim()).filter(Boolean);
+
+/** Builds a vector from the contrastive set being edited (CAA over the sets, or ActAdd from their first texts). */
+function Builder() {
+  const set = useStore((s) => s.contrastSet);
+  const setSet = useStore((s) => s.setContrastSet);
+  const info = useStore((s) => s.info);
+  const job = useStore((s) => s.job);
+  const { setPrompt, setFuture, setView } = useStore.getState();
+  const [method, setMethod] = useState<VectorRequest['method']>('caa');
+  const [hook, setHook] = useState(defaultHook);
+  const [position, setPosition] = useState<'last' | 'mean' | 'marker'>('last');
+  const [marker, setMarker] = useState('*');
+  const [head, setHead] = useState<number | null>(null);
+  useEffect(() => { void loadDefaultSet(); }, []);
+  if (!set) return <p className="muted">Loading the default contrastive set ({DEFAULT_SET})…</p>;
+  const pos = texts(set.positive), neg = texts(set.negative);
+  const build = () => {
+    const req: VectorRequest = {
+      method, hook, positive: method === 'caa' ? pos : pos.slice(0, 1), negative: method === 'caa' ? neg : neg.slice(0, 1),
+      position: position === 'marker' ? { marker } : position, ...(head !== null && isPerHead(hook) ? { head } : {}),
+    };
+    const what = method === 'caa' ? `CAA ${set.name}` : `ActAdd “${req.positive[0]}” − “${req.negative[0]}”`;
+    void buildVector(req, what);
+  };
+  const hooks = steerableHooks(info?.hookNames ?? []);
+  return (
+    <fieldset className="builder" data-testid="vector-builder">
+      <legend>Build from contrastive texts</legend>
+      <div className="row">
+        <label>Set name <input data-testid="set-name" value={set.name} onChange={(e) => setSet({ ...set, name: e.target.value })} /></label>
+        <button type="button" className="small" data-testid="reset-set" onClick={() => { setSet(null); void loadDefaultSet(); }}>Reset to {DEFAULT_SET.split('/').pop()}</button>
+        {set.suggested && (
+          <button type="button" className="small" data-testid="use-suggested" onClick={() => { setPrompt(set.suggested!.prompt); setFuture('good', { mode: 'text', value: set.suggested!.good }); setFuture('bad', { mode: 'text', value: set.suggested!.bad }); }}>
+            Use its prompt and futures (“{set.suggested.prompt}” · “{set.suggested.good}” vs “{set.suggested.bad}”)
+          </button>
+        )}
+      </div>
+      <div className="set-texts">
+        <label className="stack">Positive texts ({pos.length}), one per line
+          <textarea rows={8} data-testid="set-positive" value={set.positive.join('\n')} onChange={(e) => setSet({ ...set, positive: e.target.value.split('\n') })} spellCheck={false} />
+        </label>
+        <label className="stack">Negative texts ({neg.length}), one per line
+          <textarea rows={8} data-testid="set-negative" value={set.negative.join('\n')} onChange={(e) => setSet({ ...set, negative: e.target.value.split('\n') })} spellCheck={false} />
+        </label>
+      </div>
+      <div className="row settings">
+        <label>Method
+          <select data-testid="vector-method" value={method} onChange={(e) => { const m = e.target.value as VectorRequest['method']; setMethod(m); if (m === 'caa' && position === 'mean') setPosition('last'); if (m === 'actadd' && position === 'marker') setPosition('last'); }}>
+            <option value="caa">CAA: mean(positive) − mean(negative)</option>
+            <option value="actadd">ActAdd: first positive − first negative</option>
+          </select>
+        </label>
+        <label>Hook
+          <select data-testid="vector-hook" value={hook} onChange={(e) => setHook(e.target.value)}>
+            {hooks.map((h) => <option key={h} value={h}>{h}</option>)}
+          </select>
+        </label>
+        <label>Token
+          <select data-testid="vector-position" value={position} onChange={(e) => setPosition(e.target.value as typeof position)}>
+            <option value="last">last token</option>
+            {method === 'actadd' && <option value="mean">mean over aligned positions</option>}
+            {method === 'caa' && <option value="marker">token after a marker</option>}
+          </select>
+        </label>
+        {position === 'marker' && <label>Marker <input className="short" value={marker} onChange={(e) => setMarker(e.target.value)} /></label>}
+        {isPerHead(hook) && info && (
+          <label>Head
+            <select value={head ?? ''} onChange={(e) => setHead(e.target.value === '' ? null : Number(e.target.value))}>
+              <option value="">whole row</option>
+              {Array.from({ length: info.nHeads }, (_, h) => <option key={h} value={h}>head {h}</option>)}
+            </select>
+          </label>
+        )}
+        <button type="button" className="primary" data-testid="build-vector" disabled={!!job || !info || !pos.length || !neg.length} onClick={build}>Build vector</button>
+        <button type="button" className="small" onClick={() => setView('margins')}>Back to the heatmap</button>
+      </div>
+      <p className="hint">CAA: Rimsky et al., arXiv 2312.06681 (difference of means at one token). ActAdd: Turner et al., arXiv 2308.10248 (one prompt pair).</p>
+    </fieldset>
+  );
+}
+
+/** One library vector: provenance and export buttons. */
+function LibraryRow({ v, i, busy }: { v: LibraryEntry; i: number; busy: boolean }) {
+  const model = useStore((s) => s.info?.label ?? null);
+  const removeVector = useStore((s) => s.removeVector);
+  const p = v.provenance;
+  const pairs = p.positive.length || p.negative.length ? `${p.positive.length} / ${p.negative.length}` : '—';
+  return (
+    <tr data-testid={`library-row-${i}`} data-d={v.dModel} data-hook={v.hook ?? ''}>
+      <th scope="row" className="lib-name">{v.name}{v.file ? <span className="muted"> (file)</span> : null}</th>
+      <td>{p.method}{p.position !== 'unknown' ? ` · ${p.position}` : ''}</td>
+      <td className="mono">{v.hook ?? '—'}</td>
+      <td className={v.model && model && v.model !== model ? 'warn' : undefined} title={v.model && model && v.model !== model ? `computed on ${v.model}; the loaded model is ${model}` : undefined}>{v.model ?? '—'}</td>
+      <td className="num" data-testid={`library-d-${i}`}>{v.dModel}</td>
+      <td className="num">{pairs}</td>
+      <td>{new Date(v.createdAt).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' })}</td>
+      <td>
+        <span className="lib-buttons">
+          {FORMATS.map((f) => <button key={f} type="button" className="small" data-testid={`export-${f}-${i}`} disabled={busy} onClick={() => void exportVector(v, f)}>.{f}</button>)}
+          <button type="button" className="small" aria-label={`delete ${v.name}`} onClick={() => removeVector(v.id)}>×</button>
+        </span>
+      </td>
+    </tr>
+  );
+}
+
+/** The vector library: build (CAA / ActAdd) or import (.npy, .safetensors, .json) vectors, see their provenance, export them. */
+export function VectorLibraryView() {
+  const vectors = useStore((s) => s.vectors);
+  const busy = useStore((s) => s.job !== null);
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  const fileInput = useRef<HTMLInputElement | null>(null);
+  return (
+    <section className="view" data-testid="vectors-view">
+      <header className="view-head">
+        <h2>Steering vectors</h2>
+        <p className="muted">Vectors for the interventions and the dose–response sweep, with where each came from. Built vectors are read from the loaded model; imported files are checked against it.</p>
+      </header>
+      <Builder />
+      <fieldset className="builder">
+        <legend>Import a file</legend>
+        <div className="row">
+          <button type="button" disabled={busy || !ready} onClick={() => fileInput.current?.click()}>Import .npy / .safetensors / .json…</button>
+          <input
+            ref={fileInput} className="visually-hidden" type="file" accept=".npy,.safetensors,.json" data-testid="vector-file" aria-label="vector file"
+            onChange={(e) => {
+              const f = e.currentTarget.files?.[0];
+              if (f) void importVectorFile(f);
+              e.currentTarget.value = '';
+            }}
+          />
+          <span className="hint">One vector of shape (d,) or (1, d); float32/float64 .npy, F32/F16/BF16 .safetensors, or JSON {'{"vector": [...]}'}.</span>
+        </div>
+      </fieldset>
+      <div className="table-scroll">
+        <table className="data-table library" data-testid="vector-library">
+          <caption>Library ({vectors.length})</caption>
+          <thead>
+            <tr><th scope="col">name</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
+          </thead>
+          <tbody>
+            {vectors.length
+              ? vectors.map((v, i) => <LibraryRow key={v.id} v={v} i={i} busy={busy} />)
+              : <tr><td colSpan={8} className="muted">No vectors yet: build one above or import a file.</td></tr>}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
