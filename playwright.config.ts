@@ -14,6 +14,10 @@ const chromium = {
   },
 };
 
+/** Ports can be moved (BP_DEV_PORT, BP_PREVIEW_PORT) so two checkouts can test side by side. */
+const DEV_PORT = Number(process.env.BP_DEV_PORT ?? 5174);
+const PREVIEW_PORT = Number(process.env.BP_PREVIEW_PORT ?? 4174);
+
 export default defineConfig({
   testDir: 'e2e',
   timeout: 300_000,
@@ -21,11 +25,11 @@ export default defineConfig({
   reporter: [['list']],
   outputDir: '.artifacts/test-results',
   projects: [
-    { name: 'kernels', testMatch: /harness\/.*\.spec\.ts/, use: { ...chromium, baseURL: 'http://127.0.0.1:5174' } },
-    { name: 'e2e', testMatch: /^(?!.*harness).*\.spec\.ts$/, use: { ...chromium, baseURL: 'http://127.0.0.1:4174' } },
+    { name: 'kernels', testMatch: /harness\/.*\.spec\.ts/, use: { ...chromium, baseURL: `http://127.0.0.1:${DEV_PORT}` } },
+    { name: 'e2e', testMatch: /^(?!.*harness).*\.spec\.ts$/, use: { ...chromium, baseURL: `http://127.0.0.1:${PREVIEW_PORT}` } },
   ],
   webServer: [
-    { command: 'npx vite --port 5174 --strictPort --host 127.0.0.1', url: 'http://127.0.0.1:5174/index.html', reuseExistingServer: !process.env.CI, timeout: 120_000 },
-    { command: 'npx vite build && npx vite preview --port 4174 --strictPort --host 127.0.0.1', url: 'http://127.0.0.1:4174/index.html', reuseExistingServer: !process.env.CI, timeout: 300_000 },
+    { command: `npx vite --port ${DEV_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${DEV_PORT}/index.html`, reuseExistingServer: !process.env.CI, timeout: 120_000 },
+    { command: `npx vite build && npx vite preview --port ${PREVIEW_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${PREVIEW_PORT}/index.html`, reuseExistingServer: !process.env.CI, timeout: 300_000 },
   ],
 });
