@@ -21,7 +21,7 @@ export function BackendBadge() {
     <div className="model-status" data-testid="model-status">
       <div className="model-name" data-testid="model-info" title={info.hookNames.length ? `${info.hookNames.length} hook points` : undefined}>
         <strong>{info.label}</strong> · {info.modelType} · {info.nLayers} layers · {info.nHeads} heads
-        {info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''} · d_model {info.dModel} · context {info.nCtx}
+        {info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''} · d_model {info.dModel} · context {info.contextLength < info.nCtx ? `${info.contextLength} of ${info.nCtx}` : info.nCtx}
       </div>
       <div className={`badge ${gpu ? 'badge-gpu' : 'badge-cpu'}`} data-testid="backend-badge" data-kind={info.backend.kind} title={info.backend.description}>
         {badgeText(info.backend)}

@@ -102,7 +102,7 @@ export function GenerationView() {
   const gen = useStore((s) => s.gen);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const nCtx = useStore((s) => s.info?.nCtx ?? 4096);
+  const contextLength = useStore((s) => s.info?.contextLength ?? 4096);
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
   const svg = useRef<SVGSVGElement | null>(null);
@@ -126,7 +126,7 @@ export function GenerationView() {
         <p className="muted">Temperature 0 is greedy decoding. The curve shows, at each step, Δ = log p(good) − log p(bad) in the distribution the token was drawn from. With interventions on, the same seed is generated with and without them.</p>
       </header>
       <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job && ready) void generate(); }}>
-        <NumberField label="Max new tokens" field="maxNewTokens" min={1} max={nCtx} step={1} testId="max-new-tokens" />
+        <NumberField label="Max new tokens" field="maxNewTokens" min={1} max={contextLength} step={1} testId="max-new-tokens" />
         <NumberField label="Temperature" field="temperature" min={0} max={5} step={0.1} testId="temperature" />
         <NumberField label="Top-k" field="topK" min={0} max={100000} step={1} testId="top-k" />
         <NumberField label="Seed" field="seed" min={0} max={2 ** 31 - 1} step={1} testId="seed" />
