@@ -1,28 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { readReference, sharedPath } from '../shared';
+import { runCli } from '../cli_run';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 
-const run = promisify(execFile);
-const BIN = path.join(__dirname, '..', '..', 'bin', 'branchpoint.mjs');
 const MODEL = sharedPath('models', 'stories260K');
 const ref = JSON.parse(fs.readFileSync(sharedPath('models/stories260K/reference/reference.json'), 'utf8'));
 const lily = ref.prompts[1];
 const arrays = readReference(sharedPath('models/stories260K/reference/lily_tom_ball.safetensors'));
 
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { maxBuffer: 64 << 20 });
-    return { code: 0, out: stdout, err: stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, out: x.stdout, err: x.stderr };
-  }
-}
+const cli = (...args: string[]) => runCli(args);
 
 /** A copy of stories260K in a temp folder, with one file changed. */
 function brokenCopy(mutate: (dir: string) => void): string {

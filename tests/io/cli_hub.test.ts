@@ -1,17 +1,13 @@
-import { execFile } from 'node:child_process';
-import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockHub, type MockHub } from '../../tools/mock-hub';
 import { sharedPath } from '../shared';
+import { runCli } from '../cli_run';
 
 /**
  * `branchpoint --model org/name[@rev]` reads the model from a Hub endpoint (--endpoint or
  * HF_ENDPOINT), with HF_TOKEN for gated repos, and gives the same answer as the local folder.
  */
 
-const run = promisify(execFile);
-const BIN = path.join(__dirname, '..', '..', 'bin', 'branchpoint.mjs');
 const MODEL = sharedPath('models', 'stories260K');
 const TOKEN = 'hf_cliSECRET42';
 const ARGS = ['--prompt', 'Lily and Tom played with a ball. Lily gave the ball to', '--good', ' Tom', '--bad', ' Lily'];
@@ -23,15 +19,9 @@ beforeAll(async () => {
 afterAll(() => hub.close());
 
 /** Runs the CLI asynchronously (the mock Hub answers from this process). */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'HF_TOKEN' && k !== 'HF_ENDPOINT'));
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...clean, ...env }, maxBuffer: 64 << 20 });
-    return { code: 0, out: stdout, err: stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, out: x.stdout, err: x.stderr };
-  }
+  return runCli(args, { ...clean, ...env });
 }
 
 describe('branchpoint --model <Hub id>', () => {

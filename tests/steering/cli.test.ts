@@ -1,29 +1,18 @@
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { SPEC_KEYS } from '../../workers/engine/steering/spec';
 import { readNpy } from '../../workers/engine/steering/vector_io';
 import { sharedPath } from '../shared';
+import { runCli } from '../cli_run';
 
 /** The runner's steering surface: vector → file, sweep table, --intervention on margins/generate. */
-const run = promisify(execFile);
-const BIN = path.join(__dirname, '..', '..', 'bin', 'branchpoint.mjs');
 const MODEL = sharedPath('models', 'stories260K');
 const SET = path.join(__dirname, '..', '..', 'public', 'steering', 'happy_sad.json');
 const PROMPT = 'The little girl felt very';
 
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { maxBuffer: 64 << 20 });
-    return { code: 0, out: stdout, err: stderr };
-  } catch (e) {
-    const x = e as { code: number; stdout: string; stderr: string };
-    return { code: x.code, out: x.stdout, err: x.stderr };
-  }
-}
+const cli = (...args: string[]) => runCli(args);
 
 describe('branchpoint steering commands', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-steer-'));

@@ -1,7 +1,7 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
 import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
 import { activation, layerWindows, num, ropeInvFreq, roundToDtype } from './config';
-import { llamaSpec, llamaWeights } from './llama';
+import { llamaBlock, llamaSpec, llamaWeights } from './llama';
 import { WeightReader } from './weights';
 
 /**
@@ -30,24 +30,18 @@ export function gemma2Spec(c: HFConfig): ModelSpec {
 }
 
 /**
- * A Gemma 2 block: Llama attention/MLP names, `input_layernorm` as ln1, `pre_feedforward_layernorm`
- * as ln2, and the sandwich norms `post_attention_layernorm` / `post_feedforward_layernorm`.
+ * A Gemma 2 block: the Llama block's names, except that `post_attention_layernorm` is the sandwich
+ * norm after attention (not ln2), `pre_feedforward_layernorm` is ln2, and
+ * `post_feedforward_layernorm` follows the MLP.
  */
 export function gemma2Block(r: WeightReader, s: ModelSpec, l: number): BlockWeights {
   const p = `model.layers.${l}`;
-  const qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
+  const llamaNames = llamaBlock(r, s, l);
   return {
-    ln1: r.norm(`${p}.input_layernorm`, s.dModel),
-    postAttnNorm: r.norm(`${p}.post_attention_layernorm`, s.dModel),
+    ...llamaNames,
+    postAttnNorm: llamaNames.ln2,
     ln2: r.norm(`${p}.pre_feedforward_layernorm`, s.dModel),
     postMlpNorm: r.norm(`${p}.post_feedforward_layernorm`, s.dModel),
-    q: r.linear(`${p}.self_attn.q_proj`, qW, s.dModel),
-    k: r.linear(`${p}.self_attn.k_proj`, kvW, s.dModel),
-    v: r.linear(`${p}.self_attn.v_proj`, kvW, s.dModel),
-    o: r.linear(`${p}.self_attn.o_proj`, s.dModel, qW),
-    gate: r.linear(`${p}.mlp.gate_proj`, s.dMlp, s.dModel),
-    up: r.linear(`${p}.mlp.up_proj`, s.dMlp, s.dModel),
-    down: r.linear(`${p}.mlp.down_proj`, s.dModel, s.dMlp),
   };
 }
 
