@@ -1,7 +1,7 @@
 import { test, expect } from '@playwright/test';
 import type { KernelReport } from './kernels';
 
-test('every WGSL kernel matches the CPU reference within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
+test('every WGSL kernel (both tunings) matches the CPU reference within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
   test.setTimeout(600_000);
   page.on('console', (m) => { if ((m.type() === 'error' || m.type() === 'warning') && !/status of 404/.test(m.text())) console.log(`[page ${m.type()}] ${m.text()}`); });
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
@@ -12,11 +12,15 @@ test('every WGSL kernel matches the CPU reference within 1e-4 on awkward shapes,
   expect(r.adapter, 'WebGPU adapter description').toMatch(/^WebGPU: \S/);
   console.log(`adapter: ${r.adapter}`);
   const ops = new Set(r.cases.map((c) => c.op));
-  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'linear f16 w', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table']) {
+  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'rowOp groups', 'linear f16 w', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table']) {
     expect(ops.has(op), `op ${op} is tested`).toBe(true);
   }
+  console.log(`the adapter's own kernel tuning: ${r.tuning}`);
+  for (const op of ['linear', 'linear f16 w', 'linear split w', 'attention', 'logSoftmax', 'rowOp', 'rowOp groups']) {
+    for (const tuning of ['gpu', 'cpu'] as const) expect(r.cases.some((c) => c.op === op && c.tuning === tuning), `op ${op} is tested with the '${tuning}' kernels`).toBe(true);
+  }
   for (const c of r.cases) {
-    console.log(`${c.maxErr <= c.tol ? 'ok  ' : 'FAIL'} ${c.op.padEnd(21)} ${c.name.padEnd(60)} maxAbs ${c.maxAbs.toExponential(2)} maxErr ${c.maxErr.toExponential(2)}`);
+    console.log(`${c.maxErr <= c.tol ? 'ok  ' : 'FAIL'} ${c.tuning} ${c.op.padEnd(21)} ${c.name.padEnd(60)} maxAbs ${c.maxAbs.toExponential(2)} maxErr ${c.maxErr.toExponential(2)}`);
     expect.soft(c.maxErr, `${c.op} ${c.name}`).toBeLessThanOrEqual(c.tol);
   }
   for (const c of r.checks) {

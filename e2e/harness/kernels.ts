@@ -3,12 +3,14 @@
  * random inputs of awkward shapes (1, tile − 1, tile + 1, non-powers of two, n = 1 decode,
  * past > 0, sliding windows, GQA), plus the backend's own behaviour (limits, pooling, batching,
  * device loss, dispose), and the splitting of weights over the binding limit (on a second backend
- * whose weight buffer limit is set small). Exposes `window.runKernelTests()` for kernels.spec.ts.
+ * whose weight buffer limit is set small). The ops with a kernel per KernelTuning (linear,
+ * attention, logSoftmax, rowOp) run again on a backend with the tuning the adapter did not pick, so
+ * both variants are tested on every adapter. Exposes `window.runKernelTests()` for kernels.spec.ts.
  */
 import type { Activation, AttentionParams, Backend, RowOp, Tensor } from '../../workers/engine/backend/backend';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
-import { ChunkedTensor } from '../../workers/engine/backend/webgpu_host';
+import { ChunkedTensor, type KernelTuning } from '../../workers/engine/backend/webgpu_host';
 import { fromF16Bits, packF16, toF16Bits, unpackF16 } from '../../workers/engine/backend/f16';
 import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
@@ -21,6 +23,8 @@ export interface KernelCase {
   maxErr: number;
   /** Bound on maxErr (|Δ| / max(1, |ref|)). */
   tol: number;
+  /** The kernel variants of the WebGPU backend that ran it. */
+  tuning: KernelTuning;
 }
 
 /** One behavioural claim about the backend and whether it held. */
@@ -32,6 +36,8 @@ export interface BackendCheck {
 
 export interface KernelReport {
   adapter: string;
+  /** The adapter's own tuning (the default backend's); every tuned op also ran with the other one. */
+  tuning: KernelTuning;
   cases: KernelCase[];
   checks: BackendCheck[];
 }
@@ -51,7 +57,8 @@ class Harness {
   readonly cpu = new CpuBackend();
   readonly rand = rng(20240607);
 
-  constructor(readonly gpu: WebGpuBackend) {}
+  /** @param label appended to every check's name (the other tuning's run says which it is). */
+  constructor(readonly gpu: WebGpuBackend, readonly label = '') {}
 
   x(shape: number[], scale = 1): Host {
     return { data: randn(this.rand, shape.reduce((a, b) => a * b, 1), scale), shape };
@@ -76,16 +83,18 @@ class Harness {
     const got = await run(gpu);
     want.forEach((w, i) => {
       const d = diff(got[i], w);
-      this.cases.push({ op, name: want.length > 1 ? `${name} [out ${i}]` : name, maxAbs: d.maxAbs, maxErr: d.maxErr, tol });
+      this.cases.push({ op, name: want.length > 1 ? `${name} [out ${i}]` : name, maxAbs: d.maxAbs, maxErr: d.maxErr, tol, tuning: gpu.tuning });
     });
   }
 
+  /** Records a behavioural claim (its name followed by the harness's label). */
   async check(name: string, f: () => Promise<string | true> | string | true): Promise<void> {
+    const tagged = name + this.label;
     try {
       const r = await f();
-      this.checks.push({ name, pass: r === true, detail: r === true ? '' : r });
+      this.checks.push({ name: tagged, pass: r === true, detail: r === true ? '' : r });
     } catch (e) {
-      this.checks.push({ name, pass: false, detail: `threw: ${(e as Error).message}` });
+      this.checks.push({ name: tagged, pass: false, detail: `threw: ${(e as Error).message}` });
     }
   }
 }
@@ -126,12 +135,17 @@ async function copies(h: Harness): Promise<void> {
   }
 }
 
+/**
+ * Shapes cover both tunings' paths: 'gpu' GEMV (n ≤ GEMV_MAX_ROWS) and tiled matmul; 'cpu' dot
+ * kernel with row blocks of 1, 4 and 8 (n = 1, 2–4, > 4, with partial blocks), vec4 (in % 4 = 0)
+ * and scalar loads, and more than one workgroup of outputs.
+ */
 async function linear(h: Harness): Promise<void> {
   const G = GEMV_MAX_ROWS;
   const shapes: [number, number, number, boolean][] = [
-    [1, 1, 1, false], [1, 64, 63, true], [1, 65, 129, false], [3, 17, 33, true], [G, 100, 50, false],
-    [G + 1, 100, 50, true], [7, 100, 50, false], [63, 64, 65, false], [65, 63, 64, true], [64, 64, 64, false],
-    [130, 257, 70, true], [1, 2000, 1030, true], [17, 1, 5, false], [9, 300, 1, true],
+    [1, 1, 1, false], [1, 64, 63, true], [1, 65, 129, false], [2, 64, 172, false], [3, 17, 33, true], [G, 100, 50, false],
+    [G + 1, 100, 50, true], [7, 100, 50, false], [8, 36, 17, true], [63, 64, 65, false], [65, 63, 64, true], [64, 64, 64, false],
+    [130, 257, 70, true], [1, 2000, 1030, true], [17, 1, 5, false], [9, 300, 1, true], [21, 172, 64, false],
   ];
   for (const [n, nIn, nOut, bias] of shapes) {
     const inputs = [h.x([n, nIn]), h.x([nOut, nIn], 0.5), ...(bias ? [h.x([nOut])] : [])];
@@ -141,7 +155,10 @@ async function linear(h: Harness): Promise<void> {
 
 /** f16 weight storage: the oracle is the CPU linear on the same weights rounded to binary16. */
 async function linearF16(h: Harness): Promise<void> {
-  for (const [n, nIn, nOut, bias] of [[1, 65, 129, true], [3, 17, 33, false], [65, 63, 64, true], [130, 257, 70, false]] as [number, number, number, boolean][]) {
+  const shapes: [number, number, number, boolean][] = [
+    [1, 65, 129, true], [3, 17, 33, false], [65, 63, 64, true], [130, 257, 70, false], [1, 64, 40, true], [6, 128, 33, false], [2, 4, 3, true],
+  ];
+  for (const [n, nIn, nOut, bias] of shapes) {
     const w = h.x([nOut, nIn], 0.5);
     const rounded = unpackF16(packF16(w.data), w.data.length);
     const inputs = [h.x([n, nIn]), ...(bias ? [h.x([nOut])] : [])];
@@ -343,23 +360,45 @@ async function attention(h: Harness): Promise<void> {
   }
 }
 
-async function logits(h: Harness): Promise<void> {
-  for (const [n, V] of [[1, 1], [3, 255], [2, 257], [1, 1000], [2, 32000]]) {
+async function logSoftmax(h: Harness): Promise<void> {
+  for (const [n, V] of [[1, 1], [3, 255], [2, 257], [1, 1000], [2, 32000], [126, 512], [17, 3]]) {
     await h.case('logSoftmax', `[${n},${V}]`, [h.x([n, V], 5)], (b, [x]) => b.logSoftmax(x));
   }
-  const topk = async (name: string, x: Host, k: number): Promise<void> => {
+}
+
+/**
+ * k ≤ 16 takes the selection passes (one pass when C ≤ 128, several when C is larger), larger k
+ * the chunk kernel; ties must go to the lower column however the entries were dealt.
+ */
+async function topk(h: Harness): Promise<void> {
+  const run = async (name: string, x: Host, k: number): Promise<void> => {
     await h.case('topk', name, [x], async (b, [t]) => {
       const r = await b.topk(t, k);
       return [r.values, Float32Array.from(r.indices)];
     }, 0);
   };
-  for (const [n, C, k] of [[3, 1, 1], [2, 1023, 5], [2, 1025, 5], [3, 5000, 50], [1, 7, 7], [2, 2048, 1030]]) {
-    await topk(`[${n},${C}] k=${k}`, h.x([n, C]), k);
+  const shapes = [[3, 1, 1], [2, 1023, 5], [2, 1025, 5], [3, 5000, 50], [1, 7, 7], [2, 2048, 1030], [126, 512, 5], [4, 128, 16], [3, 129, 16], [2, 40000, 16], [5, 300, 17], [1, 16, 16]];
+  for (const [n, C, k] of shapes) await run(`[${n},${C}] k=${k}`, h.x([n, C]), k);
+  for (const k of [40, 5, 16]) {
+    const ties = h.x([2, 3000]);
+    for (let i = 0; i < ties.data.length; i++) ties.data[i] = Math.floor(h.rand() * 10);
+    await run(`[2,3000] integer values (ties across chunks and invocations) k=${k}`, ties, k);
   }
-  const ties = h.x([2, 3000]);
-  for (let i = 0; i < ties.data.length; i++) ties.data[i] = Math.floor(h.rand() * 10);
-  await topk('[2,3000] integer values (ties across chunks) k=40', ties, 40);
+  const flat = h.x([3, 700]);
+  flat.data.fill(-2);
+  await run('[3,700] all equal k=9', flat, 9);
 }
+
+/** Every RowOp kind on vector `v` (the replacement for patch). */
+const ROW_OPS: [string, (v: Float32Array) => RowOp][] = [
+  ['add α=2.5', (v) => ({ kind: 'add', v, alpha: 2.5 })],
+  ['add_norm_preserving α=3', (v) => ({ kind: 'add_norm_preserving', v, alpha: 3 })],
+  ['rotate θ=0.7', (v) => ({ kind: 'rotate', v, theta: 0.7 })],
+  ['rotate t=0.3', (v) => ({ kind: 'rotate', v, t: 0.3 })],
+  ['project_out', (v) => ({ kind: 'project_out', v })],
+  ['set', (v) => ({ kind: 'set', v })],
+  ['patch', (v) => ({ kind: 'patch', replacement: v })],
+];
 
 async function rowOps(h: Harness): Promise<void> {
   const run = async (name: string, n: number, W: number, op: (v: Float32Array) => RowOp, zeroRow = false): Promise<void> => {
@@ -385,6 +424,71 @@ async function rowOps(h: Harness): Promise<void> {
   }
   await run('rotate θ=1 with a zero row', 3, 16, (v) => ({ kind: 'rotate', v, theta: 1 }), true);
   await run('project_out v=0', 3, 16, () => ({ kind: 'project_out', v: new Float32Array(16) }));
+  await rowOpGroups(h);
+}
+
+/**
+ * Per-head steering (RowGroups, attn.hook_z): every kind on several head sizes (1, 8 as in
+ * stories260K, 24, 37, 300 — wider than a 'gpu' workgroup), subsets of heads (one, several out of
+ * order, all, none) and row masks (alternate, decode n = 1, none); norms, dots and angles per head.
+ * Then the claim that unselected rows and heads come back bit for bit.
+ */
+async function rowOpGroups(h: Harness): Promise<void> {
+  type Config = { n: number; H: number; d: number; heads: number[]; rows: (r: number) => number };
+  const configs: Config[] = [
+    { n: 5, H: 8, d: 8, heads: [0, 3, 7], rows: (r) => (r % 2 === 0 ? 1 : 0) },
+    { n: 1, H: 4, d: 16, heads: [2], rows: () => 1 },
+    { n: 4, H: 6, d: 24, heads: [5, 1, 2, 3, 4, 0], rows: (r) => (r === 2 ? 0 : 1) },
+    { n: 3, H: 3, d: 37, heads: [1], rows: () => 1 },
+    { n: 2, H: 2, d: 300, heads: [1], rows: (r) => r },
+    { n: 3, H: 5, d: 1, heads: [0, 4], rows: () => 1 },
+    { n: 3, H: 4, d: 8, heads: [], rows: () => 1 },
+    { n: 3, H: 4, d: 8, heads: [1, 2], rows: () => 0 },
+  ];
+  const runs: { c: Config; name: string; op: RowOp; x: Host; rows: Uint8Array }[] = [];
+  for (const c of configs) {
+    const W = c.H * c.d;
+    const rows = Uint8Array.from({ length: c.n }, (_, r) => c.rows(r));
+    for (const [label, make] of ROW_OPS) {
+      if (c.d === 1 && label.startsWith('rotate')) continue; // a 1-D head is always parallel to v
+      const op = make(randn(h.rand, label === 'patch' ? c.n * W : c.d));
+      const x = h.x([c.n, W], 2);
+      const name = `${label} [${c.n},${c.H}×${c.d}] heads [${c.heads}] rows ${Array.from(rows).join('')}`;
+      runs.push({ c, name, op, x, rows });
+      await h.case('rowOp groups', name, [x], (b, [t]) => b.rowOp(t, op, rows, { size: c.d, indices: c.heads }));
+    }
+  }
+
+  await h.check('rowOp with groups leaves unselected rows and heads bit-identical to the input, every kind', async () => {
+    for (const { c, name, op, x, rows } of runs) {
+      const t = h.gpu.upload(x.data, x.shape);
+      const y = h.gpu.rowOp(t, op, rows, { size: c.d, indices: c.heads });
+      const got = new Uint32Array((await h.gpu.read(y)).buffer);
+      h.gpu.release(t); h.gpu.release(y);
+      const want = new Uint32Array(x.data.buffer, x.data.byteOffset, x.data.length);
+      const W = c.H * c.d;
+      for (let r = 0; r < c.n; r++) for (let g = 0; g < c.H; g++) {
+        if (rows[r] && c.heads.includes(g)) continue;
+        for (let i = r * W + g * c.d; i < r * W + (g + 1) * c.d; i++) {
+          if (got[i] !== want[i]) return `${name}: row ${r} head ${g} changed at column ${i - r * W}`;
+        }
+      }
+    }
+    return true;
+  });
+
+  await h.check('rowOp refuses a group size that does not divide the row, a head out of range and a vector of the wrong length', () => {
+    const t = h.gpu.upload(randn(h.rand, 2 * 12), [2, 12]);
+    const rows = Uint8Array.of(1, 1);
+    const add = (len: number): RowOp => ({ kind: 'add', v: new Float32Array(len), alpha: 1 });
+    const results = [
+      throwsMatching(() => h.gpu.rowOp(t, add(5), rows, { size: 5, indices: [0] }), /group size 5 does not divide the row width 12/),
+      throwsMatching(() => h.gpu.rowOp(t, add(4), rows, { size: 4, indices: [3] }), /group 3 is outside \[0, 3\)/),
+      throwsMatching(() => h.gpu.rowOp(t, add(12), rows, { size: 4, indices: [0] }), /vector has 12 values, expected 4/),
+    ];
+    h.gpu.release(t);
+    return results.find((r) => r !== true) ?? true;
+  });
 }
 
 async function behaviour(h: Harness): Promise<void> {
@@ -504,14 +608,21 @@ async function behaviour(h: Harness): Promise<void> {
 
 window.runKernelTests = async (): Promise<KernelReport> => {
   const gpu = await WebGpuBackend.create();
+  const tuning = gpu.tuning;
+  const otherTuning: KernelTuning = tuning === 'cpu' ? 'gpu' : 'cpu';
+  const other = await WebGpuBackend.create({ tuning: otherTuning });
   const splitting = await WebGpuBackend.create({ maxWeightBufferBytes: SPLIT_BYTES });
+  const otherSplitting = await WebGpuBackend.create({ maxWeightBufferBytes: SPLIT_BYTES, tuning: otherTuning });
   const h = new Harness(gpu);
+  const o = new Harness(other, ` [${otherTuning} kernels]`);
   try {
-    for (const part of [copies, linear, linearF16, tablesF16, elementwise, norms, rope, attention, logits, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearF16, tablesF16, elementwise, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
+    // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
+    for (const part of [linear, linearF16, attention, logSoftmax, rowOps]) await part(o);
+    await splitWeights(o, otherSplitting);
   } finally {
-    gpu.dispose();
-    splitting.dispose();
+    for (const b of [gpu, other, splitting, otherSplitting]) b.dispose();
   }
-  return { adapter: gpu.description, cases: h.cases, checks: h.checks };
+  return { adapter: gpu.description, tuning, cases: [...h.cases, ...o.cases], checks: [...h.checks, ...o.checks] };
 };

@@ -26,7 +26,7 @@ async function open(page: Page): Promise<void> {
 /** Logs every row and generation; asserts each row within its bound and the exact generations. */
 function expectReport(r: NumericsReport): void {
   expect(r.adapter).toMatch(/^WebGPU: \S/);
-  console.log(`adapter: ${r.adapter}`);
+  console.log(`adapter: ${r.adapter}, ${r.tuning} kernels`);
   for (const s of r.skipped) console.log(`not registered: ${s}`);
   for (const x of r.rows) {
     console.log(`${x.maxAbs <= x.tol ? 'ok  ' : 'FAIL'} ${x.model.padEnd(14)} ${x.what.padEnd(72)} max |Δ| ${x.maxAbs.toExponential(2)} (≤ ${x.tol})`);
@@ -40,17 +40,20 @@ function expectReport(r: NumericsReport): void {
   }
 }
 
-test('WebGPU engine reproduces the golden logits, residuals, attention and greedy ids of the real models and every registered fixture', async ({ page }) => {
-  test.setTimeout(600_000);
-  const fixtures = fixtureDirs();
-  await open(page);
-  const r: NumericsReport = await page.evaluate((f) => window.runNumerics(f), fixtures);
-  const tested = new Set(r.rows.map((x) => x.model));
-  for (const m of ['stories260K', 'aidreams260K']) expect(tested.has(m), `${m} was run`).toBe(true);
-  expect(tested.size + r.skipped.length, 'every fixture was run or reported unregistered').toBe(2 + fixtures.length);
-  expect(r.rows.every((x) => x.tol === 1e-4)).toBe(true);
-  expectReport(r);
-});
+for (const tuning of ['cpu', 'gpu'] as const) {
+  test(`WebGPU engine ('${tuning}' kernels) reproduces the golden logits, residuals, attention and greedy ids of the real models and every registered fixture`, async ({ page }) => {
+    test.setTimeout(600_000);
+    const fixtures = fixtureDirs();
+    await open(page);
+    const r: NumericsReport = await page.evaluate(([f, t]) => window.runNumerics(f, t), [fixtures, tuning] as const);
+    expect(r.tuning).toBe(tuning);
+    const tested = new Set(r.rows.map((x) => x.model));
+    for (const m of ['stories260K', 'aidreams260K']) expect(tested.has(m), `${m} was run`).toBe(true);
+    expect(tested.size + r.skipped.length, 'every fixture was run or reported unregistered').toBe(2 + fixtures.length);
+    expect(r.rows.every((x) => x.tol === 1e-4)).toBe(true);
+    expectReport(r);
+  });
+}
 
 test('stories260K with W_E = W_U and the MLP matrices split across buffers (small weight buffer limit) still matches the golden reference', async ({ page }) => {
   test.setTimeout(600_000);

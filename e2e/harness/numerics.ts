@@ -4,13 +4,15 @@
  * golden references (see ../shared/models/*\/reference/README.md and ../shared/fixtures/README.md):
  * with float32 weights, with weights split across buffers (a small weight buffer limit), with f16
  * weights (DESIGN.md §5: report the error, keep it ≤ 5e-2), and across a device loss and reload.
- * Exposes `window.runNumerics(fixtures)`, `runSplitNumerics()`, `runF16Numerics(fixtures)` and
+ * runNumerics runs with either kernel tuning (KernelTuning), so both are checked on whole models on
+ * every adapter; the other runs use the adapter's own.
+ * Exposes `window.runNumerics(fixtures, tuning)`, `runSplitNumerics()`, `runF16Numerics(fixtures)` and
  * `runDeviceLoss()` for numerics.spec.ts.
  */
 import type { Backend } from '../../workers/engine/backend/backend';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { WebGpuBackend } from '../../workers/engine/backend/webgpu';
-import { ChunkedTensor } from '../../workers/engine/backend/webgpu_host';
+import { ChunkedTensor, type KernelTuning } from '../../workers/engine/backend/webgpu_host';
 import { SUPPORTED_MODEL_TYPES } from '../../workers/engine/arch/registry';
 import { Engine } from '../../workers/engine/engine';
 import { HttpFiles } from '../../workers/engine/io/model_files';
@@ -46,6 +48,8 @@ export interface GenerationRow {
 
 export interface NumericsReport {
   adapter: string;
+  /** The kernel variants the WebGPU backend ran. */
+  tuning: KernelTuning;
   rows: NumericsRow[];
   generations: GenerationRow[];
   /** Fixtures whose model_type is not registered (with the reason), so the spec can list them. */
@@ -75,7 +79,7 @@ export interface LossCheck {
 
 declare global {
   interface Window {
-    runNumerics: (fixtures: string[]) => Promise<NumericsReport>;
+    runNumerics: (fixtures: string[], tuning?: KernelTuning) => Promise<NumericsReport>;
     runSplitNumerics: () => Promise<NumericsReport & { split: string[] }>;
     runF16Numerics: (fixtures: string[]) => Promise<NumericsReport>;
     runDeviceLoss: () => Promise<LossCheck[]>;
@@ -251,9 +255,10 @@ async function f16Parity(gpu: Backend, base: string, label: string, ids: number[
   report.rows.push({ model: label, what: `f16 weights: logits on WebGPU vs the CPU backend with the same rounded weights (${ids.length} tokens)`, maxAbs: diff(logits[0], logits[1]).maxAbs, tol: F32_TOL });
 }
 
-window.runNumerics = async (fixtures: string[]): Promise<NumericsReport> => {
-  const b = await WebGpuBackend.create();
-  const report: NumericsReport = { adapter: b.description, rows: [], generations: [], skipped: [] };
+/** @param tuning the kernel variants to run (default: the adapter's own). */
+window.runNumerics = async (fixtures: string[], tuning?: KernelTuning): Promise<NumericsReport> => {
+  const b = await WebGpuBackend.create({ tuning });
+  const report: NumericsReport = { adapter: b.description, tuning: b.tuning, rows: [], generations: [], skipped: [] };
   try {
     for (const name of ['stories260K', 'aidreams260K']) (await realModel(b, name, report)).dispose();
     for (const dir of fixtures) await fixture(b, dir, report);
@@ -277,7 +282,7 @@ const SPLIT_BYTES = 40 * 1024;
  */
 window.runSplitNumerics = async (): Promise<NumericsReport & { split: string[] }> => {
   const b = await WebGpuBackend.create({ maxWeightBufferBytes: SPLIT_BYTES });
-  const report: NumericsReport & { split: string[] } = { adapter: b.description, rows: [], generations: [], skipped: [], split: [] };
+  const report: NumericsReport & { split: string[] } = { adapter: b.description, tuning: b.tuning, rows: [], generations: [], skipped: [], split: [] };
   const parts = (t: unknown): string => (t instanceof ChunkedTensor ? t.parts.map((p) => p.shape[0]).join('+') : 'whole');
   try {
     const m = await realModel(b, 'stories260K', report);
@@ -300,7 +305,7 @@ window.runSplitNumerics = async (): Promise<NumericsReport & { split: string[] }
  */
 window.runF16Numerics = async (fixtures: string[]): Promise<NumericsReport> => {
   const b = await WebGpuBackend.create();
-  const report: NumericsReport = { adapter: b.description, rows: [], generations: [], skipped: [] };
+  const report: NumericsReport = { adapter: b.description, tuning: b.tuning, rows: [], generations: [], skipped: [] };
   try {
     for (const name of ['stories260K', 'aidreams260K']) {
       (await realModel(b, name, report, F16)).dispose();

@@ -1,7 +1,7 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, RowOp, Tensor } from './backend';
+import type { Activation, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
-import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type Params, type Workgroups } from './webgpu_host';
+import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
@@ -45,6 +45,21 @@ export interface WebGpuOptions {
    * the KV cache) are still checked against the device's own limits.
    */
   maxWeightBufferBytes?: number;
+  /**
+   * Kernel variants to dispatch (see KernelTuning). Default: 'cpu' on a CPU implementation of
+   * WebGPU (adapterTuning), else 'gpu'. Tests set it to run both on one adapter.
+   */
+  tuning?: KernelTuning;
+}
+
+/**
+ * 'cpu' when the adapter is a CPU implementation of WebGPU: the fallback adapter
+ * (adapter.info.isFallbackAdapter; Chromium's SwiftShader reports it) or one whose vendor,
+ * architecture or description names SwiftShader, llvmpipe or lavapipe; else 'gpu'.
+ */
+export function adapterTuning(info: Partial<GPUAdapterInfo>): KernelTuning {
+  const names = [info.vendor, info.architecture, info.device, info.description].join(' ');
+  return info.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe/i.test(names) ? 'cpu' : 'gpu';
 }
 
 /** Memory held by the backend, for tests and the UI's memory readout. */
@@ -75,12 +90,16 @@ export interface GpuMemoryStats {
  *   pool at once (later work in the same batch may reuse it: the queue orders it after earlier
  *   readers). Host data goes in with queue.writeBuffer when the buffer is new, else through a
  *   mapped staging buffer copied in command order. dispose() destroys every buffer and the device.
+ * - Tuning: kernels whose best shape differs between hardware GPUs and CPU implementations of
+ *   WebGPU (linear, attention, log_softmax, rowOp) come in a 'gpu' and a 'cpu' variant
+ *   (KernelTuning), chosen from the adapter at create() unless WebGpuOptions.tuning says otherwise.
  * - Device loss: `lost` resolves with the reason; afterwards every op throws
  *   "GPU device lost (reason): reload the model".
  */
 export class WebGpuBackend implements Backend, KernelHost {
   readonly kind = 'webgpu' as const;
   readonly maxWorkgroupsPerDim: number;
+  readonly tuning: KernelTuning;
   /** Resolves when the device is lost (or destroyed by dispose()); the worker reports it and reloads. */
   readonly lost: Promise<GPUDeviceLostInfo>;
   /** Why the device was lost, once it has been; null while it works. */
@@ -103,8 +122,9 @@ export class WebGpuBackend implements Backend, KernelHost {
   /** The largest buffer one uploaded weight part may occupy, in bytes (see WebGpuOptions). */
   readonly weightBufferLimit: number;
 
-  private constructor(readonly device: GPUDevice, readonly description: string, options: WebGpuOptions) {
+  private constructor(readonly device: GPUDevice, readonly description: string, tuning: KernelTuning, options: WebGpuOptions) {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
+    this.tuning = options.tuning ?? tuning;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
@@ -144,7 +164,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     }
     const info: Partial<GPUAdapterInfo> = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter((s) => s).join(' ');
-    return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`, options);
+    return new WebGpuBackend(device, `WebGPU: ${name || 'unknown adapter'}${info.isFallbackAdapter ? ' (software fallback)' : ''}`, adapterTuning(info), options);
   }
 
   // ---------------------------------------------------------------- memory and recording
@@ -520,5 +540,5 @@ export class WebGpuBackend implements Backend, KernelHost {
   logSoftmax(x: Tensor): Tensor { return logSoftmaxGpu(this, x); }
   gatherCols(x: Tensor, idx: Int32Array): Tensor { return gatherColsGpu(this, x, idx); }
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
-  rowOp(x: Tensor, op: RowOp, rows: Uint8Array): Tensor { return rowOpGpu(this, x, op, rows); }
+  rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
 }

@@ -61,6 +61,16 @@ export class Params {
 /** Size of one uniform slot; also WebGPU's usual minUniformBufferOffsetAlignment. */
 export const PARAMS_BYTES = 256;
 
+/**
+ * Which kernel variants suit the adapter. 'gpu': a hardware GPU, where a reduction is split across
+ * the lanes of a workgroup and combined in workgroup memory (many invocations, coalesced loads).
+ * 'cpu': a CPU implementation of WebGPU (SwiftShader, lavapipe), where each workgroup runs on one
+ * thread and every workgroupBarrier switches between all of its invocation groups: there the
+ * kernels give one invocation a whole output (a dot product, a row, a head) and use no barriers.
+ * Both are exact implementations of the same ops; only their speed differs.
+ */
+export type KernelTuning = 'gpu' | 'cpu';
+
 /** Workgroup counts [x, y, z] for a dispatch. */
 export type Workgroups = readonly [number, number, number];
 
@@ -72,6 +82,8 @@ export type Workgroups = readonly [number, number, number];
 export interface KernelHost {
   /** The most workgroups per grid dimension (maxComputeWorkgroupsPerDimension). */
   readonly maxWorkgroupsPerDim: number;
+  /** Which kernel variants to dispatch (see KernelTuning). */
+  readonly tuning: KernelTuning;
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
   /**

@@ -1,6 +1,6 @@
 import type { AttentionParams, Tensor } from '../backend/backend';
-import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
-import { WGSL_TANH } from './wgsl_math';
+import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import { WGSL_FLAT_GROUP, WGSL_TANH } from './wgsl_math';
 
 const WG = 64;
 /** Bits of −Infinity as float32: masked scores are written as raw bits (WGSL has no inf literal). */
@@ -112,12 +112,84 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 }`;
 }
 
+/** 'cpu' kernel: (head, query) pairs per workgroup. */
+const CPU_WG = 16;
+
+/**
+ * The 'cpu' tuning: one invocation per (head h, query i), no workgroup memory and no barriers.
+ * Pass 1: online max and Σexp over the visible keys (as in source()); pass 2 recomputes each
+ * score, writes the probability (and pattern/score entries) and adds p_j·v_j to z's row in place;
+ * with a pattern or scores, masked entries of their rows are written too. Invocation t takes head
+ * t % H of query t / H, so neighbouring invocations read neighbouring q and z.
+ */
+function serialSource(pattern: boolean, scores: boolean): string {
+  let b = 4;
+  const patB = pattern ? b++ : -1;
+  const scB = scores ? b++ : -1;
+  return /* wgsl */ `
+struct P { n: u32, past: u32, nHeads: u32, nKvHeads: u32, headDim: u32, scale: f32, softcap: f32, window: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+${pattern ? `@group(0) @binding(${patB}) var<storage, read_write> pat: array<f32>;` : ''}
+${scores ? `@group(0) @binding(${scB}) var<storage, read_write> sc: array<u32>;` : ''}
+@group(0) @binding(${b}) var<storage, read_write> z: array<f32>;
+${WGSL_TANH}
+${WGSL_FLAT_GROUP}
+fn score(qo: u32, ko: u32) -> f32 {
+  var qk = 0.0;
+  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + q[qo + e] * k[ko + e]; }
+  var s = qk * p.scale;
+  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
+  return s;
+}
+@compute @workgroup_size(${CPU_WG})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let t = flat_group(wid, nwg) * ${CPU_WG}u + li;
+  if (t >= p.nHeads * p.n) { return; }
+  let h = t % p.nHeads;
+  let i = t / p.nHeads;
+  let d = p.headDim;
+  let T = p.past + p.n;
+  let qi = p.past + i;
+  var lo = 0u;
+  if (p.window > 0u && qi + 1u > p.window) { lo = qi + 1u - p.window; }
+  let kvW = p.nKvHeads * d;
+  let koff = (h / (p.nHeads / p.nKvHeads)) * d;
+  let qo = (i * p.nHeads + h) * d;
+  var m = -3.4028234663852886e38;
+  var l = 0.0;
+  for (var j = lo; j <= qi; j = j + 1u) {
+    let s = score(qo, j * kvW + koff);
+    if (s > m) { l = l * exp(m - s) + 1.0; m = s; } else { l = l + exp(s - m); }
+  }
+  for (var e = 0u; e < d; e = e + 1u) { z[qo + e] = 0.0; }
+  let row = (h * p.n + i) * T;
+  for (var j = lo; j <= qi; j = j + 1u) {
+    let s = score(qo, j * kvW + koff);
+    let pr = exp(s - m) / l;
+    ${pattern ? 'pat[row + j] = pr;' : ''}
+    ${scores ? 'sc[row + j] = bitcast<u32>(s);' : ''}
+    let vo = j * kvW + koff;
+    for (var e = 0u; e < d; e = e + 1u) { z[qo + e] = z[qo + e] + pr * v[vo + e]; }
+  }
+  ${pattern || scores ? `for (var j = 0u; j < T; j = j + 1u) {
+    if (j < lo || j > qi) {
+      ${pattern ? 'pat[row + j] = 0.0;' : ''}
+      ${scores ? `sc[row + j] = ${NEG_INF_BITS}u;` : ''}
+    }
+  }` : ''}
+}`;
+}
+
 /**
  * Causal multi-head attention with grouped KV heads (Vaswani et al. 2017; GQA: Ainslie et al.
  * 2023, arXiv 2305.13245), optional score soft-capping (Gemma 2) and sliding window, as
  * attentionCpu. q [n, H·d] at positions past..past+n−1; kCache, vCache [ctx, KV·d] hold rows
  * 0..past+n−1. Returns z [n, H·d] and, when asked, the probabilities (masked entries 0) and the
- * masked scores (masked entries −Infinity), both [H, n, past+n].
+ * masked scores (masked entries −Infinity), both [H, n, past+n]. Tuning 'gpu': one workgroup
+ * per (head, query); 'cpu': one invocation per (head, query) (serialSource).
  * @throws Error on inconsistent shapes, H not a multiple of KV, or past+n beyond the cache.
  */
 export function attentionGpu(host: KernelHost, q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): { z: GpuTensor; pattern?: GpuTensor; scores?: GpuTensor } {
@@ -131,15 +203,21 @@ export function attentionGpu(host: KernelHost, q: Tensor, kCache: Tensor, vCache
     if (c.shape[c.shape.length - 1] !== kvW) throw new Error(`attention: ${name} [${c.shape}] rows are not ${KV} kv heads × ${d}`);
     if (c.size / kvW < T) throw new Error(`attention: ${name} holds ${c.size / kvW} positions, this call reads ${T}`);
   }
-  if (H > host.maxWorkgroupsPerDim || n > host.maxWorkgroupsPerDim) throw new Error(`attention: ${H} heads × ${n} queries exceed ${host.maxWorkgroupsPerDim} workgroups per dimension`);
+  const gpu = host.tuning === 'gpu';
+  if (gpu && (H > host.maxWorkgroupsPerDim || n > host.maxWorkgroupsPerDim)) throw new Error(`attention: ${H} heads × ${n} queries exceed ${host.maxWorkgroupsPerDim} workgroups per dimension`);
   const z = host.alloc([n, H * d]);
   const pattern = p.wantPattern ? host.alloc([H, n, T]) : undefined;
   const scores = p.wantScores ? host.alloc([H, n, T]) : undefined;
   if (n === 0 || H === 0 || d === 0) return { z, pattern, scores };
-  const ept = Math.ceil(d / WG);
-  const pipe = host.pipeline(`attention:${ept}:${p.wantPattern ? 'p' : ''}${p.wantScores ? 's' : ''}`, () => source(ept, p.wantPattern, p.wantScores));
   const params = new Params().u32(n).u32(past).u32(H).u32(KV).u32(d).f32(p.scale).f32(p.softcap).u32(p.window);
   const tensors = [gq, gk, gv, ...(pattern ? [pattern] : []), ...(scores ? [scores] : []), z];
-  host.dispatch(pipe, tensors, params, [H, n, 1]);
+  const want = `${p.wantPattern ? 'p' : ''}${p.wantScores ? 's' : ''}`;
+  if (gpu) {
+    const ept = Math.ceil(d / WG);
+    host.dispatch(host.pipeline(`attention:${ept}:${want}`, () => source(ept, p.wantPattern, p.wantScores)), tensors, params, [H, n, 1]);
+  } else {
+    const pipe = host.pipeline(`attention_serial:${want}`, () => serialSource(p.wantPattern, p.wantScores));
+    host.dispatch(pipe, tensors, params, grid(Math.ceil((H * n) / CPU_WG), host.maxWorkgroupsPerDim));
+  }
   return { z, pattern, scores };
 }

@@ -1,47 +1,62 @@
-import type { RowOp, Tensor } from '../backend/backend';
-import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import type { RowGroups, RowOp, Tensor } from '../backend/backend';
+import { grid, Params, type GpuTensor, type KernelHost, type KernelTuning } from '../backend/webgpu_host';
 import { WGSL_ACOS, WGSL_FLAT_GROUP, WGSL_SINCOS } from './wgsl_math';
 
-const WG = 256;
+/** 'gpu': lanes per segment (one workgroup each). */
+const GPU_WG = 256;
+/** 'cpu': segments per workgroup (one invocation each). */
+const CPU_WG = 16;
 const KIND: Record<RowOp['kind'], number> = { add: 0, add_norm_preserving: 1, rotate: 2, project_out: 3, set: 4, patch: 5 };
 
 /**
- * One workgroup per row, one kernel for every RowOp kind (switch on p.kind). Unselected rows are
- * copied. Reductions (h·h, h·v, ‖h + αv‖², and for rotate ‖e2‖²) are workgroup tree sums; v·v
- * comes from the host in float64. For patch, `v` is the replacement [n, W] and row r reads row r.
+ * One kernel for every RowOp kind (switch on p.kind), over segments: a segment is one column group
+ * [g·gw, (g+1)·gw) of one row (the whole row when the op has no groups). `sel` holds one flag per
+ * segment (row selected and group selected); unselected segments are copied unchanged.
+ * Reductions (h·h, h·v, ‖h + αv‖², and for rotate ‖e2‖²) run over the segment; v·v comes from the
+ * host in float64. For patch, `v` is the replacement [n, W] and the segment reads its own columns.
+ * - 'gpu': one workgroup of GPU_WG lanes per segment, reductions as workgroup tree sums;
+ * - 'cpu': one invocation per segment, CPU_WG per workgroup, plain loops and no barriers.
  */
-const ROW_OP = /* wgsl */ `
-struct P { n: u32, w: u32, kind: u32, alpha: f32, theta: f32, useT: u32, t: f32, vv: f32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> rows: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-var<workgroup> r0: array<f32, ${WG}>;
-var<workgroup> r1: array<f32, ${WG}>;
-var<workgroup> r2: array<f32, ${WG}>;
-${WGSL_FLAT_GROUP}
-${WGSL_SINCOS}
-${WGSL_ACOS}
+function source(tuning: KernelTuning): string {
+  const lanes = tuning === 'gpu' ? GPU_WG : 1;
+  const reduce = tuning === 'gpu'
+    ? /* wgsl */ `
+var<workgroup> r0: array<f32, ${GPU_WG}>;
+var<workgroup> r1: array<f32, ${GPU_WG}>;
+var<workgroup> r2: array<f32, ${GPU_WG}>;
 fn reduce3(li: u32, a: f32, b: f32, c: f32) -> vec3f {
   r0[li] = a; r1[li] = b; r2[li] = c;
   workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
+  for (var s = ${GPU_WG / 2}u; s > 0u; s = s >> 1u) {
     if (li < s) { r0[li] = r0[li] + r0[li + s]; r1[li] = r1[li] + r1[li + s]; r2[li] = r2[li] + r2[li + s]; }
     workgroupBarrier();
   }
   let sums = vec3f(r0[0], r1[0], r2[0]);
   workgroupBarrier();
   return sums;
-}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
-  let r = flat_group(wid, nwg);
-  if (r >= p.n) { return; }
-  let o = r * p.w;
-  let selected = rows[r] != 0u;
+}`
+    : /* wgsl */ `
+fn reduce3(li: u32, a: f32, b: f32, c: f32) -> vec3f { return vec3f(a, b, c); }`;
+  return /* wgsl */ `
+struct P { segs: u32, ng: u32, w: u32, gw: u32, kind: u32, alpha: f32, theta: f32, useT: u32, t: f32, vv: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> sel: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+${WGSL_FLAT_GROUP}
+${WGSL_SINCOS}
+${WGSL_ACOS}
+${reduce}
+@compute @workgroup_size(${tuning === 'gpu' ? GPU_WG : CPU_WG})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lix: u32) {
+  let sg = ${tuning === 'gpu' ? 'flat_group(wid, nwg)' : `flat_group(wid, nwg) * ${CPU_WG}u + lix`};
+  let li = ${tuning === 'gpu' ? 'lix' : '0u'};
+  if (sg >= p.segs) { return; }
+  let o = (sg / p.ng) * p.w + (sg % p.ng) * p.gw;
+  let selected = sel[sg] != 0u;
   var hh = 0.0; var hv = 0.0; var ss = 0.0;
-  for (var i = li; i < p.w; i = i + ${WG}u) {
+  for (var i = li; i < p.gw; i = i + ${lanes}u) {
     let h = x[o + i];
     let vi = v[select(i, o + i, p.kind == 5u)];
     let s = h + p.alpha * vi;
@@ -58,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     var e2s = 0.0;
     if (planar) {
       cs = clamp(red.y / (hn * vn), -1.0, 1.0);
-      for (var i = li; i < p.w; i = i + ${WG}u) { let e = v[i] / vn - cs * x[o + i] / hn; e2s = e2s + e * e; }
+      for (var i = li; i < p.gw; i = i + ${lanes}u) { let e = v[i] / vn - cs * x[o + i] / hn; e2s = e2s + e * e; }
     }
     e2n = sqrt(reduce3(li, e2s, 0.0, 0.0).x);
   }
@@ -67,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let sc = sincos_acc(theta);
   var f = 0.0;
   if (red.z > 0.0) { f = hn / sqrt(red.z); }
-  for (var i = li; i < p.w; i = i + ${WG}u) {
+  for (var i = li; i < p.gw; i = i + ${lanes}u) {
     let h = x[o + i];
     var res = h;
     if (selected) {
@@ -89,34 +104,48 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     y[o + i] = res;
   }
 }`;
+}
 
 /**
  * Applies a steering op (DESIGN.md §2; definitions and sources in row_op.cpu.ts) to the rows of
- * x [n, W] where rows[r] = 1 → new tensor [n, W].
- * - rotate leaves a row unchanged when h ∥ v within float32 noise (‖v̂ − cos·ĥ‖ < 1e-6), where the
- *   CPU reference's float64 threshold is 1e-12.
- * @throws Error when the vector is not W long (patch: n·W), or rows is not n long.
+ * x [n, W] where rows[r] = 1 → new tensor [n, W]. With `groups`, each selected row is split into
+ * W/groups.size column groups and the op acts on each selected group on its own (norms, dots and
+ * angles per group) with a vector of groups.size values; unselected rows and groups are copied
+ * bit for bit.
+ * - rotate leaves a segment unchanged when h ∥ v within float32 noise (‖v̂ − cos·ĥ‖ < 1e-6), where
+ *   the CPU reference's float64 threshold is 1e-12.
+ * @throws Error when rows is not n long, groups.size does not divide W, a group index is outside
+ *   [0, W/groups.size), or the vector is not groups.size (no groups: W; patch: n·W) long.
  */
-export function rowOpGpu(host: KernelHost, x: Tensor, op: RowOp, rows: Uint8Array): GpuTensor {
+export function rowOpGpu(host: KernelHost, x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): GpuTensor {
   const gx = host.gpu(x);
   const w = x.shape[x.shape.length - 1];
   const n = w === 0 ? 0 : x.size / w;
   if (rows.length !== n) throw new Error(`rowOp: row mask has ${rows.length} entries, x [${x.shape}] has ${n} rows`);
+  const gw = groups ? groups.size : w;
+  if (groups && !(Number.isInteger(gw) && gw > 0 && w % gw === 0)) throw new Error(`rowOp: group size ${gw} does not divide the row width ${w}`);
+  const ng = gw === 0 ? 1 : w / gw;
+  const picked = groups ? groups.indices : [0];
+  for (const g of picked) if (!(Number.isInteger(g) && g >= 0 && g < ng)) throw new Error(`rowOp: group ${g} is outside [0, ${ng}) (${ng} groups of ${gw})`);
   const vec = op.kind === 'patch' ? op.replacement : op.v;
-  const need = op.kind === 'patch' ? n * w : w;
+  const need = op.kind === 'patch' ? n * w : gw;
   if (vec.length !== need) throw new Error(`rowOp ${op.kind}: vector has ${vec.length} values, expected ${need}`);
   let vv = 0;
-  if (op.kind !== 'patch') for (let i = 0; i < w; i++) vv += op.v[i] * op.v[i];
+  if (op.kind !== 'patch') for (let i = 0; i < gw; i++) vv += op.v[i] * op.v[i];
   const y = host.alloc(x.shape);
   if (y.size === 0) return y;
+  const sel = new Uint32Array(n * ng);
+  for (let r = 0; r < n; r++) if (rows[r]) for (const g of picked) sel[r * ng + g] = 1;
   const gv = host.hostData(vec);
-  const gr = host.hostData(Uint32Array.from(rows));
+  const gs = host.hostData(sel);
   const alpha = op.kind === 'add' || op.kind === 'add_norm_preserving' ? op.alpha : 0;
   const useT = op.kind === 'rotate' && op.theta === undefined;
-  const params = new Params().u32(n).u32(w).u32(KIND[op.kind]).f32(alpha)
+  const params = new Params().u32(n * ng).u32(ng).u32(w).u32(gw).u32(KIND[op.kind]).f32(alpha)
     .f32(op.kind === 'rotate' ? op.theta ?? 0 : 0).u32(useT ? 1 : 0).f32(op.kind === 'rotate' ? op.t ?? 0 : 0).f32(vv);
-  host.dispatch(host.pipeline('row_op', () => ROW_OP), [gx, gv, gr, y], params, grid(n, host.maxWorkgroupsPerDim));
+  const t = host.tuning;
+  const groupsNeeded = t === 'gpu' ? n * ng : Math.ceil((n * ng) / CPU_WG);
+  host.dispatch(host.pipeline(`row_op:${t}`, () => source(t)), [gx, gv, gs, y], params, grid(groupsNeeded, host.maxWorkgroupsPerDim));
   host.release(gv);
-  host.release(gr);
+  host.release(gs);
   return y;
 }
