@@ -1,16 +1,7 @@
 /** Comparison helpers shared by the harness pages (kernels, numerics). */
 
-/** Deterministic PRNG (mulberry32) so every run tests the same inputs. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG (the engine's seeded sampler's mulberry32) so every run tests the same inputs. */
+export { seededRandom as rng } from '../../workers/engine/analysis/sampling';
 
 /** n standard-normal float32 values (Box–Muller) times `scale`. */
 export function randn(rand: () => number, n: number, scale = 1): Float32Array {
