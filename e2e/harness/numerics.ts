@@ -21,6 +21,7 @@ import { loadTransformer, type WeightOptions } from '../../workers/engine/model/
 import { RunContext } from '../../workers/engine/model/run_context';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { diff } from './compare';
+import { runCaptured } from '../../tests/model_run';
 
 /** Bound on logits and hidden states with float32 weights (and between backends on the same weights). */
 export const F32_TOL = 1e-4;
@@ -117,19 +118,6 @@ const slab = (a: Float32Array, count: number, i: number): Float32Array => {
   return a.subarray(i * w, (i + 1) * w);
 };
 
-/** One no-cache forward over ids from position 0: logits [n, V] and the captured hooks. */
-async function forwardCaptured(b: Backend, model: Transformer, ids: number[], hooks: string[]): Promise<{ logits: Float32Array; hooks: Map<string, Float32Array> }> {
-  const want = new Set(hooks);
-  const ctx = new RunContext(b, { pos0: 0, n: ids.length, nPrompt: ids.length, step: 0 }, (name) => want.has(name));
-  const t = model.forward(Int32Array.from(ids), ctx, 'all')!;
-  const logits = await b.read(t);
-  b.release(t);
-  const out = new Map<string, Float32Array>();
-  for (const [name, v] of ctx.captured) out.set(name, await b.read(v));
-  ctx.release();
-  for (const h of hooks) if (!out.has(h)) throw new Error(`hook ${h} did not fire`);
-  return { logits, hooks: out };
-}
 
 /**
  * Greedy decoding through the KV cache: the prompt in one forward (step 0), then one forward per
@@ -173,14 +161,14 @@ async function realModel(b: Backend, name: string, report: NumericsReport, v: Va
     const r = await fetchReference(`${base}reference/${p.file}`);
     const T = p.n_positions;
     const hooks = v.hooks ? Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat() : [];
-    const run = await forwardCaptured(b, model, p.sequence_ids.slice(0, T), hooks);
+    const run = await runCaptured(b, model, p.sequence_ids.slice(0, T), hooks);
     const row = (what: string, got: Float32Array, want: Float32Array): void => {
       report.rows.push({ model: name, what: `${v.tag}${p.name}: ${what}`, maxAbs: diff(got, want).maxAbs, tol: v.tol });
     };
     row('logits', run.logits, tensor(r, 'logits'));
     for (const h of hooks) {
       const l = Number(h.split('.')[1]);
-      row(h, run.hooks.get(h)!, slab(tensor(r, h.endsWith('hook_pattern') ? 'attn_probs' : 'resid_post'), L, l));
+      row(h, run.captured.get(h)!, slab(tensor(r, h.endsWith('hook_pattern') ? 'attn_probs' : 'resid_post'), L, l));
     }
     const g = await greedy(b, model, p.input_ids, ref.n_gen);
     report.generations.push({ model: name, what: `${v.tag}${p.name}: ${ref.n_gen} greedy tokens through the KV cache`, want: p.greedy_ids, got: g.ids, exact: v.exactIds });
@@ -217,18 +205,18 @@ async function fixture(b: Backend, dir: string, report: NumericsReport, v: Varia
   const hooks = v.hooks ? ['blocks.0.hook_resid_pre', 'ln_final.hook_normalized', ...Array.from({ length: L }, (_, l) => [`blocks.${l}.hook_resid_post`, `blocks.${l}.attn.hook_pattern`]).flat()] : [];
   for (const s of meta.sequences) {
     const r = await fetchReference(`${base}reference/${s.name}.safetensors`);
-    const run = await forwardCaptured(b, model, s.input_ids, hooks);
+    const run = await runCaptured(b, model, s.input_ids, hooks);
     const row = (what: string, got: Float32Array, want: Float32Array): void => {
       report.rows.push({ model: dir, what: `${v.tag}${s.name}: ${what}`, maxAbs: diff(got, want).maxAbs, tol: v.tol });
     };
     row('logits', run.logits, tensor(r, 'logits'));
     if (v.hooks) {
       const hs = tensor(r, 'hidden_states');
-      row('hidden_states[0] = blocks.0.hook_resid_pre', run.hooks.get('blocks.0.hook_resid_pre')!, slab(hs, L + 1, 0));
-      for (let i = 1; i < L; i++) row(`hidden_states[${i}] = blocks.${i - 1}.hook_resid_post`, run.hooks.get(`blocks.${i - 1}.hook_resid_post`)!, slab(hs, L + 1, i));
-      row(`hidden_states[${L}] = ln_final.hook_normalized`, run.hooks.get('ln_final.hook_normalized')!, slab(hs, L + 1, L));
-      row(`resid_post_last_block = blocks.${L - 1}.hook_resid_post`, run.hooks.get(`blocks.${L - 1}.hook_resid_post`)!, tensor(r, 'resid_post_last_block'));
-      for (let l = 0; l < L; l++) row(`attentions[${l}] = blocks.${l}.attn.hook_pattern`, run.hooks.get(`blocks.${l}.attn.hook_pattern`)!, slab(tensor(r, 'attentions'), L, l));
+      row('hidden_states[0] = blocks.0.hook_resid_pre', run.captured.get('blocks.0.hook_resid_pre')!, slab(hs, L + 1, 0));
+      for (let i = 1; i < L; i++) row(`hidden_states[${i}] = blocks.${i - 1}.hook_resid_post`, run.captured.get(`blocks.${i - 1}.hook_resid_post`)!, slab(hs, L + 1, i));
+      row(`hidden_states[${L}] = ln_final.hook_normalized`, run.captured.get('ln_final.hook_normalized')!, slab(hs, L + 1, L));
+      row(`resid_post_last_block = blocks.${L - 1}.hook_resid_post`, run.captured.get(`blocks.${L - 1}.hook_resid_post`)!, tensor(r, 'resid_post_last_block'));
+      for (let l = 0; l < L; l++) row(`attentions[${l}] = blocks.${l}.attn.hook_pattern`, run.captured.get(`blocks.${l}.attn.hook_pattern`)!, slab(tensor(r, 'attentions'), L, l));
     }
     const g = await greedy(b, model, s.input_ids, s.generated_ids.length);
     report.generations.push({ model: dir, what: `${v.tag}${s.name}: ${s.generated_ids.length} greedy tokens through the KV cache`, want: s.generated_ids, got: g.ids, exact: v.exactIds });
@@ -249,7 +237,7 @@ async function f16Parity(gpu: Backend, base: string, label: string, ids: number[
   const logits: Float32Array[] = [];
   for (const b of [gpu, new CpuBackend()]) {
     const { model } = await loadTransformer(new HttpFiles(label, base), b, undefined, { weightDtype: 'f16' });
-    logits.push((await forwardCaptured(b, model, ids, [])).logits);
+    logits.push((await runCaptured(b, model, ids, [])).logits);
     model.dispose();
   }
   report.rows.push({ model: label, what: `f16 weights: logits on WebGPU vs the CPU backend with the same rounded weights (${ids.length} tokens)`, maxAbs: diff(logits[0], logits[1]).maxAbs, tol: F32_TOL });

@@ -5,7 +5,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { maxAbsDiff, readReference, sharedPath } from '../shared';
-import { greedyWithCache, runCaptured } from './fixture_run';
+import { greedyWithCache, runCaptured } from '../model_run';
 
 /**
  * Every architecture against Hugging Face transformers' own outputs on a tiny seeded model

@@ -8,7 +8,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { decodeTensor, parseSafetensors, type SafetensorsDtype } from '../../workers/engine/io/safetensors';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { encodeSafetensors, type TensorToWrite } from '../../tools/safetensors_write';
-import { runCaptured } from '../integration/fixture_run';
+import { runCaptured } from '../model_run';
 import { maxAbsDiff, sharedPath } from '../shared';
 
 /**

@@ -1,7 +1,7 @@
-import type { Backend } from '../../workers/engine/backend/backend';
-import type { Intervention } from '../../workers/engine/model/intervention';
-import { RunContext } from '../../workers/engine/model/run_context';
-import type { Transformer } from '../../workers/engine/model/transformer';
+import type { Backend } from '../workers/engine/backend/backend';
+import type { Intervention } from '../workers/engine/model/intervention';
+import { RunContext } from '../workers/engine/model/run_context';
+import type { Transformer } from '../workers/engine/model/transformer';
 
 /** Logits [n, d_vocab] and the captured hooks of one no-cache forward over `ids` from position 0. */
 export async function runCaptured(
