@@ -93,7 +93,7 @@ export function SinkView() {
         <h2>Attention sinks<SteeredTag steering={r.steering} testId="sinks-steered-tag" /></h2>
         <p className="muted">
           α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
-          Numbers in cells: α₀ and the head's sink position k (the key with the largest mean attention). Click a head for its pattern.
+          Numbers in cells: α₀ and the head's sink position k (the key receiving the most total attention). Click a head for its pattern.
         </p>
         <ExportButtons
           name={`sinks-${r.modelLabel}`}
@@ -138,7 +138,7 @@ export function SinkView() {
         <>
           <DataTable caption="α₀ by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
             cell={(l, h) => fixed(s.alpha0[l * H + h], 4)} cellTestId={(l, h) => `alpha0-cell-${l}-${h}`} testId="alpha0-table" />
-          <DataTable caption="Sink position (key with the largest mean attention) by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
+          <DataTable caption="Sink position (key receiving the most total attention) by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
             cell={(l, h) => String(s.sinkPos[l * H + h])} cellTestId={(l, h) => `sinkpos-cell-${l}-${h}`} testId="sinkpos-table" />
           <DataTable caption={`Sink rate (fraction of heads with α₀ > ${s.eps}) by layer`} rowHeader="" rowLabels={['sink rate']} colLabels={layerLabels}
             cell={(_, l) => fixed(s.sinkRate[l], 4)} cellTestId={(_, l) => `sink-rate-${l}`} testId="sink-rate-table" />

@@ -36,7 +36,7 @@ describe('branchpoint runner', () => {
     expect(out.final_margin).toEqual(out.lens_margin[5]);
   });
 
-  it('sinks: alpha0 is the mean attention to position 0 over queries in the reference attn_probs', async () => {
+  it('sinks: alpha0 is the mean attention to position 0 over queries, and the sink position the key with the most mass, in the reference attn_probs', async () => {
     const r = await cli('sinks', '--model', MODEL, '--prompt', lily.prompt);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.out);
@@ -49,6 +49,9 @@ describe('branchpoint runner', () => {
         for (let i = 0; i < T; i++) s += A[((l * H + h) * P + i) * P];
         expect(Math.abs(out.alpha0[l][h] - s / T)).toBeLessThan(1e-4);
         if (s / T > 0.3) sinks++;
+        // sink position: the key with the most total attention mass Σ_{i≥k} A[i,k] over the prompt
+        const mass = Array.from({ length: T }, (_, k) => { let m = 0; for (let i = k; i < T; i++) m += A[((l * H + h) * P + i) * P + k]; return m; });
+        expect(out.sink_position[l][h]).toBe(mass.indexOf(Math.max(...mass)));
       }
       expect(out.sink_rate[l]).toBeCloseTo(sinks / H, 6);
     }

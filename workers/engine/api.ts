@@ -62,7 +62,7 @@ export interface SinkStats {
   alpha: Float32Array;
   /** Fraction of heads per layer with α_0 > ε [n_layers]. */
   sinkRate: Float32Array;
-  /** Per head, the key position with the largest α [n_layers·n_heads]. */
+  /** Per head, the key position receiving the most total attention mass Σ_i A[i,k] [n_layers·n_heads]. */
   sinkPos: Int32Array;
   /** Per head, ‖v‖ at its sink position (the value vector of its KV head) [n_layers·n_heads]. */
   sinkValueNorm: Float32Array;

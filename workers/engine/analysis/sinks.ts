@@ -3,8 +3,9 @@ import type { SinkStats } from '../api';
 /**
  * Attention-sink statistics (Gu et al. 2024, "When Attention Sink Emerges", arXiv 2410.10781):
  * α^{l,h}_k = mean over queries i ≥ k of A^{l,h}_{i,k}; sink rate of layer l = fraction of heads
- * with α^{l,h}_0 > ε; per head, the key position with the largest α (sinks can sit on delimiters)
- * and the value-vector norm there.
+ * with α^{l,h}_0 > ε; per head, the sink position — the key receiving the most total attention
+ * mass Σ_{i≥k} A_{i,k} (sinks can sit on delimiters; the total, unlike the mean α_k, is not
+ * dominated by the last keys, which only one or two queries see) — and the value-vector norm there.
  * @param patterns per layer, attention probabilities [n_heads, T, T].
  * @param values per layer, hook_v [T, n_kv_heads·d_head].
  */
@@ -20,12 +21,12 @@ export function sinkStats(patterns: Float32Array[], values: Float32Array[], nHea
     let sinks = 0;
     for (let h = 0; h < nHeads; h++) {
       const base = (l * nHeads + h) * T;
-      let best = 0;
+      let best = 0, bestMass = -1;
       for (let k = 0; k < T; k++) {
         let s = 0;
         for (let i = k; i < T; i++) s += patterns[l][(h * T + i) * T + k];
         alpha[base + k] = s / (T - k);
-        if (alpha[base + k] > alpha[base + best]) best = k;
+        if (s > bestMass) { bestMass = s; best = k; }
       }
       alpha0[l * nHeads + h] = alpha[base];
       if (alpha[base] > eps) sinks++;
