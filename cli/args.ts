@@ -6,24 +6,38 @@ export interface Args {
 }
 
 const REPEATABLE = new Set(['intervention']);
+/** Flags that take no value; present = "true". */
+const SWITCHES = new Set(['help']);
 
 /**
- * Parses `cmd --flag value ...`.
- * @throws Error for a flag without a value or a stray positional argument.
+ * Parses `cmd --flag value ...` and `cmd --flag=value ...`. A value is the next argument as it is,
+ * so values that start with "-" stay values (`--doses -8,-4`). `--help` and `-h` take no value and
+ * may come anywhere, also in place of the command (then the command is "help").
+ * @throws Error for a flag without a value, a stray positional argument, or flags without a command.
  */
 export function parseArgs(argv: string[]): Args {
-  const [command = 'help', ...rest] = argv;
+  const hasCommand = argv.length > 0 && !argv[0].startsWith('-');
+  const command = hasCommand ? argv[0] : 'help';
+  const rest = hasCommand ? argv.slice(1) : argv;
   const flags = new Map<string, string>();
   const repeated = new Map<string, string[]>();
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
-    if (!a.startsWith('--')) throw new Error(`unexpected argument "${a}" (flags look like --prompt TEXT)`);
-    const key = a.slice(2);
-    const value = rest[i + 1];
+    if (a === '-h') {
+      flags.set('help', 'true');
+      continue;
+    }
+    if (!a.startsWith('--')) throw new Error(`unexpected argument "${a}" (flags look like --prompt TEXT or --prompt=TEXT)`);
+    const eq = a.indexOf('=');
+    const key = eq < 0 ? a.slice(2) : a.slice(2, eq);
+    let value: string | undefined;
+    if (eq >= 0) value = a.slice(eq + 1);
+    else if (SWITCHES.has(key)) value = 'true';
+    else value = rest[++i];
     if (value === undefined) throw new Error(`--${key} needs a value`);
-    i++;
     if (REPEATABLE.has(key)) repeated.set(key, [...(repeated.get(key) ?? []), value]);
     else flags.set(key, value);
   }
+  if (!hasCommand && argv.length > 0 && !flags.has('help')) throw new Error('the command comes first: branchpoint margins|sinks|generate|sweep|vector --flag value …');
   return { command, flags, repeated };
 }

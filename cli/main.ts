@@ -19,6 +19,7 @@ const USAGE = `branchpoint — logit-lens margins, attention sinks and generatio
   (margins and generate also take --intervention JSON, repeatable: see Interventions below)
 ${STEERING_USAGE}
 
+Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
 
 --model is a folder, or a Hugging Face Hub id org/name[@revision] (revision default main):

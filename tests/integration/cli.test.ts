@@ -92,6 +92,42 @@ describe('branchpoint runner', () => {
     }
   });
 
+  it('--help prints the usage and exits 0, alone, after a command or with flags before it', async () => {
+    for (const args of [['--help'], ['-h'], ['margins', '--help'], ['sweep', '--model', MODEL, '--help'], ['generate', '--help', '--prompt', 'Hi']]) {
+      const r = await cli(...args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.out, args.join(' ')).toMatch(/^branchpoint — logit-lens margins/);
+      expect(r.out).toContain('branchpoint sweep');
+      expect(r.err, args.join(' ')).toBe('');
+    }
+  });
+
+  it('--flag=value gives the same run as --flag value, values may start with "-" (--doses -8,-4) and contain "="', async () => {
+    const spaced = await cli('margins', '--model', MODEL, '--prompt', lily.prompt, '--good', ' Tom', '--bad', ' Lily');
+    const joined = await cli('margins', `--model=${MODEL}`, `--prompt=${lily.prompt}`, '--good= Tom', '--bad', ' Lily');
+    expect(joined.code).toBe(0);
+    expect(JSON.parse(joined.out)).toEqual(JSON.parse(spaced.out));
+
+    const template = `{"hook":"blocks.{l}.hook_resid_post","type":"add","vector":[${Array.from({ length: 64 }, (_, i) => (i % 7) / 7).join(',')}]}`;
+    const sweep = (...doses: string[]) => cli('sweep', '--model', MODEL, '--prompt', lily.prompt, '--good', ' Tom', '--bad', ' Lily', '--layers=1,3', ...doses, `--intervention-template=${template}`);
+    const a = await sweep('--doses=-8,-4,0,4,8');
+    const b = await sweep('--doses', '-8,-4,0,4,8');
+    expect(a.code, a.err).toBe(0);
+    expect(JSON.parse(a.out).doses).toEqual([-8, -4, 0, 4, 8]);
+    expect(JSON.parse(a.out).layers).toEqual([1, 3]);
+    expect(JSON.parse(a.out)).toEqual(JSON.parse(b.out));
+  });
+
+  it('flags without a command, or a flag without its value, are refused with the usage and exit code 2', async () => {
+    const r = await cli('--prompt', 'Hi');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^error: the command comes first/);
+    const s = await cli('margins', '--model');
+    expect(s.code).toBe(2);
+    expect(s.err).toMatch(/^error: --model needs a value/);
+    expect(s.err).toContain('branchpoint margins');
+  });
+
   it('a prompt longer than max_position_embeddings is refused with the context length', async () => {
     const r = await cli('margins', '--model', MODEL, '--prompt', 'Lily went to the park. '.repeat(120), '--good', ' a', '--bad', ' b');
     expect(r.code).toBe(1);
