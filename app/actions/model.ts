@@ -1,6 +1,8 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
+import { catalogEntry } from '../../workers/engine/io/catalog';
+import { refreshCachedModels } from './cache';
 import { runJob } from './job';
 import { inOrder } from './worker';
 
@@ -40,6 +42,8 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     cancellable: true,
     retryFor: (e) => (e.name === 'ModelTooLargeError' ? { label: 'Load anyway', run: () => void loadModel(source, { ...options, checkFit: false }) } : undefined),
   });
+  // A Hub load fills the cache (partly, when it failed or was cancelled mid-download).
+  if (source.kind === 'hub') void refreshCachedModels();
   if (!info) {
     useStore.getState().loadFailed();
     return false;
@@ -49,6 +53,17 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
   void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);
+  return true;
+}
+
+/**
+ * Loads a Hub repo. A curated chat model (catalog.ts `chat`) then has its chat template switched
+ * on, where its tokenizer has one; the user can still switch it off.
+ */
+export async function loadHubModel(source: Extract<ModelSource, { kind: 'hub' }>): Promise<boolean> {
+  if (!(await loadModel(source))) return false;
+  const st = useStore.getState();
+  if (catalogEntry(source.repo)?.chat && st.info?.hasChatTemplate) st.setChatTemplate(true);
   return true;
 }
 

@@ -1,14 +1,18 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
-import { loadModel, localModelSource, sourceFromDirectory, sourceFromFileList } from '../actions/model';
-import type { BackendChoice } from '../../workers/protocol';
+import { loadHubModel, loadModel, localModelSource, sourceFromDirectory, sourceFromFileList } from '../actions/model';
+import { CATALOG } from '../../workers/engine/io/catalog';
+import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
+import { ModelCatalog } from './ModelCatalog';
+import { CacheManager } from './CacheManager';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
 /**
- * Where the model comes from: a folder the server offers, a folder on this computer (folder input,
- * or the File System Access API where the browser has it), or a Hugging Face Hub repo. The access
- * token stays in this component's memory: never stored, never put in the URL.
+ * Where the model comes from: a folder the server offers (first), a folder on this computer
+ * (folder input, or the File System Access API where the browser has it), or a Hugging Face Hub
+ * repo — typed, or chosen from the curated list — with the browser's model cache below it. The
+ * access token stays in this component's memory: never stored, never put in the URL or an export.
  */
 export function ModelPicker() {
   const localModels = useStore((s) => s.localModels);
@@ -20,7 +24,10 @@ export function ModelPicker() {
   const [revision, setRevision] = useState('main');
   const [token, setToken] = useState('');
   const [endpoint, setEndpoint] = useState('');
+  /** A gated curated model chosen without a token: the token field asks for one. */
+  const [needsToken, setNeedsToken] = useState<CatalogEntry | null>(null);
   const folderInput = useRef<HTMLInputElement>(null);
+  const tokenInput = useRef<HTMLInputElement>(null);
   const picker = (window as unknown as { showDirectoryPicker?: DirectoryPicker }).showDirectoryPicker;
 
   useEffect(() => {
@@ -42,6 +49,23 @@ export function ModelPicker() {
       return; // the user closed the dialog
     }
     await loadModel(await sourceFromDirectory(dir));
+  };
+
+  const loadHub = (id: string, rev: string) => {
+    setNeedsToken(null);
+    void loadHubModel({ kind: 'hub', repo: id, revision: rev.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined });
+  };
+
+  /** A curated model fills the form (revision main) and loads, unless it is gated and no token is given yet. */
+  const choose = (entry: CatalogEntry) => {
+    setRepo(entry.repo);
+    setRevision('main');
+    if (entry.gated && !token) {
+      setNeedsToken(entry);
+      tokenInput.current?.focus();
+      return;
+    }
+    loadHub(entry.repo, 'main');
   };
 
   return (
@@ -80,24 +104,32 @@ export function ModelPicker() {
         </label>
       </div>
       <details className="hub">
-        <summary>Hugging Face Hub</summary>
+        <summary>Hugging Face Hub <span className="muted">— curated models, any repo, and this browser's model cache</span></summary>
+        <ModelCatalog entries={CATALOG} disabled={busy} onChoose={choose} />
         <form
           className="row"
           onSubmit={(e) => {
             e.preventDefault();
-            void loadModel({ kind: 'hub', repo: repo.trim(), revision: revision.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined });
+            loadHub(repo.trim(), revision);
           }}
         >
-          <label>Repo <input data-testid="hub-repo" value={repo} onChange={(e) => setRepo(e.target.value)} placeholder="owner/name" spellCheck={false} /></label>
+          <label>Repo <input data-testid="hub-repo" className="repo-id" value={repo} onChange={(e) => { setRepo(e.target.value); setNeedsToken(null); }} placeholder="owner/name" spellCheck={false} /></label>
           <label>Revision <input data-testid="hub-revision" className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
           <label title="Only for gated or private repos; kept in memory, never saved">
-            Token <input data-testid="hub-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="hf_… (optional)" />
+            Token <input ref={tokenInput} data-testid="hub-token" className="hub-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="hf_… (optional)" />
           </label>
           <label title="A mirror with the Hub's {repo}/resolve/{revision}/{file} layout (like HF_ENDPOINT); empty = huggingface.co">
             Endpoint <input data-testid="hub-endpoint" value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
           </label>
           <button type="submit" data-testid="load-hub" disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
         </form>
+        {needsToken && (
+          <p className="hint token-needed" data-testid="token-needed" role="status">
+            {needsToken.label} is gated: accept its licence on <a href={`https://huggingface.co/${needsToken.repo}`} target="_blank" rel="noreferrer">its Hub page</a>,
+            paste an access token above (kept in memory only), then Load from Hub.
+          </p>
+        )}
+        <CacheManager />
       </details>
     </section>
   );

@@ -26,6 +26,11 @@ export function bytes(n: number): string {
   return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
 }
 
+/** A parameter count as "70M" / "1.24B" (a model card's way of writing it). */
+export function paramCount(n: number): string {
+  return n >= 1e9 ? `${(n / 1e9).toPrecision(3)}B` : `${Math.round(n / 1e6)}M`;
+}
+
 /** Row label of the lens grid: row 0 is the embeddings, row l the residual stream after block l−1. */
 export function layerLabel(row: number, nLayers: number): string {
   if (row === 0) return '0 embed';

@@ -1,6 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { BackendChoice, LoadOptions, LoadProgress, ModelInfo, ModelSource } from '../../workers/protocol';
+import type { BackendChoice, CachedModel, LoadOptions, LoadProgress, ModelInfo, ModelSource } from '../../workers/protocol';
 
 /** The model slice: what is loaded, what is loading, and where models can come from. */
 export interface ModelSlice {
@@ -16,6 +16,8 @@ export interface ModelSlice {
   lastLoad: { source: ModelSource; options: LoadOptions } | null;
   /** Why the loaded model's GPU device was lost, or null. */
   deviceLost: string | null;
+  /** Hub models in the browser's Cache Storage, as last listed (null until the first listing). */
+  cachedModels: CachedModel[] | null;
   setLocalModels(names: string[]): void;
   setBackendChoice(choice: BackendChoice): void;
   loadStarted(label: string, source: ModelSource, options: LoadOptions): void;
@@ -23,6 +25,7 @@ export interface ModelSlice {
   loadFinished(info: ModelInfo): void;
   loadFailed(): void;
   setDeviceLost(reason: string | null): void;
+  setCachedModels(models: CachedModel[]): void;
 }
 
 export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set) => ({
@@ -34,6 +37,7 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   backendChoice: 'auto',
   lastLoad: null,
   deviceLost: null,
+  cachedModels: null,
   setLocalModels: (localModels) => set({ localModels }),
   setBackendChoice: (backendChoice) => set({ backendChoice }),
   loadStarted: (modelLabel, source, options) => set({ modelLabel, modelStatus: 'loading', info: null, loadProgress: null, lastLoad: { source, options }, deviceLost: null }),
@@ -41,4 +45,5 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   loadFinished: (info) => set({ info, modelStatus: 'ready', loadProgress: null }),
   loadFailed: () => set({ info: null, modelStatus: 'failed', loadProgress: null }),
   setDeviceLost: (deviceLost) => set({ deviceLost }),
+  setCachedModels: (cachedModels) => set({ cachedModels }),
 });
