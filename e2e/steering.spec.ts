@@ -39,6 +39,8 @@ interface Expected {
   plain: Generation;
   steeredGen: Generation;
   sweep: SweepResult;
+  /** First token id of each of the set's futures after its prompt. */
+  futures: { good: number; bad: number };
 }
 let want: Expected;
 
@@ -57,6 +59,7 @@ test.beforeAll(async () => {
       plain: await e.generate({ ...req, maxNewTokens: MAX_NEW, temperature: 0, seed: 0 }),
       steeredGen: await e.generate({ ...req, maxNewTokens: MAX_NEW, temperature: 0, seed: 0, interventions: [add] }),
       sweep: await doseResponse(e, { ...req, template: { hook: 'blocks.{l}.hook_resid_post', type: 'add', vector: vector.vector }, layers: LAYERS, doses: DOSES }),
+      futures: { good: e.resolveFuture(e.encodePrompt(req), req.good, req).firstIds[0], bad: e.resolveFuture(e.encodePrompt(req), req.bad, req).firstIds[0] },
     };
   } finally {
     e.dispose();
@@ -89,6 +92,12 @@ async function buildCaa(page: Page) {
   await page.getByTestId('use-suggested').click();
   await expect(page.getByTestId('prompt')).toHaveValue(SET.suggested.prompt);
   await expect(page.getByTestId('good-future')).toHaveValue(SET.suggested.good);
+  // The chips under the futures follow at once (before any Analyse): the set's futures, tokenized after its prompt.
+  for (const which of ['good', 'bad'] as const) {
+    const chips = page.getByTestId(`${which}-resolved`);
+    await expect(chips).toHaveAttribute('data-stale', 'false');
+    await expect(chips).toHaveAttribute('data-first-ids', String(want.futures[which]));
+  }
   await page.getByTestId('vector-method').selectOption('caa');
   await page.getByTestId('vector-hook').selectOption(HOOK);
   const before = await page.getByTestId('vector-library').locator('tbody tr[data-d]').count();
@@ -258,22 +267,35 @@ test('CAA happy − sad built in the UI steers stories260K: margins, steered vs 
   await expect(page.getByTestId('dose-margin-chart').locator('g.series')).toHaveCount(LAYERS.length);
   await expect(page.getByTestId('dose-kl-chart').locator('g.series')).toHaveCount(LAYERS.length);
   await page.getByTestId('show-tables').uncheck();
-  // Clicking the point (layer 3, α = 8) loads that intervention into the editor.
+  // The sweep ran without #1 (add α = 4 at HOOK), and says so. Clicking the point (layer 3, α = 8)
+  // replaces #1 rather than adding α = 8 on top of it: an analysis under the list then gives the margin the sweep measured.
+  await expect(page.getByTestId('sweep-others')).toContainText('1 other intervention is on in the list; this sweep ran without it');
   await page.getByTestId('dose-margin-chart').locator(`g.series[data-series="layer 3"] circle[data-x="8"]`).click();
-  await expect(page.getByTestId('sweep-picked')).toContainText(`α = 8 at ${HOOK}`);
-  await expect(page.getByTestId('intervention-editor')).toHaveAttribute('data-n', '2');
+  await expect(page.getByTestId('sweep-picked')).toContainText(`Replaced #1: add α = 8 at ${HOOK}`);
+  await expect(page.getByTestId('sweep-picked')).toHaveAttribute('data-replaced', 'true');
+  await expect(page.getByTestId('intervention-editor')).toHaveAttribute('data-n', '1');
+  await expect(page.getByTestId('intervention-2')).toHaveCount(0);
   await expect(page.getByTestId('editor-hook')).toHaveValue(HOOK);
   await expect(page.getByTestId('editor-dose')).toHaveValue('8');
+  await expect(page.getByTestId('sweep-others')).toHaveCount(0);
   await shot(page, 'steering-dose-response');
-  await page.getByTestId('intervention-2-delete').click();
+  await page.getByTestId('tab-margins').click();
+  await page.getByTestId('analyse').click();
+  await settled(page);
+  const picked = await shown(page, 'final-margin-last');
+  const measured = want.sweep.margin[LAYERS.indexOf(3)][DOSES.indexOf(8)];
+  console.log(`final margin under the picked point: ${picked} (sweep at layer 3, α = 8: ${measured.toFixed(4)})`);
+  expect(Math.abs(picked - measured)).toBeLessThanOrEqual(TOL);
+  await page.getByTestId('tab-dose').click();
 
   // Cancel stops a long sweep between forward passes: no error, the finished sweep stays on display.
   await page.getByTestId('sweep-layers').fill('all');
   await page.getByTestId('sweep-doses').fill(Array.from({ length: 60 }, (_, i) => i - 30).join(','));
   await page.getByTestId('run-sweep').click();
-  await expect(page.getByTestId('sweep-progress-text')).toContainText(/[1-9]\d* of 300 forward passes/, { timeout: 60_000 });
+  await expect(page.getByTestId('progress-detail')).toContainText(/[1-9]\d* of 300 forward passes/, { timeout: 60_000 });
+  await expect(page.locator('progress')).toHaveCount(1);
   await shot(page, 'steering-sweep-progress');
-  await page.getByTestId('cancel-sweep').click();
+  await page.getByTestId('cancel-job').click();
   await settled(page);
   await expect(page.getByTestId('dose-margin-chart').locator('g.series')).toHaveCount(LAYERS.length);
   await expect(page.getByTestId('run-sweep')).toBeEnabled();

@@ -11,7 +11,7 @@ import { doseResponse } from './engine/steering/sweep';
 import { actAdd, caaVector, type SteeringVector, type VectorProvenance } from './engine/steering/vectors';
 import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } from './engine/steering/vector_io';
 import { hookWidth } from './engine/steering/hook_width';
-import type { AnalyseRequest, BackendChoice, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
@@ -107,6 +107,11 @@ const api: InferenceApi = {
     const e = need();
     const ids = e.encodePrompt(p);
     return { ids, tokens: e.tokenStrings(ids) };
+  },
+
+  async resolveFuture(p: PromptInput, f: FutureInput) {
+    const e = need();
+    return e.resolveFuture(e.encodePrompt(p), f, p);
   },
 
   async tokenStrings(ids: number[]) {

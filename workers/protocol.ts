@@ -3,7 +3,7 @@
  * types only; the worker implements `InferenceApi`. Progress and token streams are callbacks
  * passed through `Comlink.proxy`; large arrays come back as transferables.
  */
-import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent } from './engine/api';
+import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './engine/api';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
 import type { CachedModel } from './engine/io/cache';
 import type { InterventionSpec } from './engine/steering/spec';
@@ -11,8 +11,8 @@ import type { SweepProgress, SweepRequest, SweepResult } from './engine/steering
 import type { VectorFormat } from './engine/steering/vector_io';
 import type { VectorProvenance } from './engine/steering/vectors';
 
-export type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, PromptInput, TokenEvent, LoadProgress, WeightDtype };
-export type { FutureInput, ResolvedFuture, SinkStats } from './engine/api';
+export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
+export type { SinkStats } from './engine/api';
 export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
 export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';
@@ -120,6 +120,12 @@ export interface InferenceApi {
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
   /** Prompt → ids and display tokens. */
   tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[] }>;
+  /**
+   * One future as analyse() reads it after this prompt (text tokenized in context), without running
+   * the model: the futures editor shows its tokens while the user types.
+   * @throws Error for a prompt that does not tokenize, an empty future or an id outside the vocabulary.
+   */
+  resolveFuture(p: PromptInput, f: FutureInput): Promise<ResolvedFuture>;
   /**
    * Display string of each token id on its own, as it reads after the last analysed prompt's first
    * token (so leading spaces show: " Tom", not "Tom").

@@ -1,6 +1,7 @@
 import { useStore } from '../store';
 import type { AnalyseRequest } from '../../workers/protocol';
-import { futureInput } from '../lib/futures';
+import { futureInput, futureKey } from '../lib/futures';
+import type { FutureChips } from '../store/results';
 import { specRequest } from '../lib/specs';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
@@ -27,7 +28,7 @@ export async function analyse(): Promise<void> {
     const ids = [...new Set(analysis.lensTopIds)];
     const strings = await inOrder((w) => w.tokenStrings(ids));
     const s = useStore.getState();
-    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, idStrings: new Map(ids.map((id, i) => [id, strings[i]])), steering: applied, baseline });
+    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, idStrings: new Map(ids.map((id, i) => [id, strings[i]])), steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);
@@ -64,4 +65,28 @@ export async function tokenizePrompt(): Promise<string | null> {
     if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(null);
     return messageOf(e);
   }
+}
+
+let futuresTicket = 0;
+
+/**
+ * Resolves both futures after the prompt as edited, for the chips under the futures (no job, no
+ * banner: a future that does not resolve shows why in place of its chips). A later call wins.
+ */
+export async function resolveFutures(): Promise<void> {
+  const s = useStore.getState();
+  if (s.modelStatus !== 'ready') return;
+  const ticket = ++futuresTicket;
+  const p = { prompt: s.prompt, chatTemplate: s.chatTemplate };
+  const one = async (which: 'good' | 'bad'): Promise<FutureChips> => {
+    const key = futureKey(p, s[which]);
+    try {
+      const f = futureInput(s[which]);
+      return { key, resolved: await inOrder((w) => w.resolveFuture(p, f)) };
+    } catch (e) {
+      return { key, error: messageOf(e) };
+    }
+  };
+  const [good, bad] = await Promise.all([one('good'), one('bad')]);
+  if (ticket === futuresTicket) useStore.getState().setFutureChips({ good, bad });
 }

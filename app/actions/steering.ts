@@ -48,7 +48,33 @@ export function addDefaultIntervention(): void {
   useStore.getState().addIntervention(draft(defaultHook(), 'all'));
 }
 
-/** Adds the intervention of one point of a dose–response sweep (its hook, type, dose and vector; all positions). @returns its id. */
-export function placeFromSweep(hook: string, type: InterventionDraft['type'], dose: number, vectorId: string): number {
-  return useStore.getState().addIntervention(draft(hook, 'all', { type, dose, vectorId, rotateBy: 'theta' }));
+/** Types a sweep point can be loaded into: the sweep's own (a dose on a vector). */
+const SWEEP_TYPES: readonly InterventionDraft['type'][] = ['add', 'add_norm_preserving', 'rotate'];
+
+/**
+ * Loads point (layer li, dose di) of the sweep on display into the list: its hook, type, dose and
+ * vector at all positions, every step, as the sweep ran it. It replaces, rather than joins, the
+ * intervention an earlier pick from this sweep was loaded into, else one of the sweep's types at
+ * that hook with that vector: two there would add their doses (α1 + α2), which the sweep did not
+ * measure. Otherwise it is added. It is opened in the editor.
+ * @returns its id and whether it replaced one, or null when no sweep is on display.
+ */
+export function placeFromSweep(li: number, di: number): { id: number; replaced: boolean } | null {
+  const s = useStore.getState();
+  const sw = s.sweep;
+  if (!sw) return null;
+  const hook = sw.result.hooks[li];
+  const point = draft(hook, 'all', { type: sw.type, dose: sw.result.doses[di], vectorId: sw.vectorId, rotateBy: 'theta' });
+  const target = s.interventions.find((d) => d.id === sw.pickedId)
+    ?? s.interventions.find((d) => d.hook === hook && d.vectorId === sw.vectorId && SWEEP_TYPES.includes(d.type));
+  let id: number;
+  if (target) {
+    id = target.id;
+    s.updateIntervention(id, point);
+    s.selectIntervention(id);
+  } else {
+    id = s.addIntervention(point);
+  }
+  s.setSweepPick(id);
+  return { id, replaced: target !== undefined };
 }

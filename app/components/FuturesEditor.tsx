@@ -1,11 +1,16 @@
+import { useEffect } from 'react';
 import { useStore } from '../store';
 import type { FutureDraft } from '../store/experiment';
 import type { ResolvedFuture } from '../../workers/protocol';
 import { visibleToken } from '../lib/format';
+import { futureKey } from '../lib/futures';
+import { resolveFutures } from '../actions/analyse';
 
-function Resolved({ f, testId }: { f: ResolvedFuture; testId: string }) {
+/** The tokens a future resolved to; dimmed and marked while they are for an earlier text or prompt. */
+function Resolved({ f, stale, testId }: { f: ResolvedFuture; stale: boolean; testId: string }) {
   return (
-    <span className="resolved" data-testid={testId} data-first-ids={f.firstIds.join(' ')}>
+    <span className={`resolved${stale ? ' stale' : ''}`} data-testid={testId} data-first-ids={f.firstIds.join(' ')} data-stale={stale ? 'true' : 'false'}
+      title={stale ? 'Tokens of the text before your last edit; updating…' : 'The tokens this future reads as after the prompt'}>
       {f.sequences.map((seq, i) => (
         <span key={i} className="alt">
           {seq.map((id, j) => (
@@ -20,8 +25,10 @@ function Resolved({ f, testId }: { f: ResolvedFuture; testId: string }) {
 function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
   const draft = useStore((s) => s[which]);
   const setFuture = useStore((s) => s.setFuture);
-  const resolved = useStore((s) => s.result?.analysis[which]);
+  const chips = useStore((s) => s.futureChips[which]);
+  const key = useStore((s) => futureKey(s, s[which]));
   const set = (patch: Partial<FutureDraft>) => setFuture(which, { ...draft, ...patch });
+  const stale = chips?.key !== key;
   return (
     <div className={`future future-${which}`}>
       <label htmlFor={`future-${which}`}>{title}</label>
@@ -37,13 +44,24 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
         <option value="text">text</option>
         <option value="ids">token ids</option>
       </select>
-      {resolved && <Resolved f={resolved} testId={`${which}-resolved`} />}
+      {chips && ('resolved' in chips
+        ? <Resolved f={chips.resolved} stale={stale} testId={`${which}-resolved`} />
+        : !stale && <span className="resolved note" data-testid={`${which}-unresolved`}>{chips.error}</span>)}
     </div>
   );
 }
 
-/** The two competing futures. Text: "|" separates alternatives (a token set); ids: integers, "|" between alternatives. */
+/** The two competing futures, their tokens shown as they are typed. Text: "|" separates alternatives (a token set); ids: integers, "|" between alternatives. */
 export function FuturesEditor() {
+  const prompt = useStore((s) => s.prompt);
+  const chatTemplate = useStore((s) => s.chatTemplate);
+  const good = useStore((s) => s.good);
+  const bad = useStore((s) => s.bad);
+  const info = useStore((s) => s.info);
+  useEffect(() => {
+    const t = setTimeout(() => void resolveFutures(), 250);
+    return () => clearTimeout(t);
+  }, [prompt, chatTemplate, good, bad, info]);
   return (
     <fieldset className="futures">
       <legend>Futures <span className="muted">Δ = log p(good) − log p(bad)</span></legend>

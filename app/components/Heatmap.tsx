@@ -48,6 +48,8 @@ const MUTED = '#57606a';
 const MAX_LABEL = 14;
 const ANGLE = Math.PI / 4;
 const MARK = '#d9480f';
+/** Gap between the grid's bottom edge and where each rotated column label ends (glyphs reach ~5 px up from there). */
+const LABEL_GAP = 12;
 
 const clip = (s: string) => (s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s);
 
@@ -71,7 +73,7 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
   const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12 - markW) / p.nCols)));
   const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
   const y0 = 18;
-  const bottom = Math.ceil(colW * Math.sin(ANGLE) + 40);
+  const bottom = Math.ceil(colW * Math.sin(ANGLE) + LABEL_GAP + 34);
   return { x0, y0, cw, ch, width: x0 + p.nCols * cw + 12 + markW, height: y0 + p.nRows * ch + bottom };
 }
 
@@ -147,7 +149,7 @@ export function Heatmap(p: HeatmapProps) {
     const yBottom = g.y0 + p.nRows * cellHeight;
     for (let c = 0; c < p.nCols; c += every) {
       ctx.save();
-      ctx.translate(xs(c) + cellWidth / 2, yBottom + 6);
+      ctx.translate(xs(c) + cellWidth / 2, yBottom + LABEL_GAP);
       ctx.rotate(-ANGLE);
       ctx.fillText(clip(p.colLabels[c] ?? ''), 0, 0);
       ctx.restore();

@@ -17,3 +17,8 @@ export function futureInput(d: FutureDraft): FutureInput {
   if (ids.length === 0) throw new Error('a future written as ids needs at least one id');
   return { ids };
 }
+
+/** Identifies a future as written after a prompt: chips resolved for another key are out of date. */
+export function futureKey(p: { prompt: string; chatTemplate: boolean }, d: FutureDraft): string {
+  return JSON.stringify([p.prompt, p.chatTemplate, d.mode, d.value]);
+}

@@ -1,7 +1,8 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { Analysis, Generation, SweepResult, TokenEvent } from '../../workers/protocol';
+import type { Analysis, Generation, ResolvedFuture, SweepResult, TokenEvent } from '../../workers/protocol';
 import type { InterventionDraft } from './steering';
+import type { FutureDraft } from './experiment';
 
 /** An intervention a result was computed under, with its place in the list at the time (#n). */
 export interface AppliedIntervention {
@@ -14,6 +15,10 @@ export interface AnalysisResult {
   analysis: Analysis;
   modelLabel: string;
   prompt: string;
+  chatTemplate: boolean;
+  /** The futures as they were written when it was analysed. */
+  good: FutureDraft;
+  bad: FutureDraft;
   /** Display string per token id appearing in analysis.lensTopIds. */
   idStrings: Map<number, string>;
   /** The interventions `analysis` was computed under (empty: unsteered). */
@@ -51,6 +56,12 @@ export interface GenerationResult extends GenerationRun {
   steered: GenerationRun | null;
 }
 
+/**
+ * A future's tokens as the worker resolved them after the prompt while the user typed, or why it
+ * did not resolve; `key` (lib/futures.ts futureKey) says for which prompt and text.
+ */
+export type FutureChips = { key: string } & ({ resolved: ResolvedFuture } | { error: string });
+
 /** A dose–response sweep on display, with what it was run on. */
 export interface SweepDisplay {
   result: SweepResult;
@@ -61,16 +72,20 @@ export interface SweepDisplay {
   type: 'add' | 'add_norm_preserving' | 'rotate';
   vectorId: string;
   vectorName: string;
+  /** The intervention the last picked point was loaded into (a later pick replaces it), or null. */
+  pickedId: number | null;
 }
 
 /** The results slice: what the views draw. Results stay until replaced, even when a later job fails. */
 export interface ResultsSlice {
   promptTokens: { ids: number[]; tokens: string[] } | null;
+  futureChips: { good: FutureChips | null; bad: FutureChips | null };
   result: AnalysisResult | null;
   pattern: PatternResult | null;
   gen: GenerationResult | null;
   sweep: SweepDisplay | null;
   setPromptTokens(t: { ids: number[]; tokens: string[] } | null): void;
+  setFutureChips(chips: { good: FutureChips; bad: FutureChips }): void;
   setResult(r: AnalysisResult): void;
   setPattern(p: PatternResult | null): void;
   startGeneration(g: Omit<GenerationResult, 'events' | 'final' | 'steered'>): void;
@@ -79,6 +94,7 @@ export interface ResultsSlice {
   addToken(e: TokenEvent, run?: RunName): void;
   finishGeneration(g: Generation, run?: RunName): void;
   setSweep(s: SweepDisplay | null): void;
+  setSweepPick(id: number): void;
 }
 
 /** The generation with one of its runs changed. */
@@ -89,6 +105,7 @@ function withRun(gen: GenerationResult, run: RunName, f: (r: GenerationRun) => G
 
 export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = (set) => ({
   promptTokens: null,
+  futureChips: { good: null, bad: null },
   result: null,
   pattern: null,
   gen: null,
@@ -98,6 +115,7 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
     // a selection on other tokens would steer the wrong ones
     tokenSelection: promptTokens && s.promptTokens && promptTokens.ids.join() === s.promptTokens.ids.join() ? s.tokenSelection : null,
   })),
+  setFutureChips: (futureChips) => set({ futureChips }),
   setResult: (result) => set({ result, pattern: null }),
   setPattern: (pattern) => set({ pattern }),
   startGeneration: (g) => set({ gen: { ...g, events: [], final: null, steered: null } }),
@@ -105,4 +123,5 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
   addToken: (e, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, events: [...r.events, e] })) } : {})),
   finishGeneration: (final, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, final })) } : {})),
   setSweep: (sweep) => set({ sweep }),
+  setSweepPick: (pickedId) => set((s) => (s.sweep ? { sweep: { ...s.sweep, pickedId } } : {})),
 });

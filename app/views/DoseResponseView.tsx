@@ -2,11 +2,11 @@ import { useRef, useState } from 'react';
 import { schemeTableau10 } from 'd3';
 import { useStore } from '../store';
 import { runSweep } from '../actions/sweep';
-import { cancelRunning } from '../actions/job';
 import { placeFromSweep } from '../actions/steering';
 import { LineChart, type Series } from '../components/LineChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
+import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
 import { steerableHooks } from '../lib/hooks';
 import type { SweepDisplay } from '../store/results';
@@ -23,52 +23,41 @@ function blockSites(hookNames: readonly string[]): string[] {
   return steerableHooks(hookNames).filter((h) => h.startsWith('blocks.0.')).map((h) => h.slice('blocks.0.'.length));
 }
 
-/** The sweep's setup: vector, type, hook within the block, layers and doses; Run and Cancel. */
+/** The sweep's setup: vector, type, hook within the block, layers and doses; Run (progress and Cancel are in the job bar). */
 function SweepForm() {
   const set = useStore((s) => s.sweepSettings);
   const update = useStore((s) => s.setSweepSettings);
   const vectors = useStore((s) => s.vectors);
   const info = useStore((s) => s.info);
   const job = useStore((s) => s.job);
-  const steps = useStore((s) => s.jobSteps);
   const setView = useStore((s) => s.setView);
-  const running = job?.kind === 'sweep';
   return (
-    <>
-      <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runSweep(); }}>
-        <label>Vector
-          <select data-testid="sweep-vector" value={set.vectorId ?? ''} onChange={(e) => update({ vectorId: e.target.value || null })}>
-            <option value="">—</option>
-            {vectors.map((v) => <option key={v.id} value={v.id}>{vectorLabel(v)}</option>)}
-          </select>
-        </label>
-        {!vectors.length && <button type="button" className="small" onClick={() => setView('vectors')}>Build or import a vector…</button>}
-        <label>Type
-          <select data-testid="sweep-type" value={set.type} onChange={(e) => update({ type: e.target.value as SweepSettings['type'] })}>
-            {DOSE_TYPES.map((t) => <option key={t.type} value={t.type}>{t.title}</option>)}
-          </select>
-        </label>
-        <label>At blocks.{'{l}'}.
-          <select data-testid="sweep-site" value={set.site} onChange={(e) => update({ site: e.target.value })}>
-            {blockSites(info?.hookNames ?? []).map((h) => <option key={h} value={h}>{h}</option>)}
-          </select>
-        </label>
-        <label title={`Block indices: "all", "1,2,3" or "0-${(info?.nLayers ?? 1) - 1}"`}>Layers
-          <input data-testid="sweep-layers" className="short" value={set.layers} onChange={(e) => update({ layers: e.target.value })} spellCheck={false} />
-        </label>
-        <label title="Doses separated by commas">Doses
-          <input data-testid="sweep-doses" value={set.doses} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
-        </label>
-        <button type="submit" className="primary" data-testid="run-sweep" disabled={!!job || !info || !set.vectorId}>Run sweep</button>
-      </form>
-      {running && (
-        <div className="row sweep-progress" data-testid="sweep-progress">
-          <progress aria-label="sweep progress" value={steps?.done ?? 0} max={steps?.total ?? 1} />
-          <span data-testid="sweep-progress-text">{steps ? `${steps.done} of ${steps.total} forward passes` : 'starting…'}</span>
-          <button type="button" data-testid="cancel-sweep" onClick={cancelRunning}>Cancel</button>
-        </div>
-      )}
-    </>
+    <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runSweep(); }}>
+      <label>Vector
+        <select data-testid="sweep-vector" value={set.vectorId ?? ''} onChange={(e) => update({ vectorId: e.target.value || null })}>
+          <option value="">—</option>
+          {vectors.map((v) => <option key={v.id} value={v.id}>{vectorLabel(v)}</option>)}
+        </select>
+      </label>
+      {!vectors.length && <button type="button" className="small" onClick={() => setView('vectors')}>Build or import a vector…</button>}
+      <label>Type
+        <select data-testid="sweep-type" value={set.type} onChange={(e) => update({ type: e.target.value as SweepSettings['type'] })}>
+          {DOSE_TYPES.map((t) => <option key={t.type} value={t.type}>{t.title}</option>)}
+        </select>
+      </label>
+      <label>At blocks.{'{l}'}.
+        <select data-testid="sweep-site" value={set.site} onChange={(e) => update({ site: e.target.value })}>
+          {blockSites(info?.hookNames ?? []).map((h) => <option key={h} value={h}>{h}</option>)}
+        </select>
+      </label>
+      <label title={`Block indices: "all", "1,2,3" or "0-${(info?.nLayers ?? 1) - 1}"`}>Layers
+        <input data-testid="sweep-layers" className="short" value={set.layers} onChange={(e) => update({ layers: e.target.value })} spellCheck={false} />
+      </label>
+      <label title="Doses separated by commas">Doses
+        <input data-testid="sweep-doses" value={set.doses} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
+      </label>
+      <button type="submit" className="primary" data-testid="run-sweep" disabled={!!job || !info || !set.vectorId}>Run sweep</button>
+    </form>
   );
 }
 
@@ -91,8 +80,9 @@ function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: S
 
 /**
  * Dose–response (DESIGN.md §3): the margin and the side-effect cost KL(p_unsteered ‖ p_steered) of
- * the next token against the dose, one line per layer. Clicking a point adds that intervention
- * (layer, dose) to the list and opens it in the editor.
+ * the next token against the dose, one line per layer, each point run without the list's
+ * interventions. Clicking a point loads that intervention (layer, dose) into the list — replacing
+ * the one at that hook with that vector, so the doses do not add up — and opens it in the editor.
  */
 export function DoseResponseView() {
   const sw = useStore((s) => s.sweep);
@@ -100,13 +90,14 @@ export function DoseResponseView() {
   const list = useStore((s) => s.interventions);
   const marginSvg = useRef<SVGSVGElement | null>(null);
   const klSvg = useRef<SVGSVGElement | null>(null);
-  const [picked, setPicked] = useState<{ id: number; text: string } | null>(null);
+  const [picked, setPicked] = useState<{ id: number; replaced: boolean; text: string } | null>(null);
   const pickedAt = picked ? list.findIndex((d) => d.id === picked.id) + 1 : 0;
   const r = sw?.result;
+  const others = list.filter((d) => d.enabled && d.id !== sw?.pickedId).length;
   const pick = (li: number, di: number) => {
     if (!sw || !r) return;
-    const id = placeFromSweep(r.hooks[li], sw.type, r.doses[di], sw.vectorId);
-    setPicked({ id, text: `${sw.type} ${r.doseKey === 'alpha' ? 'α' : 'θ'} = ${r.doses[di]} at ${r.hooks[li]} (all positions)` });
+    const placed = placeFromSweep(li, di);
+    if (placed) setPicked({ ...placed, text: `${sw.type} ${r.doseKey === 'alpha' ? 'α' : 'θ'} = ${r.doses[di]} at ${r.hooks[li]} (all positions)` });
   };
   const key = r?.doseKey === 'alpha' ? 'α' : 'θ';
   return (
@@ -115,7 +106,8 @@ export function DoseResponseView() {
         <h2>Dose–response</h2>
         <p className="muted">
           For each layer and dose, the final-layer margin Δ = log p(good) − log p(bad) after the prompt, and KL(p_unsteered ‖ p_steered) of the next-token
-          distribution (the side-effect cost), with the vector added at every position. Uses the prompt and futures of the experiment.
+          distribution (the side-effect cost), with the vector added at every position. Uses the prompt and futures of the experiment;
+          each point is run <b>without the other interventions</b> of the list.
         </p>
       </header>
       <SweepForm />
@@ -133,8 +125,17 @@ export function DoseResponseView() {
               caption={[`Dose–response · ${sw.modelLabel}`, `margin Δ = log p(“${sw.good}”) − log p(“${sw.bad}”) against ${key}; ${sw.type} with the vector “${sw.vectorName}” at ${r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')}`, `prompt: “${sw.prompt}”`]}
             />
           </div>
-          <p className="hint">Click a point to add that intervention (its layer and dose) to the list.</p>
-          {picked && pickedAt > 0 && <p className="note-ok" role="status" data-testid="sweep-picked">Added #{pickedAt}: {picked.text}, open in the editor.</p>}
+          <ResultStatus model={sw.modelLabel} testId="sweep-status" />
+          <p className="hint">
+            Click a point to load that intervention (its layer and dose) into the list: it replaces the intervention at that hook with this vector
+            (or the one the last click loaded), so the dose is the one measured here, not added to another.
+          </p>
+          {others > 0 && (
+            <p className="hint" data-testid="sweep-others">
+              {others} other intervention{others === 1 ? ' is' : 's are'} on in the list; this sweep ran without {others === 1 ? 'it' : 'them'}, so an analysis under the list can differ from the curve.
+            </p>
+          )}
+          {picked && pickedAt > 0 && <p className="note-ok" role="status" data-testid="sweep-picked" data-replaced={picked.replaced ? 'true' : 'false'}>{picked.replaced ? 'Replaced' : 'Added'} #{pickedAt}: {picked.text}, open in the editor.</p>}
           <div className="view-body">
             <div className="figure">
               <h3>Margin Δ</h3>

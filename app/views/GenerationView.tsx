@@ -4,6 +4,7 @@ import { generate } from '../actions/generate';
 import { cancelRunning } from '../actions/job';
 import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
+import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
 import type { GenerationSettings } from '../store/experiment';
 import type { GenerationRun } from '../store/results';
@@ -130,11 +131,14 @@ export function GenerationView() {
         <NumberField label="Temperature" field="temperature" min={0} max={5} step={0.1} testId="temperature" />
         <NumberField label="Top-k" field="topK" min={0} max={100000} step={1} testId="top-k" />
         <NumberField label="Seed" field="seed" min={0} max={2 ** 31 - 1} step={1} testId="seed" />
-        <button type="submit" className="primary" data-testid="generate" disabled={!!job || !ready}>Generate</button>
-        <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
+        <span className="actions">
+          <button type="submit" className="primary" data-testid="generate" disabled={!!job || !ready}>Generate</button>
+          <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
+        </span>
       </form>
       {gen ? (
         <>
+          <ResultStatus model={gen.modelLabel} testId="generation-status" />
           {steered ? (
             <>
               <div className="compare" data-testid="generation-compare">

@@ -11,19 +11,23 @@ import { lensRowOf } from '../lib/hooks';
 import { doseText, steeredPromptPositions } from '../lib/steered';
 import { placeAtLensCell } from '../actions/steering';
 import { SteeredTag } from '../components/SteeredTag';
+import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
+import type { InterventionDraft } from '../store/steering';
+import { steeringName, steeringNow } from '../lib/stale';
 
 /** Steered − unsteered, cell by cell (for display; both grids come from the engine). */
 function difference(steered: Float32Array, unsteered: Float32Array): Float32Array {
   return steered.map((v, i) => v - unsteered[i]);
 }
 
-/** Row markers and steered cells of the interventions an analysis was computed under. */
-function steeringMarks(r: AnalysisResult): { rows: Map<number, string>; cells: Cell[] } {
+/** Row markers and steered cells of the interventions an analysis was computed under, named by their places in the list now. */
+function steeringMarks(r: AnalysisResult, list: readonly InterventionDraft[]): { rows: Map<number, string>; cells: Cell[] } {
   const a = r.analysis, T = a.ids.length;
   const rows = new Map<number, string>(), cells: Cell[] = [];
-  for (const { n, draft } of r.steering) {
+  const now = steeringNow(r.steering, list);
+  for (const [i, { draft }] of r.steering.entries()) {
     const row = lensRowOf(draft.hook, a.nLayers);
-    const text = `#${n} ${draft.type} ${doseText(draft)}`;
+    const text = `${steeringName(now[i], true)}: ${draft.type} ${doseText(draft)}`;
     rows.set(row, rows.has(row) ? `${rows.get(row)}, ${text}` : text);
     for (const col of steeredPromptPositions(draft, T)) cells.push({ row, col });
   }
@@ -75,6 +79,8 @@ export function MarginHeatmapView() {
   const showDifference = useStore((s) => s.showDifference);
   const setShowDifference = useStore((s) => s.setShowDifference);
   const busy = useStore((s) => s.job !== null);
+  const list = useStore((s) => s.interventions);
+  const stale = useStaleParts(r);
   const [hover, setHover] = useState<Cell | null>(null);
   const setFocusPosition = useStore((s) => s.setFocusPosition);
   const point = (c: Cell | null) => {
@@ -91,7 +97,7 @@ export function MarginHeatmapView() {
     m = m || 1;
     return { m, color: scaleDiverging<string>(interpolateRdBu).domain([-m, 0, m]) };
   }, [values]);
-  const marks = useMemo(() => (r ? steeringMarks(r) : { rows: new Map<number, string>(), cells: [] }), [r]);
+  const marks = useMemo(() => (r ? steeringMarks(r, list) : { rows: new Map<number, string>(), cells: [] }), [r, list]);
   if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
   const a = r.analysis;
   const L1 = a.nLayers + 1, T = a.ids.length;
@@ -103,6 +109,9 @@ export function MarginHeatmapView() {
   const steered = r.steering.length > 0;
   const what = diff ? 'steered − unsteered Δ' : steered ? 'Δ under the interventions' : 'Δ';
   const unsteered = r.baseline;
+  const outdated = stale.some((p) => p !== 'model');
+  // Its columns are the old prompt's tokens (or its rows another model's layers): a click would steer a position that may not exist.
+  const locked = stale.includes('prompt') || stale.includes('model');
   return (
     <section className="view" data-testid="margin-view">
       <header className="view-head">
@@ -112,8 +121,9 @@ export function MarginHeatmapView() {
           (first tokens). {r.modelLabel} · “{r.prompt}”.
           {steered
             ? ' Orange bars mark the steered layers, dashed outlines the steered cells.'
-            : ' Click a cell to steer that layer at that token.'}
+            : locked ? '' : ' Click a cell to steer that layer at that token.'}
         </p>
+        <ResultStatus model={r.modelLabel} stale={stale} testId="margin-status" />
         {unsteered && (
           <label className="toggle">
             <input type="checkbox" data-testid="show-difference" checked={showDifference} onChange={(e) => setShowDifference(e.target.checked)} />
@@ -130,17 +140,20 @@ export function MarginHeatmapView() {
         />
       </header>
       <div className="view-body">
-        <div className="figure">
+        <div className={`figure${outdated ? ' stale' : ''}`}>
+          {outdated && <StaleOverlay testId="margin-stale" />}
           <Heatmap
             values={values} nRows={L1} nCols={T} color={scale.color}
             rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
-            active={hover} onHover={point} onSelect={busy ? undefined : (c) => placeAtLensCell(c.row, c.col)}
+            active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => placeAtLensCell(c.row, c.col)}
             rowMarks={marks.rows} markedCells={marks.cells}
             canvasRef={canvas} label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
           <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
-          <p className="hint">Click a cell to add an intervention there: the residual stream of that layer (row 0: blocks.0.hook_resid_pre; row l: blocks.{'{l−1}'}.hook_resid_post) at that token.</p>
+          {locked
+            ? <p className="hint" data-testid="margin-locked">This heatmap is of {stale.includes('prompt') ? 'an earlier prompt' : 'the previous model'}: press Analyse before placing interventions from it.</p>
+            : <p className="hint">Click a cell to add an intervention there: the residual stream of that layer (row 0: blocks.0.hook_resid_pre; row l: blocks.{'{l−1}'}.hook_resid_post) at that token.</p>}
         </div>
         <Readout r={r} cell={hover} />
       </div>

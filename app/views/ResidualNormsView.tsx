@@ -2,6 +2,7 @@ import { useMemo, useRef, useState } from 'react';
 import { interpolateViridis, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { SteeredTag } from '../components/SteeredTag';
+import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
@@ -11,6 +12,7 @@ import { fixed, layerLabel, visibleToken } from '../lib/format';
 /** Residual-stream norms ‖h^l_t‖ (layer × token) and massive activations per layer (Sun et al. 2024, arXiv 2402.17762). */
 export function ResidualNormsView() {
   const r = useStore((s) => s.result);
+  const stale = useStaleParts(r);
   const showTables = useStore((s) => s.showTables);
   const [hover, setHover] = useState<Cell | null>(null);
   const setFocusPosition = useStore((s) => s.setFocusPosition);
@@ -27,6 +29,7 @@ export function ResidualNormsView() {
   }, [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see how the residual stream grows through the layers.</p>;
   const a = r.analysis, L1 = a.nLayers + 1, T = a.ids.length, m = a.massive;
+  const outdated = stale.some((p) => p !== 'model');
   const rowLabels = Array.from({ length: L1 }, (_, l) => layerLabel(l, a.nLayers));
   const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.residNorms.subarray(l * T, (l + 1) * T)));
   return (
@@ -34,6 +37,7 @@ export function ResidualNormsView() {
       <header className="view-head">
         <h2>Residual norms<SteeredTag steering={r.steering} testId="norms-steered-tag" /></h2>
         <p className="muted">‖h‖ of the residual stream entering the first block (row 0) and after each block; massive activations are the largest |h| of each layer.</p>
+        <ResultStatus model={r.modelLabel} stale={stale} testId="norms-status" />
         <ExportButtons
           name={`norms-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, layers: rowLabels, residNorms: rows(), massive: m })}
@@ -44,7 +48,8 @@ export function ResidualNormsView() {
         />
       </header>
       <div className="view-body">
-        <div className="figure">
+        <div className={`figure${outdated ? ' stale' : ''}`}>
+          {outdated && <StaleOverlay testId="norms-stale" />}
           <Heatmap
             values={a.residNorms} nRows={L1} nCols={T} color={color}
             rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
@@ -63,21 +68,23 @@ export function ResidualNormsView() {
           ) : <p className="muted">Point at a cell to read it.</p>}
         </aside>
       </div>
-      <table className="data-table" data-testid="massive-table">
-        <caption>Massive activations: the largest |h| per layer, where it sits, and its ratio to the median |h|</caption>
-        <thead><tr><th scope="col">layer</th><th scope="col">max |h|</th><th scope="col">token</th><th scope="col">dim</th><th scope="col">max / median</th></tr></thead>
-        <tbody>
-          {rowLabels.map((label, l) => (
-            <tr key={l}>
-              <th scope="row">{label}</th>
-              <td className="num">{fixed(m.value[l], 3)}</td>
-              <td>{m.token[l]} <span className="mono">{visibleToken(a.tokens[m.token[l]] ?? '')}</span></td>
-              <td className="num">{m.dim[l]}</td>
-              <td className="num">{fixed(m.ratio[l], 1)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <div className="table-scroll">
+        <table className="data-table" data-testid="massive-table">
+          <caption>Massive activations: the largest |h| per layer, where it sits, and its ratio to the median |h|</caption>
+          <thead><tr><th scope="col">layer</th><th scope="col">max |h|</th><th scope="col">token</th><th scope="col">dim</th><th scope="col">max / median</th></tr></thead>
+          <tbody>
+            {rowLabels.map((label, l) => (
+              <tr key={l}>
+                <th scope="row">{label}</th>
+                <td className="num">{fixed(m.value[l], 3)}</td>
+                <td>{m.token[l]} <span className="mono">{visibleToken(a.tokens[m.token[l]] ?? '')}</span></td>
+                <td className="num">{m.dim[l]}</td>
+                <td className="num">{fixed(m.ratio[l], 1)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {showTables && (
         <DataTable caption="Residual norm ‖h‖ by layer and position" rowHeader="layer" rowLabels={rowLabels} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
           cell={(l, t) => fixed(a.residNorms[l * T + t], 4)} cellTestId={(l, t) => `norm-cell-${l}-${t}`} testId="norms-table" />

@@ -2,6 +2,7 @@ import { useMemo, useRef, useState } from 'react';
 import { interpolateBlues, interpolateYlOrRd, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { SteeredTag } from '../components/SteeredTag';
+import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
 import { openPattern } from '../actions/analyse';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
@@ -74,6 +75,7 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
  */
 export function SinkView() {
   const r = useStore((s) => s.result);
+  const stale = useStaleParts(r);
   const pattern = useStore((s) => s.pattern);
   const selected = useStore((s) => s.selectedHead);
   const showTables = useStore((s) => s.showTables);
@@ -83,6 +85,7 @@ export function SinkView() {
   const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => `L${l}`), [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see which heads park their attention on a sink token.</p>;
   const a = r.analysis, s = a.sinks, H = a.nHeads, L = a.nLayers;
+  const outdated = stale.some((p) => p !== 'model');
   const headLabels = Array.from({ length: H }, (_, h) => `H${h}`);
   const grid = (f: (l: number, h: number) => number) => Array.from({ length: L }, (_, l) => Array.from({ length: H }, (_, h) => f(l, h)));
   const open = (c: Cell) => { if (!busy) void openPattern(c.row, c.col); };
@@ -95,6 +98,7 @@ export function SinkView() {
           α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
           Numbers in cells: α₀ and the head's sink position k (the key receiving the most total attention). Click a head for its pattern.
         </p>
+        <ResultStatus model={r.modelLabel} stale={stale} testId="sinks-status" />
         <ExportButtons
           name={`sinks-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}
@@ -105,7 +109,8 @@ export function SinkView() {
         />
       </header>
       <div className="view-body">
-        <div className="figure">
+        <div className={`figure${outdated ? ' stale' : ''}`}>
+          {outdated && <StaleOverlay testId="sinks-stale" />}
           <Heatmap
             values={s.alpha0} nRows={L} nCols={H} color={alphaColor}
             rowLabels={layerLabels} colLabels={headLabels} rowTitle="layer" colTitle="head"

@@ -1,0 +1,51 @@
+import { useMemo } from 'react';
+import { useStore, type AppState } from '../store';
+import type { AnalysisResult } from '../store/results';
+import { staleParts, staleText, type StalePart } from '../lib/stale';
+import { analyse } from '../actions/analyse';
+
+/** The model ready now; null while none is (loading, or the last load failed). */
+const readyModel = (s: AppState) => (s.modelStatus === 'ready' ? s.modelLabel : null);
+
+/** What changed since the analysis on display (empty: it answers the experiment as edited). */
+export function useStaleParts(r: AnalysisResult | null): StalePart[] {
+  const model = useStore(readyModel);
+  const prompt = useStore((s) => s.prompt);
+  const chatTemplate = useStore((s) => s.chatTemplate);
+  const good = useStore((s) => s.good);
+  const bad = useStore((s) => s.bad);
+  const interventions = useStore((s) => s.interventions);
+  return useMemo(() => (r ? staleParts(r, { model, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, prompt, chatTemplate, good, bad, interventions]);
+}
+
+/**
+ * A line above a result that no longer answers the experiment: "from the previous model (<name>)"
+ * once another model is loaded or a load failed, and "stale — press Analyse" (with the button)
+ * when the prompt, futures or interventions changed since the analysis.
+ */
+export function ResultStatus({ model, stale = [], testId }: { model: string; stale?: readonly StalePart[]; testId: string }) {
+  const current = useStore(readyModel);
+  const busy = useStore((s) => s.job !== null);
+  const previous = current !== model;
+  const changed = staleText(stale);
+  if (!previous && !changed) return null;
+  return (
+    <p className="stale-note" role="status" data-testid={testId} data-stale={stale.join(' ')} data-previous-model={previous ? model : undefined}>
+      {previous && <span data-testid={`${testId}-model`}>From the previous model ({model}){current ? `; ${current} is loaded now` : '; no model is loaded now'}. </span>}
+      {changed && (current
+        ? (
+          <>
+            <strong>Stale</strong> — {changed} since this analysis: press Analyse.{' '}
+            <button type="button" className="small" data-testid={`${testId}-analyse`} disabled={busy} onClick={() => void analyse()}>Analyse</button>
+          </>
+        )
+        : <><strong>Stale</strong> — {changed} since this analysis.</>)}
+    </p>
+  );
+}
+
+/** Laid over a figure whose result is stale (the figure dims it: `.figure.stale`). */
+export function StaleOverlay({ testId }: { testId: string }) {
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  return <div className="stale-overlay" data-testid={testId} aria-hidden="true">{ready ? 'Stale — press Analyse' : 'Stale'}</div>;
+}

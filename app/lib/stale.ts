@@ -1,0 +1,76 @@
+/**
+ * Whether a result on display still answers the experiment as edited, and how the interventions it
+ * was computed under are named in the list now. Comparisons only; no model maths.
+ */
+import type { AnalysisResult, AppliedIntervention } from '../store/results';
+import type { FutureDraft } from '../store/experiment';
+import type { InterventionDraft } from '../store/steering';
+import { appliedInterventions } from './specs';
+
+/**
+ * What changed since a result was computed: 'model' (another model, or none, is loaded now),
+ * 'prompt' (the prompt or the chat template: its positions may not exist any more), 'futures',
+ * 'interventions' (the enabled ones, their order or their settings).
+ */
+export type StalePart = 'model' | 'prompt' | 'futures' | 'interventions';
+
+/** The experiment as edited now, and the model ready now (null while none is). */
+export interface Current {
+  model: string | null;
+  prompt: string;
+  chatTemplate: boolean;
+  good: FutureDraft;
+  bad: FutureDraft;
+  interventions: readonly InterventionDraft[];
+}
+
+const sameFuture = (a: FutureDraft, b: FutureDraft) => a.mode === b.mode && a.value === b.value;
+
+/** A draft's settings, without its list identity (id) and switch (only enabled ones are compared). */
+const settings = ({ id: _id, enabled: _on, ...rest }: InterventionDraft) => JSON.stringify(rest);
+
+/** What differs between an analysis and the experiment now, in the order of StalePart (empty: up to date). */
+export function staleParts(r: Pick<AnalysisResult, 'modelLabel' | 'prompt' | 'chatTemplate' | 'good' | 'bad' | 'steering'>, now: Current): StalePart[] {
+  const parts: StalePart[] = [];
+  if (now.model !== r.modelLabel) parts.push('model');
+  if (now.prompt !== r.prompt || now.chatTemplate !== r.chatTemplate) parts.push('prompt');
+  if (!sameFuture(now.good, r.good) || !sameFuture(now.bad, r.bad)) parts.push('futures');
+  const applied = appliedInterventions(now.interventions);
+  if (applied.length !== r.steering.length || applied.some((a, i) => settings(a.draft) !== settings(r.steering[i].draft))) parts.push('interventions');
+  return parts;
+}
+
+/** "the prompt and the futures changed" for the parts other than the model; '' for none. */
+export function staleText(parts: readonly StalePart[]): string {
+  const names: Record<Exclude<StalePart, 'model'>, string> = { prompt: 'the prompt', futures: 'the futures', interventions: 'the interventions' };
+  const list = parts.filter((p): p is Exclude<StalePart, 'model'> => p !== 'model').map((p) => names[p]);
+  if (!list.length) return '';
+  const joined = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} and ${list.at(-1)}`;
+  return `${joined} changed`;
+}
+
+/** An intervention a result was computed under, as the list holds it now. */
+export interface SteeringNow {
+  /** Its place in the list now (1-based), or null when it was removed. */
+  n: number | null;
+  /** 'edited': its settings changed since; 'off': it is switched off now. */
+  change: 'none' | 'edited' | 'off' | 'removed';
+}
+
+/** Each applied intervention of a result, found in the list now by its id. */
+export function steeringNow(steering: readonly AppliedIntervention[], list: readonly InterventionDraft[]): SteeringNow[] {
+  return steering.map(({ draft }) => {
+    const i = list.findIndex((d) => d.id === draft.id);
+    if (i < 0) return { n: null, change: 'removed' };
+    const d = list[i];
+    return { n: i + 1, change: !d.enabled ? 'off' : settings(d) !== settings(draft) ? 'edited' : 'none' };
+  });
+}
+
+/** "#2", "#2 (edited since)", "#2 (off now)" or "one since removed"; short (marks beside a figure): "#2", "#2 edited", "#2 off", "removed". */
+export function steeringName(s: SteeringNow, short = false): string {
+  if (s.n === null) return short ? 'removed' : 'one since removed';
+  if (s.change === 'edited') return short ? `#${s.n} edited` : `#${s.n} (edited since)`;
+  if (s.change === 'off') return short ? `#${s.n} off` : `#${s.n} (off now)`;
+  return `#${s.n}`;
+}

@@ -1,0 +1,105 @@
+import { test, expect, type Page } from '@playwright/test';
+import * as fs from 'node:fs';
+
+/**
+ * Layout on small laptop screens, on the production build with stories260K: with every view
+ * filled (a steered analysis, a head's pattern, a generation, a sweep, a vector in the library),
+ * no view makes the page wider than the window at 1024 × 768 or 1280 × 800, with the data tables
+ * off or on (wide tables scroll inside their own box).
+ */
+const SHOTS = '.artifacts/screenshots';
+const VIEWS = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors'] as const;
+
+test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
+
+/** Waits for the running job to end without an error banner. */
+async function settled(page: Page) {
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+}
+
+/** How many pixels the page is wider than the window's layout width (0 or less: no sideways scroll). */
+const overflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+
+/** Clicks heatmap cell (row, col) using the geometry the canvas publishes. */
+async function clickCell(page: Page, testId: string, row: number, col: number) {
+  const c = page.getByTestId(testId);
+  const g = await c.evaluate((el) => ({ ...(el as HTMLElement).dataset }));
+  const i = g.rowsUpward === 'true' ? Number(g.rows) - 1 - row : row;
+  await c.click({ position: { x: Number(g.x0) + (col + 0.5) * Number(g.cellWidth), y: Number(g.y0) + (i + 0.5) * Number(g.cellHeight) } });
+}
+
+test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dose–response, vectors) is wider than the window; one progress bar per job; the icon is served', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await page.goto('/');
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await settled(page);
+  // The page names its icon, and the icon is served (no favicon 404 in the console).
+  const icon = await page.locator('link[rel="icon"]').getAttribute('href');
+  const served = await page.request.get(new URL(icon ?? '/favicon.ico', page.url()).href);
+  expect(served.status(), `icon ${icon}`).toBe(200);
+  expect(served.headers()['content-type']).toContain('image/svg+xml');
+
+  // A CAA vector in the library (its long name is what the sweep's Vector menu shows).
+  await page.getByTestId('tab-vectors').click();
+  await page.getByTestId('use-suggested').click();
+  await page.getByTestId('vector-method').selectOption('caa');
+  await page.getByTestId('build-vector').click();
+  await settled(page);
+
+  // A steered analysis (row marks beside the heatmap) and one head's pattern.
+  await page.getByTestId('tab-margins').click();
+  await page.getByTestId('analyse').click();
+  await settled(page);
+  const T = await page.getByTestId('token-strip').locator('li').count();
+  await clickCell(page, 'margin-heatmap', 4, T - 1);
+  await page.getByTestId('analyse').click();
+  await settled(page);
+  await expect(page.getByTestId('margin-steered-tag')).toContainText('#1');
+  await page.getByTestId('tab-sinks').click();
+  await clickCell(page, 'sink-heatmap', 1, 1);
+  await expect(page.getByTestId('pattern-view')).toBeVisible({ timeout: 60_000 });
+  await settled(page);
+
+  await page.getByTestId('tab-generation').click();
+  await page.getByTestId('max-new-tokens').fill('8');
+  await page.getByTestId('generate').click();
+  await expect(page.getByTestId('generation-output-steered')).toHaveAttribute('data-done', 'true', { timeout: 120_000 });
+  await settled(page);
+
+  // A sweep in progress shows one progress bar and one Cancel (the job bar's).
+  await page.getByTestId('tab-dose').click();
+  await page.getByTestId('sweep-layers').fill('all');
+  await page.getByTestId('sweep-doses').fill(Array.from({ length: 40 }, (_, i) => i - 20).join(','));
+  await page.getByTestId('run-sweep').click();
+  await expect(page.getByTestId('progress-detail')).toContainText(/[1-9]\d* of 200 forward passes/, { timeout: 60_000 });
+  await expect(page.locator('progress')).toHaveCount(1);
+  await expect(page.getByRole('button', { name: 'Cancel', exact: true })).toHaveCount(1);
+  await page.getByTestId('cancel-job').click();
+  await settled(page);
+  await page.getByTestId('sweep-layers').fill('1,2,3');
+  await page.getByTestId('sweep-doses').fill('-8,-4,0,4,8');
+  await page.getByTestId('run-sweep').click();
+  await settled(page);
+  await expect(page.getByTestId('dose-margin-chart').locator('g.series')).toHaveCount(3);
+
+  for (const [width, height] of [[1024, 768], [1280, 800]]) {
+    await page.setViewportSize({ width, height });
+    for (const view of VIEWS) {
+      await page.getByTestId(`tab-${view}`).click();
+      for (const tables of [false, true]) {
+        await page.getByTestId('show-tables').setChecked(tables);
+        const over = await overflow(page);
+        expect(over, `${view} at ${width}px${tables ? ' with tables' : ''}: the page is ${over}px wider than the window`).toBeLessThanOrEqual(0);
+        if (!tables || view === 'margins') await page.screenshot({ path: `${SHOTS}/layout-${view}${tables ? '-tables' : ''}-${width}.png`, fullPage: true });
+      }
+      if (view === 'generation') {
+        // Cancel stays on the line of Generate.
+        const [g, c] = await Promise.all([page.getByTestId('generate').boundingBox(), page.getByTestId('cancel-generate').boundingBox()]);
+        expect(Math.abs((g?.y ?? 0) - (c?.y ?? -100)), `Generate and Cancel on one line at ${width}px`).toBeLessThan(4);
+      }
+    }
+  }
+  await page.getByTestId('show-tables').setChecked(false);
+});

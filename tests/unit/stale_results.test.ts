@@ -1,0 +1,115 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useStore } from '../../app/store';
+import type { InterventionDraft } from '../../app/store/steering';
+import type { SweepDisplay } from '../../app/store/results';
+import { appliedInterventions } from '../../app/lib/specs';
+import { staleParts, staleText, steeringName, steeringNow, type Current } from '../../app/lib/stale';
+import { futureKey } from '../../app/lib/futures';
+import { placeFromSweep } from '../../app/actions/steering';
+
+/**
+ * When a result on display stops answering the experiment as edited, how its interventions are
+ * named after the list changes, and where a dose–response point goes when it is picked.
+ */
+const draft = (patch: Partial<InterventionDraft>): InterventionDraft => ({
+  id: 1, enabled: true, hook: 'blocks.3.hook_resid_post', type: 'add', dose: 4, rotateBy: 'theta', mode: 'project',
+  vectorId: 'v1', source: '', head: null, positions: [4], steps: null, ...patch,
+});
+const now = (patch: Partial<Current> = {}): Current => ({
+  model: 'stories260K', prompt: 'Lily gave the ball to', chatTemplate: false,
+  good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, interventions: [draft({})], ...patch,
+});
+/** An analysis of now() under its interventions. */
+const analysed = () => ({ modelLabel: 'stories260K', prompt: 'Lily gave the ball to', chatTemplate: false, good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
+
+describe('a result is stale when the experiment differs from what was analysed', () => {
+  it('nothing changed: up to date', () => {
+    expect(staleParts(analysed(), now())).toEqual([]);
+  });
+
+  it('each edit names its part: prompt (or chat template), futures, interventions, model', () => {
+    expect(staleParts(analysed(), now({ prompt: 'Once upon' }))).toEqual(['prompt']);
+    expect(staleParts(analysed(), now({ chatTemplate: true }))).toEqual(['prompt']);
+    expect(staleParts(analysed(), now({ bad: { mode: 'ids', value: ' Lily' } }))).toEqual(['futures']);
+    expect(staleParts(analysed(), now({ interventions: [draft({ dose: 8 })] }))).toEqual(['interventions']);
+    expect(staleParts(analysed(), now({ interventions: [draft({ enabled: false })] }))).toEqual(['interventions']);
+    expect(staleParts(analysed(), now({ interventions: [draft({}), draft({ id: 2 })] }))).toEqual(['interventions']);
+    expect(staleParts(analysed(), now({ model: null }))).toEqual(['model']);
+    expect(staleParts(analysed(), now({ model: 'aidreams260K', prompt: 'x', good: { mode: 'text', value: ' a' } }))).toEqual(['model', 'prompt', 'futures']);
+  });
+
+  it('the same settings under another id, or a switched-off extra one, are not a change', () => {
+    expect(staleParts(analysed(), now({ interventions: [draft({ id: 9 })] }))).toEqual([]);
+    expect(staleParts(analysed(), now({ interventions: [draft({}), draft({ id: 2, enabled: false })] }))).toEqual([]);
+  });
+
+  it('the label lists the parts in words, leaving the model to its own line', () => {
+    expect(staleText(['prompt'])).toBe('the prompt changed');
+    expect(staleText(['model', 'prompt', 'futures', 'interventions'])).toBe('the prompt, the futures and the interventions changed');
+    expect(staleText(['model'])).toBe('');
+  });
+
+  it('chips resolved for one prompt and text are out of date for another', () => {
+    const p = { prompt: 'Lily gave the ball to', chatTemplate: false };
+    expect(futureKey(p, { mode: 'text', value: ' Tom' })).toBe(futureKey({ ...p }, { mode: 'text', value: ' Tom' }));
+    expect(futureKey(p, { mode: 'text', value: ' Tom' })).not.toBe(futureKey({ ...p, prompt: 'Once' }, { mode: 'text', value: ' Tom' }));
+    expect(futureKey(p, { mode: 'text', value: ' Tom' })).not.toBe(futureKey(p, { mode: 'text', value: ' Tom|' }));
+    expect(futureKey(p, { mode: 'text', value: '1' })).not.toBe(futureKey(p, { mode: 'ids', value: '1' }));
+  });
+});
+
+describe('"steered by #n" follows the list as it is now', () => {
+  const steering = appliedInterventions([draft({ id: 1 }), draft({ id: 2, hook: 'blocks.1.hook_resid_post' })]);
+
+  it('an intervention moved down the list is named by its new place', () => {
+    const list = [draft({ id: 7 }), draft({ id: 1 }), draft({ id: 2, hook: 'blocks.1.hook_resid_post' })];
+    expect(steeringNow(steering, list).map((x) => steeringName(x))).toEqual(['#2', '#3']);
+  });
+
+  it('removed, edited and switched-off ones say so', () => {
+    expect(steeringNow(steering, [draft({ id: 2, hook: 'blocks.1.hook_resid_post' })]).map((x) => steeringName(x))).toEqual(['one since removed', '#1']);
+    const edited = steeringNow(steering, [draft({ id: 1, dose: -4 }), draft({ id: 2, hook: 'blocks.1.hook_resid_post', enabled: false })]);
+    expect(edited.map((x) => steeringName(x))).toEqual(['#1 (edited since)', '#2 (off now)']);
+    expect(edited.map((x) => steeringName(x, true))).toEqual(['#1 edited', '#2 off']);
+    expect(steeringName({ n: null, change: 'removed' }, true)).toBe('removed');
+  });
+});
+
+describe('picking a dose–response point', () => {
+  const HOOK3 = 'blocks.3.hook_resid_post', HOOK2 = 'blocks.2.hook_resid_post';
+  const sweep = (vectorId = 'v1'): SweepDisplay => ({
+    result: { layers: [2, 3], doses: [-8, 0, 8], doseKey: 'alpha', hooks: [HOOK2, HOOK3], margin: [[0, 0, 0], [0, 0, 0]], kl: [[0, 0, 0], [0, 0, 0]], unsteeredMargin: 0 },
+    modelLabel: 'stories260K', prompt: 'p', good: ' a', bad: ' b', type: 'add', vectorId, vectorName: 'v', pickedId: null,
+  });
+  beforeEach(() => useStore.setState({ interventions: [], selectedIntervention: null, sweep: null }));
+  const list = () => useStore.getState().interventions;
+
+  it('replaces the intervention at that hook with that vector: the dose becomes the measured one, not α1 + α2', () => {
+    const s = useStore.getState();
+    const other = s.addIntervention({ ...draft({}), hook: 'blocks.0.hook_resid_post', vectorId: 'v2' });
+    const mine = s.addIntervention({ ...draft({}), dose: 4, positions: [5], steps: { start: 2, end: null } });
+    s.setSweep(sweep());
+    expect(placeFromSweep(1, 2)).toEqual({ id: mine, replaced: true });
+    expect(list()).toHaveLength(2);
+    expect(list()[1]).toMatchObject({ id: mine, hook: HOOK3, type: 'add', dose: 8, vectorId: 'v1', positions: 'all', steps: null, enabled: true });
+    expect(list()[0]).toMatchObject({ id: other, hook: 'blocks.0.hook_resid_post', dose: 4 });
+    expect(useStore.getState().selectedIntervention).toBe(mine);
+  });
+
+  it('a later pick from the same sweep moves that intervention (another layer, another dose) instead of adding one', () => {
+    useStore.getState().setSweep(sweep());
+    const first = placeFromSweep(1, 0);
+    expect(first?.replaced).toBe(false);
+    expect(placeFromSweep(0, 2)).toEqual({ id: first?.id, replaced: true });
+    expect(list()).toHaveLength(1);
+    expect(list()[0]).toMatchObject({ hook: HOOK2, dose: 8 });
+  });
+
+  it('with another vector at that hook, the point is added beside it', () => {
+    const s = useStore.getState();
+    s.addIntervention(draft({ vectorId: 'v2' }));
+    s.setSweep(sweep('v1'));
+    expect(placeFromSweep(1, 1)?.replaced).toBe(false);
+    expect(list().map((d) => d.vectorId)).toEqual(['v2', 'v1']);
+  });
+});
