@@ -3,7 +3,7 @@ import react from '@vitejs/plugin-react';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(__dirname, '..', 'shared'));
+const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(import.meta.dirname, '..', 'shared'));
 
 /**
  * Serves the read-only golden data in ../shared (or $BRANCHPOINT_SHARED): /models/ (real models the

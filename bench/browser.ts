@@ -9,7 +9,7 @@
  *   back to the host;
  * - decode: mean time per token of `nDecode` greedy steps through the KV cache (one token in,
  *   logits read back, argmax on the host), i.e. the work of Engine.generate's loop without its
- *   per-token setTimeout yield and token decoding (generate() itself is timed separately);
+ *   per-token event-loop yield and token decoding (generate() itself is timed separately);
  * - our engine only: a plain forward pass (Engine.run without captures, all logit rows), the lens
  *   grid alone (forward capturing every residual, LN_f·W_U on the (L+1)·T stack, log-softmax,
  *   gather of the futures' columns, read back) and the full Engine.analyse (lens grid, top-k,

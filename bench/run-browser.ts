@@ -94,7 +94,7 @@ function report(r: BenchResult, load: { before: number; after: number }): string
   out.push('');
   const w2 = [34, 9, 15];
   out.push(row(['ratios (this run; <1 = faster)', 'prefill', 'decode / token'], w2));
-  out.push('  decode / token = mean step time; generate() adds a setTimeout yield and token decoding per step');
+  out.push('  decode / token = mean step time; generate() adds an event-loop yield and token decoding per step');
   for (const [name, a, b] of [['WebGPU / CPU', webgpu, cpu], ['WebGPU / transformers.js', webgpu, hf], ['CPU / transformers.js', cpu, hf]] as const) {
     out.push(row([name, ratio(a.prefillMs, b.prefillMs), ratio(a.decodeMsPerToken, b.decodeMsPerToken)], w2));
   }
