@@ -1,7 +1,8 @@
-import { useMemo, useRef, useState } from 'react';
+import { useMemo, useRef } from 'react';
 import { interpolateRdBu, scaleDiverging } from 'd3';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
+import { useTokenCellHover } from '../components/useTokenCellHover';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -81,13 +82,7 @@ export function MarginHeatmapView() {
   const busy = useStore((s) => s.job !== null);
   const list = useStore((s) => s.interventions);
   const stale = useStaleParts(r);
-  const [hover, setHover] = useState<Cell | null>(null);
-  const setFocusPosition = useStore((s) => s.setFocusPosition);
-  const point = (c: Cell | null) => {
-    if (!c) return;
-    setHover(c);
-    setFocusPosition(c.col);
-  };
+  const [hover, point] = useTokenCellHover();
   const canvas = useRef<HTMLCanvasElement | null>(null);
   const diff = showDifference && r?.baseline ? r.baseline : null;
   const values = useMemo(() => (r && diff ? difference(r.analysis.lensMargin, diff.lensMargin) : r?.analysis.lensMargin ?? new Float32Array()), [r, diff]);

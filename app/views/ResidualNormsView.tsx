@@ -1,9 +1,10 @@
-import { useMemo, useRef, useState } from 'react';
+import { useMemo, useRef } from 'react';
 import { interpolateViridis, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { SteeredTag } from '../components/SteeredTag';
 import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
-import { Heatmap, type Cell } from '../components/Heatmap';
+import { Heatmap } from '../components/Heatmap';
+import { useTokenCellHover } from '../components/useTokenCellHover';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -14,13 +15,7 @@ export function ResidualNormsView() {
   const r = useStore((s) => s.result);
   const stale = useStaleParts(r);
   const showTables = useStore((s) => s.showTables);
-  const [hover, setHover] = useState<Cell | null>(null);
-  const setFocusPosition = useStore((s) => s.setFocusPosition);
-  const point = (c: Cell | null) => {
-    if (!c) return;
-    setHover(c);
-    setFocusPosition(c.col);
-  };
+  const [hover, point] = useTokenCellHover();
   const canvas = useRef<HTMLCanvasElement | null>(null);
   const color = useMemo(() => {
     let max = 0;

@@ -3,6 +3,7 @@
  * typed arrays (row-major) so they cross worker boundaries as transferables.
  */
 import type { Intervention } from './model/intervention';
+import type { ModelSpec } from './model/spec';
 
 /** A future as the user writes it. `text`: alternatives separated by "|" form a token set; a
  * multi-token alternative is a branch. `ids`: explicit token sequences (each a branch). */
@@ -20,18 +21,11 @@ export interface ResolvedFuture {
   firstIds: number[];
 }
 
-export interface ModelInfo {
+/** The spec fields the UI shows (nCtx = max_position_embeddings). */
+export const MODEL_INFO_FIELDS = ['modelType', 'nLayers', 'dModel', 'nHeads', 'nKvHeads', 'dHead', 'dMlp', 'dVocab', 'nCtx'] as const;
+
+export interface ModelInfo extends Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[number]> {
   label: string;
-  modelType: string;
-  nLayers: number;
-  dModel: number;
-  nHeads: number;
-  nKvHeads: number;
-  dHead: number;
-  dMlp: number;
-  dVocab: number;
-  /** The model's max_position_embeddings. */
-  nCtx: number;
   /** Positions the KV cache was allocated for, min(nCtx, the load's contextLength): the longest prompt plus generation this session runs. */
   contextLength: number;
   backend: { kind: 'cpu' | 'webgpu'; description: string };

@@ -1,6 +1,8 @@
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import type { Backend, Tensor } from './backend/backend';
 import type { HFConfig } from './arch/types';
+import type { ModelSpec } from './model/spec';
+import { MODEL_INFO_FIELDS } from './api';
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
 import { assertHook, hookNames } from './hooks';
 import type { ModelFiles } from './io/model_files';
@@ -102,8 +104,8 @@ export class Engine {
   info(): ModelInfo {
     const s = this.spec;
     return {
-      label: this.label, modelType: s.modelType, nLayers: s.nLayers, dModel: s.dModel, nHeads: s.nHeads,
-      nKvHeads: s.nKvHeads, dHead: s.dHead, dMlp: s.dMlp, dVocab: s.dVocab, nCtx: s.nCtx, contextLength: this.model.contextLength,
+      ...(Object.fromEntries(MODEL_INFO_FIELDS.map((k) => [k, s[k]])) as Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[number]>),
+      label: this.label, contextLength: this.model.contextLength,
       backend: { kind: this.backend.kind, description: this.backend.description },
       hookNames: hookNames(s),
       hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),
