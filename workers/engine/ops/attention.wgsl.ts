@@ -7,18 +7,13 @@ const WG = 64;
 const NEG_INF_BITS = 0xff800000;
 
 /**
- * One workgroup per (head h, query i). Pass 1: online max and Σexp over the visible keys
- * j ∈ [lo, past + i] (Milakov & Gimelshein 2018, arXiv 1805.02867), each invocation taking keys
- * j ≡ lane (mod 64), then a tree merge. Pass 2, in blocks of 64 keys: each invocation computes one
- * probability (and writes the pattern/score row entries when asked), then every invocation adds
- * p_j·v_j to the head dims e ≡ lane (mod 64) it owns. `ept` = ⌈headDim/64⌉ dims per invocation.
+ * The bindings both attention variants share: params, q, the K and V caches, the optional pattern
+ * and scores outputs (numbered after v in that order), and z last.
  */
-function source(ept: number, pattern: boolean, scores: boolean): string {
-  const dmax = WG * ept;
+function bindings(pattern: boolean, scores: boolean): string {
   let b = 4;
   const patB = pattern ? b++ : -1;
   const scB = scores ? b++ : -1;
-  const want = pattern || scores;
   return /* wgsl */ `
 struct P { n: u32, past: u32, nHeads: u32, nKvHeads: u32, headDim: u32, scale: f32, softcap: f32, window: u32 }
 @group(0) @binding(0) var<uniform> p: P;
@@ -27,7 +22,21 @@ struct P { n: u32, past: u32, nHeads: u32, nKvHeads: u32, headDim: u32, scale: f
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 ${pattern ? `@group(0) @binding(${patB}) var<storage, read_write> pat: array<f32>;` : ''}
 ${scores ? `@group(0) @binding(${scB}) var<storage, read_write> sc: array<u32>;` : ''}
-@group(0) @binding(${b}) var<storage, read_write> z: array<f32>;
+@group(0) @binding(${b}) var<storage, read_write> z: array<f32>;`;
+}
+
+/**
+ * One workgroup per (head h, query i). Pass 1: online max and Σexp over the visible keys
+ * j ∈ [lo, past + i] (Milakov & Gimelshein 2018, arXiv 1805.02867), each invocation taking keys
+ * j ≡ lane (mod 64), then a tree merge. Pass 2, in blocks of 64 keys: each invocation computes one
+ * probability (and writes the pattern/score row entries when asked), then every invocation adds
+ * p_j·v_j to the head dims e ≡ lane (mod 64) it owns. `ept` = ⌈headDim/64⌉ dims per invocation.
+ */
+function source(ept: number, pattern: boolean, scores: boolean): string {
+  const dmax = WG * ept;
+  const want = pattern || scores;
+  return /* wgsl */ `
+${bindings(pattern, scores)}
 var<workgroup> qs: array<f32, ${dmax}>;
 var<workgroup> pj: array<f32, ${WG}>;
 var<workgroup> redM: array<f32, ${WG}>;
@@ -123,18 +132,8 @@ const CPU_WG = 16;
  * t % H of query t / H, so neighbouring invocations read neighbouring q and z.
  */
 function serialSource(pattern: boolean, scores: boolean): string {
-  let b = 4;
-  const patB = pattern ? b++ : -1;
-  const scB = scores ? b++ : -1;
   return /* wgsl */ `
-struct P { n: u32, past: u32, nHeads: u32, nKvHeads: u32, headDim: u32, scale: f32, softcap: f32, window: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-${pattern ? `@group(0) @binding(${patB}) var<storage, read_write> pat: array<f32>;` : ''}
-${scores ? `@group(0) @binding(${scB}) var<storage, read_write> sc: array<u32>;` : ''}
-@group(0) @binding(${b}) var<storage, read_write> z: array<f32>;
+${bindings(pattern, scores)}
 ${WGSL_TANH}
 ${WGSL_FLAT_GROUP}
 fn score(qo: u32, ko: u32) -> f32 {

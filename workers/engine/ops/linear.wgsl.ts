@@ -11,6 +11,20 @@ const GEMV_ROWS = 8;
 export const GEMV_MAX_ROWS = 4;
 
 /**
+ * The bindings every linear variant shares: params, x (elements of type `xType`), the weight
+ * declaration `wDecl` at binding 2, an optional bias, and y.
+ */
+function bindings(bias: boolean, xType: string, wDecl: string): string {
+  return /* wgsl */ `
+struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<${xType}>;
+${wDecl}
+${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
+@group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;`;
+}
+
+/**
  * y [n, out] = x [n, in]·wᵀ (+ b), w [out, in]: this dispatch's weight holds outputs
  * colOff..colOff+nOut−1 of y's ldy columns (a part of a row-chunked weight, or all of it). Each
  * workgroup stages a 64×16 slab of x and of w in workgroup memory per step of 16 along `in`, and
@@ -19,12 +33,7 @@ export const GEMV_MAX_ROWS = 4;
  */
 function tiledSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
-struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-${wgslWeight(2, 'w', 'wv', f16)}
-${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
-@group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
+${bindings(bias, 'f32', wgslWeight(2, 'w', 'wv', f16))}
 var<workgroup> xs: array<f32, ${TILE * TK}>;
 var<workgroup> ws: array<f32, ${TILE * TK}>;
 @compute @workgroup_size(16, 16)
@@ -78,12 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
  */
 function gemvSource(bias: boolean, f16: boolean): string {
   return /* wgsl */ `
-struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-${wgslWeight(2, 'w', 'wv', f16)}
-${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
-@group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
+${bindings(bias, 'f32', wgslWeight(2, 'w', 'wv', f16))}
 var<workgroup> red: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: u32) {
@@ -124,12 +128,7 @@ function dotSource(bias: boolean, f16: boolean, vec4: boolean, rb: number): stri
 fn wv(i: u32) -> vec4f { ${f16 ? 'let q = w[i]; return vec4f(unpack2x16float(q.x), unpack2x16float(q.y));' : 'return w[i];'} }`
     : wgslWeight(2, 'w', 'wv', f16);
   return /* wgsl */ `
-struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<${vec4 ? 'vec4f' : 'f32'}>;
-${wDecl}
-${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
-@group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
+${bindings(bias, vec4 ? 'vec4f' : 'f32', wDecl)}
 @compute @workgroup_size(${DOT_WG})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let o = gid.x;
