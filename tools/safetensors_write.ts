@@ -4,6 +4,7 @@
  * synthetic GPT-2-sized weights. Never used by the engine itself (it only reads).
  */
 import { DTYPE_BYTES, type SafetensorsDtype } from '../workers/engine/io/safetensors';
+import { toF16Bits } from '../workers/engine/backend/f16';
 
 export interface TensorToWrite {
   name: string;
@@ -24,34 +25,6 @@ export function toBf16Bits(x: number): number {
   return ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
-/** float32 → IEEE half bits, rounded to nearest even (overflow → ±Inf, tiny → subnormal or ±0). */
-export function toF16Bits(x: number): number {
-  f32[0] = x;
-  const b = u32[0];
-  const sign = (b >>> 16) & 0x8000;
-  const exp = (b >>> 23) & 0xff;
-  let mant = b & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    const half = 1 << (shift - 1);
-    const rest = mant & ((1 << shift) - 1);
-    let h = mant >>> shift;
-    if (rest > half || (rest === half && (h & 1))) h++;
-    return sign | h;
-  }
-  let h = mant >>> 13;
-  const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) {
-    h++;
-    if (h === 0x400) { h = 0; e++; if (e >= 0x1f) return sign | 0x7c00; }
-  }
-  return sign | (e << 10) | h;
-}
 
 /**
  * Serialises tensors in the given order (header as encodeHeader, then the data).

@@ -4,6 +4,8 @@
  * Each tensor entry is {dtype, shape, data_offsets: [begin, end]} relative to the data start.
  */
 
+import { fromF16Bits } from '../backend/f16';
+
 /** Every dtype the format defines, with its size in bytes. */
 export const DTYPE_BYTES = {
   F64: 8, F32: 4, F16: 2, BF16: 2, F8_E4M3: 1, F8_E5M2: 1,
@@ -116,12 +118,7 @@ export function parseSafetensors(bytes: Uint8Array, file = 'model.safetensors'):
 
 const f16Table = (() => {
   const t = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const s = h & 0x8000 ? -1 : 1;
-    const e = (h >> 10) & 0x1f;
-    const m = h & 0x3ff;
-    t[h] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
-  }
+  for (let h = 0; h < 65536; h++) t[h] = fromF16Bits(h);
   return t;
 })();
 
