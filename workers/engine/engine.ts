@@ -134,16 +134,24 @@ export class Engine {
 
   /** Display string of each token, leading spaces kept (decode of the prefix difference). */
   tokenStrings(ids: readonly number[], prefix: readonly number[] = []): string[] {
-    const out: string[] = [];
-    let prev = prefix.length ? this.tokenizer.decode([...prefix], { skip_special_tokens: false }) : '';
+    return ids.map(this.tokenStream(prefix));
+  }
+
+  /**
+   * An incremental detokenizer after `prefix`: each call appends one id and returns the text it
+   * added (the difference of two decodes, so leading spaces and multi-token characters come out right).
+   */
+  private tokenStream(prefix: readonly number[]): (id: number) => string {
+    const decode = (ids: number[]) => this.tokenizer.decode(ids, { skip_special_tokens: false });
     const seq = [...prefix];
-    for (const id of ids) {
+    let prev = seq.length ? decode(seq) : '';
+    return (id) => {
       seq.push(id);
-      const cur = this.tokenizer.decode(seq, { skip_special_tokens: false });
-      out.push(cur.startsWith(prev) ? cur.slice(prev.length) : this.tokenizer.decode([id], { skip_special_tokens: false }));
+      const cur = decode(seq);
+      const piece = cur.startsWith(prev) ? cur.slice(prev.length) : decode([id]);
       prev = cur;
-    }
-    return out;
+      return piece;
+    };
   }
 
   /**
@@ -297,7 +305,8 @@ export class Engine {
     const T = promptIds.length;
     const rand = seededRandom(req.seed ?? 0);
     const eos = req.stopAtEos === false ? [] : this.spec.eosTokenIds;
-    const ids: number[] = [], margins: number[] = [];
+    const ids: number[] = [], margins: number[] = [], tokens: string[] = [];
+    const nextToken = this.tokenStream(promptIds);
     let stop: Generation['stop'] = 'length';
     let lp = await this.stepLogProbs(Int32Array.from(promptIds), 0, T, 0, interventions);
     for (let step = 0; step < req.maxNewTokens; step++) {
@@ -307,15 +316,15 @@ export class Engine {
       const margin = rowMargin(lp, good.firstIds, bad.firstIds);
       ids.push(id);
       margins.push(margin);
-      onToken?.({ step, id, token: this.tokenStrings([id], [...promptIds, ...ids.slice(0, -1)])[0], margin, logProb: lp[id] });
+      tokens.push(nextToken(id));
+      onToken?.({ step, id, token: tokens[step], margin, logProb: lp[id] });
       if (eos.includes(id)) { stop = 'eos'; break; }
       if (step + 1 >= req.maxNewTokens) break;
       if (T + ids.length >= this.model.contextLength) { stop = 'context'; break; }
       lp = await this.stepLogProbs(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions);
     }
     return {
-      promptIds, ids, margins, stop,
-      tokens: this.tokenStrings(ids, promptIds),
+      promptIds, ids, margins, stop, tokens,
       text: this.continuationText(promptIds, ids),
     };
   }
