@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { defineConfig } from '@playwright/test';
 
 /**
@@ -14,9 +15,25 @@ const chromium = {
   },
 };
 
-/** Ports can be moved (BP_DEV_PORT, BP_PREVIEW_PORT) so two checkouts can test side by side. */
-const DEV_PORT = Number(process.env.BP_DEV_PORT ?? 5174);
-const PREVIEW_PORT = Number(process.env.BP_PREVIEW_PORT ?? 4174);
+/**
+ * A port the OS says is free now: asked of a child process (the config is loaded synchronously),
+ * then written to the environment so Playwright's worker processes see the same number.
+ */
+function freePort(envKey: string): number {
+  if (!process.env[envKey]) {
+    const script = "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})";
+    process.env[envKey] = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }).trim();
+  }
+  return Number(process.env[envKey]);
+}
+
+/**
+ * The servers the tests start run on ports chosen here (or BP_DEV_PORT / BP_PREVIEW_PORT), and a
+ * server already listening is never reused: reusing one that another checkout left running is how
+ * one checkout silently tests another.
+ */
+const DEV_PORT = freePort('BP_DEV_PORT');
+const PREVIEW_PORT = freePort('BP_PREVIEW_PORT');
 
 export default defineConfig({
   testDir: 'e2e',
@@ -29,7 +46,7 @@ export default defineConfig({
     { name: 'e2e', testMatch: /^(?!.*harness).*\.spec\.ts$/, use: { ...chromium, baseURL: `http://127.0.0.1:${PREVIEW_PORT}` } },
   ],
   webServer: [
-    { command: `npx vite --port ${DEV_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${DEV_PORT}/index.html`, reuseExistingServer: !process.env.CI, timeout: 120_000 },
-    { command: `npx vite build && npx vite preview --port ${PREVIEW_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${PREVIEW_PORT}/index.html`, reuseExistingServer: !process.env.CI, timeout: 300_000 },
+    { command: `npx vite --port ${DEV_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${DEV_PORT}/index.html`, reuseExistingServer: false, timeout: 120_000 },
+    { command: `npx vite build && npx vite preview --port ${PREVIEW_PORT} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${PREVIEW_PORT}/index.html`, reuseExistingServer: false, timeout: 300_000 },
   ],
 });
