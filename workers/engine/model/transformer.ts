@@ -9,6 +9,14 @@ import type { RunContext } from './run_context';
  */
 export const DEFAULT_CONTEXT_LENGTH = 4096;
 
+/** KV-cache rows [0, rows) of every layer, copied out (Transformer.snapshotKv). */
+export interface KvSnapshot {
+  rows: number;
+  /** Per layer [rows, n_kv_heads·d_head]. */
+  k: Tensor[];
+  v: Tensor[];
+}
+
 /** Which rows of the final logits a forward call computes. */
 export type LogitRows = 'all' | 'last' | 'none';
 
@@ -22,6 +30,11 @@ export class Transformer {
   private readonly vCache: Tensor[];
   /** Positions the KV cache holds: min(n_ctx, the requested length). */
   readonly contextLength: number;
+  /**
+   * Bumped by every forward call and restoreKv (each writes cache rows), so a holder of cached
+   * rows (model/kv_prefix.ts) can tell that another run has overwritten them since.
+   */
+  kvVersion = 0;
 
   /** @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)). */
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights, contextLength = DEFAULT_CONTEXT_LENGTH) {
@@ -68,6 +81,7 @@ export class Transformer {
     const { pos0 } = ctx.site;
     const n = ids.length;
     if (pos0 + n > this.contextLength) throw new Error(contextMessage(pos0 + n, s.nCtx, this.contextLength));
+    this.kvVersion++;
     // hook_embed [pos, d_model]: W_E[ids] (× sqrt(d_model) for Gemma)
     let resid = ctx.fire('hook_embed', b.embed(w.embed, ids, s.embedScale));
     if (w.posEmbed) {
@@ -174,6 +188,31 @@ export class Transformer {
   private swap(old: Tensor, next: Tensor): Tensor {
     this.backend.release(old);
     return next;
+  }
+
+  /**
+   * Copies KV-cache rows [0, rows) of every layer (keys and values [rows, n_kv_heads·d_head]).
+   * The caller owns the snapshot: restore it with restoreKv and free it with releaseKv.
+   * @throws Error when rows is not an integer in [1, contextLength].
+   */
+  snapshotKv(rows: number): KvSnapshot {
+    if (!Number.isInteger(rows) || rows < 1 || rows > this.contextLength) throw new Error(`snapshotKv: ${rows} rows is outside 1..${this.contextLength}`);
+    const b = this.backend;
+    return { rows, k: this.kCache.map((c) => b.sliceRows(c, 0, rows)), v: this.vCache.map((c) => b.sliceRows(c, 0, rows)) };
+  }
+
+  /** Writes a snapshot's rows back to cache rows [0, snap.rows) (rows after them are left as they are). */
+  restoreKv(snap: KvSnapshot): void {
+    this.kvVersion++;
+    for (let l = 0; l < this.spec.nLayers; l++) {
+      this.backend.writeRows(this.kCache[l], snap.k[l], 0);
+      this.backend.writeRows(this.vCache[l], snap.v[l], 0);
+    }
+  }
+
+  /** Frees a snapshot's tensors. */
+  releaseKv(snap: KvSnapshot): void {
+    for (const t of [...snap.k, ...snap.v]) this.backend.release(t);
   }
 
   /** Frees the weights' KV cache. (Weights are freed with the backend.) */

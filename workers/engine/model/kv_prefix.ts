@@ -1,0 +1,202 @@
+/**
+ * Prefix KV reuse for analyses that run many forwards which share a prefix: activation patching
+ * (a patch at position p leaves positions < p unchanged), intervention windows (the unsteered
+ * generation up to step k is shared), branch explorers (every branch shares the text before its
+ * fork). A causal transformer's keys and values at positions < p depend only on tokens and
+ * interventions at positions < p, so a run that equals a reference run there can start at p and
+ * read rows [0, p) of the reference from the KV cache.
+ *
+ * How to use it:
+ * ```ts
+ * const kv = new PrefixCache(engine.model);
+ * await kv.reference(ids, { nPrompt, interventions: base });       // full run: cache rows [0, T) = reference
+ * const p = firstTouchedPosition(extra, nPrompt, ids.length);       // where the new run starts to differ
+ * const out = await kv.runFrom(p, ids, { nPrompt, interventions: [...base, extra] }); // computes rows ≥ p only
+ * ```
+ * Rules (checked; each breach throws): ids[0..p) equal the reference's; every intervention that
+ * is not one of the reference's own (same object) touches no position < p. After runFrom(p), rows
+ * ≥ p hold that run; a later runFrom(p') with p' > p first recomputes the reference's rows
+ * [p, p') (logits skipped), so any order is correct and descending p costs nothing extra. If
+ * something else ran the model in between (Engine.run, analyse, generate: Transformer.kvVersion
+ * moved), the whole prefix is recomputed. snapshot()/restore() copy the valid rows out and back
+ * for callers that go deeper and come back (a branch tree).
+ *
+ * Positions and steps follow DESIGN.md §2: the forward pass that reads position t is step 0 for
+ * prompt positions (t < n_prompt) and step t − n_prompt + 1 after them, so a span that covers
+ * generated or teacher-forced branch tokens is split into calls where the set of interventions
+ * active at that step changes (see forwardSpan).
+ */
+import type { Tensor } from '../backend/backend';
+import { hookInfo } from '../hooks';
+import { activeAtStep, selectRows, type Intervention } from './intervention';
+import { RunContext } from './run_context';
+import type { KvSnapshot, LogitRows, Transformer } from './transformer';
+
+/** Options of a span of positions run through the model. */
+export interface SpanOptions {
+  /** Prompt length: positions ≥ nPrompt are generated (or teacher-forced) tokens. */
+  nPrompt: number;
+  interventions?: readonly Intervention[];
+  /** Hook names to capture; rows cover the span's positions only. */
+  capture?: readonly string[];
+  /** 'last' (default): [1, d_vocab] at the span's last position; 'all': [n, d_vocab]; 'none'. */
+  logits?: LogitRows;
+}
+
+export interface SpanOutput {
+  /** Logits as asked ('last': [d_vocab]; 'all': [n·d_vocab] row-major), null for 'none'. */
+  logits: Float32Array | null;
+  /** Captured hooks, read back to the host: row hooks [n, width] over the span's positions. */
+  captured: Map<string, Float32Array>;
+}
+
+/** The generation step whose forward pass reads position t (DESIGN.md §2): 0 in the prompt, t − nPrompt + 1 after it. */
+export function stepOfPosition(t: number, nPrompt: number): number {
+  return t < nPrompt ? 0 : t - nPrompt + 1;
+}
+
+/**
+ * The first position an intervention acts on in a run over positions [0, total) whose steps follow
+ * stepOfPosition; Infinity when it acts on none. A run that adds this intervention to a reference
+ * can reuse the reference's cache rows before this position.
+ */
+export function firstTouchedPosition(iv: Intervention, nPrompt: number, total: number): number {
+  for (let t = 0; t < total; t++) {
+    const step = stepOfPosition(t, nPrompt);
+    if (activeAtStep(iv, step) && selectRows(iv.positions, { pos0: t, n: 1, nPrompt, step })[0] === 1) return t;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Runs ids[a..b) at absolute positions a..b−1 through the model; cache rows [0, a) must already
+ * hold this run's prefix. The span is split into forward calls where the set of interventions
+ * active at stepOfPosition changes, so each position is processed under the step it has in a
+ * generation (a teacher-forced branch token at position n_prompt + j is step j + 1).
+ * @param ids the whole sequence [≥ b] (positions are indices into it).
+ * @throws Error for an empty or out-of-range span, a sequence longer than the KV cache, or a
+ *   capture of a [head, query, key] hook over a span that needs more than one call.
+ */
+export async function forwardSpan(model: Transformer, ids: readonly number[], a: number, b: number, opts: SpanOptions): Promise<SpanOutput> {
+  if (!(Number.isInteger(a) && Number.isInteger(b) && a >= 0 && a < b && b <= ids.length)) throw new Error(`forwardSpan: positions [${a}, ${b}) are not a non-empty span of the ${ids.length} ids`);
+  const ivs = opts.interventions ?? [];
+  const key = (t: number) => ivs.map((iv) => (activeAtStep(iv, stepOfPosition(t, opts.nPrompt)) ? '1' : '0')).join('');
+  const segments: [number, number][] = [];
+  for (let t = a; t < b; t++) {
+    if (t === a || key(t) !== key(t - 1)) segments.push([t, t + 1]);
+    else segments[segments.length - 1][1] = t + 1;
+  }
+  const want = new Set(opts.capture ?? []);
+  const mode = opts.logits ?? 'last';
+  const be = model.backend;
+  const parts = new Map<string, Float32Array[]>();
+  const logitParts: Float32Array[] = [];
+  for (let s = 0; s < segments.length; s++) {
+    const [lo, hi] = segments[s];
+    const ctx = new RunContext(be, { pos0: lo, n: hi - lo, nPrompt: opts.nPrompt, step: stepOfPosition(lo, opts.nPrompt) }, (n) => want.has(n), ivs);
+    let logits: Tensor | null = null;
+    try {
+      logits = model.forward(Int32Array.from(ids.slice(lo, hi)), ctx, mode === 'all' ? 'all' : mode === 'last' && s === segments.length - 1 ? 'last' : 'none');
+      if (logits) logitParts.push(await be.read(logits));
+      for (const [name, t] of ctx.captured) parts.set(name, [...(parts.get(name) ?? []), await be.read(t)]);
+    } finally {
+      if (logits) be.release(logits);
+      ctx.release();
+    }
+  }
+  const captured = new Map<string, Float32Array>();
+  for (const [name, list] of parts) {
+    if (list.length > 1 && !hookInfo(name)?.shape.startsWith('[pos')) throw new Error(`${name} is [head, query, key]; capture it over a span that runs in one call (the interventions' step windows split [${a}, ${b}))`);
+    captured.set(name, concat(list));
+  }
+  return { logits: mode === 'none' ? null : concat(logitParts), captured };
+}
+
+function concat(list: Float32Array[]): Float32Array {
+  if (list.length === 1) return list[0];
+  const out = new Float32Array(list.reduce((s, x) => s + x.length, 0));
+  let o = 0;
+  for (const x of list) { out.set(x, o); o += x.length; }
+  return out;
+}
+
+/** Cache rows of a reference run, copied out by PrefixCache.snapshot. */
+export interface PrefixSnapshot { kv: KvSnapshot; ids: number[] }
+
+/** A reference run whose KV-cache rows later runs reuse (see the module docstring). */
+export class PrefixCache {
+  private ids: number[] = [];
+  private opts: SpanOptions | null = null;
+  /** Leading cache rows that hold the reference run. */
+  private valid = 0;
+  private version = -1;
+
+  constructor(readonly model: Transformer) {}
+
+  /** Leading KV-cache rows that hold the reference run now (0 when another run has overwritten them). */
+  get validRows(): number {
+    return this.model.kvVersion === this.version ? this.valid : 0;
+  }
+
+  /**
+   * Runs ids from position 0 as the reference (capture and logits as asked).
+   * @throws Error as forwardSpan does.
+   */
+  async reference(ids: readonly number[], opts: SpanOptions): Promise<SpanOutput> {
+    this.ids = [...ids];
+    this.opts = { nPrompt: opts.nPrompt, interventions: opts.interventions ?? [] };
+    const out = await forwardSpan(this.model, ids, 0, ids.length, opts);
+    this.valid = ids.length;
+    this.version = this.model.kvVersion;
+    return out;
+  }
+
+  /**
+   * Runs ids (the whole sequence) computing only positions ≥ p; rows [0, p) come from the
+   * reference (recomputed first where a previous run or another caller overwrote them).
+   * Captured rows and 'all' logits cover positions p..ids.length−1.
+   * @throws Error without a reference, for p outside 0..ids.length−1 or beyond the reference,
+   *   for ids that differ from the reference's before p, or for an intervention (not one of the
+   *   reference's own) that acts on a position < p.
+   */
+  async runFrom(p: number, ids: readonly number[], opts: SpanOptions): Promise<SpanOutput> {
+    const ref = this.opts;
+    if (!ref) throw new Error('PrefixCache.runFrom: run the reference first');
+    if (!Number.isInteger(p) || p < 0 || p >= ids.length || p > this.ids.length) throw new Error(`PrefixCache.runFrom: start ${p} is outside 0..${Math.min(ids.length - 1, this.ids.length)}`);
+    for (let t = 0; t < p; t++) if (ids[t] !== this.ids[t]) throw new Error(`PrefixCache.runFrom: token ${t} differs from the reference's, so rows before ${p} cannot be reused`);
+    if (opts.nPrompt !== ref.nPrompt) throw new Error(`PrefixCache.runFrom: n_prompt ${opts.nPrompt} differs from the reference's ${ref.nPrompt} (steps would shift)`);
+    for (const iv of opts.interventions ?? []) {
+      if (ref.interventions!.includes(iv)) continue;
+      const first = firstTouchedPosition(iv, opts.nPrompt, ids.length);
+      if (first < p) throw new Error(`PrefixCache.runFrom: the intervention at ${iv.hook} acts on position ${first}, before the reused prefix ends (${p})`);
+    }
+    const valid = this.validRows;
+    if (p > valid) await forwardSpan(this.model, this.ids, valid, p, { ...ref, logits: 'none' });
+    const out = await forwardSpan(this.model, ids, p, ids.length, opts);
+    this.valid = p;
+    this.version = this.model.kvVersion;
+    return out;
+  }
+
+  /** Copies the rows that hold the reference now (null when none do). */
+  snapshot(): PrefixSnapshot | null {
+    const rows = this.validRows;
+    return rows > 0 ? { kv: this.model.snapshotKv(rows), ids: this.ids.slice(0, rows) } : null;
+  }
+
+  /**
+   * Writes a snapshot of this reference back into the cache.
+   * @throws Error when the snapshot was taken of another reference.
+   */
+  restore(s: PrefixSnapshot): void {
+    if (s.ids.some((id, t) => id !== this.ids[t])) throw new Error('PrefixCache.restore: the snapshot belongs to another reference');
+    this.model.restoreKv(s.kv);
+    this.valid = s.kv.rows;
+    this.version = this.model.kvVersion;
+  }
+
+  /** Frees a snapshot's tensors. */
+  release(s: PrefixSnapshot): void {
+    this.model.releaseKv(s.kv);
+  }
+}
