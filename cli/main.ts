@@ -90,7 +90,7 @@ export async function main(argv: string[]): Promise<number> {
     let out: unknown;
     switch (a.command) {
       case 'margins': {
-        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length });
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate });
         const r = await engine.analyse({ prompt, chatTemplate, good: { text: required(a, 'good') }, bad: { text: required(a, 'bad') }, interventions });
         out = {
           ids: r.ids, tokens: r.tokens,
@@ -117,7 +117,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'generate': {
         const good = a.flags.get('good'), bad = a.flags.get('bad');
         const maxNewTokens = Number(a.flags.get('max-new-tokens') ?? 32);
-        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens });
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate });
         const g = await engine.generate({
           prompt, chatTemplate, interventions,
           good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },

@@ -31,7 +31,10 @@ Interventions (margins, generate): --intervention JSON, repeatable, applied in o
   source     patch: a prompt whose activations at hook replace this run's (or vector: rows [pos][width])
   head       attn.hook_q/k/v/z only: act on one head
   positions  "all" (default) | "prompt" | "generated" | [indices] | {"start": i, "end": j}
-  steps      {"start": k, "end": m}: generation steps [k, m) (0 = the prompt pass); end optional
+             ("generated" starts at the last prompt position, which draws the first new token;
+              {"start": n_prompt} leaves the first new token unsteered)
+  steps      {"start": k, "end": m}: generation steps [k, m) (0 = the prompt pass); end optional;
+             teacher-forced tokens of a multi-token future carry steps 1, 2, … as if generated
   e.g. --intervention '{"hook":"blocks.3.hook_resid_post","type":"add","vector":"happy.npy","alpha":4}'
 sweep prints {layers, doses, dose_key, hooks, margin: [layer][dose], kl: [layer][dose], unsteered_margin};
 kl = KL(p_unsteered ‖ p_steered) of the next token in nats; margins are first-token margins at the last

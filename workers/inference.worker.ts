@@ -35,7 +35,7 @@ async function resolveSpecs<R extends PromptInput & SpecRequest & { intervention
   if (!specs?.length) return rest as R;
   const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
   const parsed = specs.map((s, i) => parseSpec(s, label(i)));
-  const run = { nPrompt: e.encodePrompt(req).length, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
+  const run = { nPrompt: e.encodePrompt(req).length, chatTemplate: req.chatTemplate, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
   const resolved = await resolveInterventions(e, parsed, run, { label });
   return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
 }

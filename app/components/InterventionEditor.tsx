@@ -62,7 +62,7 @@ function PositionsField({ d }: { d: InterventionDraft }) {
         <select data-testid="editor-positions" value={kind} onChange={(e) => setKind(e.target.value as PositionKind)}>
           <option value="all">all tokens</option>
           <option value="prompt">prompt only</option>
-          <option value="generated">generated only</option>
+          <option value="generated" title="every position that predicts a generated token: the last prompt token (it draws new token 0) and the generated tokens; a range from n_prompt skips the first new token">generated (from the last prompt token)</option>
           <option value="explicit">explicit positions</option>
           <option value="range">range [start, end)</option>
         </select>

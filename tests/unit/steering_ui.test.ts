@@ -85,7 +85,8 @@ describe('hooks as the UI reads them', () => {
 describe('marks of steered tokens', () => {
   it('prompt positions follow the selector and only the prompt pass (step 0)', () => {
     expect(steeredPromptPositions(draft({ positions: { start: 2, end: 5 } }), 11)).toEqual([2, 3, 4]);
-    expect(steeredPromptPositions(draft({ positions: 'generated' }), 11)).toEqual([]);
+    expect(steeredPromptPositions(draft({ positions: 'generated' }), 11)).toEqual([10]);
+    expect(steeredPromptPositions(draft({ positions: { start: 11, end: 20 } }), 11)).toEqual([]);
     expect(steeredPromptPositions(draft({ steps: { start: 1, end: null } }), 11)).toEqual([]);
     expect(promptMarks([{ n: 1, draft: draft({ positions: [0] }) }, { n: 3, draft: draft({}) }], 2)).toEqual([[1, 3], [3]]);
   });

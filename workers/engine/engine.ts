@@ -10,6 +10,7 @@ import { loadTransformer, type LoadProgress, type TransformerOptions } from './m
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
+import { forwardSpan } from './model/kv_prefix';
 import { contextMessage, type Transformer } from './model/transformer';
 import { loadTokenizer } from './tokenizer';
 import { logitLens } from './analysis/lens';
@@ -244,7 +245,7 @@ export class Engine {
       }
       const sinks = sinkStats(patterns, values, s.nHeads, s.nKvHeads, s.dHead, T, req.sinkEps ?? 0.3);
       // The KV cache now holds the prompt: each branch continues from it.
-      const sequenceMargin = (await this.sequenceLogProb(firstLp, T, good, interventions)) - (await this.sequenceLogProb(firstLp, T, bad, interventions));
+      const sequenceMargin = (await this.sequenceLogProb(firstLp, ids, good, interventions)) - (await this.sequenceLogProb(firstLp, ids, bad, interventions));
       return {
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
@@ -258,21 +259,22 @@ export class Engine {
 
   /**
    * Teacher-forced log p(future | prompt) at the final layer: logsumexp over the future's sequences
-   * of Σ_j log p(s_j | prompt, s_<j). Each sequence continues from the prompt already in the KV cache.
-   * @param first log-probs [V] after the last prompt token; T the prompt length.
+   * of Σ_j log p(s_j | prompt, s_<j). Each sequence continues from the prompt already in the KV
+   * cache; branch token j (position T + j) carries generation step j + 1, as if generated, so step
+   * windows act here as in generate() (DESIGN.md §2).
+   * @param first log-probs [V] after the last prompt token; promptIds the prompt [T].
    */
-  private async sequenceLogProb(first: Float32Array, T: number, f: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
+  private async sequenceLogProb(first: Float32Array, promptIds: readonly number[], f: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
+    const T = promptIds.length;
     const per: number[] = [];
     for (const seq of f.sequences) {
       let lp = first[seq[0]];
       if (seq.length > 1) {
         if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
-        const ctx = new RunContext(this.backend, { pos0: T, n: seq.length - 1, nPrompt: T, step: 1 }, undefined, interventions);
-        const logits = this.model.forward(Int32Array.from(seq.slice(0, -1)), ctx, 'all')!;
-        const host = await this.backend.read(logits);
-        this.backend.release(logits);
+        const ids = [...promptIds, ...seq.slice(0, -1)];
+        const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all' });
         const V = this.spec.dVocab;
-        for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(host.subarray((j - 1) * V, j * V), V)[seq[j]];
+        for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
       }
       per.push(lp);
     }

@@ -1,6 +1,11 @@
 import type { RowGroups, RowOp } from '../backend/backend';
 
-/** Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end). */
+/**
+ * Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end).
+ * 'generated' = every position that predicts a generated token: n_prompt − 1 onward, so the first
+ * new token is drawn under steering (the CAA off-by-one); {start: n_prompt} is the narrower set of
+ * the generated tokens' own positions. 'prompt' = 0 … n_prompt − 1.
+ */
 export type PositionSelector = 'all' | 'prompt' | 'generated' | number[] | { start: number; end: number };
 
 /** Generation steps [start, end) during which an intervention is active. Step 0 is the prompt pass. */
@@ -24,9 +29,12 @@ export interface Intervention {
 export interface CallSite {
   pos0: number;
   n: number;
-  /** Length of the prompt (positions ≥ nPrompt are generated tokens). */
+  /** Length of the prompt (positions ≥ nPrompt are generated or teacher-forced tokens). */
   nPrompt: number;
-  /** 0 for the prompt pass; k for the pass that reads generated token k−1. */
+  /**
+   * 0 for the prompt pass; k for the pass that reads generated token k−1 (position nPrompt + k − 1;
+   * a teacher-forced branch token there carries the same k: model/kv_prefix.ts stepOfPosition).
+   */
   step: number;
 }
 
@@ -45,7 +53,7 @@ export function selectRows(sel: PositionSelector, site: CallSite): Uint8Array {
     let on: boolean;
     if (sel === 'all') on = true;
     else if (sel === 'prompt') on = p < site.nPrompt;
-    else if (sel === 'generated') on = p >= site.nPrompt;
+    else if (sel === 'generated') on = p >= site.nPrompt - 1;
     else if (Array.isArray(sel)) on = sel.includes(p);
     else on = p >= sel.start && p < sel.end;
     rows[r] = on ? 1 : 0;

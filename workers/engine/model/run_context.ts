@@ -36,8 +36,9 @@ export class RunContext {
   fire(name: string, t: Tensor): Tensor {
     for (const iv of this.byHook.get(name) ?? []) {
       const rows = selectRows(iv.positions, this.site);
+      const op = this.opForCall(iv.op, t, rows);
       if (!rows.some((r) => r)) continue;
-      const next = this.backend.rowOp(t, this.opForCall(iv.op, t), rows, iv.groups);
+      const next = this.backend.rowOp(t, op, rows, iv.groups);
       this.backend.release(t);
       t = next;
     }
@@ -45,15 +46,21 @@ export class RunContext {
     return t;
   }
 
-  /** A patch source holds every position of the other run; this call needs rows pos0..pos0+n-1. */
-  private opForCall(op: RowOp, t: Tensor): RowOp {
+  /**
+   * A patch source holds the positions of another run (a prompt of the same length); this call
+   * needs rows pos0..pos0+n-1. Rows past the source's end (teacher-forced branch tokens after the
+   * prompt) have no source value: they are left unpatched (cleared in `rows`).
+   */
+  private opForCall(op: RowOp, t: Tensor, rows: Uint8Array): RowOp {
     if (op.kind !== 'patch') return op;
     const w = t.shape[t.shape.length - 1];
     const { pos0, n } = this.site;
-    if (op.replacement.length < (pos0 + n) * w) {
-      throw new Error(`patch source covers ${op.replacement.length / w} positions; this run needs ${pos0 + n}`);
-    }
-    return { kind: 'patch', replacement: op.replacement.subarray(pos0 * w, (pos0 + n) * w) };
+    const covered = Math.max(0, Math.min(n, op.replacement.length / w - pos0));
+    rows.fill(0, covered);
+    if (covered === n) return { kind: 'patch', replacement: op.replacement.subarray(pos0 * w, (pos0 + n) * w) };
+    const replacement = new Float32Array(n * w);
+    if (covered > 0) replacement.set(op.replacement.subarray(pos0 * w, (pos0 + covered) * w));
+    return { kind: 'patch', replacement };
   }
 
   /** Frees every captured tensor. */

@@ -22,7 +22,8 @@ export interface ResolveOptions {
  * overwrites the KV cache, so call it before the analysis or generation that uses the result).
  * @param run prompt length and generation length of the run the interventions are for.
  * @throws Error with the spec's label for every problem toIntervention reports, a vector file
- *   that cannot be read or does not fit the hook, or a patch source prompt that cannot be encoded.
+ *   that cannot be read or does not fit the hook, or a patch source prompt that cannot be encoded
+ *   or whose token length differs from the run's prompt (run.nPrompt).
  */
 export async function resolveInterventions(engine: Engine, specs: readonly InterventionSpec[], run: RunShape, opts: ResolveOptions = {}): Promise<Intervention[]> {
   const out: Intervention[] = [];
@@ -40,7 +41,8 @@ export async function resolveInterventions(engine: Engine, specs: readonly Inter
         spec = { ...spec, vector: imported.vector };
       }
       if (spec.type === 'patch' && spec.source !== undefined) {
-        const ids = engine.encodePrompt({ prompt: spec.source });
+        const ids = engine.encodePrompt({ prompt: spec.source, chatTemplate: run.chatTemplate });
+        if (ids.length !== run.nPrompt) throw new Error(`patch source "${spec.source}" has ${ids.length} tokens but the prompt has ${run.nPrompt}; activation patching needs prompts of equal token length (the same positions)`);
         const { captured } = await engine.run(ids, { capture: [spec.hook], logits: 'last' });
         const flat = captured.get(spec.hook)!;
         const w = flat.length / ids.length;

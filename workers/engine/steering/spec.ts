@@ -60,6 +60,8 @@ export interface RunShape {
   nPrompt: number;
   /** Generation length (max_new_tokens); absent for a prompt-only analysis. */
   maxNewTokens?: number;
+  /** The prompt goes through the chat template; a patch source prompt is encoded the same way. */
+  chatTemplate?: boolean;
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
