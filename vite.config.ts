@@ -2,26 +2,24 @@ import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { bundledModels } from './tools/bundled_models';
 
 const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(import.meta.dirname, '..', 'shared'));
 
+const PUBLIC = path.join(import.meta.dirname, 'public');
+
 /**
- * Serves the read-only golden data in ../shared (or $BRANCHPOINT_SHARED): /models/ (real models the
- * workbench starts on) and /fixtures/ (tiny per-architecture models for the harness tests), in dev
- * and preview, with nothing copied into the repo. Supports HEAD and single-range GET, as the Hub does.
+ * Test data only: serves the read-only golden data in ../shared (or $BRANCHPOINT_SHARED) under
+ * /models/ (real models with their references) and /fixtures/ (tiny per-architecture models) in dev
+ * and preview, for the harness pages and benchmarks, with nothing copied into the repo. A path that
+ * exists in public/ (the bundled model) is left to Vite, so the app sees exactly what a static host
+ * serves. Supports HEAD and single-range GET, as the Hub does.
  */
-function localModels(): Plugin {
-  const root = path.join(SHARED, 'models');
+function goldenData(): Plugin {
   const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => {
     const url = decodeURIComponent((req.url ?? '').split('?')[0]);
-    if (url === '/models/index.json') {
-      const names = fs.existsSync(root) ? fs.readdirSync(root).filter((d) => fs.existsSync(path.join(root, d, 'config.json'))) : [];
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify(names));
-      return;
-    }
     const top = /^\/(models|fixtures)\//.exec(url);
-    if (!top) return next();
+    if (!top || fs.existsSync(path.join(PUBLIC, url.slice(1)))) return next();
     const file = path.join(SHARED, url.slice(1));
     if (!file.startsWith(path.join(SHARED, top[1])) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
       res.statusCode = 404;
@@ -46,14 +44,14 @@ function localModels(): Plugin {
     fs.createReadStream(file).pipe(res);
   };
   return {
-    name: 'branchpoint-local-models',
+    name: 'branchpoint-golden-data',
     configureServer: (server) => { server.middlewares.use(handler); },
     configurePreviewServer: (server) => { server.middlewares.use(handler); },
   };
 }
 
 export default defineConfig({
-  plugins: [react(), localModels()],
+  plugins: [react(), bundledModels(PUBLIC), goldenData()],
   base: './',
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },

@@ -2,19 +2,17 @@ import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
 import { catalogEntry } from '../../workers/engine/io/catalog';
+import bundled from 'virtual:bundled-models';
 import { refreshCachedModels } from './cache';
 import { runJob } from './job';
 import { inOrder } from './worker';
 
-/** The model folders the server offers (/models/index.json); empty when it lists none. */
-export async function fetchLocalModels(): Promise<string[]> {
-  const r = await fetch(new URL('models/index.json', document.baseURI));
-  if (!r.ok) return [];
-  const names = (await r.json()) as unknown;
-  return Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [];
+/** The models shipped with the app under models/ (a manifest built with the app: tools/bundled_models.ts). */
+export function bundledModelNames(): string[] {
+  return bundled.map((m) => m.name);
 }
 
-/** The source for a model folder the server offers under /models/. */
+/** The source for a bundled model folder, relative to the page (so the site works from any sub-path). */
 export function localModelSource(name: string): ModelSource {
   return { kind: 'url', url: new URL(`models/${name}/`, document.baseURI).href, label: name };
 }
@@ -94,14 +92,9 @@ export async function sourceFromDirectory(dir: FileSystemDirectoryHandle): Promi
   return { kind: 'files', label: `${dir.name} (local folder)`, files };
 }
 
-/** On start: list the server's models and load the default (stories260K when offered). */
+/** On start: list the bundled models and load the default (stories260K when bundled). */
 export async function loadDefaultModel(preferred = 'stories260K'): Promise<void> {
-  let names: string[] = [];
-  try {
-    names = await fetchLocalModels();
-  } catch {
-    names = [];
-  }
+  const names = bundledModelNames();
   useStore.getState().setLocalModels(names);
   const name = names.includes(preferred) ? preferred : names[0];
   if (name) await loadModel(localModelSource(name));

@@ -4,7 +4,7 @@ import type { BackendChoice, CachedModel, LoadOptions, LoadProgress, ModelInfo, 
 
 /** The model slice: what is loaded, what is loading, and where models can come from. */
 export interface ModelSlice {
-  /** Model folders the server lists under /models/ (index.json). */
+  /** Models bundled with the app under models/ (the build-time manifest, tools/bundled_models.ts). */
   localModels: string[];
   /** Label of the model being loaded or last loaded. */
   modelLabel: string | null;
