@@ -93,7 +93,7 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
   expect(exported.ids).toEqual(golden.input_ids);
   for (let l = 0; l <= lens.L; l++) for (const t of [0, 7, T - 1]) expect(Math.abs(exported.lensMargin[l][t] - lens.margin(l, t, good.id, bad.id))).toBeLessThanOrEqual(TOL);
   expect((await saved('CSV')).toString('utf8').trim().split(/\r?\n/)).toHaveLength(lens.L + 2);
-  expect((await saved('PNG')).subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+  expect((await saved('PNG 2×')).subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
 
   await page.getByTestId('show-tables').uncheck();
   await hoverCell(page, 'margin-heatmap', hl, ht);

@@ -120,9 +120,12 @@ export function DoseResponseView() {
             <ExportButtons
               name={`dose-response-${sw.modelLabel}`}
               json={() => ({ model: sw.modelLabel, prompt: sw.prompt, good: sw.good, bad: sw.bad, type: sw.type, vector: sw.vectorName, ...r })}
-              csv={() => [['layer', 'hook', r.doseKey, 'margin', 'kl'], ...r.layers.flatMap((l, li) => r.doses.map((d, di) => [l, r.hooks[li], d, r.margin[li][di], r.kl[li][di]]))]}
-              picture={() => marginSvg.current}
-              caption={[`Dose–response · ${sw.modelLabel}`, `margin Δ = log p(“${sw.good}”) − log p(“${sw.bad}”) against ${key}; ${sw.type} with the vector “${sw.vectorName}” at ${r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')}`, `prompt: “${sw.prompt}”`]}
+              csv={() => [['layer', 'hook', `dose ${r.doseKey}${r.doseKey === 'theta' ? ' (radians)' : ''}`, `steered margin Δ = log p(${sw.good}) − log p(${sw.bad}) (nats)`, 'KL(p_unsteered ‖ p_steered) of the next token (nats)'], ...r.layers.flatMap((l, li) => r.doses.map((d, di) => [l, r.hooks[li], d, r.margin[li][di], r.kl[li][di]]))]}
+              figure={() => marginSvg.current && klSvg.current && ({
+                title: `Dose–response · ${sw.modelLabel}`,
+                caption: [`margin Δ = log p(“${sw.good}”) − log p(“${sw.bad}”) and KL(p_unsteered ‖ p_steered) against ${key}; ${sw.type} with the vector “${sw.vectorName}” at ${r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')}, one line per layer`, `prompt: “${sw.prompt}” · unsteered Δ = ${signed(r.unsteeredMargin, 4)}`],
+                panels: [{ kind: 'svg', title: 'Margin Δ', element: marginSvg.current }, { kind: 'svg', title: 'KL from the unsteered next-token distribution', element: klSvg.current }],
+              })}
             />
           </div>
           <ResultStatus model={sw.modelLabel} testId="sweep-status" />

@@ -178,9 +178,12 @@ export function GenerationView() {
               <ExportButtons
                 name={`generation-${gen.modelLabel}`}
                 json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: gen.events, final: gen.final, interventions: gen.steering, steered: steered ? { steps: steered.events, final: steered.final } : null })}
-                csv={() => [['run', 'step', 'id', 'token', 'margin', 'log_prob'], ...gen.events.map((e) => ['unsteered', e.step, e.id, e.token, e.margin, e.logProb]), ...(steered?.events ?? []).map((e) => ['steered', e.step, e.id, e.token, e.margin, e.logProb])]}
-                picture={() => svg.current}
-                caption={[`Margin per generation step · ${gen.modelLabel}`, `Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, steered ? `unsteered: “${runText(gen)}”` : `continuation: “${runText(gen)}”`, ...(steered ? [`steered (${steeringText}): “${runText(steered)}”`] : [])]}
+                csv={() => [['run', 'step', 'id', 'token', `margin Δ = log p(${good}) − log p(${bad}) (nats)`, 'log_prob of the token (nats)'], ...gen.events.map((e) => ['unsteered', e.step, e.id, e.token, e.margin, e.logProb]), ...(steered?.events ?? []).map((e) => ['steered', e.step, e.id, e.token, e.margin, e.logProb])]}
+                figure={() => svg.current && ({
+                  title: `Margin per generation step · ${gen.modelLabel}`,
+                  caption: [`Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, steered ? `unsteered: “${runText(gen)}”` : `continuation: “${runText(gen)}”`, ...(steered ? [`steered (${steeringText}): “${runText(steered)}”`] : [])],
+                  panels: [{ kind: 'svg', element: svg.current }],
+                })}
               />
             </div>
             <LineChart

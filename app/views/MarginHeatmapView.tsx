@@ -1,4 +1,4 @@
-import { useMemo, useRef } from 'react';
+import { useMemo } from 'react';
 import { interpolateRdBu, scaleDiverging } from 'd3';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
@@ -83,7 +83,6 @@ export function MarginHeatmapView() {
   const list = useStore((s) => s.interventions);
   const stale = useStaleParts(r);
   const [hover, point] = useTokenCellHover();
-  const canvas = useRef<HTMLCanvasElement | null>(null);
   const diff = showDifference && r?.baseline ? r.baseline : null;
   const values = useMemo(() => (r && diff ? difference(r.analysis.lensMargin, diff.lensMargin) : r?.analysis.lensMargin ?? new Float32Array()), [r, diff]);
   const scale = useMemo(() => {
@@ -128,10 +127,15 @@ export function MarginHeatmapView() {
         <ExportButtons
           name={`margins-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, shown: what, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin, interventions: r.steering, unsteeredFinalMargin: unsteered ? Array.from(unsteered.finalMargin) : null })}
-          csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
-          picture={() => canvas.current}
-          caption={[`Logit-lens margin · ${r.modelLabel}${steered ? ` · ${what}` : ''}`, `Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}”`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)]}
-          legend={{ color: scale.color, domain: [-scale.m, scale.m], title: `${what} (nats): blue favours ${visibleToken(good)}, red favours ${visibleToken(bad)}` }}
+          csv={() => [[`layer \\ position:token — ${what} (nats)`, ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
+          figure={() => ({
+            title: `Logit-lens margin · ${r.modelLabel}${steered ? ` · ${what}` : ''}`,
+            caption: [`${what === 'Δ' ? '' : `${what}, with `}Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}”`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)],
+            panels: [{
+              kind: 'heatmap', values, nRows: L1, nCols: T, rowLabels, colLabels, rowTitle: 'layer', colTitle: 'position · token', rowsUpward: true,
+              scale: { color: scale.color, domain: [-scale.m, scale.m], title: `${what} (nats)`, lowNote: `← favours ${visibleToken(bad)}`, highNote: `favours ${visibleToken(good)} →` },
+            }],
+          })}
         />
       </header>
       <div className="view-body">
@@ -143,7 +147,7 @@ export function MarginHeatmapView() {
             rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
             active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => placeAtLensCell(c.row, c.col)}
             rowMarks={marks.rows} markedCells={marks.cells}
-            canvasRef={canvas} label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
+            label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
           <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
           {locked

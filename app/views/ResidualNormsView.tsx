@@ -1,4 +1,4 @@
-import { useMemo, useRef } from 'react';
+import { useMemo } from 'react';
 import { interpolateViridis, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { SteeredTag } from '../components/SteeredTag';
@@ -16,7 +16,6 @@ export function ResidualNormsView() {
   const stale = useStaleParts(r);
   const showTables = useStore((s) => s.showTables);
   const [hover, point] = useTokenCellHover();
-  const canvas = useRef<HTMLCanvasElement | null>(null);
   const color = useMemo(() => {
     let max = 0;
     for (const v of r?.analysis.residNorms ?? []) if (Number.isFinite(v)) max = Math.max(max, v);
@@ -36,10 +35,12 @@ export function ResidualNormsView() {
         <ExportButtons
           name={`norms-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, layers: rowLabels, residNorms: rows(), massive: m })}
-          csv={() => [['layer', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
-          picture={() => canvas.current}
-          caption={[`Residual norms ‖h‖ · ${r.modelLabel}`, `prompt: “${r.prompt}”`]}
-          legend={{ color, domain: color.domain() as [number, number], title: '‖h‖' }}
+          csv={() => [['layer \\ position:token — residual norm ‖h‖', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
+          figure={() => ({
+            title: `Residual norms ‖h‖ · ${r.modelLabel}`,
+            caption: ['‖h‖ of the residual stream entering the first block (row 0) and after each block, at each prompt token', `prompt: “${r.prompt}”`],
+            panels: [{ kind: 'heatmap', values: a.residNorms, nRows: L1, nCols: T, rowLabels, colLabels: a.tokens.map(visibleToken), rowTitle: 'layer', colTitle: 'position · token', rowsUpward: true, scale: { color, domain: color.domain() as [number, number], title: '‖h‖' } }],
+          })}
         />
       </header>
       <div className="view-body">
@@ -49,7 +50,7 @@ export function ResidualNormsView() {
             values={a.residNorms} nRows={L1} nCols={T} color={color}
             rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30} active={hover} onHover={point}
-            canvasRef={canvas} label="Residual norm by layer and token" testId="norms-heatmap"
+            label="Residual norm by layer and token" testId="norms-heatmap"
           />
           <ColorLegend color={color} domain={color.domain() as [number, number]} title="‖h‖" testId="norms-legend" />
         </div>

@@ -21,7 +21,6 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
   const T = a.ids.length;
   const showTables = useStore((s) => s.showTables);
   const [hover, setHover] = useState<Cell | null>(null);
-  const canvas = useRef<HTMLCanvasElement | null>(null);
   const labels = a.tokens.map(visibleToken);
   const rows = () => Array.from({ length: T }, (_, i) => Array.from(p.data.subarray(i * T, (i + 1) * T)));
   return (
@@ -32,10 +31,12 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
         <ExportButtons
           name={`pattern-L${p.layer}H${p.head}-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, layer: p.layer, head: p.head, tokens: a.tokens, pattern: rows() })}
-          csv={() => [['query\\key', ...a.tokens.map((t, j) => `${j}:${t}`)], ...rows().map((row, i) => [`${i}:${a.tokens[i]}`, ...row])]}
-          picture={() => canvas.current}
-          caption={[`Attention pattern · layer ${p.layer}, head ${p.head} · ${r.modelLabel}`, `rows: queries, columns: keys · prompt: “${r.prompt}”`]}
-          legend={{ color: patternColor, domain: [0, 1], title: 'attention probability' }}
+          csv={() => [['query \\ key — attention probability A[query, key]', ...a.tokens.map((t, j) => `${j}:${t}`)], ...rows().map((row, i) => [`${i}:${a.tokens[i]}`, ...row])]}
+          figure={() => ({
+            title: `Attention pattern · layer ${p.layer}, head ${p.head} · ${r.modelLabel}`,
+            caption: ['A[query, key]: rows are the tokens attending, columns the tokens attended to', `prompt: “${r.prompt}”`],
+            panels: [{ kind: 'heatmap', values: p.data, nRows: T, nCols: T, rowLabels: labels.map((t, i) => `${t} ${i}`), colLabels: labels, rowTitle: 'query', colTitle: 'key', scale: { color: patternColor, domain: [0, 1], title: 'attention probability' } }],
+          })}
         />
       </header>
       <div className="view-body">
@@ -44,7 +45,7 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
             values={p.data} nRows={T} nCols={T} color={patternColor}
             rowLabels={labels.map((t, i) => `${t} ${i}`)} colLabels={labels} rowTitle="query" colTitle="key"
             cellWidth={{ min: 8, max: 34 }} cellHeight="square" active={hover} onHover={(c) => c && setHover(c)}
-            canvasRef={canvas} label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
+            label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
           />
           <ColorLegend color={patternColor} domain={[0, 1]} title="attention probability" testId="pattern-legend" />
         </div>
@@ -81,7 +82,7 @@ export function SinkView() {
   const showTables = useStore((s) => s.showTables);
   const busy = useStore((s) => s.job !== null);
   const [hover, setHover] = useState<Cell | null>(null);
-  const canvas = useRef<HTMLCanvasElement | null>(null);
+  const rateSvg = useRef<SVGSVGElement | null>(null);
   const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => `L${l}`), [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see which heads park their attention on a sink token.</p>;
   const a = r.analysis, s = a.sinks, H = a.nHeads, L = a.nLayers;
@@ -102,10 +103,15 @@ export function SinkView() {
         <ExportButtons
           name={`sinks-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}
-          csv={() => [['layer', 'head', 'alpha0', 'sink_position', 'sink_token', 'sink_value_norm'], ...grid((l, h) => l * H + h).flat().map((i) => [Math.floor(i / H), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
-          picture={() => canvas.current}
-          caption={[`Attention to position 0 (α₀) by layer and head · ${r.modelLabel}`, `cells: α₀ and the head's sink position k; ε = ${s.eps} · prompt: “${r.prompt}”`]}
-          legend={{ color: alphaColor, domain: [0, 1], title: 'α₀' }}
+          csv={() => [['layer', 'head', 'alpha0 (mean attention to position 0)', 'sink_position (key with the most total attention)', 'sink_token', 'sink_value_norm (‖v‖ at the sink position)'], ...grid((l, h) => l * H + h).flat().map((i) => [Math.floor(i / H), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
+          figure={() => ({
+            title: `Attention sinks · ${r.modelLabel}`,
+            caption: [`α₀ = mean over queries of the attention to position 0 (“${visibleToken(a.tokens[0])}”), by layer and head; cells: α₀ and the head's sink position k`, `sink rate = fraction of heads with α₀ > ε = ${s.eps} · prompt: “${r.prompt}”`],
+            panels: [
+              { kind: 'heatmap', values: s.alpha0, nRows: L, nCols: H, rowLabels: layerLabels, colLabels: headLabels, rowTitle: 'layer', colTitle: 'head', annotate: (l, h) => `${fixed(s.alpha0[l * H + h], 2)}\nk=${s.sinkPos[l * H + h]}`, scale: { color: alphaColor, domain: [0, 1], title: 'α₀ (mean attention to position 0)' } },
+              ...(rateSvg.current ? [{ kind: 'svg' as const, title: 'Sink rate per layer', element: rateSvg.current }] : []),
+            ],
+          })}
         />
       </header>
       <div className="view-body">
@@ -118,7 +124,7 @@ export function SinkView() {
             annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)}\nk=${s.sinkPos[row * H + col]}`}
             active={hover} selected={selected ? { row: selected.layer, col: selected.head } : null}
             onHover={setHover} onSelect={open}
-            canvasRef={canvas} label="Attention to position 0 (α₀) by layer and head" testId="sink-heatmap"
+            label="Attention to position 0 (α₀) by layer and head" testId="sink-heatmap"
           />
           <ColorLegend color={alphaColor} domain={[0, 1]} title="α₀ (mean attention to position 0)" testId="sink-legend" />
         </div>
@@ -135,7 +141,7 @@ export function SinkView() {
           </aside>
           <BarChart
             labels={layerLabels} values={s.sinkRate} domain={[0, 1]} xLabel="layer" yLabel={`sink rate (α₀ > ${s.eps})`}
-            format={(v) => fixed(v, 2)} label="Sink rate per layer" testId="sink-rate-chart"
+            format={(v) => fixed(v, 2)} svgRef={rateSvg} label="Sink rate per layer" testId="sink-rate-chart"
           />
         </div>
       </div>
