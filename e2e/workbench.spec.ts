@@ -138,7 +138,7 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
   const ids = await page.getByTestId('generated-token').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
   expect(ids).toEqual(golden.greedy_ids);
   await expect(page.getByTestId('margin-curve').locator('circle')).toHaveCount(golden.greedy_ids.length);
-  const [curvePng] = await Promise.all([page.waitForEvent('download'), page.getByTestId('generation-view').getByRole('button', { name: 'PNG', exact: true }).click()]);
+  const [curvePng] = await Promise.all([page.waitForEvent('download'), page.getByTestId('generation-view').getByRole('button', { name: 'PNG 2×', exact: true }).click()]);
   expect(fs.readFileSync(await curvePng.path()).subarray(0, 4)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47]));
   await page.screenshot({ path: `${SHOTS}/generation.png`, fullPage: true });
 
