@@ -1,0 +1,29 @@
+import * as path from 'node:path';
+
+// StrykerJS mutation testing, one engine folder per run (slow on 2 cores: `npm run mutation`, not in CI).
+// MUTATION_TARGET = analysis | steering | model picks the mutated folder and the Vitest subset that
+// exercises it (vitest.mutation.config.ts reads the same variable). Results: docs/mutation.md.
+const target = process.env.MUTATION_TARGET;
+if (!['analysis', 'steering', 'model'].includes(target)) {
+  throw new Error(`set MUTATION_TARGET to analysis, steering or model (got ${target})`);
+}
+
+// Tests find the golden data through ../shared, which a sandbox in .stryker-tmp/ does not have.
+process.env.BRANCHPOINT_SHARED ??= path.resolve('..', 'shared');
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts', related: false },
+  plugins: ['@stryker-mutator/vitest-runner'],
+  mutate: [`workers/engine/${target}/**/*.ts`],
+  coverageAnalysis: 'perTest',
+  concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 1),
+  incremental: true,
+  incrementalFile: `reports/mutation/incremental-${target}.json`,
+  timeoutMS: 60_000,
+  reporters: ['clear-text', 'progress', 'json'],
+  jsonReporter: { fileName: `reports/mutation/${target}.json` },
+  cleanTempDir: 'always',
+  ignorePatterns: ['e2e', 'dist', 'docs', '.artifacts', 'reports', 'test-results', 'playwright-report'],
+};

@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The Vitest subset StrykerJS runs for each mutated folder (stryker.config.mjs). Tests that start
+ * the CLI in a child process are left out: a mutant is switched on inside the test process only,
+ * so a child process always runs the unmutated code and could never kill one.
+ */
+const SUBSETS: Record<string, string[]> = {
+  analysis: ['tests/analysis/**/*.test.ts', 'tests/integration/engine_analyse.test.ts', 'tests/integration/lens.test.ts'],
+  steering: ['tests/steering/**/*.test.ts'],
+  model: ['tests/integration/real_models.test.ts', 'tests/integration/fixtures.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/steering/fixture_spec.test.ts', 'tests/steering/properties.test.ts', 'tests/model/**/*.test.ts'],
+};
+const target = process.env.MUTATION_TARGET ?? '';
+if (!SUBSETS[target]) throw new Error(`MUTATION_TARGET must be one of ${Object.keys(SUBSETS).join(', ')}`);
+
+export default defineConfig({
+  test: {
+    include: SUBSETS[target],
+    exclude: ['tests/**/cli*.test.ts'],
+    testTimeout: 120_000,
+  },
+});
