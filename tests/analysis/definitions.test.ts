@@ -42,16 +42,20 @@ function alphaOf(pat: Float32Array[], n: number): Float64Array {
   return alpha;
 }
 
+// Every call of the code under test happens inside a test (never while collecting): StrykerJS
+// then knows which tests cover each mutant instead of rerunning all of them ("static" mutants).
+const alpha = alphaOf(patterns, T);
 describe('sinkStats on the reference attention of stories260K', () => {
-  const s = sinkStats(patterns, values, m.H, m.KV, m.dHead, T, 0.25);
-  const alpha = alphaOf(patterns, T);
+  const stats = () => sinkStats(patterns, values, m.H, m.KV, m.dHead, T, 0.25);
 
   it('α_k for every layer, head and key position, and α_0', () => {
+    const s = stats();
     expect(maxDiff(s.alpha, alpha)).toBeLessThanOrEqual(1e-6);
     expect(maxDiff(s.alpha0, Array.from({ length: m.L * m.H }, (_, x) => alpha[x * T]))).toBeLessThanOrEqual(1e-6);
   });
 
   it('sink rate: the fraction of heads with α_0 > ε, at the ε asked for (0.25 here), which it reports', () => {
+    const s = stats();
     expect(s.eps).toBe(0.25);
     for (let l = 0; l < m.L; l++) {
       const heads = Array.from({ length: m.H }, (_, h) => alpha[(l * m.H + h) * T]);
@@ -63,6 +67,7 @@ describe('sinkStats on the reference attention of stories260K', () => {
   });
 
   it('sink position: the key with the most total mass Σ_{i≥k} A[i,k]; its value norm from KV head h // 2', () => {
+    const s = stats();
     const posSeen = new Set<number>();
     for (let l = 0; l < m.L; l++) for (let h = 0; h < m.H; h++) {
       const mass = Array.from({ length: T }, (_, k) => alpha[(l * m.H + h) * T + k] * (T - k));
@@ -111,14 +116,16 @@ describe('sinkStats on the reference attention of stories260K', () => {
 describe('residualStats on the reference residual stream', () => {
   const stack = new Float32Array((m.L + 1) * T * m.D);
   for (let l = 0; l <= m.L; l++) for (let t = 0; t < T; t++) stack.set(m.resid(arr, p, l, t), (l * T + t) * m.D);
-  const r = residualStats(stack, m.L + 1, T, m.D);
+  const stats = () => residualStats(stack, m.L + 1, T, m.D);
 
   it('‖h^l_t‖₂ for every layer and position (L2, not RMS)', () => {
+    const r = stats();
     const want = Array.from({ length: (m.L + 1) * T }, (_, x) => l2(stack.subarray(x * m.D, (x + 1) * m.D)));
     expect(maxDiff(r.norms, want)).toBeLessThanOrEqual(1e-5);
   });
 
   it('per layer: the largest |h| with its token and dimension, and max / median |h| (upper median of T·d_model values)', () => {
+    const r = stats();
     for (let l = 0; l <= m.L; l++) {
       const mags = Array.from(stack.subarray(l * T * m.D, (l + 1) * T * m.D), Math.abs);
       const best = Math.max(...mags);
