@@ -178,6 +178,30 @@ export class PrefixCache {
     return out;
   }
 
+  /**
+   * Runs ids computing positions ≥ p only and makes this run the new reference (where runFrom keeps
+   * the old one): token-by-token decoding and the forks of a branch tree are calls of this — one
+   * more token computes one position, a fork computes its positions after the fork. The caller
+   * vouches that cache rows [0, p) hold what this run would compute there (branching/explorer.ts
+   * records which run computed each row); p is lowered to the rows that still hold the reference
+   * and to the first token that differs from it, and to ids.length − 1 when logits or captures are
+   * asked for (so at least one position runs).
+   * @returns the output over the computed span, and `from`, its first position (ids.length: nothing ran).
+   * @throws Error as forwardSpan does.
+   */
+  async advance(p: number, ids: readonly number[], opts: SpanOptions): Promise<SpanOutput & { from: number }> {
+    if (ids.length === 0) throw new Error('PrefixCache.advance: no ids to run');
+    const needsRun = (opts.logits ?? 'last') !== 'none' || (opts.capture?.length ?? 0) > 0;
+    let from = Math.max(0, Math.min(p, this.validRows, needsRun ? ids.length - 1 : ids.length));
+    for (let t = 0; t < from; t++) if (ids[t] !== this.ids[t]) { from = t; break; }
+    const out = from < ids.length ? await forwardSpan(this.model, ids, from, ids.length, opts) : { logits: null, captured: new Map<string, Float32Array>() };
+    this.ids = [...ids];
+    this.opts = { nPrompt: opts.nPrompt, interventions: opts.interventions ?? [] };
+    this.valid = ids.length;
+    this.version = this.model.kvVersion;
+    return { ...out, from };
+  }
+
   /** Copies the rows that hold the reference now (null when none do). */
   snapshot(): PrefixSnapshot | null {
     const rows = this.validRows;

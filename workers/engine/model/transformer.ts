@@ -35,6 +35,11 @@ export class Transformer {
    * rows (model/kv_prefix.ts) can tell that another run has overwritten them since.
    */
   kvVersion = 0;
+  /**
+   * Positions pushed through the model since load, summed over forward calls (the rows each call
+   * computed): lets a test prove that a run reused a cached prefix instead of recomputing it.
+   */
+  positionsRun = 0;
 
   /** @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)). */
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights, contextLength = DEFAULT_CONTEXT_LENGTH) {
@@ -82,6 +87,7 @@ export class Transformer {
     const n = ids.length;
     if (pos0 + n > this.contextLength) throw new Error(contextMessage(pos0 + n, s.nCtx, this.contextLength));
     this.kvVersion++;
+    this.positionsRun += n;
     // hook_embed [pos, d_model]: W_E[ids] (× sqrt(d_model) for Gemma)
     let resid = ctx.fire('hook_embed', b.embed(w.embed, ids, s.embedScale));
     if (w.posEmbed) {
