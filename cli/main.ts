@@ -9,6 +9,8 @@ import { NodeFiles } from '../workers/engine/io/node_files';
 import type { ModelFiles } from '../workers/engine/io/model_files';
 import { parseArgs, type Args } from './args';
 import { interventionsFromArgs, STEERING_USAGE, sweepCommand, vectorCommand } from './steering';
+import { BATCH_USAGE, batchCommand } from './batch';
+import { BRANCH_USAGE, branchCommand, forksCommand } from './branch';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -18,6 +20,8 @@ const USAGE = `branchpoint — logit-lens margins, attention sinks and generatio
                        [--temperature T --top-k K --seed S]
   (margins and generate also take --intervention JSON, repeatable: see Interventions below)
 ${STEERING_USAGE}
+${BATCH_USAGE}
+${BRANCH_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -85,6 +89,11 @@ export async function main(argv: string[]): Promise<number> {
       engine.dispose();
       return 0;
     }
+    if (a.command === 'batch') {
+      await batchCommand(engine, a, (line) => process.stdout.write(line + '\n'));
+      engine.dispose();
+      return 0;
+    }
     const prompt = required(a, 'prompt');
     const chatTemplate = a.flags.get('chat-template') === 'true';
     let out: unknown;
@@ -132,8 +141,14 @@ export async function main(argv: string[]): Promise<number> {
       case 'sweep':
         out = await sweepCommand(engine, a, need);
         break;
+      case 'branch':
+        out = await branchCommand(engine, a, prompt);
+        break;
+      case 'forks':
+        out = await forksCommand(engine, a, prompt);
+        break;
       default:
-        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector)`);
+        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector, batch, branch, forks)`);
     }
     process.stdout.write(JSON.stringify(out) + '\n');
     engine.dispose();

@@ -1,0 +1,53 @@
+/**
+ * The scalar columns of a batch study, each computed from one prompt's Analysis (DESIGN.md §3).
+ */
+import type { Analysis } from '../api';
+
+export const BATCH_METRICS = ['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate'] as const;
+export type BatchMetric = (typeof BATCH_METRICS)[number];
+
+/** What each column means (the runner's help, the table's header titles). */
+export const METRIC_DOCS: Record<BatchMetric, string> = {
+  final_margin: 'Δ = log p(good) − log p(bad) of the first tokens after the prompt, final layer (nats)',
+  sequence_margin: 'teacher-forced Δ of the whole futures (sum of the branch tokens\' log-probs; nats)',
+  lens_visible_layer: 'earliest lens layer (0 = embeddings) from which Δ at the last prompt token keeps its final sign with |Δ| ≥ the threshold; empty when the final |Δ| is below it',
+  sink_rate: 'fraction of heads with α_0 > ε, averaged over layers (Gu et al. 2024, arXiv 2410.10781)',
+};
+
+/** Reads a `--metric` list: names separated by commas, or "all". @throws Error naming an unknown metric. */
+export function parseMetrics(text: string): BatchMetric[] {
+  if (text.trim() === 'all') return [...BATCH_METRICS];
+  const names = text.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!(BATCH_METRICS as readonly string[]).includes(n)) throw new Error(`unknown metric "${n}" (known: ${BATCH_METRICS.join(', ')})`);
+  if (names.length === 0) throw new Error(`name at least one metric (${BATCH_METRICS.join(', ')})`);
+  return names as BatchMetric[];
+}
+
+/**
+ * Lens-visibility layer: the smallest row l of the logit-lens grid (0 = embeddings, n_layers =
+ * final) such that at every row l' ≥ l the margin at position t has the final row's sign and
+ * |Δ^{l'}_t| ≥ threshold — where the decision becomes readable and stays so (DESIGN.md §3
+ * "Decision-point report", visible; nostalgebraist 2020 logit lens).
+ * @param lensMargin Δ^l_t [(n_layers+1)·T], row-major by layer.
+ * @returns the row, or null when the final |Δ_t| is below the threshold.
+ */
+export function lensVisibleLayer(lensMargin: Float32Array, nLayers: number, T: number, t: number, threshold: number): number | null {
+  const at = (l: number) => lensMargin[l * T + t];
+  const final = at(nLayers);
+  if (!(Math.abs(final) >= threshold)) return null;
+  let l = nLayers;
+  while (l > 0 && Math.sign(at(l - 1)) === Math.sign(final) && Math.abs(at(l - 1)) >= threshold) l--;
+  return l;
+}
+
+/** Every metric of one analysed prompt (the last prompt token is the decision position). */
+export function metricsOf(a: Analysis, visibleThreshold: number): Record<BatchMetric, number | null> {
+  const T = a.ids.length;
+  const rates = Array.from(a.sinks.sinkRate);
+  return {
+    final_margin: a.finalMargin[T - 1],
+    sequence_margin: a.sequenceMargin,
+    lens_visible_layer: lensVisibleLayer(a.lensMargin, a.nLayers, T, T - 1, visibleThreshold),
+    sink_rate: rates.reduce((s, x) => s + x, 0) / rates.length,
+  };
+}

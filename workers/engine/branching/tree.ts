@@ -1,0 +1,147 @@
+/**
+ * The branch tree of one prompt (DESIGN.md §3 "Fork points": reasoning as a tree of local
+ * decisions). A node is a run of tokens; the root is the trunk generation, every other node forks
+ * from its parent at one absolute position by forcing another token there and continuing to the
+ * trunk's end. Positions are absolute (prompt tokens 0..T−1, new token k at T + k), so a fork from
+ * a prompt token and a fork from a generated token are the same thing. Plain JSON: exported,
+ * restored, and sent between the worker and the UI as it is.
+ */
+
+/** How a node's continuation was drawn. */
+export interface DrawSettings {
+  /** 0 = greedy (first maximum on ties). */
+  temperature: number;
+  /** Sample among the k most likely tokens (0 = all). */
+  topK: number;
+  seed: number;
+  /** The active interventions acted on this node's own forward passes (from its fork on). */
+  steered: boolean;
+}
+
+/** The most likely tokens of one distribution, in decreasing probability. */
+export interface TopTokens {
+  ids: number[];
+  tokens: string[];
+  logProbs: number[];
+}
+
+export interface TreeNode {
+  id: number;
+  /** null for the trunk. */
+  parent: number | null;
+  /** Absolute position of this node's first token (the forced token of a fork; T for the trunk). */
+  start: number;
+  ids: number[];
+  tokens: string[];
+  /**
+   * Per token of this node, from the distribution at the position before it (for a fork's first
+   * token, its parent's distribution there): log p of the token [nats], the margin Δ = log p(good) −
+   * log p(bad) of the experiment's futures, the entropy H [nats], and the top alternatives.
+   */
+  logProbs: number[];
+  margins: number[];
+  entropy: number[];
+  top: TopTokens[];
+  settings: DrawSettings;
+  stop: 'length' | 'eos' | 'context' | 'cancelled';
+  /** Positions this node's run pushed through the model (the shared prefix reused from the KV cache is not counted). */
+  forwarded: number;
+}
+
+export interface BranchTree {
+  version: 1;
+  model: string;
+  prompt: string;
+  chatTemplate: boolean;
+  promptIds: number[];
+  promptTokens: string[];
+  /** The experiment's futures as written (the margins are of these). */
+  good: string;
+  bad: string;
+  /** Every path ends at absolute position promptIds.length + maxNewTokens − 1 (or earlier at eos). */
+  maxNewTokens: number;
+  /**
+   * The prompt's own tokens as the model read them, index = position (entry 0 has no distribution:
+   * NaN and an empty top): log p of the token, Δ, entropy and the alternatives predicted there.
+   */
+  promptStats: { logProbs: number[]; margins: number[]; entropy: number[]; top: TopTokens[] };
+  nodes: TreeNode[];
+}
+
+/** A node by id. @throws Error for an id the tree does not have. */
+export function nodeOf(tree: BranchTree, id: number): TreeNode {
+  const n = tree.nodes.find((x) => x.id === id);
+  if (!n) throw new Error(`the tree has no node ${id}`);
+  return n;
+}
+
+/** The nodes from the trunk down to `id`. */
+export function lineage(tree: BranchTree, id: number): TreeNode[] {
+  const out: TreeNode[] = [];
+  for (let n: TreeNode | null = nodeOf(tree, id); n; n = n.parent === null ? null : nodeOf(tree, n.parent)) out.unshift(n);
+  return out;
+}
+
+/** One path through the tree, position by position from the start of the prompt. */
+export interface TreePath {
+  /** Token ids at absolute positions 0..end−1 (prompt included). */
+  ids: number[];
+  tokens: string[];
+  /** Per position (index = position): the node that holds it (−1 in the prompt) and its values (NaN / null at position 0). */
+  node: number[];
+  logProbs: number[];
+  margins: number[];
+  entropy: number[];
+  top: (TopTokens | null)[];
+}
+
+/**
+ * The full sequence of node `id`: the prompt, each ancestor's tokens up to where its child forks,
+ * then the node's own tokens.
+ */
+export function pathOf(tree: BranchTree, id: number): TreePath {
+  const ps = tree.promptStats;
+  const p: TreePath = {
+    ids: [...tree.promptIds], tokens: [...tree.promptTokens], node: tree.promptIds.map(() => -1),
+    logProbs: [...ps.logProbs], margins: [...ps.margins], entropy: [...ps.entropy],
+    top: ps.top.map((t, i) => (i > 0 ? t : null)),
+  };
+  for (const n of lineage(tree, id)) {
+    for (const k of ['ids', 'tokens', 'node', 'logProbs', 'margins', 'entropy', 'top'] as const) (p[k] as unknown[]).length = n.start;
+    p.ids.push(...n.ids); p.tokens.push(...n.tokens); p.node.push(...n.ids.map(() => n.id));
+    p.logProbs.push(...n.logProbs); p.margins.push(...n.margins); p.entropy.push(...n.entropy); p.top.push(...n.top);
+  }
+  return p;
+}
+
+/** The forking edge into a node: its forced token and that token's probability in the parent's distribution. */
+export function forkEdge(n: TreeNode): { token: string; id: number; prob: number } {
+  return { token: n.tokens[0] ?? '', id: n.ids[0], prob: Math.exp(n.logProbs[0]) };
+}
+
+/**
+ * Checks a tree read from a file before it is shown (restoring an export).
+ * @throws Error saying what is wrong: not a version-1 tree, a node whose parent is missing or comes
+ *   later, a fork outside its parent's span, arrays of unequal length.
+ */
+export function validateTree(x: unknown): BranchTree {
+  const t = x as BranchTree;
+  if (typeof t !== 'object' || t === null || t.version !== 1 || !Array.isArray(t.nodes) || !Array.isArray(t.promptIds)) throw new Error('not a Branchpoint branch tree (version 1 JSON with promptIds and nodes)');
+  const ps = t.promptStats;
+  if (!ps || (['logProbs', 'margins', 'entropy', 'top'] as const).some((k) => !Array.isArray(ps[k]) || ps[k].length !== t.promptIds.length)) throw new Error('promptStats must hold one entry per prompt token');
+  if (t.nodes.length === 0 || t.nodes[0].parent !== null) throw new Error('the tree has no trunk (its first node must have parent null)');
+  const seen = new Map<number, TreeNode>();
+  for (const n of t.nodes) {
+    const len = n.ids?.length;
+    for (const k of ['tokens', 'logProbs', 'margins', 'entropy', 'top'] as const) {
+      if (!Array.isArray(n[k]) || n[k].length !== len) throw new Error(`node ${n.id}: ${k} has ${Array.isArray(n[k]) ? n[k].length : 'no'} entries for ${len} tokens`);
+    }
+    if (n.parent !== null) {
+      const p = seen.get(n.parent);
+      if (!p) throw new Error(`node ${n.id}: its parent ${n.parent} is missing or listed after it`);
+      if (!(n.start >= 1 && n.start <= p.start + p.ids.length)) throw new Error(`node ${n.id}: forks at position ${n.start}, outside its parent's path`);
+    }
+    seen.set(n.id, n);
+  }
+  return t;
+}
