@@ -16,6 +16,8 @@ import { GenerationView } from './views/GenerationView';
 import { ResidualNormsView } from './views/ResidualNormsView';
 import { DoseResponseView } from './views/DoseResponseView';
 import { VectorLibraryView } from './views/VectorLibraryView';
+import { BranchView } from './views/BranchView';
+import { BatchView } from './views/BatchView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { appliedInterventions } from './lib/specs';
@@ -28,6 +30,8 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'norms', title: 'Residual norms' },
   { name: 'dose', title: 'Dose–response' },
   { name: 'vectors', title: 'Vectors' },
+  { name: 'branches', title: 'Branches' },
+  { name: 'batch', title: 'Batch' },
 ];
 
 function ActiveView({ view }: { view: ViewName }) {
@@ -38,6 +42,8 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'norms': return <ResidualNormsView />;
     case 'dose': return <DoseResponseView />;
     case 'vectors': return <VectorLibraryView />;
+    case 'branches': return <BranchView />;
+    case 'batch': return <BatchView />;
   }
 }
 

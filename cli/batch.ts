@@ -45,7 +45,7 @@ export async function batchCommand(engine: Engine, a: Args, write: (line: string
   const r = await runBatch(engine, {
     template, values, metrics, chatTemplate,
     visibleThreshold: num('visible-threshold', 1), sinkEps: num('eps', 0.3),
-    interventions: a.repeated.get('intervention')?.length ? (nPrompt) => interventionsFromArgs(engine, a, { nPrompt }) : undefined,
+    interventions: a.repeated.get('intervention')?.length ? (p) => interventionsFromArgs(engine, a, { nPrompt: p.nPrompt, chatTemplate }) : undefined,
   }, (row) => write(JSON.stringify(flatRow(row, values.columns, metrics))));
   write(JSON.stringify({ aggregate: summarize(r.rows, metrics, a.flags.get('by') ?? template.x ?? null) }));
 }

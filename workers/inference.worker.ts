@@ -8,13 +8,21 @@ import { CancelledError } from './engine/io/download';
 import { parseSpec } from './engine/steering/spec';
 import { resolveInterventions } from './engine/steering/resolve';
 import { doseResponse } from './engine/steering/sweep';
+import { BranchExplorer } from './engine/branching/explorer';
+import { forkPoints } from './engine/branching/forks';
+import { validateTree } from './engine/branching/tree';
+import { runBatch } from './engine/batch/batch';
+import type { Intervention } from './engine/model/intervention';
 import { actAdd, caaVector, type SteeringVector, type VectorProvenance } from './engine/steering/vectors';
 import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } from './engine/steering/vector_io';
 import { hookWidth } from './engine/steering/hook_width';
+import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress } from './protocol';
 import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
+/** The branch tree forks continue from (with the interventions its steered runs used). */
+let explorer: { x: BranchExplorer; req: PromptInput } | null = null;
 let abort: AbortController | null = null;
 let loading: AbortController | null = null;
 let deviceLostCallback: ((reason: string) => void) | null = null;
@@ -77,6 +85,29 @@ function libraryVector(sv: SteeringVector): LibraryVector {
   return { vector: sv.vector, dModel: sv.dModel, hook: sv.hook, model: sv.modelId, provenance: sv.provenance, createdAt: new Date().toISOString() };
 }
 
+/** A new cancellable job: cancels the one running and returns its controller. */
+function newJob(): AbortController {
+  abort?.abort();
+  abort = new AbortController();
+  return abort;
+}
+
+/** The interventions the specs resolve to for a run of this prompt (and this many new tokens). */
+async function specInterventions(e: Engine, p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]> {
+  const interventions: Intervention[] = [];
+  return (await resolveSpecs(e, { prompt: p.prompt, chatTemplate: p.chatTemplate, ...specs, interventions }, maxNewTokens)).interventions ?? [];
+}
+
+function needTree(): { x: BranchExplorer; req: PromptInput } {
+  if (!explorer) throw new Error('no branch tree: generate a trunk in the Branches view first');
+  return explorer;
+}
+
+/** A UI callback whose failure (a page that went away) must not stop the job. */
+function quiet<A>(f?: (a: A) => unknown): ((a: A) => void) | undefined {
+  return f ? (a) => { void Promise.resolve(f(a)).catch(() => undefined); } : undefined;
+}
+
 /** The inference worker: the engine behind Comlink. Errors are rethrown with readable messages. */
 const api: InferenceApi = {
   async load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) {
@@ -87,6 +118,7 @@ const api: InferenceApi = {
     engine?.dispose();
     engine = null;
     lastAnalysed = null;
+    explorer = null;
     const be = await selectBackend(backend);
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
@@ -190,6 +222,53 @@ const api: InferenceApi = {
       if (ctrl.signal.aborted) throw new CancelledError('the dose–response sweep');
       throw err;
     }
+  },
+
+  async branchStart(req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) {
+    const ctrl = newJob();
+    const e = need();
+    const { specs, specLabels, ...rest } = req;
+    const interventions = await specInterventions(e, rest, { specs, specLabels }, req.maxNewTokens);
+    const x = await BranchExplorer.start(e, rest, draw, interventions, e.label, quiet(onToken), ctrl.signal);
+    explorer = { x, req: rest };
+    return x.tree;
+  },
+
+  async branchFork(from: number, position: number, tokenId: number, draw: DrawSettings, specs: SpecRequest = {}, onToken?: (e: BranchTokenEvent) => void) {
+    const ctrl = newJob();
+    const e = need();
+    const b = needTree();
+    const interventions = await specInterventions(e, b.req, specs, b.x.tree.maxNewTokens);
+    await b.x.fork(from, position, tokenId, draw, interventions, quiet(onToken), ctrl.signal);
+    return b.x.tree;
+  },
+
+  async branchLens(node: number, position: number, alternatives: number[]) {
+    need();
+    return needTree().x.lensMargins(node, position, alternatives);
+  },
+
+  async branchRestore(tree: unknown) {
+    const e = need();
+    const t = validateTree(tree);
+    explorer = { x: BranchExplorer.restore(e, t), req: { prompt: t.prompt, chatTemplate: t.chatTemplate } };
+    return t;
+  },
+
+  async forkPoints(req: ForkPointsRequest, specs: SpecRequest = {}, onProgress?: (p: ForkProgress) => void) {
+    const ctrl = newJob();
+    const e = need();
+    const b = needTree();
+    const interventions = await specInterventions(e, b.req, specs, b.x.tree.maxNewTokens);
+    return forkPoints(b.x, req, interventions, quiet(onProgress), ctrl.signal);
+  },
+
+  async batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void) {
+    const ctrl = newJob();
+    const e = need();
+    const { specs, specLabels, ...job } = req;
+    const interventions = specs?.length ? (p: PromptInput) => specInterventions(e, p, { specs, specLabels }) : undefined;
+    return runBatch(e, { ...job, interventions }, quiet(onRow), quiet(onProgress), ctrl.signal);
   },
 
   cancel() {

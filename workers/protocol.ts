@@ -9,6 +9,13 @@ import type { CachedModel } from './engine/io/cache';
 import type { InterventionSpec } from './engine/steering/spec';
 import type { SweepProgress, SweepRequest, SweepResult } from './engine/steering/sweep';
 import type { VectorFormat } from './engine/steering/vector_io';
+import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/branching/explorer';
+import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/branching/forks';
+import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/branching/tree';
+import type { BatchProgress, BatchResult, BatchRow } from './engine/batch/batch';
+import type { BatchMetric } from './engine/batch/metrics';
+import type { StudyTemplate } from './engine/batch/template';
+import type { ValuesTable } from './engine/batch/values';
 import type { VectorProvenance } from './engine/steering/vectors';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
@@ -19,6 +26,18 @@ export type { CachedModel } from './engine/io/cache';
 export type { CatalogEntry } from './engine/io/catalog';
 export type { InterventionSpec, SweepProgress, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
 export type { AblateMode, InterventionType } from './engine/steering/spec';
+export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress, BranchTree, DrawSettings, TopTokens, TreeNode };
+export type { BatchProgress, BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
+
+/** A batch study as the UI sends it (engine/batch/batch.ts BatchRequest, interventions as specs). */
+export interface BatchJob {
+  template: StudyTemplate;
+  values: ValuesTable;
+  chatTemplate?: boolean;
+  metrics?: BatchMetric[];
+  visibleThreshold?: number;
+  sinkEps?: number;
+}
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -164,7 +183,41 @@ export interface InferenceApi {
    * forward pass. cancel() stops it between forward passes (it rejects with a CancelledError).
    */
   sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void): Promise<SweepResult>;
-  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep and any model download in flight. */
+  /**
+   * Starts a branch tree (engine/branching/explorer.ts): generates the trunk, streaming its tokens;
+   * the specs act on the trunk when draw.steered. Replaces the tree held before.
+   * @throws Error for a bad prompt, future or spec, or a prompt plus new tokens longer than the context.
+   */
+  branchStart(req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void): Promise<BranchTree>;
+  /**
+   * Forks node `from` at absolute `position` to token `tokenId` and continues to the trunk's end,
+   * reusing the KV cache of the shared prefix; the specs act on the fork's own passes when
+   * draw.steered. cancel() stops it between tokens (the node is kept with stop = 'cancelled').
+   * @returns the whole tree with the new node last.
+   * @throws Error without a tree, or for a position outside that path or the token already there.
+   */
+  branchFork(from: number, position: number, tokenId: number, draw: DrawSettings, specs?: SpecRequest, onToken?: (e: BranchTokenEvent) => void): Promise<BranchTree>;
+  /** Lens margins (chosen − alternative, every layer row) at one position of a node's path. */
+  branchLens(node: number, position: number, alternatives: number[]): Promise<LensMargins>;
+  /**
+   * Re-opens an exported tree (validated) as the tree forks continue from.
+   * @throws Error saying what is wrong with the file, or that its prompt tokenizes differently on this model.
+   */
+  branchRestore(tree: unknown): Promise<BranchTree>;
+  /**
+   * Fork points of a node's path (engine/branching/forks.ts): gaps, and outcome margins of seeded
+   * continuations after each forced token; onProgress after each continuation. cancel() stops it
+   * and it resolves with the points scored so far (cancelled = true).
+   */
+  forkPoints(req: ForkPointsRequest, specs?: SpecRequest, onProgress?: (p: ForkProgress) => void): Promise<ForkPointsResult>;
+  /**
+   * A batch study (engine/batch/batch.ts): every prompt of the template × values table analysed,
+   * its metrics streamed through onRow. cancel() stops it between prompts and it resolves with the
+   * rows done (cancelled = true); a prompt that fails becomes a row with its error.
+   * @throws Error before anything runs for a template variable without a column or an unknown metric.
+   */
+  batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void): Promise<BatchResult>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;

@@ -3,6 +3,9 @@ import { useStore } from '../store';
 import { cancelRunning } from '../actions/job';
 import { bytes } from '../lib/format';
 
+/** What a job's steps count, where it counts them. */
+const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens' };
+
 /** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), and Cancel where possible. */
 export function Progress() {
   const job = useStore((s) => s.job);
@@ -31,7 +34,7 @@ export function Progress() {
     detail = `${run.events.length} of ${gen.maxNewTokens} tokens`;
     fraction = run.events.length / Math.max(1, gen.maxNewTokens);
   } else if (steps) {
-    detail = `${steps.done} of ${steps.total} ${job.kind === 'sweep' ? 'forward passes' : 'texts read'}`;
+    detail = `${steps.done} of ${steps.total} ${STEP_UNITS[job.kind] ?? 'texts read'}`;
     fraction = steps.done / Math.max(1, steps.total);
   }
   const seconds = Math.max(0, (now - job.startedAt) / 1000);

@@ -5,8 +5,10 @@ import { createResultsSlice, type ResultsSlice } from './results';
 import { createUiSlice, type UiSlice } from './ui';
 import { createSteeringSlice, type SteeringSlice } from './steering';
 import { createVectorsSlice, type VectorsSlice } from './vectors';
+import { createBranchingSlice, type BranchingSlice } from './branching';
+import { createBatchSlice, type BatchSlice } from './batch';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice;
 
 /** The one store; views read it through selectors, actions write it. */
 export const useStore = create<AppState>()((...a) => ({
@@ -16,4 +18,6 @@ export const useStore = create<AppState>()((...a) => ({
   ...createVectorsSlice(...a),
   ...createResultsSlice(...a),
   ...createUiSlice(...a),
+  ...createBranchingSlice(...a),
+  ...createBatchSlice(...a),
 }));

@@ -6,6 +6,7 @@
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
 import type { Engine } from '../engine';
+import type { PromptInput } from '../api';
 import type { Intervention } from '../model/intervention';
 import { expandStudy, type BatchPrompt, type StudyTemplate } from './template';
 import { BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
@@ -21,8 +22,8 @@ export interface BatchRequest {
   visibleThreshold?: number;
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
   sinkEps?: number;
-  /** Applied to every prompt (resolved for each prompt's length by the caller's resolver). */
-  interventions?: (nPrompt: number) => Promise<Intervention[]> | Intervention[];
+  /** The interventions applied to one prompt (resolved by the caller for that prompt and its length). */
+  interventions?: (p: PromptInput & { nPrompt: number }) => Promise<Intervention[]> | Intervention[];
 }
 
 /** One prompt's result: its variables, texts and metric values (null = undefined for this prompt). */
@@ -76,7 +77,7 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
     try {
       const input = { prompt: p.prompt, chatTemplate: req.chatTemplate };
       row.nTokens = engine.encodePrompt(input).length;
-      const interventions = req.interventions ? await req.interventions(row.nTokens) : [];
+      const interventions = req.interventions ? await req.interventions({ ...input, nPrompt: row.nTokens }) : [];
       const a = await engine.analyse({ ...input, good: { text: p.good }, bad: { text: p.bad }, interventions, sinkEps });
       const all = metricsOf(a, visibleThreshold);
       row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m]]));

@@ -1,0 +1,68 @@
+import * as Comlink from 'comlink';
+import { useStore } from '../store';
+import type { BatchJob, BatchMetric, BatchProgress, BatchRow } from '../../workers/protocol';
+import { parseTemplate } from '../../workers/engine/batch/template';
+import { formatOfName, parseValues } from '../../workers/engine/batch/values';
+import { BATCH_METRICS } from '../../workers/engine/batch/metrics';
+import { specRequest } from '../lib/specs';
+import { analyse } from './analyse';
+import { runJob } from './job';
+import { inOrder } from './worker';
+
+/** A shipped study (public/studies/index.json). */
+export interface StudyExample { id: string; title: string; template: string; values: string }
+
+/** The examples shipped in public/studies (relative to the site, so a sub-path deployment works). */
+export async function studyExamples(): Promise<StudyExample[]> {
+  const r = await fetch('studies/index.json');
+  if (!r.ok) throw new Error(`studies/index.json: HTTP ${r.status}`);
+  return (await r.json()) as StudyExample[];
+}
+
+/** Loads a shipped example's template and values into the editor and sets the plot to its x and y. */
+export async function loadExample(ex: StudyExample): Promise<void> {
+  await runJob('batch', `Loading “${ex.title}”`, `Could not load the example “${ex.title}”`, async () => {
+    const get = async (f: string) => {
+      const r = await fetch(`studies/${f}`);
+      if (!r.ok) throw new Error(`studies/${f}: HTTP ${r.status}`);
+      return r.text();
+    };
+    const [template, values] = await Promise.all([get(ex.template), get(ex.values)]);
+    const t = parseTemplate(template);
+    const s = useStore.getState();
+    s.setBatchInput({ template, values, valuesName: ex.values });
+    s.setBatchPlot({ x: t.x ?? null, y: (BATCH_METRICS as readonly string[]).includes(t.y ?? '') ? (t.y as BatchMetric) : 'final_margin' });
+  });
+}
+
+/**
+ * Runs the study in the worker: rows appear in the table as they finish; Cancel stops between
+ * prompts and keeps the rows done. Template and values are checked here first, so a typo is
+ * reported before anything runs.
+ */
+export async function runBatch(): Promise<void> {
+  await runJob('batch', 'Batch study', 'Could not run the batch study', async () => {
+    const s = useStore.getState();
+    const template = parseTemplate(s.batchTemplate);
+    const values = parseValues(s.batchValues, (s.batchValuesName && formatOfName(s.batchValuesName)) || undefined);
+    const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
+    const job: BatchJob & { specs?: typeof specs; specLabels?: string[] } = { template, values, chatTemplate: s.chatTemplate, ...(applied.length ? { specs, specLabels } : {}) };
+    s.startBatchRows(s.modelLabel ?? '');
+    if (!s.batchX || !values.columns.includes(s.batchX)) s.setBatchPlot({ x: template.x ?? values.columns[0] });
+    s.setJobSteps({ done: 0, total: values.rows.length });
+    const onRow = Comlink.proxy((r: BatchRow) => useStore.getState().addBatchRow(r));
+    const onProgress = Comlink.proxy((p: BatchProgress) => useStore.getState().setJobSteps(p));
+    const result = await inOrder((w) => w.batch(job, onRow, onProgress));
+    useStore.getState().setBatchResult(result);
+  }, { cancellable: true });
+}
+
+/** Opens one prompt of the study in the workbench: its prompt and futures, analysed, on the margin heatmap. */
+export async function openRow(r: BatchRow): Promise<void> {
+  const s = useStore.getState();
+  s.setPrompt(r.prompt);
+  s.setFuture('good', { mode: 'text', value: r.good });
+  s.setFuture('bad', { mode: 'text', value: r.bad });
+  s.setView('margins');
+  await analyse();
+}

@@ -1,0 +1,82 @@
+import * as Comlink from 'comlink';
+import { useStore } from '../store';
+import type { BranchTokenEvent, ExploreRequest, ForkProgress, SpecRequest } from '../../workers/protocol';
+import { futureInput } from '../lib/futures';
+import { specRequest } from '../lib/specs';
+import { runJob } from './job';
+import { inOrder } from './worker';
+
+/** The active interventions as specs, when the fork settings say to run under them. */
+function steering(): SpecRequest {
+  const s = useStore.getState();
+  if (!s.forkDraw.steered) return {};
+  const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
+  if (!applied.length) throw new Error('“with the interventions” is on, but no intervention is enabled: enable one in the steering panel or untick it');
+  return { specs, specLabels };
+}
+
+/** Counts streamed tokens into the progress bar. */
+function tokenCounter(total: number) {
+  let done = 0;
+  useStore.getState().setJobSteps({ done, total });
+  return Comlink.proxy((_e: BranchTokenEvent) => useStore.getState().setJobSteps({ done: ++done, total }));
+}
+
+/**
+ * Starts a branch tree on the experiment's prompt and futures: the trunk is generated with the
+ * generation settings (max new tokens) and the fork settings (greedy or seeded sampling, with or
+ * without the interventions). Replaces the tree on display.
+ */
+export async function startTree(): Promise<void> {
+  await runJob('branch', 'Generating the trunk', 'Could not generate the trunk', async () => {
+    const s = useStore.getState();
+    const req: ExploreRequest & SpecRequest = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: s.generation.maxNewTokens, ...steering() };
+    const tree = await inOrder((w) => w.branchStart(req, s.forkDraw, tokenCounter(s.generation.maxNewTokens)));
+    useStore.getState().setTree(tree);
+  }, { cancellable: true });
+}
+
+/** Forks at the picked site to `tokenId` and selects the new branch (it joins the comparison). */
+export async function forkTo(tokenId: number): Promise<void> {
+  const s = useStore.getState();
+  const site = s.forkSite;
+  if (!site || !s.tree) return;
+  await runJob('branch', 'Generating the branch', 'Could not fork there', async () => {
+    const steer = steering();
+    const total = s.tree!.promptIds.length + s.tree!.maxNewTokens - site.position;
+    const tree = await inOrder((w) => w.branchFork(site.node, site.position, tokenId, s.forkDraw, steer, tokenCounter(total)));
+    useStore.getState().setTree(tree, tree.nodes[tree.nodes.length - 1].id);
+  }, { cancellable: true });
+}
+
+/** Picks the position to fork from and fetches the lens margins of its alternatives. */
+export async function pickForkSite(node: number, position: number, alternatives: number[]): Promise<void> {
+  useStore.getState().setForkSite({ node, position });
+  if (!alternatives.length) return;
+  await runJob('branch', 'Logit lens at the fork', 'Could not compute the lens margins there', async () => {
+    const lens = await inOrder((w) => w.branchLens(node, position, alternatives));
+    const now = useStore.getState().forkSite;
+    if (now && now.node === node && now.position === position) useStore.getState().setForkLens(lens);
+  });
+}
+
+/** Scores the fork points of the selected branch's path (progress per continuation; Cancel keeps what is done). */
+export async function findForkPoints(): Promise<void> {
+  await runJob('forks', 'Resampling continuations at each token', 'Could not measure the fork points', async () => {
+    const s = useStore.getState();
+    const steer = steering();
+    const onProgress = Comlink.proxy((p: ForkProgress) => useStore.getState().setJobSteps(p));
+    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered }, steer, onProgress));
+    useStore.getState().setForks(r);
+  }, { cancellable: true });
+}
+
+/** Restores a tree from an exported JSON file. */
+export async function restoreTree(file: File): Promise<void> {
+  await runJob('branch', 'Opening the tree', `Could not open ${file.name}`, async () => {
+    let data: unknown;
+    try { data = JSON.parse(await file.text()); } catch (e) { throw new Error(`${file.name} is not JSON (${(e as Error).message})`); }
+    const tree = await inOrder((w) => w.branchRestore(data));
+    useStore.getState().setTree(tree);
+  });
+}

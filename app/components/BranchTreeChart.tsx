@@ -1,0 +1,92 @@
+import { hierarchy, interpolateRdBu, interpolateYlGnBu, scaleLinear, scaleSequential, type ScaleSequential } from 'd3';
+import type { RefObject } from 'react';
+import type { BranchTree, TreeNode } from '../../workers/protocol';
+import type { NodeColour } from '../store/branching';
+import { visibleToken } from '../lib/format';
+
+/** The scalar a node is coloured by (NaN for an empty node). */
+export function nodeValue(n: TreeNode, c: NodeColour): number {
+  const xs = c === 'mean_entropy' ? n.entropy : n.margins;
+  if (!xs.length) return NaN;
+  if (c === 'final_margin') return xs[xs.length - 1];
+  return xs.reduce((s, x) => s + x, 0) / xs.length;
+}
+
+/** The colour scale of a scalar over the tree: diverging around 0 for margins, sequential for entropy. */
+export function nodeColourScale(tree: BranchTree, c: NodeColour): ScaleSequential<string> {
+  const vs = tree.nodes.map((n) => nodeValue(n, c)).filter(Number.isFinite);
+  if (c === 'mean_entropy') return scaleSequential(interpolateYlGnBu).domain([0, Math.max(1e-6, ...vs)]);
+  const m = Math.max(1e-6, ...vs.map(Math.abs));
+  return scaleSequential((t) => interpolateRdBu(1 - t)).domain([-m, m]);
+}
+
+export interface BranchTreeChartProps {
+  tree: BranchTree;
+  colour: NodeColour;
+  selected: number;
+  compare: readonly number[];
+  onSelect: (id: number) => void;
+  onCompare: (id: number) => void;
+  svgRef?: RefObject<SVGSVGElement | null>;
+  width?: number;
+}
+
+const ROW = 30, LEFT = 150, TOP = 22;
+
+/**
+ * The branch tree (D3 hierarchy, preorder rows): each node a run of tokens drawn from its fork
+ * position (x = absolute position) to its last token and filled by the chosen scalar; an elbow edge
+ * from the parent's row to the fork, labelled with the forced token and its probability. Click a
+ * node to show its path; shift-click (or the A/B toggle) to compare two branches.
+ */
+export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onCompare, svgRef, width = 900 }: BranchTreeChartProps) {
+  const byParent = new Map<number | null, TreeNode[]>();
+  for (const n of tree.nodes) byParent.set(n.parent, [...(byParent.get(n.parent) ?? []), n]);
+  const root = hierarchy(tree.nodes[0], (n) => (byParent.get(n.id) ?? []).slice().sort((a, b) => a.start - b.start || a.id - b.id));
+  const order = root.descendants();
+  const T = tree.promptIds.length, end = T + tree.maxNewTokens;
+  const first = Math.min(T, ...tree.nodes.map((n) => n.start));
+  const x = scaleLinear().domain([first, end]).range([LEFT, width - 12]);
+  const cell = x(first + 1) - x(first);
+  const color = nodeColourScale(tree, colour);
+  const rowOf = new Map(order.map((d, i) => [d.data.id, i]));
+  const height = TOP + order.length * ROW + 10;
+  const letter = (id: number) => (compare.indexOf(id) === 0 ? 'A' : compare.indexOf(id) === 1 ? 'B' : '');
+  return (
+    <svg ref={svgRef} className="chart branch-tree" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label="Branch tree: one row per branch, x = token position" data-testid="branch-tree">
+      <text x={x(T)} y={12} className="axis-note" textAnchor="start">new tokens →</text>
+      {first < T && <line x1={x(T)} x2={x(T)} y1={16} y2={height - 6} stroke="#d0d7de" strokeDasharray="3 3" />}
+      {order.map((d) => {
+        const n = d.data, row = rowOf.get(n.id)!, y = TOP + row * ROW;
+        const value = nodeValue(n, colour);
+        const x0 = x(n.start), x1 = x(n.start + n.ids.length);
+        const parentRow = n.parent === null ? null : rowOf.get(n.parent)!;
+        const p = Math.exp(n.logProbs[0]);
+        const ab = letter(n.id);
+        return (
+          <g key={n.id} data-testid={`tree-node-${n.id}`} data-start={n.start} data-forwarded={n.forwarded} data-len={n.ids.length} data-value={value} data-parent={n.parent ?? ''}
+            className={`tree-node${n.id === selected ? ' selected' : ''}`} onClick={(e) => (e.shiftKey ? onCompare(n.id) : onSelect(n.id))}>
+            {parentRow !== null && (
+              <>
+                <path d={`M${x0},${TOP + parentRow * ROW + ROW - 8} V${y + (ROW - 8) / 2} h2`} fill="none" stroke="#57606a" />
+                <text x={x0 - 4} y={y + (ROW - 8) / 2} textAnchor="end" dominantBaseline="middle" className="edge-label" data-testid={`tree-edge-${n.id}`}>
+                  {`“${visibleToken(n.tokens[0] ?? '')}” ${p < 0.001 ? p.toExponential(1) : p.toFixed(3)}`}
+                </text>
+              </>
+            )}
+            {n.parent === null && <text x={LEFT - 8} y={y + (ROW - 8) / 2} textAnchor="end" dominantBaseline="middle" className="edge-label">trunk</text>}
+            <rect x={x0} y={y} width={Math.max(2, x1 - x0)} height={ROW - 8} rx={3} fill={Number.isFinite(value) ? color(value) : '#eaeef2'} fillOpacity={0.55}
+              stroke={n.id === selected ? '#1f2328' : ab ? '#8250df' : '#8c959f'} strokeWidth={n.id === selected ? 2.5 : ab ? 2 : 1} strokeDasharray={ab && n.id !== selected ? '4 2' : undefined} />
+            {cell >= 14 && n.tokens.map((t, i) => (
+              <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" clipPath={undefined}>
+                {visibleToken(t).slice(0, Math.max(1, Math.floor(cell / 6.5)))}
+              </text>
+            ))}
+            {ab && <text x={x1 + 4} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="compare-letter">{ab}</text>}
+            <title>{`node ${n.id}${n.parent === null ? ' (trunk)' : `, forked from node ${n.parent} at position ${n.start}`} · ${n.ids.length} tokens · ${colour.replace('_', ' ')} ${Number.isFinite(value) ? value.toFixed(3) : '—'} · ${n.settings.temperature > 0 ? `sampled T=${n.settings.temperature} seed ${n.settings.seed}` : 'greedy'}${n.settings.steered ? ' · steered' : ''} · ${n.forwarded} positions computed`}</title>
+          </g>
+        );
+      })}
+    </svg>
+  );
+}

@@ -1,0 +1,53 @@
+import type { StateCreator } from 'zustand';
+import type { AppState } from './index';
+import type { BatchMetric, BatchResult, BatchRow } from '../../workers/protocol';
+
+/** A batch study as edited in its view, and its results (rows stream in while it runs). */
+export interface BatchSlice {
+  /** Template JSON text {"prompt", "good", "bad", "x"?, "y"?, "description"?}. */
+  batchTemplate: string;
+  /** Values table text (CSV, TSV, JSONL or JSON) and the file name it came from, if any. */
+  batchValues: string;
+  batchValuesName: string | null;
+  batchRows: BatchRow[];
+  batchResult: BatchResult | null;
+  /** Model the rows were computed on. */
+  batchModel: string | null;
+  /** Plot: the variable on x and the metric on y. */
+  batchX: string | null;
+  batchY: BatchMetric;
+  /** Table: sort column and direction, and a text filter over every cell. */
+  batchSort: { key: string; desc: boolean } | null;
+  batchFilter: string;
+  setBatchInput(patch: { template?: string; values?: string; valuesName?: string | null }): void;
+  startBatchRows(model: string): void;
+  addBatchRow(r: BatchRow): void;
+  setBatchResult(r: BatchResult | null): void;
+  setBatchPlot(patch: { x?: string | null; y?: BatchMetric }): void;
+  setBatchSort(s: { key: string; desc: boolean } | null): void;
+  setBatchFilter(f: string): void;
+}
+
+export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set) => ({
+  batchTemplate: '{\n  "prompt": "{a} and {b} went to the park. {a} gave the ball to",\n  "good": " {b}",\n  "bad": " {a}"\n}',
+  batchValues: 'a,b\nLily,Tom\nTom,Lily\n',
+  batchValuesName: null,
+  batchRows: [],
+  batchResult: null,
+  batchModel: null,
+  batchX: null,
+  batchY: 'final_margin',
+  batchSort: null,
+  batchFilter: '',
+  setBatchInput: (p) => set((s) => ({
+    batchTemplate: p.template ?? s.batchTemplate,
+    batchValues: p.values ?? s.batchValues,
+    batchValuesName: p.valuesName !== undefined ? p.valuesName : s.batchValuesName,
+  })),
+  startBatchRows: (batchModel) => set({ batchRows: [], batchResult: null, batchModel }),
+  addBatchRow: (r) => set((s) => ({ batchRows: [...s.batchRows, r] })),
+  setBatchResult: (batchResult) => set((s) => ({ batchResult, batchRows: batchResult ? batchResult.rows : s.batchRows })),
+  setBatchPlot: (p) => set((s) => ({ batchX: p.x !== undefined ? p.x : s.batchX, batchY: p.y ?? s.batchY })),
+  setBatchSort: (batchSort) => set({ batchSort }),
+  setBatchFilter: (batchFilter) => set({ batchFilter }),
+});

@@ -1,0 +1,67 @@
+import type { StateCreator } from 'zustand';
+import type { AppState } from './index';
+import type { BranchTree, DrawSettings, ForkPointsResult, LensMargins } from '../../workers/protocol';
+
+/** What colours the nodes of the tree view. */
+export type NodeColour = 'final_margin' | 'mean_margin' | 'mean_entropy';
+
+/** The position picked to fork from: a node's path and an absolute position on it. */
+export interface ForkSite { node: number; position: number }
+
+/** The branch explorer slice: the tree, what is selected, the fork-point scores. */
+export interface BranchingSlice {
+  tree: BranchTree | null;
+  /** Node whose path is shown in the token row. */
+  branchNode: number;
+  forkSite: ForkSite | null;
+  /** Lens margins of the alternatives at the fork site (fetched when it is picked). */
+  forkLens: LensMargins | null;
+  /** Up to two nodes whose texts and margin curves are compared. */
+  compare: number[];
+  nodeColour: NodeColour;
+  /** Continuations of a fork: greedy or sampled, with or without the active interventions. */
+  forkDraw: DrawSettings;
+  /** Positions with p(top-1) − p(top-2) at most this are marked as fork points. */
+  gapThreshold: number;
+  forkSamples: number;
+  forks: ForkPointsResult | null;
+  setTree(tree: BranchTree | null, select?: number): void;
+  setBranchNode(id: number): void;
+  setForkSite(site: ForkSite | null): void;
+  setForkLens(lens: LensMargins | null): void;
+  toggleCompare(id: number): void;
+  setNodeColour(c: NodeColour): void;
+  setForkDraw(patch: Partial<DrawSettings>): void;
+  setGapThreshold(v: number): void;
+  setForkSamples(n: number): void;
+  setForks(r: ForkPointsResult | null): void;
+}
+
+export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice> = (set) => ({
+  tree: null,
+  branchNode: 0,
+  forkSite: null,
+  forkLens: null,
+  compare: [],
+  nodeColour: 'final_margin',
+  forkDraw: { temperature: 0, topK: 0, seed: 0, steered: false },
+  gapThreshold: 0.2,
+  forkSamples: 4,
+  forks: null,
+  setTree: (tree, select) => set((s) => ({
+    tree,
+    branchNode: select ?? (tree && tree.nodes.some((n) => n.id === s.branchNode) ? s.branchNode : 0),
+    compare: select !== undefined && tree ? [...new Set([0, select])].slice(-2) : tree ? s.compare.filter((id) => tree.nodes.some((n) => n.id === id)) : [],
+    forkSite: null, forkLens: null,
+    forks: tree && s.tree && tree.promptIds.join() === s.tree.promptIds.join() && tree.nodes[0]?.ids.join() === s.tree.nodes[0]?.ids.join() ? s.forks : null,
+  })),
+  setBranchNode: (branchNode) => set({ branchNode, forkSite: null, forkLens: null }),
+  setForkSite: (forkSite) => set({ forkSite, forkLens: null }),
+  setForkLens: (forkLens) => set({ forkLens }),
+  toggleCompare: (id) => set((s) => ({ compare: s.compare.includes(id) ? s.compare.filter((x) => x !== id) : [...s.compare, id].slice(-2) })),
+  setNodeColour: (nodeColour) => set({ nodeColour }),
+  setForkDraw: (patch) => set((s) => ({ forkDraw: { ...s.forkDraw, ...patch } })),
+  setGapThreshold: (gapThreshold) => set({ gapThreshold }),
+  setForkSamples: (forkSamples) => set({ forkSamples }),
+  setForks: (forks) => set({ forks }),
+});

@@ -1,0 +1,153 @@
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { useStore } from '../store';
+import { loadExample, openRow, runBatch, studyExamples, type StudyExample } from '../actions/batch';
+import { ExportButtons } from '../components/ExportButtons';
+import { IntervalChart } from '../components/IntervalChart';
+import { fixed } from '../lib/format';
+import { flatRow } from '../../workers/engine/batch/batch';
+import { summarize } from '../../workers/engine/batch/aggregate';
+import { parseTemplate } from '../../workers/engine/batch/template';
+import { BATCH_METRICS, METRIC_DOCS, type BatchMetric } from '../../workers/engine/batch/metrics';
+
+/** The template and values editors, the shipped examples, Run. */
+function StudyForm() {
+  const template = useStore((s) => s.batchTemplate);
+  const values = useStore((s) => s.batchValues);
+  const valuesName = useStore((s) => s.batchValuesName);
+  const setInput = useStore((s) => s.setBatchInput);
+  const job = useStore((s) => s.job);
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  const [examples, setExamples] = useState<StudyExample[]>([]);
+  const [problem, setProblem] = useState<string | null>(null);
+  const file = useRef<HTMLInputElement | null>(null);
+  useEffect(() => { studyExamples().then(setExamples, (e: Error) => setProblem(`the examples could not be listed: ${e.message}`)); }, []);
+  const description = useMemo(() => { try { return parseTemplate(template).description ?? null; } catch { return null; } }, [template]);
+  return (
+    <div className="study-form">
+      <div className="row settings">
+        <span className="muted">Examples:</span>
+        {examples.map((ex) => <button key={ex.id} type="button" className="small" data-testid={`example-${ex.id}`} disabled={!!job} onClick={() => void loadExample(ex)}>{ex.title}</button>)}
+        {problem && <span className="export-problem">{problem}</span>}
+      </div>
+      <div className="row study-inputs">
+        <label className="grow">Template <span className="muted">{'JSON: {"prompt": "…{var}…", "good": " {a}", "bad": " {b}", "x": "var"}'}</span>
+          <textarea data-testid="batch-template" rows={7} spellCheck={false} value={template} onChange={(e) => setInput({ template: e.target.value })} />
+        </label>
+        <label className="grow">Values <span className="muted">{valuesName ? `from ${valuesName}` : 'CSV, TSV, JSON Lines or a JSON array; one row per prompt'}</span>
+          <textarea data-testid="batch-values" rows={7} spellCheck={false} value={values} onChange={(e) => setInput({ values: e.target.value, valuesName: null })} />
+        </label>
+      </div>
+      {description && <p className="hint" data-testid="batch-description">{description}</p>}
+      <div className="row">
+        <button type="button" onClick={() => file.current?.click()} disabled={!!job}>Load values file…</button>
+        <input ref={file} type="file" hidden accept=".csv,.tsv,.jsonl,.ndjson,.json" data-testid="batch-values-file"
+          onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void f.text().then((t) => setInput({ values: t, valuesName: f.name })); }} />
+        <button type="button" className="primary" data-testid="run-batch" disabled={!!job || !ready} onClick={() => void runBatch()}>Run batch</button>
+        <span className="hint">Runs every row with the model loaded (and the enabled interventions); Cancel keeps the rows done.</span>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * Batch studies: a prompt template over a table of values (or a list of prompts with their own
+ * futures), each prompt analysed in the worker; scalar columns per prompt; a column plotted against
+ * a variable with means and 95 % bootstrap intervals; the table sortable, filterable, and a row
+ * opens that prompt's full analysis.
+ */
+export function BatchView() {
+  const rows = useStore((s) => s.batchRows);
+  const result = useStore((s) => s.batchResult);
+  const model = useStore((s) => s.batchModel);
+  const xVar = useStore((s) => s.batchX);
+  const yMetric = useStore((s) => s.batchY);
+  const setPlot = useStore((s) => s.setBatchPlot);
+  const sort = useStore((s) => s.batchSort);
+  const setSort = useStore((s) => s.setBatchSort);
+  const filter = useStore((s) => s.batchFilter);
+  const setFilter = useStore((s) => s.setBatchFilter);
+  const job = useStore((s) => s.job);
+  const svg = useRef<SVGSVGElement | null>(null);
+  const columns = useMemo(() => [...new Set(rows.flatMap((r) => Object.keys(r.vars)))], [rows]);
+  const metrics: BatchMetric[] = result?.metrics ?? [...BATCH_METRICS];
+  const records = useMemo(() => rows.map((r) => ({ row: r, flat: flatRow(r, columns, metrics) })), [rows, columns, metrics]);
+  const x = xVar && columns.includes(xVar) ? xVar : columns[0] ?? null;
+  const summary = useMemo(() => (x && rows.length ? summarize(rows, [yMetric], x) : null), [rows, x, yMetric]);
+  const shown = useMemo(() => {
+    const f = filter.trim().toLowerCase();
+    const kept = f ? records.filter((r) => Object.values(r.flat).some((v) => String(v ?? '').toLowerCase().includes(f))) : records;
+    if (!sort) return kept;
+    const val = (r: (typeof kept)[number]) => r.flat[sort.key];
+    return [...kept].sort((a, b) => {
+      const va = val(a), vb = val(b);
+      const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va ?? '').localeCompare(String(vb ?? ''), undefined, { numeric: true });
+      return sort.desc ? -c : c;
+    });
+  }, [records, filter, sort]);
+  const header = records[0] ? Object.keys(records[0].flat) : [];
+  const groups = summary?.groups.filter((g) => g.stats[yMetric]!.n > 0).map((g) => ({ x: g.x, label: g.value, ...g.stats[yMetric]! })) ?? [];
+  const numericX = summary ? summary.groups.every((g) => g.x === Number(g.value)) : false;
+  const xOf = new Map(summary?.groups.map((g) => [g.value, g.x]) ?? []);
+  const errors = rows.filter((r) => r.error).length;
+  return (
+    <section className="view" data-testid="batch-view">
+      <header className="view-head">
+        <h2>Batch study</h2>
+        <p className="muted">One measurement over many prompts: fill a template from a table of values, analyse each prompt, and plot a column against a variable with its mean and a 95 % bootstrap interval.</p>
+      </header>
+      <StudyForm />
+      {rows.length > 0 ? (
+        <>
+          <p className="muted" data-testid="batch-status">
+            {model} · {rows.length}{result ? ` of ${result.total}` : ''} prompts{job?.kind === 'batch' ? ' so far…' : ''}{result?.cancelled ? ' (cancelled: the rows done are kept)' : ''}{errors ? ` · ${errors} could not be analysed (see the error column)` : ''}
+          </p>
+          <div className="row settings">
+            <label>Plot
+              <select data-testid="batch-y" value={yMetric} onChange={(e) => setPlot({ y: e.target.value as BatchMetric })}>
+                {metrics.map((m) => <option key={m} value={m} title={METRIC_DOCS[m]}>{m}</option>)}
+              </select>
+            </label>
+            <label>against
+              <select data-testid="batch-x" value={x ?? ''} onChange={(e) => setPlot({ x: e.target.value })}>
+                {columns.map((c) => <option key={c} value={c}>{c}</option>)}
+              </select>
+            </label>
+            <ExportButtons name={`batch-${model}`}
+              json={() => ({ model, metrics, rows: records.map((r) => r.flat), aggregate: x ? summarize(rows, metrics, x) : null })}
+              csv={() => [header, ...records.map((r) => header.map((h) => r.flat[h] ?? ''))]}
+              picture={() => svg.current} caption={[`${yMetric} against ${x} · ${model}`, METRIC_DOCS[yMetric], 'dots: prompts; bars: mean with 95 % percentile bootstrap interval (2000 resamples)']} />
+          </div>
+          <div className="figure">
+            {groups.length > 0 ? (
+              <IntervalChart groups={groups} points={rows.filter((r) => !r.error && x).map((r) => [xOf.get(r.vars[x!]) ?? NaN, r.metrics[yMetric] ?? NaN] as [number, number])}
+                xLabel={x ?? ''} yLabel={yMetric} line={numericX} svgRef={svg} label={`${yMetric} against ${x}: means with 95 % bootstrap intervals`} testId="batch-plot" />
+            ) : <p className="hint">No finite {yMetric} values to plot yet.</p>}
+            <p className="hint">{METRIC_DOCS[yMetric]}.</p>
+          </div>
+          <div className="row">
+            <label>Filter <input data-testid="batch-filter" value={filter} placeholder="text in any cell" onChange={(e) => setFilter(e.target.value)} /></label>
+            <span className="muted">{shown.length} of {rows.length} rows · click a column to sort, a row to open its full analysis</span>
+          </div>
+          <div className="table-scroll">
+            <table className="data-table batch-table" data-testid="batch-table">
+              <thead>
+                <tr>{header.map((h) => (
+                  <th key={h} scope="col" title={(METRIC_DOCS as Record<string, string>)[h]} aria-sort={sort?.key === h ? (sort.desc ? 'descending' : 'ascending') : undefined}>
+                    <button type="button" className="link" data-testid={`sort-${h}`} onClick={() => setSort({ key: h, desc: sort?.key === h ? !sort.desc : false })}>{h}{sort?.key === h ? (sort.desc ? ' ▼' : ' ▲') : ''}</button>
+                  </th>
+                ))}</tr>
+              </thead>
+              <tbody>
+                {shown.map(({ row, flat }) => (
+                  <tr key={row.index} data-testid="batch-row" data-index={row.index} className={`clickable${row.error ? ' error' : ''}`} title="Open this prompt's full analysis" onClick={() => { if (!job) void openRow(row); }}>
+                    {header.map((h) => <td key={h} className={typeof flat[h] === 'number' ? 'mono' : 'text'} title={typeof flat[h] === 'string' ? String(flat[h]) : undefined}>{typeof flat[h] === 'number' && !Number.isInteger(flat[h]) ? fixed(flat[h] as number, 4) : String(flat[h] ?? '')}</td>)}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      ) : <p className="placeholder">Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.</p>}
+    </section>
+  );
+}

@@ -1,0 +1,297 @@
+import { useRef, useState } from 'react';
+import { schemeTableau10 } from 'd3';
+import { useStore } from '../store';
+import { findForkPoints, forkTo, pickForkSite, restoreTree, startTree } from '../actions/branching';
+import { BranchTreeChart, nodeColourScale, nodeValue } from '../components/BranchTreeChart';
+import { ColorLegend } from '../components/ColorLegend';
+import { ExportButtons } from '../components/ExportButtons';
+import { LineChart, type Series } from '../components/LineChart';
+import { ResultStatus } from '../components/ResultStatus';
+import { fixed, signed, visibleToken } from '../lib/format';
+import { pathOf, type TreePath } from '../../workers/engine/branching/tree';
+import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
+import type { NodeColour } from '../store/branching';
+
+const COLOURS: { value: NodeColour; title: string }[] = [
+  { value: 'final_margin', title: 'final Δ of the futures' },
+  { value: 'mean_margin', title: 'mean Δ of the futures' },
+  { value: 'mean_entropy', title: 'mean entropy (nats)' },
+];
+
+/** Where two paths first differ (their fork), or the shorter length when one continues the other. */
+function forkOf(a: TreePath, b: TreePath): number {
+  let t = 0;
+  while (t < a.ids.length && t < b.ids.length && a.ids[t] === b.ids[t]) t++;
+  return t;
+}
+
+/** Trunk and fork settings, Generate, and opening an exported tree. */
+function TreeForm() {
+  const draw = useStore((s) => s.forkDraw);
+  const setDraw = useStore((s) => s.setForkDraw);
+  const maxNew = useStore((s) => s.generation.maxNewTokens);
+  const setGeneration = useStore((s) => s.setGeneration);
+  const job = useStore((s) => s.job);
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  const file = useRef<HTMLInputElement | null>(null);
+  const num = (v: string, f: (n: number) => void) => { const n = Number(v); if (Number.isFinite(n)) f(n); };
+  return (
+    <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job && ready) void startTree(); }}>
+      <label>Max new tokens
+        <input type="number" className="short" data-testid="branch-max-new" min={1} max={512} value={maxNew} onChange={(e) => num(e.target.value, (n) => setGeneration({ maxNewTokens: Math.max(1, Math.round(n)) }))} />
+      </label>
+      <label title="0 = greedy; above 0, seeded sampling">Temperature
+        <input type="number" className="short" data-testid="branch-temperature" min={0} max={5} step={0.1} value={draw.temperature} onChange={(e) => num(e.target.value, (n) => setDraw({ temperature: Math.max(0, n) }))} />
+      </label>
+      <label>Seed
+        <input type="number" className="short" data-testid="branch-seed" min={0} value={draw.seed} onChange={(e) => num(e.target.value, (n) => setDraw({ seed: Math.max(0, Math.round(n)) }))} />
+      </label>
+      <label className="toggle" title="The enabled interventions act on the trunk, or on a fork's own tokens (from the fork on)">
+        <input type="checkbox" data-testid="branch-steered" checked={draw.steered} onChange={(e) => setDraw({ steered: e.target.checked })} />
+        with the interventions
+      </label>
+      <span className="actions">
+        <button type="submit" className="primary" data-testid="branch-start" disabled={!!job || !ready}>Generate trunk</button>
+        <button type="button" onClick={() => file.current?.click()} disabled={!!job || !ready}>Open tree…</button>
+        <input ref={file} type="file" accept=".json,application/json" hidden data-testid="branch-restore" onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void restoreTree(f); }} />
+      </span>
+    </form>
+  );
+}
+
+/** The selected branch's tokens (prompt, then new ones); click one to fork there. Near ties are marked. */
+function PathTokens({ tree, path, node }: { tree: BranchTree; path: TreePath; node: number }) {
+  const site = useStore((s) => s.forkSite);
+  const gapMax = useStore((s) => s.gapThreshold);
+  const forks = useStore((s) => s.forks);
+  const T = tree.promptIds.length;
+  const score = new Map((forks && forks.node === node ? forks.points : []).map((p) => [p.position, p.score]));
+  return (
+    <ol className="token-strip selectable path-tokens" data-testid="path-tokens" aria-label="tokens of the selected branch">
+      {path.ids.map((id, t) => {
+        const top = path.top[t];
+        const gap = top && top.logProbs.length > 1 ? Math.exp(top.logProbs[0]) - Math.exp(top.logProbs[1]) : NaN;
+        const near = gap <= gapMax;
+        const cls = [t < T ? 'prompt' : path.margins[t] >= 0 ? 'pos' : 'neg', near ? 'near-tie' : '', site?.position === t ? 'selected' : '', t === 0 ? 'fixed' : ''].filter(Boolean).join(' ');
+        const sc = score.get(t);
+        return (
+          <li key={t} className={cls} data-testid="path-token" data-position={t} data-id={id} data-near-tie={near ? 'true' : undefined}
+            title={`position ${t}${t >= T ? ` · new token ${t - T}` : ' · prompt'} · id ${id}${Number.isFinite(path.logProbs[t]) ? ` · p ${fixed(Math.exp(path.logProbs[t]), 3)}` : ''}${Number.isFinite(gap) ? ` · top-1 − top-2 gap ${fixed(gap, 3)}` : ''}${sc !== undefined && Number.isFinite(sc) ? ` · fork score ${fixed(sc, 3)} nats` : ''}${t > 0 ? ' · click to fork here' : ''}`}
+            onClick={t > 0 && top ? () => void pickForkSite(node, t, top.ids.filter((x) => x !== id)) : undefined}>
+            <span className="idx">{t >= T ? t - T : t}</span>
+            <span className="txt">{visibleToken(path.tokens[t])}</span>
+            {sc !== undefined && Number.isFinite(sc) && <span className="fork-score" style={{ width: `${Math.min(100, sc * 30)}%` }} />}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+/** The alternatives at the picked position, the lens margin chosen − alternative by layer, and Fork buttons. */
+function ForkPanel({ path }: { path: TreePath }) {
+  const site = useStore((s) => s.forkSite);
+  const lens = useStore((s) => s.forkLens);
+  const job = useStore((s) => s.job);
+  const [hover, setHover] = useState<number | null>(null);
+  if (!site) return <p className="hint">Click a token of the branch to see what the model could have written there instead, and fork.</p>;
+  const top = path.top[site.position];
+  if (!top) return null;
+  const chosen = path.ids[site.position];
+  const alts = top.ids.map((id, i) => ({ id, token: top.tokens[i], p: Math.exp(top.logProbs[i]) }));
+  const shown = hover ?? lens?.alternatives[0] ?? null;
+  const ai = lens && shown !== null ? lens.alternatives.indexOf(shown) : -1;
+  const series: Series[] = lens && ai >= 0 ? [{ name: `Δ “${visibleToken(path.tokens[site.position])}” − “${visibleToken(alts.find((a) => a.id === shown)?.token ?? '')}”`, color: '#8250df', points: lens.margins[ai].map((v, l) => [l, v] as [number, number]) }] : [];
+  return (
+    <div className="fork-panel" data-testid="fork-panel" data-position={site.position}>
+      <h3>Fork at position {site.position} <span className="muted">(chosen: “{visibleToken(path.tokens[site.position])}”)</span></h3>
+      <div className="row">
+        <table className="data-table alternatives" data-testid="alternatives">
+          <thead><tr><th>#</th><th>token</th><th>p</th><th /></tr></thead>
+          <tbody>
+            {alts.map((a, i) => (
+              <tr key={a.id} data-testid={`alternative-${i}`} data-id={a.id} onMouseEnter={() => a.id !== chosen && setHover(a.id)} className={a.id === chosen ? 'chosen' : undefined}>
+                <td>{i + 1}</td>
+                <td className="mono">{visibleToken(a.token)}</td>
+                <td className="mono">{fixed(a.p, 4)}</td>
+                <td>{a.id === chosen ? <span className="muted">chosen</span> : <button type="button" className="small" data-testid={`fork-${i}`} disabled={!!job} onClick={() => void forkTo(a.id)}>Fork</button>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <div className="figure">
+          {lens ? (
+            <LineChart series={series} xLabel="layer (0 = embeddings)" yLabel="lens Δ chosen − alt (nats)" zeroLine width={420} height={200}
+              label="Logit-lens margin between the chosen token and the alternative, by layer" testId="fork-lens" xTicks={lens.margins[0].map((_, l) => l)} />
+          ) : <p className="hint">Computing the logit lens at this position…</p>}
+          <p className="hint">Hover an alternative for its lens margin by layer: where the model's preference for the chosen token forms.</p>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** Two branches side by side: texts and margin curves aligned at their fork (x = position − fork). */
+function Compare({ tree }: { tree: BranchTree }) {
+  const compare = useStore((s) => s.compare);
+  const svg = useRef<SVGSVGElement | null>(null);
+  if (compare.length < 2) return <p className="hint">Shift-click two branches in the tree to compare their texts and margin curves.</p>;
+  const [a, b] = compare.map((id) => pathOf(tree, id));
+  const fork = forkOf(a, b);
+  const T = tree.promptIds.length;
+  const from = Math.max(T, fork - 3);
+  const series: Series[] = [a, b].map((p, i) => ({ name: `${'AB'[i]}: node ${compare[i]}`, color: schemeTableau10[i], points: p.margins.slice(from).map((m, j) => [from + j - fork, m] as [number, number]) }));
+  const text = (p: TreePath) => p.tokens.slice(T).join('');
+  return (
+    <div className="figure" data-testid="compare">
+      <div className="view-head">
+        <h3>Compare <span className="muted">A = node {compare[0]}, B = node {compare[1]}, fork at position {fork}</span></h3>
+        <ExportButtons name="branch-compare" json={() => ({ fork, a: { node: compare[0], ids: a.ids, margins: a.margins }, b: { node: compare[1], ids: b.ids, margins: b.margins } })}
+          csv={() => [['branch', 'position', 'relative_to_fork', 'id', 'token', 'margin'], ...[a, b].flatMap((p, i) => p.ids.slice(T).map((id, j) => ['AB'[i], T + j, T + j - fork, id, p.tokens[T + j], p.margins[T + j]]))]}
+          picture={() => svg.current} caption={[`Margin Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) along two branches`, `aligned at their fork (position ${fork}) · ${tree.model} · “${tree.prompt}”`]} />
+      </div>
+      <div className="compare">
+        {[a, b].map((p, i) => (
+          <div key={i}>
+            <h4>{'AB'[i]} <span className="muted">node {compare[i]}</span></h4>
+            <p className="generated" data-testid={`compare-text-${'ab'[i]}`}><span className="prompt-text">{tree.prompt}</span>
+              <span className="new-text">{p.tokens.slice(T, fork).join('')}<mark className="diverge">{p.tokens.slice(fork).join('')}</mark></span></p>
+          </div>
+        ))}
+      </div>
+      <LineChart series={series} legend xLabel="position − fork" yLabel="margin Δ (nats)" zeroLine svgRef={svg} label="Margin per step of two branches, aligned at the fork" testId="compare-curve" />
+      <p className="hint" data-testid="compare-summary">{`${text(a) === text(b) ? 'Identical texts.' : `They share ${fork - T} new tokens.`}`}</p>
+    </div>
+  );
+}
+
+/** One fork point's outcome distributions: a dot per continuation, one row per forced token. */
+function OutcomeStrip({ p, domain }: { p: ForkPoint; domain: [number, number] }) {
+  const W = 220, H = 10 + 12 * p.forced.length;
+  const x = (v: number) => 6 + ((v - domain[0]) / (domain[1] - domain[0] || 1)) * (W - 12);
+  return (
+    <svg width={W} height={H} className="outcome-strip" role="img" aria-label={`outcome margins after forcing each token at position ${p.position}`}>
+      <line x1={x(0)} x2={x(0)} y1={0} y2={H} stroke="#8c959f" strokeDasharray="2 2" />
+      {p.forced.map((f, i) => (
+        <g key={f.id} transform={`translate(0,${8 + 12 * i})`}>
+          {f.outcomes.map((v, j) => <circle key={j} cx={x(v)} cy={0} r={2.5} fill={schemeTableau10[i]} opacity={0.7} />)}
+          <line x1={x(f.mean)} x2={x(f.mean)} y1={-5} y2={5} stroke={schemeTableau10[i]} strokeWidth={2} />
+        </g>
+      ))}
+    </svg>
+  );
+}
+
+/** Fork points of the selected branch: the gap marks near ties; resampling scores each position. */
+function ForkPoints({ tree }: { tree: BranchTree }) {
+  const forks = useStore((s) => s.forks);
+  const gap = useStore((s) => s.gapThreshold);
+  const setGap = useStore((s) => s.setGapThreshold);
+  const samples = useStore((s) => s.forkSamples);
+  const setSamples = useStore((s) => s.setForkSamples);
+  const node = useStore((s) => s.branchNode);
+  const job = useStore((s) => s.job);
+  const svg = useRef<SVGSVGElement | null>(null);
+  const r: ForkPointsResult | null = forks && forks.node === node ? forks : null;
+  const scored = r ? r.points.filter((p) => Number.isFinite(p.score)) : [];
+  const all = scored.flatMap((p) => p.forced.flatMap((f) => f.outcomes));
+  const domain: [number, number] = all.length ? [Math.min(0, ...all), Math.max(0, ...all)] : [-1, 1];
+  return (
+    <div className="figure" data-testid="fork-points">
+      <h3>Fork points <span className="muted">(Bigelow et al., arXiv 2412.07961)</span></h3>
+      <div className="row settings">
+        <label title="Tokens whose top-1 − top-2 probability gap is at most this are marked (dotted) in the branch">Near-tie gap ≤
+          <input type="range" min={0} max={1} step={0.01} value={gap} data-testid="gap-threshold" onChange={(e) => setGap(Number(e.target.value))} />
+          <span className="mono">{fixed(gap, 2)}</span>
+        </label>
+        <label>Continuations per token
+          <input type="number" className="short" min={1} max={64} value={samples} data-testid="fork-samples" onChange={(e) => { const n = Number(e.target.value); if (Number.isInteger(n) && n >= 1) setSamples(n); }} />
+        </label>
+        <button type="button" data-testid="find-forks" disabled={!!job} onClick={() => void findForkPoints()}>Find fork points</button>
+      </div>
+      <p className="hint">At each new token: force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
+      {r && (
+        <>
+          {r.cancelled && <p className="note-warn" role="status">Cancelled: {scored.length} of {r.points.length} positions scored.</p>}
+          <div className="view-head">
+            <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
+              legend xLabel="new token" yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
+            <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
+              csv={() => [['position', 'step', 'token', 'gap', 'score', 'forced_token', 'prob', 'mean_outcome', 'frac_good'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
+              picture={() => svg.current} caption={[`Fork points · ${tree.model} · “${tree.prompt}”`, `outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} continuations per forced token (seed ${r.seed})`]} />
+          </div>
+          <table className="data-table" data-testid="fork-table">
+            <thead><tr><th>step</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
+            <tbody>
+              {scored.map((p) => (
+                <tr key={p.position} data-testid="fork-row" data-step={p.step} data-score={p.score}>
+                  <td>{p.step}</td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
+                  <td className="outcomes">
+                    <OutcomeStrip p={p} domain={domain} />
+                    <span className="muted">{p.forced.map((f) => `“${visibleToken(f.token)}” ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </div>
+  );
+}
+
+/**
+ * Branch explorer (DESIGN.md §3 "Fork points"): generate a trunk, click any token to see the
+ * alternatives and their lens margins, fork to one (the shared prefix comes from the KV cache),
+ * and read the tree; compare two branches; find fork points; export and reopen the tree.
+ */
+export function BranchView() {
+  const tree = useStore((s) => s.tree);
+  const node = useStore((s) => s.branchNode);
+  const compare = useStore((s) => s.compare);
+  const colour = useStore((s) => s.nodeColour);
+  const setColour = useStore((s) => s.setNodeColour);
+  const select = useStore((s) => s.setBranchNode);
+  const toggle = useStore((s) => s.toggleCompare);
+  const svg = useRef<SVGSVGElement | null>(null);
+  const path = tree ? pathOf(tree, tree.nodes.some((n) => n.id === node) ? node : 0) : null;
+  const scale = tree ? nodeColourScale(tree, colour) : null;
+  return (
+    <section className="view" data-testid="branch-view">
+      <header className="view-head">
+        <h2>Branches</h2>
+        <p className="muted">A generation as a tree of local decisions: at any token, force another choice and continue; the margin of the futures along each branch shows which decisions mattered. Forks reuse the KV cache of the shared prefix.</p>
+      </header>
+      <TreeForm />
+      {tree && path && scale ? (
+        <>
+          <ResultStatus model={tree.model} testId="branch-status" />
+          <div className="view-head">
+            <p className="muted" data-testid="branch-caption">{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{visibleToken(tree.good)}</b>) − log p(<b className="bad">{visibleToken(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
+            <ExportButtons name={`branch-tree-${tree.model}`} json={() => tree}
+              csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log_prob', 'margin', 'entropy'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
+              picture={() => svg.current} caption={[`Branch tree · ${tree.model} · “${tree.prompt}”`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title}; edges: forced token and its probability`]}
+              legend={{ color: scale, domain: scale.domain() as [number, number], title: COLOURS.find((c) => c.value === colour)!.title }} />
+          </div>
+          <div className="row settings">
+            <label>Colour nodes by
+              <select data-testid="node-colour" value={colour} onChange={(e) => setColour(e.target.value as NodeColour)}>
+                {COLOURS.map((c) => <option key={c.value} value={c.value}>{c.title}</option>)}
+              </select>
+            </label>
+            <ColorLegend color={scale} domain={scale.domain() as [number, number]} title={COLOURS.find((c) => c.value === colour)!.title} width={220} />
+          </div>
+          <div className="table-scroll">
+            <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
+          </div>
+          <p className="hint">Click a branch to show its tokens; shift-click two to compare them. Selected: node {node}{tree.nodes.find((n) => n.id === node)?.parent != null ? `, ${tree.nodes.find((n) => n.id === node)!.forwarded} positions computed for it (the shared prefix came from the KV cache)` : ''} · value {fixed(nodeValue(tree.nodes.find((n) => n.id === node) ?? tree.nodes[0], colour), 3)}.</p>
+          <h3>Tokens of node {node} <span className="muted">(underlined blue where Δ &gt; 0, red where Δ &lt; 0; dotted: near tie)</span></h3>
+          <PathTokens tree={tree} path={path} node={node} />
+          <ForkPanel path={path} />
+          <Compare tree={tree} />
+          <ForkPoints tree={tree} />
+        </>
+      ) : <p className="placeholder">Generate a trunk from the experiment's prompt, then click any token to fork.</p>}
+    </section>
+  );
+}

@@ -1,0 +1,127 @@
+import { test, expect, type Page } from '@playwright/test';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { csvParse } from 'd3';
+import { STORIES, referencePrompt } from './golden';
+import { CpuBackend } from '../workers/engine/backend/cpu';
+import { Engine } from '../workers/engine/engine';
+import { NodeFiles } from '../workers/engine/io/node_files';
+
+/**
+ * The branch explorer and batch studies as a user drives them on the production build (WebGPU on
+ * SwiftShader), checked against oracles computed here in Node: greedy decoding by full
+ * recomputation (Engine.run from position 0 for every token, no KV cache reuse), and the
+ * `branchpoint batch` runner's rows.
+ */
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SHOTS = '.artifacts/screenshots';
+const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
+const N = 12, K = 4;
+
+/** Opens the workbench and waits for stories260K on WebGPU. */
+async function open(page: Page) {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.goto('/');
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu', { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+}
+
+async function settled(page: Page) {
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+}
+
+test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
+
+test('fork a stories260K generation at new token 4 to the second alternative: the branch joins the tree with its margin curve, its prefix is not recomputed, and it equals greedy decoding of prompt + prefix + alternative', async ({ page }) => {
+  await open(page);
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill(String(N));
+  await page.getByTestId('branch-start').click();
+  await settled(page);
+  const T = referencePrompt(PROMPT).n_prompt;
+  const trunk = await page.getByTestId('path-token').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
+  expect(trunk.slice(T)).toEqual(referencePrompt(PROMPT).greedy_ids.slice(0, N));
+
+  await page.locator(`[data-testid="path-token"][data-position="${T + K}"]`).click();
+  await expect(page.getByTestId('fork-panel')).toHaveAttribute('data-position', String(T + K));
+  await expect(page.getByTestId('fork-lens')).toBeVisible();
+  const alt = Number(await page.getByTestId('alternative-1').getAttribute('data-id'));
+  await page.getByTestId('fork-1').click();
+  await settled(page);
+
+  const node = page.getByTestId('tree-node-1');
+  await expect(node).toHaveAttribute('data-start', String(T + K));
+  await expect(node).toHaveAttribute('data-parent', '0');
+  // Only the branch's own positions went through the model: T + K .. T + N − 2.
+  await expect(node).toHaveAttribute('data-forwarded', String(N - K - 1));
+  await expect(page.getByTestId('tree-edge-1')).toContainText('”');
+  const branch = await page.getByTestId('path-token').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.id)));
+  expect(branch.slice(0, T + K)).toEqual(trunk.slice(0, T + K));
+  expect(branch[T + K]).toBe(alt);
+
+  const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
+  try {
+    const seq = branch.slice(0, T + K + 1);
+    while (seq.length < T + N) {
+      const { logits } = await e.run(seq, { logits: 'last' });
+      seq.push(logits.indexOf(Math.max(...logits)));
+    }
+    expect(branch).toEqual(seq);
+  } finally {
+    e.dispose();
+  }
+  // Trunk and branch are compared, their margin curves aligned at the fork.
+  const curve = page.getByTestId('compare-curve');
+  await expect(curve.locator('g.series')).toHaveCount(2);
+  await expect(curve.locator('g.series').nth(1).locator('circle[data-x="0"]')).toHaveCount(1);
+  await page.screenshot({ path: `${SHOTS}/branches-fork.png`, fullPage: true });
+
+  // Fork points of the branch: every new token scored from two continuations per forced token.
+  await page.getByTestId('fork-samples').fill('2');
+  await page.getByTestId('find-forks').click();
+  await settled(page);
+  const rows = page.getByTestId('fork-row');
+  await expect(rows).toHaveCount(N);
+  for (const s of await rows.evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.score)))) expect(Number.isFinite(s) && s >= 0).toBe(true);
+  await page.getByTestId('fork-points').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/branches-fork-points.png`, fullPage: true });
+});
+
+test('the distractor example runs as a batch: one point per n with an interval, and its CSV export equals the runner\'s rows', async ({ page }) => {
+  const studies = path.join(ROOT, 'public', 'studies');
+  const runner = promisify(execFile)(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'batch', '--model', STORIES,
+    '--template', path.join(studies, 'distractor.template.json'), '--values', path.join(studies, 'distractor.values.jsonl')], { maxBuffer: 64 << 20 });
+  await open(page);
+  await page.getByTestId('tab-batch').click();
+  await page.getByTestId('example-distractor').click();
+  await expect(page.getByTestId('batch-template')).toHaveValue(/distractors/);
+  await page.getByTestId('run-batch').click();
+  await settled(page);
+  const points = page.getByTestId('batch-plot').getByTestId('interval-point');
+  await expect(points).toHaveCount(5);
+  for (let i = 0; i < 5; i++) {
+    const d = await points.nth(i).evaluate((el) => ({ ...(el as SVGElement).dataset }));
+    expect(Number(d.x)).toBe(i);
+    expect(Number(d.lo)).toBeLessThan(Number(d.mean));
+    expect(Number(d.mean)).toBeLessThan(Number(d.hi));
+  }
+  await page.screenshot({ path: `${SHOTS}/batch-distractor.png`, fullPage: true });
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('batch-view').getByRole('button', { name: 'CSV' }).click()]);
+  const csv = csvParse(fs.readFileSync(await download.path(), 'utf8'));
+  const lines = (await runner).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const rows = lines.slice(0, -1);
+  expect(csv).toHaveLength(rows.length);
+  rows.forEach((want, i) => {
+    for (const [k, v] of Object.entries(want)) {
+      const got = csv[i][k];
+      if (typeof v === 'number') expect(Math.abs(Number(got) - v), `row ${i} ${k}`).toBeLessThanOrEqual(1e-5);
+      else expect(got, `row ${i} ${k}`).toBe(v === null ? '' : String(v));
+    }
+  });
+});
