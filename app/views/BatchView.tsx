@@ -115,7 +115,7 @@ export function BatchView() {
             <ExportButtons name={`batch-${model}`}
               json={() => ({ model, metrics, rows: records.map((r) => r.flat), aggregate: x ? summarize(rows, metrics, x) : null })}
               csv={() => [header, ...records.map((r) => header.map((h) => r.flat[h] ?? ''))]}
-              picture={() => svg.current} caption={[`${yMetric} against ${x} · ${model}`, METRIC_DOCS[yMetric], 'dots: prompts; bars: mean with 95 % percentile bootstrap interval (2000 resamples)']} />
+              figure={() => svg.current && ({ title: `${yMetric} against ${x} · ${model}`, caption: [METRIC_DOCS[yMetric], 'grey dots: prompts; blue: mean with its 95 % percentile bootstrap interval (2000 resamples)'], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <div className="figure">
             {groups.length > 0 ? (

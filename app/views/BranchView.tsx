@@ -148,7 +148,7 @@ function Compare({ tree }: { tree: BranchTree }) {
         <h3>Compare <span className="muted">A = node {compare[0]}, B = node {compare[1]}, fork at position {fork}</span></h3>
         <ExportButtons name="branch-compare" json={() => ({ fork, a: { node: compare[0], ids: a.ids, margins: a.margins }, b: { node: compare[1], ids: b.ids, margins: b.margins } })}
           csv={() => [['branch', 'position', 'relative_to_fork', 'id', 'token', 'margin'], ...[a, b].flatMap((p, i) => p.ids.slice(T).map((id, j) => ['AB'[i], T + j, T + j - fork, id, p.tokens[T + j], p.margins[T + j]]))]}
-          picture={() => svg.current} caption={[`Margin Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) along two branches`, `aligned at their fork (position ${fork}) · ${tree.model} · “${tree.prompt}”`]} />
+          figure={() => svg.current && ({ title: `Two branches aligned at their fork · ${tree.model}`, caption: [`margin Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) per step, x = position − ${fork}`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
       </div>
       <div className="compare">
         {[a, b].map((p, i) => (
@@ -218,7 +218,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
               legend xLabel="new token" yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
               csv={() => [['position', 'step', 'token', 'gap', 'score', 'forced_token', 'prob', 'mean_outcome', 'frac_good'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
-              picture={() => svg.current} caption={[`Fork points · ${tree.model} · “${tree.prompt}”`, `outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} continuations per forced token (seed ${r.seed})`]} />
+              figure={() => svg.current && ({ title: `Fork points · ${tree.model}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <table className="data-table" data-testid="fork-table">
             <thead><tr><th>step</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
@@ -270,8 +270,7 @@ export function BranchView() {
             <p className="muted" data-testid="branch-caption">{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{visibleToken(tree.good)}</b>) − log p(<b className="bad">{visibleToken(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
             <ExportButtons name={`branch-tree-${tree.model}`} json={() => tree}
               csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log_prob', 'margin', 'entropy'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
-              picture={() => svg.current} caption={[`Branch tree · ${tree.model} · “${tree.prompt}”`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title}; edges: forced token and its probability`]}
-              legend={{ color: scale, domain: scale.domain() as [number, number], title: COLOURS.find((c) => c.value === colour)!.title }} />
+              figure={() => svg.current && ({ title: `Branch tree · ${tree.model}`, caption: [`prompt: “${tree.prompt}” · Δ = log p(“${tree.good}”) − log p(“${tree.bad}”)`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title} (blue < 0 < red for margins, range ${fixed(scale.domain()[0], 2)} … ${fixed(scale.domain()[1], 2)}); edges: the forced token and its probability`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <div className="row settings">
             <label>Colour nodes by
