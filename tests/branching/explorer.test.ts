@@ -6,6 +6,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { BranchExplorer } from '../../workers/engine/branching/explorer';
 import { pathOf, validateTree, type DrawSettings } from '../../workers/engine/branching/tree';
+import { toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 
 /**
@@ -107,6 +108,26 @@ describe('BranchExplorer', () => {
     const restored = BranchExplorer.restore(e, validateTree(JSON.parse(JSON.stringify(x2.tree))));
     const f2 = await restored.fork(0, T + 2, x1.tree.nodes[0].top[2].ids[1], draw);
     expect(f2.ids).toEqual(f1.ids);
+  });
+
+  it('a fork "with the interventions" is steered on its own positions only, as full recomputation with the intervention from the fork on gives it', async () => {
+    const x = await BranchExplorer.start(e, req, GREEDY);
+    const T = lily.n_prompt, K = 6;
+    const v = Array.from({ length: 64 }, (_, i) => Math.sin(5 * i));
+    const iv = toIntervention({ hook: 'blocks.2.hook_resid_post', type: 'add', vector: v, alpha: 6 }, e.spec, { nPrompt: T });
+    const alt = x.tree.nodes[0].top[K].ids[1];
+    const plain = await x.fork(0, T + K, alt, GREEDY);
+    const steered = await x.fork(0, T + K, alt, { ...GREEDY, steered: true }, [iv]);
+    expect(steered.forwarded).toBe(N - K - 1);
+    const path = pathOf(x.tree, steered.id).ids;
+    expect(path).not.toEqual(pathOf(x.tree, plain.id).ids);
+    const from = { ...iv, positions: { start: T + K, end: T + N } };
+    const seq = path.slice(0, T + K + 1);
+    while (seq.length < T + N) {
+      const { logits } = await e.run(seq, { logits: 'last', interventions: [from] });
+      seq.push(logits.indexOf(Math.max(...logits)));
+    }
+    expect(path).toEqual(seq);
   });
 
   it('refuses a fork outside the path or onto the token already there, with a readable message', async () => {
