@@ -45,7 +45,8 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
     batchValuesName: p.valuesName !== undefined ? p.valuesName : s.batchValuesName,
   })),
   startBatchRows: (batchModel) => set({ batchRows: [], batchResult: null, batchModel }),
-  addBatchRow: (r) => set((s) => ({ batchRows: [...s.batchRows, r] })),
+  // a row's callback can arrive after the final result (callbacks travel on their own channel)
+  addBatchRow: (r) => set((s) => (s.batchResult || s.batchRows.some((x) => x.index === r.index) ? {} : { batchRows: [...s.batchRows, r] })),
   setBatchResult: (batchResult) => set((s) => ({ batchResult, batchRows: batchResult ? batchResult.rows : s.batchRows })),
   setBatchPlot: (p) => set((s) => ({ batchX: p.x !== undefined ? p.x : s.batchX, batchY: p.y ?? s.batchY })),
   setBatchSort: (batchSort) => set({ batchSort }),
