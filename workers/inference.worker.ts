@@ -248,10 +248,11 @@ const api: InferenceApi = {
     return needTree().x.lensMargins(node, position, alternatives);
   },
 
-  async branchRestore(tree: unknown) {
+  async branchRestore(tree: unknown, specs: SpecRequest = {}) {
     const e = need();
     const t = validateTree(tree);
-    explorer = { x: BranchExplorer.restore(e, t), req: { prompt: t.prompt, chatTemplate: t.chatTemplate } };
+    const req = { prompt: t.prompt, chatTemplate: t.chatTemplate };
+    explorer = { x: BranchExplorer.restore(e, t, await specInterventions(e, req, specs, t.maxNewTokens)), req };
     return t;
   },
 

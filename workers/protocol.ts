@@ -200,10 +200,11 @@ export interface InferenceApi {
   /** Lens margins (chosen − alternative, every layer row) at one position of a node's path. */
   branchLens(node: number, position: number, alternatives: number[]): Promise<LensMargins>;
   /**
-   * Re-opens an exported tree (validated) as the tree forks continue from.
+   * Re-opens an exported tree (validated) as the tree forks continue from; its steered nodes are
+   * recomputed under `specs` when a fork needs their positions again.
    * @throws Error saying what is wrong with the file, or that its prompt tokenizes differently on this model.
    */
-  branchRestore(tree: unknown): Promise<BranchTree>;
+  branchRestore(tree: unknown, specs?: SpecRequest): Promise<BranchTree>;
   /**
    * Fork points of a node's path (engine/branching/forks.ts): gaps, and outcome margins of seeded
    * continuations after each forced token; onProgress after each continuation. cancel() stops it

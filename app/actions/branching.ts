@@ -76,7 +76,7 @@ export async function restoreTree(file: File): Promise<void> {
   await runJob('branch', 'Opening the tree', `Could not open ${file.name}`, async () => {
     let data: unknown;
     try { data = JSON.parse(await file.text()); } catch (e) { throw new Error(`${file.name} is not JSON (${(e as Error).message})`); }
-    const tree = await inOrder((w) => w.branchRestore(data));
+    const tree = await inOrder((w) => w.branchRestore(data, steering()));
     useStore.getState().setTree(tree);
   });
 }

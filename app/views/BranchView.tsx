@@ -77,7 +77,9 @@ function PathTokens({ tree, path, node }: { tree: BranchTree; path: TreePath; no
         return (
           <li key={t} className={cls} data-testid="path-token" data-position={t} data-id={id} data-near-tie={near ? 'true' : undefined}
             title={`position ${t}${t >= T ? ` · new token ${t - T}` : ' · prompt'} · id ${id}${Number.isFinite(path.logProbs[t]) ? ` · p ${fixed(Math.exp(path.logProbs[t]), 3)}` : ''}${Number.isFinite(gap) ? ` · top-1 − top-2 gap ${fixed(gap, 3)}` : ''}${sc !== undefined && Number.isFinite(sc) ? ` · fork score ${fixed(sc, 3)} nats` : ''}${t > 0 ? ' · click to fork here' : ''}`}
-            onClick={t > 0 && top ? () => void pickForkSite(node, t, top.ids.filter((x) => x !== id)) : undefined}>
+            tabIndex={t > 0 ? 0 : undefined}
+            onClick={t > 0 && top ? () => void pickForkSite(node, t, top.ids.filter((x) => x !== id)) : undefined}
+            onKeyDown={t > 0 && top ? (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); void pickForkSite(node, t, top.ids.filter((x) => x !== id)); } } : undefined}>
             <span className="idx">{t >= T ? t - T : t}</span>
             <span className="txt">{visibleToken(path.tokens[t])}</span>
             {sc !== undefined && Number.isFinite(sc) && <span className="fork-score" style={{ width: `${Math.min(100, sc * 30)}%` }} />}
@@ -147,7 +149,7 @@ function Compare({ tree }: { tree: BranchTree }) {
       <div className="view-head">
         <h3>Compare <span className="muted">A = node {compare[0]}, B = node {compare[1]}, fork at position {fork}</span></h3>
         <ExportButtons name="branch-compare" json={() => ({ fork, a: { node: compare[0], ids: a.ids, margins: a.margins }, b: { node: compare[1], ids: b.ids, margins: b.margins } })}
-          csv={() => [['branch', 'position', 'relative_to_fork', 'id', 'token', 'margin'], ...[a, b].flatMap((p, i) => p.ids.slice(T).map((id, j) => ['AB'[i], T + j, T + j - fork, id, p.tokens[T + j], p.margins[T + j]]))]}
+          csv={() => [['branch', 'position', 'position − fork', 'id', 'token', 'margin Δ (nats)'], ...[a, b].flatMap((p, i) => p.ids.slice(T).map((id, j) => ['AB'[i], T + j, T + j - fork, id, p.tokens[T + j], p.margins[T + j]]))]}
           figure={() => svg.current && ({ title: `Two branches aligned at their fork · ${tree.model}`, caption: [`margin Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) per step, x = position − ${fork}`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
       </div>
       <div className="compare">
@@ -217,7 +219,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
             <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
               legend xLabel="new token" yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
-              csv={() => [['position', 'step', 'token', 'gap', 'score', 'forced_token', 'prob', 'mean_outcome', 'frac_good'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
+              csv={() => [['position', 'new token', 'token', 'gap p(top-1) − p(top-2)', 'score (nats)', 'forced token', 'its probability', 'mean outcome Δ (nats)', 'fraction of continuations with Δ > 0'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
               figure={() => svg.current && ({ title: `Fork points · ${tree.model}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <table className="data-table" data-testid="fork-table">
@@ -269,7 +271,7 @@ export function BranchView() {
           <div className="view-head">
             <p className="muted" data-testid="branch-caption">{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{visibleToken(tree.good)}</b>) − log p(<b className="bad">{visibleToken(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
             <ExportButtons name={`branch-tree-${tree.model}`} json={() => tree}
-              csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log_prob', 'margin', 'entropy'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
+              csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log p of the token (nats)', 'margin Δ of the futures (nats)', 'entropy (nats)'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
               figure={() => svg.current && ({ title: `Branch tree · ${tree.model}`, caption: [`prompt: “${tree.prompt}” · Δ = log p(“${tree.good}”) − log p(“${tree.bad}”)`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title} (blue < 0 < red for margins, range ${fixed(scale.domain()[0], 2)} … ${fixed(scale.domain()[1], 2)}); edges: the forced token and its probability`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <div className="row settings">
