@@ -1,0 +1,102 @@
+import * as fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { interventionWindow, pointOfNoReturn, type WindowProgress, type WindowRequest } from '../../workers/engine/analysis/window';
+import type { Intervention } from '../../workers/engine/model/intervention';
+import { toIntervention } from '../../workers/engine/steering/spec';
+import { caaVector } from '../../workers/engine/steering/vectors';
+import { sharedPath } from '../shared';
+
+/** The intervention window on stories260K with the happy − sad CAA vector (public/steering/happy_sad.json). */
+let e: Engine;
+let iv: Intervention;
+const N = 10;
+const prompt = 'The little girl felt very';
+const base = (): WindowRequest => ({ prompt, good: { text: ' happy' }, bad: { text: ' sad' }, interventions: [iv], maxNewTokens: N });
+/** engine.generate of N tokens (EOS does not stop it, as in the window) under these interventions. */
+const generate = (interventions: Intervention[], extra: { temperature?: number; seed?: number } = {}) =>
+  e.generate({ prompt, good: { text: ' happy' }, bad: { text: ' sad' }, maxNewTokens: N, stopAtEos: false, interventions, ...extra });
+const withSteps = (start: number): Intervention => ({ ...iv, steps: { start, end: Number.POSITIVE_INFINITY } });
+
+beforeAll(async () => {
+  e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
+  const set = JSON.parse(fs.readFileSync('public/steering/happy_sad.json', 'utf8')) as { positive: string[]; negative: string[] };
+  const v = await caaVector(e, { positive: set.positive, negative: set.negative, hook: 'blocks.3.hook_resid_post' });
+  iv = toIntervention({ hook: 'blocks.3.hook_resid_post', type: 'add', vector: v.vector, alpha: 6 }, e.spec, { nPrompt: e.encodePrompt({ prompt }).length, maxNewTokens: N });
+});
+afterAll(() => e.dispose());
+
+describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α = 6)', () => {
+  it('k = 0 equals steering the whole generation, k > N equals no steering, every k equals a generation steered from step k (bit for bit)', async () => {
+    const progress: WindowProgress[] = [];
+    const r = await interventionWindow(e, base(), (p) => progress.push(p));
+    expect(r.ks).toEqual(Array.from({ length: N }, (_, k) => k));
+    const whole = await generate([iv]);
+    expect(r.variants[0].ids).toEqual(whole.ids);
+    expect(r.variants[0].margins).toEqual(whole.margins);
+    expect(r.variants[0].text).toBe(whole.text);
+    const none = await generate([]);
+    expect(r.unsteered.ids).toEqual(none.ids);
+    expect(r.unsteered.margins).toEqual(none.margins);
+    const late = await generate([withSteps(N + 1)]);
+    expect(late.ids).toEqual(r.unsteered.ids);
+    expect(late.margins).toEqual(r.unsteered.margins);
+    for (const k of [1, 4, N - 1]) {
+      const g = await generate([withSteps(k)]);
+      expect(r.variants[k].ids).toEqual(g.ids);
+      expect(r.variants[k].margins).toEqual(g.margins);
+    }
+    // Default score: the mean margin over all N steps.
+    r.variants.forEach((v, k) => expect(r.outcome[k]).toBeCloseTo(v.margins.reduce((a, b) => a + b, 0) / N, 12));
+    // Steering the whole generation makes it happy; the unsteered one is sad; a late start cannot undo it.
+    expect(r.unsteered.outcome).toBeLessThan(0);
+    expect(r.outcome[0]).toBeGreaterThan(0);
+    expect(r.outcome[N - 1]).toBeLessThan(0);
+    expect(r.pointOfNoReturn).not.toBeNull();
+    expect(r.outcome[r.pointOfNoReturn!]).toBeGreaterThan(0);
+    for (let k = r.pointOfNoReturn! + 1; k < N; k++) expect(r.outcome[k]).toBeLessThanOrEqual(0);
+    // The unsteered prefix is shared: N passes for the unsteered run, N − k for variant k.
+    const total = N + 1 + (N * (N + 1)) / 2;
+    expect(progress.at(-1)).toEqual({ done: total, total });
+  }, 120_000);
+
+  it('sampling replays the unsteered draws before k: the variant equals a sampled generation steered from step k (same seed)', async () => {
+    const r = await interventionWindow(e, { ...base(), temperature: 1, seed: 5, kMax: 3 });
+    for (const k of [0, 3]) {
+      const g = await generate([withSteps(k)], { temperature: 1, seed: 5 });
+      expect(r.variants[k].ids).toEqual(g.ids);
+    }
+    expect(r.unsteered.ids).toEqual((await generate([], { temperature: 1, seed: 5 })).ids);
+  });
+
+  it('scores: margin at a chosen step, and whether a text appears (+1 / −1)', async () => {
+    const r = await interventionWindow(e, { ...base(), kMax: 2, score: { kind: 'margin', step: 3 } });
+    r.variants.forEach((v, k) => expect(r.outcome[k]).toBe(v.margins[3]));
+    const word = r.variants[0].text.trim().split(/\s+/)[0];
+    const c = await interventionWindow(e, { ...base(), kMax: 0, score: { kind: 'contains', text: word } });
+    expect(c.outcome[0]).toBe(1);
+    expect(c.unsteered.outcome).toBe(c.unsteered.text.includes(word) ? 1 : -1);
+  });
+
+  it('refuses a start step past the generation, a score step outside it, and no intervention', async () => {
+    await expect(interventionWindow(e, { ...base(), kMax: N })).rejects.toThrow(/K = 10 must be in 0\.\.9/);
+    await expect(interventionWindow(e, { ...base(), score: { kind: 'margin', step: N } })).rejects.toThrow(/score step 10 is outside the generation's steps 0\.\.9/);
+    await expect(interventionWindow(e, { ...base(), interventions: [] })).rejects.toThrow(/needs an intervention/);
+  });
+
+  it('stops when cancelled', async () => {
+    const ctrl = new AbortController();
+    await expect(interventionWindow(e, base(), (p) => { if (p.done === 3) ctrl.abort(); }, ctrl.signal)).rejects.toThrow(/abort/i);
+  });
+});
+
+describe('point of no return', () => {
+  it('is the last k whose outcome has the opposite sign of the unsteered outcome', () => {
+    expect(pointOfNoReturn([0, 1, 2, 3, 4], [2, 1, -0.5, 0.3, -1], -2)).toBe(3);
+    expect(pointOfNoReturn([0, 1, 2], [-1, -2, -3], -2)).toBeNull();
+    expect(pointOfNoReturn([0, 1, 2], [-1, 0, 3], 2)).toBe(0);
+    expect(pointOfNoReturn([0, 1], [1, -1], 0)).toBeNull();
+  });
+});
