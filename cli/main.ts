@@ -11,6 +11,8 @@ import { parseArgs, type Args } from './args';
 import { interventionsFromArgs, STEERING_USAGE, sweepCommand, vectorCommand } from './steering';
 import { BATCH_USAGE, batchCommand } from './batch';
 import { BRANCH_USAGE, branchCommand, forksCommand } from './branch';
+import { PROBE_USAGE, probeCommand } from './probe';
+import { WINDOW_USAGE, windowCommand } from './window';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -22,6 +24,8 @@ const USAGE = `branchpoint — logit-lens margins, attention sinks and generatio
 ${STEERING_USAGE}
 ${BATCH_USAGE}
 ${BRANCH_USAGE}
+${PROBE_USAGE}
+${WINDOW_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -84,8 +88,9 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const engine = await Engine.load(await openModel(a), new CpuBackend());
     const need = (key: string) => required(a, key);
-    if (a.command === 'vector') {
-      process.stdout.write(JSON.stringify(await vectorCommand(engine, a, need)) + '\n');
+    const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand };
+    if (own[a.command]) {
+      process.stdout.write(JSON.stringify(await own[a.command](engine, a, need)) + '\n');
       engine.dispose();
       return 0;
     }
@@ -148,7 +153,7 @@ export async function main(argv: string[]): Promise<number> {
         out = await forksCommand(engine, a, prompt);
         break;
       default:
-        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector, batch, branch, forks)`);
+        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector, batch, branch, forks, probe, window)`);
     }
     process.stdout.write(JSON.stringify(out) + '\n');
     engine.dispose();

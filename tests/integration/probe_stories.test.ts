@@ -11,7 +11,7 @@ import { maxAbsDiff, sharedPath } from '../shared';
 let e: Engine;
 beforeAll(async () => {
   e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
-});
+}, 120_000);
 afterAll(() => e.dispose());
 
 describe('probes on stories260K (public/probes/he_she.json)', () => {

@@ -25,7 +25,7 @@ beforeAll(async () => {
   const set = JSON.parse(fs.readFileSync('public/steering/happy_sad.json', 'utf8')) as { positive: string[]; negative: string[] };
   const v = await caaVector(e, { positive: set.positive, negative: set.negative, hook: 'blocks.3.hook_resid_post' });
   iv = toIntervention({ hook: 'blocks.3.hook_resid_post', type: 'add', vector: v.vector, alpha: 6 }, e.spec, { nPrompt: e.encodePrompt({ prompt }).length, maxNewTokens: N });
-});
+}, 120_000);
 afterAll(() => e.dispose());
 
 describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α = 6)', () => {
@@ -60,7 +60,7 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
     // The unsteered prefix is shared: N passes for the unsteered run, N − k for variant k.
     const total = N + 1 + (N * (N + 1)) / 2;
     expect(progress.at(-1)).toEqual({ done: total, total });
-  }, 120_000);
+  });
 
   it('sampling replays the unsteered draws before k: the variant equals a sampled generation steered from step k (same seed)', async () => {
     const r = await interventionWindow(e, { ...base(), temperature: 1, seed: 5, kMax: 3 });
