@@ -18,6 +18,8 @@ import { DoseResponseView } from './views/DoseResponseView';
 import { VectorLibraryView } from './views/VectorLibraryView';
 import { BranchView } from './views/BranchView';
 import { BatchView } from './views/BatchView';
+import { ProbeView } from './views/ProbeView';
+import { WindowView } from './views/WindowView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { appliedInterventions } from './lib/specs';
@@ -32,6 +34,8 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'vectors', title: 'Vectors' },
   { name: 'branches', title: 'Branches' },
   { name: 'batch', title: 'Batch' },
+  { name: 'probe', title: 'Probes' },
+  { name: 'window', title: 'Intervention window' },
 ];
 
 function ActiveView({ view }: { view: ViewName }) {
@@ -44,6 +48,8 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'vectors': return <VectorLibraryView />;
     case 'branches': return <BranchView />;
     case 'batch': return <BatchView />;
+    case 'probe': return <ProbeView />;
+    case 'window': return <WindowView />;
   }
 }
 

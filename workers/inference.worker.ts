@@ -16,7 +16,9 @@ import type { Intervention } from './engine/model/intervention';
 import { actAdd, caaVector, type SteeringVector, type VectorProvenance } from './engine/steering/vectors';
 import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } from './engine/steering/vector_io';
 import { hookWidth } from './engine/steering/hook_width';
-import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress } from './protocol';
+import { probeLayers } from './engine/analysis/probe';
+import { interventionWindow } from './engine/analysis/window';
+import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ProbeProgress, ProbeRequest, WindowJob, WindowProgress } from './protocol';
 import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 
 let engine: Engine | null = null;
@@ -106,6 +108,20 @@ function needTree(): { x: BranchExplorer; req: PromptInput } {
 /** A UI callback whose failure (a page that went away) must not stop the job. */
 function quiet<A>(f?: (a: A) => unknown): ((a: A) => void) | undefined {
   return f ? (a) => { void Promise.resolve(f(a)).catch(() => undefined); } : undefined;
+}
+
+/**
+ * Runs a job that cancel() can stop (newJob: it cancels the one before): an abort becomes a
+ * CancelledError naming `what`.
+ */
+async function cancellableJob<T>(what: string, body: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctrl = newJob();
+  try {
+    return await body(ctrl.signal);
+  } catch (err) {
+    if (ctrl.signal.aborted) throw new CancelledError(what);
+    throw err;
+  }
 }
 
 /** The inference worker: the engine behind Comlink. Errors are rethrown with readable messages. */
@@ -213,15 +229,20 @@ const api: InferenceApi = {
   },
 
   async sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void) {
-    abort?.abort();
-    const ctrl = new AbortController();
-    abort = ctrl;
-    try {
-      return await doseResponse(need(), req, (p) => { void Promise.resolve(onProgress?.(p)).catch(() => undefined); }, ctrl.signal);
-    } catch (err) {
-      if (ctrl.signal.aborted) throw new CancelledError('the dose–response sweep');
-      throw err;
-    }
+    return cancellableJob('the dose–response sweep', (signal) => doseResponse(need(), req, quiet(onProgress), signal));
+  },
+
+  async probe(req: ProbeRequest, onProgress?: (p: ProbeProgress) => void) {
+    const r = await cancellableJob('the probes', (signal) => probeLayers(need(), req, quiet(onProgress), signal));
+    return Comlink.transfer(r, r.directions.map((d) => d.buffer));
+  },
+
+  async interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void) {
+    return cancellableJob('the intervention window', async (signal) => {
+      const e = need();
+      const resolved = await resolveSpecs(e, { ...req, interventions: [] }, req.maxNewTokens);
+      return interventionWindow(e, resolved, quiet(onProgress), signal);
+    });
   },
 
   async branchStart(req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) {

@@ -17,6 +17,8 @@ import type { BatchMetric } from './engine/batch/metrics';
 import type { StudyTemplate } from './engine/batch/template';
 import type { ValuesTable } from './engine/batch/values';
 import type { VectorProvenance } from './engine/steering/vectors';
+import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/analysis/probe';
+import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/analysis/window';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
 export type { SinkStats } from './engine/api';
@@ -38,6 +40,11 @@ export interface BatchJob {
   visibleThreshold?: number;
   sinkEps?: number;
 }
+
+export type { ProbeProgress, ProbeRequest, ProbeResult, WindowContinuation, WindowProgress, WindowResult, WindowScore };
+
+/** An intervention window as the UI asks for it: the intervention(s) as specs (SpecRequest), resolved in the worker. */
+export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -218,7 +225,20 @@ export interface InferenceApi {
    * @throws Error before anything runs for a template variable without a column or an unknown metric.
    */
   batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void): Promise<BatchResult>;
-  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch and any model download in flight. */
+  /**
+   * Linear probes per layer (analysis/probe.ts): one forward per prompt, then cross-validated
+   * probes per row; onProgress after each. cancel() stops it (it rejects with a CancelledError).
+   * @throws Error for a set with fewer than 2 prompts per class or a position outside a prompt.
+   */
+  probe(req: ProbeRequest, onProgress?: (p: ProbeProgress) => void): Promise<ProbeResult>;
+  /**
+   * Intervention window (analysis/window.ts): the generation regenerated with the specs switched on
+   * from step k, k = 0..K, and the point of no return; onProgress after each token pass.
+   * cancel() stops it between passes (it rejects with a CancelledError).
+   * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
+   */
+  interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void): Promise<WindowResult>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch, probe, window and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;

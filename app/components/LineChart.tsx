@@ -21,6 +21,8 @@ export interface LineChartProps {
   xTicks?: readonly number[];
   /** Name the series in a legend right of the plot. */
   legend?: boolean;
+  /** Vertical reference lines at these x values, each labelled at the top (a marked layer or step). */
+  xMarks?: readonly { x: number; label: string; color: string }[];
   /** Makes the dots clickable: called with the series and point index. */
   onPointClick?: (series: number, point: number) => void;
   width?: number;
@@ -36,7 +38,7 @@ const MARGIN = { top: 12, right: 16, bottom: 44, left: 60 };
  * Lines over a shared x axis, with D3 scales and ticks, dots at the data points (each with its
  * values in a tooltip and data-x/data-y), an optional zero line, legend and clickable points.
  */
-export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, legend, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
+export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, legend, xMarks, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
   const legendW = legend ? 44 + 7 * Math.max(0, ...series.map((s) => s.name.length)) : 0;
   const M = { ...MARGIN, right: legend ? legendW : MARGIN.right };
   const all = series.flatMap((s) => s.points);
@@ -67,6 +69,12 @@ export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, l
       <line x1={M.left} x2={width - M.right} y1={height - M.bottom} y2={height - M.bottom} stroke="#57606a" />
       <line x1={M.left} x2={M.left} y1={M.top} y2={height - M.bottom} stroke="#57606a" />
       {zeroLine && <line className="zero-line" x1={M.left} x2={width - M.right} y1={y(0)} y2={y(0)} stroke="#1f2328" strokeDasharray="4 3" />}
+      {xMarks?.map((m) => (
+        <g key={`mark${m.x}${m.label}`} className="x-mark" data-x={m.x}>
+          <line x1={x(m.x)} x2={x(m.x)} y1={M.top + 14} y2={height - M.bottom} stroke={m.color} strokeWidth={1.5} strokeDasharray="5 3" />
+          <text x={x(m.x) + (x(m.x) > (M.left + width - M.right) / 2 ? -4 : 4)} y={M.top + 8} textAnchor={x(m.x) > (M.left + width - M.right) / 2 ? 'end' : 'start'} fill={m.color}>{m.label}</text>
+        </g>
+      ))}
       {series.map((s, si) => (
         <g key={s.name} className="series" data-series={s.name}>
           <path d={path(s.points) ?? ''} fill="none" stroke={s.color} strokeWidth={2} strokeDasharray={s.dashed ? '6 4' : undefined} />

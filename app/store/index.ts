@@ -8,7 +8,9 @@ import { createVectorsSlice, type VectorsSlice } from './vectors';
 import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice;
+import { createProbeSlice, type ProbeSlice } from './probe';
+import { createWindowSlice, type WindowSlice } from './window';
 
 /** The one store; views read it through selectors, actions write it. */
 export const useStore = create<AppState>()((...a) => ({
@@ -20,4 +22,6 @@ export const useStore = create<AppState>()((...a) => ({
   ...createUiSlice(...a),
   ...createBranchingSlice(...a),
   ...createBatchSlice(...a),
+  ...createProbeSlice(...a),
+  ...createWindowSlice(...a),
 }));

@@ -1,0 +1,59 @@
+import * as Comlink from 'comlink';
+import { useStore } from '../store';
+import type { WindowJob, WindowProgress, WindowScore } from '../../workers/protocol';
+import type { WindowSettings } from '../store/window';
+import { futureInput } from '../lib/futures';
+import { appliedInterventions, interventionLabel, toSpec } from '../lib/specs';
+import { runJob } from './job';
+import { inOrder } from './worker';
+
+/**
+ * The score as set in the view, and its words for captions.
+ * @throws Error for an argument that is not a whole number (mean, margin) or an empty text (contains).
+ */
+export function windowScore(set: WindowSettings, N: number): { score: WindowScore; label: string } {
+  const arg = set.scoreArg.trim();
+  const int = (what: string) => {
+    if (!/^\d+$/.test(arg)) throw new Error(`${what}: write a whole number (got "${set.scoreArg}")`);
+    return Number(arg);
+  };
+  if (set.score === 'mean') {
+    const last = arg === '' ? N : int('the number of last steps to average');
+    return { score: { kind: 'mean', last }, label: last === N ? `mean margin over all ${N} steps` : `mean margin over the last ${last} steps` };
+  }
+  if (set.score === 'margin') {
+    const step = int('the step whose margin is the outcome');
+    return { score: { kind: 'margin', step }, label: `margin at step ${step}` };
+  }
+  if (arg === '') throw new Error('write the text whose appearance is the outcome');
+  return { score: { kind: 'contains', text: set.scoreArg }, label: `+1 when the text contains “${set.scoreArg}”, −1 when not` };
+}
+
+/**
+ * Runs the intervention window as set up in its view (DESIGN.md §3 "Intervention window") on the
+ * experiment's prompt and futures: progress counts token passes; Cancel stops it between passes
+ * and keeps the window on display.
+ */
+export async function runWindow(): Promise<void> {
+  await runJob('window', 'Intervention window', 'Could not run the intervention window', async () => {
+    const s = useStore.getState();
+    const set = s.windowSettings;
+    const chosen = set.interventionId === null ? s.interventions : s.interventions.filter((d) => d.id === set.interventionId);
+    const applied = appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === set.interventionId })));
+    if (!applied.length) throw new Error('place an intervention first (Steering panel, or click a heatmap cell): the window switches it on from step k');
+    const numbered = applied.map((a) => ({ ...a, n: s.interventions.findIndex((d) => d.id === a.draft.id) + 1 }));
+    const specs = numbered.map((a) => toSpec(a, s.vectors));
+    const N = set.maxNewTokens;
+    const { score, label } = windowScore(set, N);
+    const kMax = set.kMax.trim() === '' ? undefined : Number(set.kMax);
+    const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: N, kMax, score, specs, specLabels: numbered.map((a) => interventionLabel(a.n)) };
+    const K = kMax ?? N - 1;
+    s.setJobSteps({ done: 0, total: N + 1 + Array.from({ length: K + 1 }, (_, k) => N - k).reduce((a, b) => a + b, 0) });
+    const onProgress = Comlink.proxy((p: WindowProgress) => useStore.getState().setJobSteps(p));
+    const result = await inOrder((w) => w.interventionWindow(req, onProgress));
+    useStore.getState().setWindowRun({
+      result, modelLabel: s.modelLabel ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value,
+      steering: numbered, scoreLabel: label, picked: result.pointOfNoReturn ?? 0,
+    });
+  }, { cancellable: true });
+}

@@ -1,0 +1,42 @@
+import type { StateCreator } from 'zustand';
+import type { AppState } from './index';
+import type { ProbeResult } from '../../workers/protocol';
+
+/** The probe set and settings as edited in the probe view (texts one per line). */
+export interface ProbeSettings {
+  /** Where the set came from (an example's name, a file name, or "pasted"). */
+  source: string;
+  positive: string;
+  negative: string;
+  /** Class names [negative, positive]. */
+  classes: [string, string];
+  /** "last" or a token index as typed (negative counts from the end). */
+  position: string;
+  folds: number;
+  seed: number;
+}
+
+/** Probes on display, with what they were run on. */
+export interface ProbeDisplay {
+  result: ProbeResult;
+  modelLabel: string;
+  source: string;
+  positive: string[];
+  negative: string[];
+  chatTemplate: boolean;
+}
+
+/** The probes slice: the set being edited and the result on display. */
+export interface ProbeSlice {
+  probeSettings: ProbeSettings;
+  probe: ProbeDisplay | null;
+  setProbeSettings(patch: Partial<ProbeSettings>): void;
+  setProbe(p: ProbeDisplay | null): void;
+}
+
+export const createProbeSlice: StateCreator<AppState, [], [], ProbeSlice> = (set) => ({
+  probeSettings: { source: '', positive: '', negative: '', classes: ['negative', 'positive'], position: 'last', folds: 5, seed: 0 },
+  probe: null,
+  setProbeSettings: (patch) => set((s) => ({ probeSettings: { ...s.probeSettings, ...patch } })),
+  setProbe: (probe) => set({ probe }),
+});
