@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
  * off or on (wide tables scroll inside their own box).
  */
 const SHOTS = '.artifacts/screenshots';
-const VIEWS = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors'] as const;
+const VIEWS = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors', 'probe', 'window'] as const;
 
 test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
@@ -29,7 +29,7 @@ async function clickCell(page: Page, testId: string, row: number, col: number) {
   await c.click({ position: { x: Number(g.x0) + (col + 0.5) * Number(g.cellWidth), y: Number(g.y0) + (i + 0.5) * Number(g.cellHeight) } });
 }
 
-test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dose–response, vectors) is wider than the window; one progress bar per job; the icon is served', async ({ page }) => {
+test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dose–response, vectors, probes, window) is wider than the window; one progress bar per job; the icon is served', async ({ page }) => {
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   await page.setViewportSize({ width: 1024, height: 768 });
   await page.goto('/');
