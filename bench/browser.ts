@@ -11,9 +11,9 @@
  *   logits read back, argmax on the host), i.e. the work of Engine.generate's loop without its
  *   per-token event-loop yield and token decoding (generate() itself is timed separately);
  * - our engine only: a plain forward pass (Engine.run without captures, all logit rows), the lens
- *   grid alone (forward capturing every residual, LN_f·W_U on the (L+1)·T stack, log-softmax,
- *   gather of the futures' columns, read back) and the full Engine.analyse (lens grid, top-k,
- *   residual norms, sinks, teacher-forced sequence margin);
+ *   grid alone (forward capturing every residual, LN_f and the futures' rows of W_U on the (L+1)·T
+ *   stack, read back) and the full Engine.analyse (lens grid, residual norms, sinks, teacher-forced
+ *   sequence margin);
  * - a WebGPU profile: dispatches, submits and read-backs per decode step, the cost of one
  *   submit + mapAsync round trip and of one trivial dispatch, each kernel's time in the step
  *   (replayed per kernel), against the step's FLOPs.
@@ -27,6 +27,7 @@ import { WebGpuBackend } from '../workers/engine/backend/webgpu';
 import { Engine } from '../workers/engine/engine';
 import { HttpFiles } from '../workers/engine/io/model_files';
 import { RunContext } from '../workers/engine/model/run_context';
+import { lensColumnLogits } from '../workers/engine/analysis/lens';
 
 /** What the runner may change. */
 export interface BenchOptions {
@@ -63,7 +64,7 @@ export interface AnalysisTimes {
   forwardMs: number;
   /** Forward capturing the L+1 residual streams, then the margin grid (see file comment). */
   lensMs: number;
-  /** Engine.analyse: lens grid + top-k + residual norms + sinks + sequence margin. */
+  /** Engine.analyse: lens grid + residual norms + sinks + sequence margin. */
   analyseMs: number;
 }
 
@@ -237,9 +238,10 @@ async function measureImpl(o: BenchOptions, loadMs: number, greedy: () => Promis
 }
 
 /**
- * The logit-lens margin grid alone: forward over the prompt capturing hook_resid_pre of block 0
- * and every hook_resid_post, then LN_f + W_U on the stacked [(L+1)·T, d] residuals, log-softmax,
- * the futures' columns gathered and read back ([(L+1)·T, |cols|]). No top-k, sinks or sequence margin.
+ * The logit-lens margin grid alone, as Engine.analyse computes it: forward over the prompt capturing
+ * hook_resid_pre of block 0 and every hook_resid_post, then LN_f and the futures' rows of W_U on the
+ * stacked [(L+1)·T, d] residuals (analysis/lens.ts lensColumnLogits), read back ([(L+1)·T, |cols|]).
+ * No sinks or sequence margin.
  */
 async function lensGrid(e: Engine, ids: number[], cols: Int32Array): Promise<Float32Array> {
   const b = e.backend, L = e.spec.nLayers, T = ids.length;
@@ -249,11 +251,9 @@ async function lensGrid(e: Engine, ids: number[], cols: Int32Array): Promise<Flo
   try {
     b.release(e.model.forward(Int32Array.from(ids), ctx, 'last')!);
     const stack = b.concatRows(names.map((n) => ctx.captured.get(n)!));
-    const logits = e.model.unembed(stack);
-    const lp = b.logSoftmax(logits);
-    const gathered = b.gatherCols(lp, cols);
-    const out = await b.read(gathered);
-    for (const t of [stack, logits, lp, gathered]) b.release(t);
+    const logits = lensColumnLogits(e.model, stack, Array.from(cols));
+    const out = await b.read(logits);
+    for (const t of [stack, logits]) b.release(t);
     return out;
   } finally {
     ctx.release();

@@ -50,6 +50,12 @@ async function resolveSpecs<R extends PromptInput & SpecRequest & { intervention
   return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
 }
 
+/** Each id's display string on its own, after the last analysed prompt's first token (so " Tom" keeps its space). */
+function displayStrings(e: Engine, ids: number[]): string[] {
+  const prefix = lastAnalysed ? e.encodePrompt(lastAnalysed).slice(0, 1) : [];
+  return ids.map((id) => e.tokenStrings([id], prefix)[0]);
+}
+
 /**
  * Checks an imported vector against the model: the hook its file names (when the model has it),
  * else any steerable row width of the model.
@@ -163,9 +169,7 @@ const api: InferenceApi = {
   },
 
   async tokenStrings(ids: number[]) {
-    const e = need();
-    const prefix = lastAnalysed ? e.encodePrompt(lastAnalysed).slice(0, 1) : [];
-    return ids.map((id) => e.tokenStrings([id], prefix)[0]);
+    return displayStrings(need(), ids);
   },
 
   async analyse(req: AnalyseRequest & SpecRequest) {
@@ -173,7 +177,7 @@ const api: InferenceApi = {
     const resolved = await resolveSpecs(e, req);
     const a = await e.analyse(resolved);
     lastAnalysed = resolved;
-    return Comlink.transfer(a, [a.lensMargin.buffer, a.finalMargin.buffer, a.lensTopIds.buffer, a.lensTopLogProbs.buffer, a.residNorms.buffer, a.sinks.alpha.buffer, a.sinks.alpha0.buffer]);
+    return Comlink.transfer(a, [a.lensMargin.buffer, a.finalMargin.buffer, a.residNorms.buffer, a.sinks.alpha.buffer, a.sinks.alpha0.buffer]);
   },
 
   async pattern(layer: number, head: number) {
@@ -185,6 +189,13 @@ const api: InferenceApi = {
     const T = ids.length;
     const out = captured.get(name)!.slice(head * T * T, (head + 1) * T * T);
     return Comlink.transfer(out, [out.buffer]);
+  },
+
+  async lensTop(handle: number, layer: number, position: number, k?: number) {
+    const e = need();
+    const top = await e.lensTop(handle, layer, position, k);
+    const ids = Array.from(top.ids);
+    return { ids, logProbs: Array.from(top.logProbs), tokens: displayStrings(e, ids) };
   },
 
   async generate(req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void) {

@@ -133,6 +133,13 @@ export interface LibraryVector {
   file?: string;
 }
 
+/** Lens top tokens of one cell: ids [k], log-probs [k] (nats) and each id's display string. */
+export interface LensTopTokens {
+  ids: number[];
+  logProbs: number[];
+  tokens: string[];
+}
+
 export interface InferenceApi {
   /**
    * Loads a model (replacing the current one). With 'auto', WebGPU is tried first and the CPU
@@ -165,6 +172,13 @@ export interface InferenceApi {
   analyse(req: AnalyseRequest & SpecRequest): Promise<Analysis>;
   /** Attention pattern [T, T] of one head from the last analysis. */
   pattern(layer: number, head: number): Promise<Float32Array>;
+  /**
+   * The logit lens's top-k next tokens at one cell (layer 0 = embeddings … n_layers, position) of an
+   * analysis (Analysis.lensHandle), computed on demand over the whole vocabulary: ids, log-probs and
+   * display strings, most likely first. The worker keeps the latest two analyses.
+   * @throws Error when the analysis is no longer held or the cell is outside its grid.
+   */
+  lensTop(handle: number, layer: number, position: number, k?: number): Promise<LensTopTokens>;
   /**
    * Streams tokens through onToken; resolves with the whole generation.
    * @throws Error as analyse does, and for a step window that starts at or after max_new_tokens.

@@ -25,10 +25,8 @@ export async function analyse(): Promise<void> {
     const { specs, specLabels, applied } = specRequest(st.interventions, st.vectors);
     const baseline = applied.length ? await inOrder((w) => w.analyse(req)) : null;
     const analysis = await inOrder((w) => w.analyse(applied.length ? { ...req, specs, specLabels } : req));
-    const ids = [...new Set(analysis.lensTopIds)];
-    const strings = await inOrder((w) => w.tokenStrings(ids));
     const s = useStore.getState();
-    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, idStrings: new Map(ids.map((id, i) => [id, strings[i]])), steering: applied, baseline });
+    s.setResult({ analysis, modelLabel: label, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);

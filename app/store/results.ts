@@ -10,7 +10,7 @@ export interface AppliedIntervention {
   draft: InterventionDraft;
 }
 
-/** The analysis on display, with the model it came from and the display strings of its lens top ids. */
+/** The analysis on display, with the model it came from. */
 export interface AnalysisResult {
   analysis: Analysis;
   modelLabel: string;
@@ -19,8 +19,6 @@ export interface AnalysisResult {
   /** The futures as they were written when it was analysed. */
   good: FutureDraft;
   bad: FutureDraft;
-  /** Display string per token id appearing in analysis.lensTopIds. */
-  idStrings: Map<number, string>;
   /** The interventions `analysis` was computed under (empty: unsteered). */
   steering: AppliedIntervention[];
   /** The same prompt without interventions, when there were any. */

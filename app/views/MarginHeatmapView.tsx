@@ -3,6 +3,7 @@ import { interpolateRdBu, scaleDiverging } from 'd3';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { useTokenCellHover } from '../components/useTokenCellHover';
+import { useLensTop } from '../components/useLensTop';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -35,15 +36,14 @@ function steeringMarks(r: AnalysisResult, list: readonly InterventionDraft[]): {
   return { rows, cells };
 }
 
-/** What the pointer is on: layer, position, token, Δ, and the lens's top tokens there. */
+/** What the pointer is on: layer, position, token, Δ, and the lens's top tokens there (fetched on demand). */
 function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
   const b = r.baseline;
   const a = r.analysis;
   const T = a.ids.length;
+  const lens = useLensTop(a.lensHandle, cell);
   if (!cell) return <aside className="readout" data-testid="margin-readout"><p className="muted">Point at a cell (or focus the map and use the arrow keys) to read it.</p></aside>;
   const { row, col } = cell;
-  const k = a.topK;
-  const base = (row * T + col) * k;
   return (
     <aside className="readout" data-testid="margin-readout" data-layer={row} data-position={col}>
       <dl>
@@ -58,17 +58,21 @@ function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
           </>
         )}
       </dl>
-      <table className="topk" data-testid="readout-topk">
-        <caption>Lens top {k} next tokens (log p)</caption>
-        <tbody>
-          {Array.from({ length: k }, (_, i) => (
-            <tr key={i} data-testid={`readout-top-${i}`} data-id={a.lensTopIds[base + i]}>
-              <td className="mono">{visibleToken(r.idStrings.get(a.lensTopIds[base + i]) ?? `#${a.lensTopIds[base + i]}`)}</td>
-              <td className="mono num">{fixed(a.lensTopLogProbs[base + i], 4)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {lens && 'error' in lens
+        ? <p className="muted" data-testid="readout-topk-error">Lens top tokens unavailable: {lens.error}</p>
+        : (
+          <table className="topk" data-testid="readout-topk" aria-busy={!lens}>
+            <caption>Lens top {lens ? lens.top.ids.length : ''} next tokens (log p){lens ? '' : ' …'}</caption>
+            <tbody>
+              {lens?.top.ids.map((id, i) => (
+                <tr key={i} data-testid={`readout-top-${i}`} data-id={id}>
+                  <td className="mono">{visibleToken(lens.top.tokens[i])}</td>
+                  <td className="mono num">{fixed(lens.top.logProbs[i], 4)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
     </aside>
   );
 }

@@ -43,8 +43,6 @@ export interface AnalyseRequest extends PromptInput {
   good: FutureInput;
   bad: FutureInput;
   interventions?: Intervention[];
-  /** Top tokens of the lens kept per cell (default 5). */
-  topK?: number;
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
   sinkEps?: number;
 }
@@ -76,10 +74,8 @@ export interface Analysis {
   finalMargin: Float32Array;
   /** Teacher-forced sequence margin after the last prompt token (final layer), multi-token futures. */
   sequenceMargin: number;
-  topK: number;
-  /** Lens top-k token ids [(n_layers+1)·T·k] and their log-probs, per cell. */
-  lensTopIds: Int32Array;
-  lensTopLogProbs: Float32Array;
+  /** Handle of this analysis's residual stack in the engine: Engine.lensTop(handle, layer, position) gives a cell's lens top tokens. */
+  lensHandle: number;
   /** ‖h^l_t‖ [(n_layers+1)·T], same rows as the lens. */
   residNorms: Float32Array;
   /** Massive activations per layer (Sun et al. 2024): largest |h| with its (token, dim) and max/median. */

@@ -13,11 +13,12 @@ import { RunContext } from './model/run_context';
 import { forwardSpan } from './model/kv_prefix';
 import { contextMessage, type Transformer } from './model/transformer';
 import { loadTokenizer } from './tokenizer';
-import { logitLens } from './analysis/lens';
-import { logSumExp, rowMargin, setMargins } from './analysis/margin';
+import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './analysis/lens';
+import { logSumExp, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
-import { sampleToken, seededRandom } from './analysis/sampling';
+import { seededRandom } from './analysis/sampling';
+import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -54,6 +55,8 @@ export class Engine {
   private lost: string | null = null;
   private lostCallback: ((reason: string) => void) | null = null;
   private disposed = false;
+  /** Residual stacks of the latest analyses, for lens top tokens on demand (lensTop). */
+  private readonly lensStacks = new LensStacks();
 
   private constructor(
     readonly backend: Backend,
@@ -223,7 +226,6 @@ export class Engine {
     const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
     const capture = new Set([...residNames, ...Array.from({ length: L }, (_, l) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`]).flat()]);
     const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => capture.has(n), interventions);
-    const topK = Math.min(req.topK ?? 5, s.dVocab);
     const tensors: Tensor[] = [];
     try {
       const logits = this.model.forward(Int32Array.from(ids), ctx, 'last')!;
@@ -233,10 +235,13 @@ export class Engine {
       // Logit lens over h^0 (embeddings) .. h^L, as one stack [(L+1)·T, d_model].
       const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
       tensors.push(stack);
+      // Only the futures' columns of W_U: the normaliser cancels in Δ (analysis/lens.ts).
       const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
-      const lens = await logitLens(this.model, stack, cols, topK);
-      const lensMargin = setMargins(lens.gathered, cols, good.firstIds, bad.firstIds);
+      const lensLogits = lensColumnLogits(this.model, stack, cols);
+      tensors.push(lensLogits);
+      const lensMargin = setMargins(await b.read(lensLogits), cols, good.firstIds, bad.firstIds);
       const stackHost = await b.read(stack);
+      const lensHandle = this.lensStacks.remember(stackHost, L + 1, T);
       const { norms, massive } = residualStats(stackHost, L + 1, T, s.dModel);
       const patterns: Float32Array[] = [], values: Float32Array[] = [];
       for (let l = 0; l < L; l++) {
@@ -249,12 +254,25 @@ export class Engine {
       return {
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
-        topK, lensTopIds: lens.topIds, lensTopLogProbs: lens.topLogProbs, residNorms: norms, massive, sinks,
+        lensHandle, residNorms: norms, massive, sinks,
       };
     } finally {
       for (const t of tensors) b.release(t);
       ctx.release();
     }
+  }
+
+  /**
+   * The logit lens's k most likely next tokens at one cell of an analysis's margin grid, computed
+   * on demand over the whole vocabulary: top-k of log_softmax(W_U · LN_f(h^layer_position))
+   * (nostalgebraist 2020; LN_f recomputed on the vector).
+   * @param handle Analysis.lensHandle (the worker keeps the latest two analyses' residual stacks).
+   * @param layer 0 = embeddings … n_layers; position 0 … T−1.
+   * @throws Error for a handle no longer held, a cell outside the grid, or k outside [1, d_vocab].
+   */
+  async lensTop(handle: number, layer: number, position: number, k = 5): Promise<LensTop> {
+    const [top] = await lensTopK(this.model, this.lensStacks.row(handle, layer, position, this.spec.dModel), Math.min(k, this.spec.dVocab));
+    return top;
   }
 
   /**
@@ -281,13 +299,15 @@ export class Engine {
     return logSumExp(per);
   }
 
-  /** Forward of ids at pos0 (step `step`), returning the log-probs of the next token [V]. */
-  private async stepLogProbs(ids: Int32Array, pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[]): Promise<Float32Array> {
+  /** Forward of ids at pos0 (step `step`), then the next token chosen on the device (analysis/next_token.ts). */
+  private async step(ids: Int32Array, pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
     const ctx = new RunContext(this.backend, { pos0, n: ids.length, nPrompt, step }, undefined, interventions);
     const logits = this.model.forward(ids, ctx, 'last')!;
-    const host = await this.backend.read(logits);
-    this.backend.release(logits);
-    return logSoftmaxCpu(host, host.length);
+    try {
+      return await chooseNextToken(this.backend, logits, rule);
+    } finally {
+      this.backend.release(logits);
+    }
   }
 
   /**
@@ -310,20 +330,20 @@ export class Engine {
     const ids: number[] = [], margins: number[] = [], tokens: string[] = [];
     const nextToken = this.tokenStream(promptIds);
     let stop: Generation['stop'] = 'length';
-    let lp = await this.stepLogProbs(Int32Array.from(promptIds), 0, T, 0, interventions);
+    const rule: NextTokenRule = { temperature: req.temperature ?? 0, topK: req.topK ?? 0, rand, good: good.firstIds, bad: bad.firstIds };
+    let next = await this.step(Int32Array.from(promptIds), 0, T, 0, interventions, rule);
     for (let step = 0; step < req.maxNewTokens; step++) {
       await yieldToEventLoop(); // let a cancel message in between tokens
       if (signal?.aborted) { stop = 'cancelled'; break; }
-      const id = sampleToken(lp, req.temperature ?? 0, req.topK ?? 0, rand);
-      const margin = rowMargin(lp, good.firstIds, bad.firstIds);
+      const { id, margin, logProb } = next;
       ids.push(id);
       margins.push(margin);
       tokens.push(nextToken(id));
-      onToken?.({ step, id, token: tokens[step], margin, logProb: lp[id] });
+      onToken?.({ step, id, token: tokens[step], margin, logProb });
       if (eos.includes(id)) { stop = 'eos'; break; }
       if (step + 1 >= req.maxNewTokens) break;
       if (T + ids.length >= this.model.contextLength) { stop = 'context'; break; }
-      lp = await this.stepLogProbs(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions);
+      next = await this.step(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions, rule);
     }
     return {
       promptIds, ids, margins, stop, tokens,
@@ -342,6 +362,7 @@ export class Engine {
   /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */
   dispose(): void {
     this.disposed = true;
+    this.lensStacks.clear();
     this.model.dispose();
     this.backend.dispose();
   }

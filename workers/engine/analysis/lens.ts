@@ -1,54 +1,112 @@
 import type { Tensor } from '../backend/backend';
 import type { Transformer } from '../model/transformer';
 
-/** Bytes of lens logits computed per chunk: [rows, d_vocab] f32 stays well under binding limits. */
-export const LENS_CHUNK_BYTES = 64 << 20;
+/**
+ * Logit-lens logits of a few vocabulary ids (nostalgebraist 2020): W_U[cols] · LN_f(h) (+ bias,
+ * then the model's final soft-cap) for every row of `stack`, with LN_f recomputed on each vector
+ * (never the last layer's cached scale; TransformerLens issue 1076).
+ *
+ * Only the `cols` rows of the unembedding are multiplied, so the lens costs rows·|cols|·d_model
+ * instead of rows·d_vocab·d_model. That is enough for every margin: log p(a) = logit_a − log Z with
+ * the same normaliser Z for every token of a row, so for token sets
+ * Δ = lse_{a∈A}(logit_a − log Z) − lse_{b∈B}(logit_b − log Z) = lse_A(logit) − lse_B(logit).
+ * @param stack residual vectors [rows, d_model] (any layers).
+ * @param cols vocabulary ids (the futures' first tokens), each in [0, d_vocab).
+ * @returns logits [rows, cols.length] (unnormalised; see `setMargins`).
+ */
+export function lensColumnLogits(model: Transformer, stack: Tensor, cols: readonly number[]): Tensor {
+  const b = model.backend, w = model.weights, s = model.spec;
+  const ids = Int32Array.from(cols);
+  const owned: Tensor[] = [];
+  try {
+    const wu = b.embed(w.unembed, ids, 1); // [cols, d_model]: the futures' rows of W_U
+    owned.push(wu);
+    let bias: Tensor | undefined;
+    if (w.unembedBias) {
+      bias = b.gatherCols(w.unembedBias, ids);
+      owned.push(bias);
+    }
+    const nf = s.norm === 'rms' ? b.rmsNorm(stack, w.lnFinal.w, s.normEps, s.normOffset) : b.layerNorm(stack, w.lnFinal.w, w.lnFinal.b, s.normEps);
+    owned.push(nf);
+    const logits = b.linear(nf, wu, bias);
+    if (s.finalSoftcap <= 0) return logits;
+    owned.push(logits);
+    return b.softcap(logits, s.finalSoftcap);
+  } finally {
+    for (const t of owned) b.release(t);
+  }
+}
 
-export interface LensResult {
-  /** log-probs of the `cols` vocabulary ids for every row [rows, cols.length]. */
-  gathered: Float32Array;
-  /** Top-k ids and log-probs per row [rows, k]. */
-  topIds: Int32Array;
-  topLogProbs: Float32Array;
+/** The k most likely next tokens of one lens cell. */
+export interface LensTop {
+  /** Token ids, most likely first (ties: lower id first) [k]. */
+  ids: Int32Array;
+  /** Their log-probs under log_softmax(W_U · LN_f(h)) (nats) [k]. */
+  logProbs: Float32Array;
 }
 
 /**
- * Logit lens (nostalgebraist 2020): log_softmax(W_U · LN_f(h)) for every row of `stack`, with
- * LN_f recomputed on each vector (never the last layer's cached scale; TransformerLens issue 1076)
- * and the model's final soft-cap. Rows are processed in chunks of ≤ LENS_CHUNK_BYTES of logits so
- * a 256k vocabulary never needs one giant buffer; only the gathered columns and the top-k leave the device.
- * @param stack residual vectors [rows, d_model] (any layers).
- * @param cols vocabulary ids whose log-probs are returned (the futures' first tokens).
- * @param chunkBytes bytes of logits per chunk (tests shrink it to exercise the chunking).
+ * Full-vocabulary logit lens of a few rows, for the cells a user points at (the margin grid never
+ * needs the whole vocabulary): top-k of log_softmax(W_U · LN_f(h)) per row.
+ * @param rows residual vectors [n, d_model] on the host.
+ * @param k tokens per row, 1 ≤ k ≤ d_vocab.
+ * @returns one LensTop per row.
+ * @throws Error when rows is not a multiple of d_model or k is out of range.
  */
-export async function logitLens(model: Transformer, stack: Tensor, cols: readonly number[], topK: number, chunkBytes = LENS_CHUNK_BYTES): Promise<LensResult> {
-  const b = model.backend;
-  const rows = stack.shape[0];
-  const V = model.spec.dVocab;
-  const chunk = Math.max(1, Math.floor(chunkBytes / (V * 4)));
-  const gathered = new Float32Array(rows * cols.length);
-  const topIds = new Int32Array(rows * topK);
-  const topLogProbs = new Float32Array(rows * topK);
-  const colIds = Int32Array.from(cols);
-  for (let r0 = 0; r0 < rows; r0 += chunk) {
-    const n = Math.min(chunk, rows - r0);
-    const owned: Tensor[] = [];
-    try {
-      const part = rows === n ? stack : b.sliceRows(stack, r0, n);
-      if (part !== stack) owned.push(part);
-      const logits = model.unembed(part);
-      owned.push(logits);
-      const lp = b.logSoftmax(logits);
-      owned.push(lp);
-      const g = b.gatherCols(lp, colIds);
-      owned.push(g);
-      const top = await b.topk(lp, topK);
-      gathered.set(await b.read(g), r0 * cols.length);
-      topIds.set(top.indices, r0 * topK);
-      topLogProbs.set(top.values, r0 * topK);
-    } finally {
-      for (const t of owned) b.release(t);
-    }
+export async function lensTopK(model: Transformer, rows: Float32Array, k: number): Promise<LensTop[]> {
+  const b = model.backend, D = model.spec.dModel, V = model.spec.dVocab;
+  if (rows.length === 0 || rows.length % D !== 0) throw new Error(`lens rows: ${rows.length} values are not whole rows of d_model = ${D}`);
+  if (!(Number.isInteger(k) && k >= 1 && k <= V)) throw new Error(`lens top-k: k = ${k} is outside [1, ${V}]`);
+  const n = rows.length / D;
+  const owned: Tensor[] = [];
+  try {
+    const h = b.upload(rows, [n, D]);
+    owned.push(h);
+    const logits = model.unembed(h);
+    owned.push(logits);
+    const lp = b.logSoftmax(logits);
+    owned.push(lp);
+    const top = await b.topk(lp, k);
+    return Array.from({ length: n }, (_, r) => ({ ids: top.indices.slice(r * k, (r + 1) * k), logProbs: top.values.slice(r * k, (r + 1) * k) }));
+  } finally {
+    for (const t of owned) b.release(t);
   }
-  return { gathered, topIds, topLogProbs };
+}
+
+/**
+ * The residual stacks of the latest analyses, kept on the host so the lens top tokens of a hovered
+ * cell can be computed on demand (lensTopK) instead of for every cell. Holds the last `keep` stacks.
+ */
+export class LensStacks {
+  private readonly stacks = new Map<number, { data: Float32Array; T: number; L1: number }>();
+  private next = 1;
+
+  constructor(private readonly keep = 2) {}
+
+  /**
+   * Keeps a stack [(n_layers+1)·T, d_model] (row l·T + t = h^l_t) and returns its handle.
+   * The oldest stack beyond `keep` is dropped.
+   */
+  remember(data: Float32Array, L1: number, T: number): number {
+    const handle = this.next++;
+    this.stacks.set(handle, { data, T, L1 });
+    for (const old of this.stacks.keys()) if (this.stacks.size > this.keep) this.stacks.delete(old);
+    return handle;
+  }
+
+  /**
+   * h^layer_position of a kept stack [d_model].
+   * @throws Error for a handle no longer kept (a newer analysis replaced it) or a cell outside the grid.
+   */
+  row(handle: number, layer: number, position: number, dModel: number): Float32Array {
+    const s = this.stacks.get(handle);
+    if (!s) throw new Error('this analysis is no longer held by the worker (a newer one replaced it): press Analyse again');
+    if (!(Number.isInteger(layer) && layer >= 0 && layer < s.L1 && Number.isInteger(position) && position >= 0 && position < s.T)) {
+      throw new Error(`lens cell (layer ${layer}, position ${position}) is outside the grid of ${s.L1} layers × ${s.T} positions`);
+    }
+    const r = layer * s.T + position;
+    return s.data.subarray(r * dModel, (r + 1) * dModel);
+  }
+
+  clear(): void { this.stacks.clear(); }
 }

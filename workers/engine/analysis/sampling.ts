@@ -22,13 +22,23 @@ export function sampleToken(logProbs: Float32Array, temperature: number, topK: n
   }
   let idx = Array.from(logProbs.keys());
   if (topK > 0 && topK < idx.length) idx = idx.sort((a, b) => logProbs[b] - logProbs[a] || a - b).slice(0, topK);
-  const m = Math.max(...idx.map((i) => logProbs[i]));
-  const w = idx.map((i) => Math.exp((logProbs[i] - m) / temperature));
+  return drawToken(idx, idx.map((i) => logProbs[i]), temperature, rand);
+}
+
+/**
+ * One draw from softmax(logp / temperature) over candidate tokens, walking them in the given order
+ * (so the same candidates in the same order with the same rand() give the same token).
+ * @param ids candidate token ids; logProbs their log-probs (same length, ≥ 1).
+ */
+export function drawToken(ids: ArrayLike<number>, logProbs: ArrayLike<number>, temperature: number, rand: () => number): number {
+  let m = -Infinity;
+  for (let j = 0; j < logProbs.length; j++) m = Math.max(m, logProbs[j]);
+  const w = Array.from(logProbs, (lp) => Math.exp((lp - m) / temperature));
   const total = w.reduce((s, x) => s + x, 0);
   let u = rand() * total;
-  for (let j = 0; j < idx.length; j++) {
+  for (let j = 0; j < ids.length; j++) {
     u -= w[j];
-    if (u <= 0) return idx[j];
+    if (u <= 0) return ids[j];
   }
-  return idx[idx.length - 1];
+  return ids[ids.length - 1];
 }

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { chooseNextToken, DEVICE_TOP_K_MAX } from '../../workers/engine/analysis/next_token';
+import { seededRandom } from '../../workers/engine/analysis/sampling';
+
+/** Float64 log_softmax of one row (the definition). */
+function logSoftmax64(x: Float32Array): Float64Array {
+  const m = Math.max(...x);
+  const lse = m + Math.log(x.reduce((s, v) => s + Math.exp(v - m), 0));
+  return Float64Array.from(x, (v) => v - lse);
+}
+
+/**
+ * The draw generation has always made: softmax(logp / temperature) over the top-k (most likely first,
+ * ties to the lower id; all tokens in id order when topK = 0), inverse CDF with one uniform.
+ */
+function drawReference(lp: Float64Array, temperature: number, topK: number, u01: number): number {
+  let idx = Array.from(lp.keys());
+  if (topK > 0) idx = idx.sort((a, b) => lp[b] - lp[a] || a - b).slice(0, topK);
+  const m = Math.max(...idx.map((i) => lp[i]));
+  const w = idx.map((i) => Math.exp((lp[i] - m) / temperature));
+  let u = u01 * w.reduce((s, x) => s + x, 0);
+  for (let j = 0; j < idx.length; j++) { u -= w[j]; if (u <= 0) return idx[j]; }
+  return idx[idx.length - 1];
+}
+
+describe('next token chosen on the device', () => {
+  const V = 1000;
+  const rnd = seededRandom(7);
+  const b = new CpuBackend();
+  const good = [3, 10], bad = [999];
+
+  it('greedy picks the first maximum, with its log-prob and the futures\' margin', async () => {
+    const x = Float32Array.from({ length: V }, () => rnd() * 8 - 4);
+    x[500] = x[20] = 9; // a tie: the lower id wins
+    const t = b.upload(x, [1, V]);
+    const r = await chooseNextToken(b, t, { temperature: 0, topK: 0, rand: rnd, good, bad });
+    const lp = logSoftmax64(x);
+    expect(r.id).toBe(20);
+    expect(Math.abs(r.logProb - lp[20])).toBeLessThan(1e-5);
+    const lse = (ids: number[]) => Math.log(ids.reduce((s, i) => s + Math.exp(lp[i]), 0));
+    expect(Math.abs(r.margin - (lse(good) - lse(bad)))).toBeLessThan(1e-5);
+  });
+
+  it.each([[0.7, 5], [1.3, 40], [1, DEVICE_TOP_K_MAX + 1], [0.9, 0]])('temperature %f, top-k %i draws the token the definition draws, for 50 seeds', async (temperature, topK) => {
+    const x = Float32Array.from({ length: V }, () => rnd() * 6 - 3);
+    const t = b.upload(x, [1, V]);
+    const lp = logSoftmax64(x);
+    for (let seed = 0; seed < 50; seed++) {
+      const u = seededRandom(seed)();
+      const r = await chooseNextToken(b, t, { temperature, topK, rand: seededRandom(seed), good, bad });
+      expect(r.id).toBe(drawReference(lp, temperature, topK, u));
+      expect(Math.abs(r.logProb - lp[r.id])).toBeLessThan(1e-5);
+    }
+  });
+});
