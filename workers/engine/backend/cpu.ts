@@ -7,44 +7,82 @@ import { attentionCpu } from '../ops/attention.cpu';
 import { actCpu, gatedActCpu } from '../ops/activation.cpu';
 import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
+import { WasmGemm, type Resident } from './wasm_gemm';
 
 class CpuTensor implements Tensor {
   readonly size: number;
-  constructor(readonly shape: readonly number[], public data: Float32Array) {
+  /** The floats on the JS heap, or null once moved into the wasm arena (or released). */
+  private host: Float32Array | null;
+  /** Its block in the wasm arena, after a matmul used it as a weight. */
+  resident: Resident | null = null;
+  released = false;
+
+  constructor(readonly shape: readonly number[], data: Float32Array, private readonly arena: WasmGemm | null) {
     this.size = shapeSize(shape);
     if (data.length !== this.size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${this.size}`);
+    this.host = data;
+  }
+
+  get data(): Float32Array {
+    if (this.released) throw new Error('tensor was released');
+    return this.resident ? this.arena!.data(this.resident) : this.host!;
+  }
+
+  /** Moves the floats into the wasm arena (once). @returns the block, or null when it does not fit. */
+  place(): Resident | null {
+    if (!this.resident && this.arena && this.host) {
+      this.resident = this.arena.place(this.host);
+      if (this.resident) this.host = null;
+    }
+    return this.resident;
+  }
+
+  release(): void {
+    if (this.resident) this.arena!.release(this.resident);
+    this.resident = null;
+    this.host = null;
+    this.released = true;
   }
 }
 
 function d(t: Tensor): Float32Array {
-  const c = t as CpuTensor;
-  if (!c.data) throw new Error('tensor was released or belongs to another backend');
-  return c.data;
+  if (!(t instanceof CpuTensor)) throw new Error('tensor belongs to another backend');
+  return t.data;
 }
 
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => t.size / cols(t);
 
 /**
- * Plain TypeScript float32 reference backend: the fallback where WebGPU is missing (and in Node),
- * and the oracle every WGSL kernel is tested against. Accumulates in float64 where JS does anyway.
+ * Float32 CPU backend: the fallback where WebGPU is missing (and in Node), and the oracle every WGSL
+ * kernel is tested against. Matrix products run in WebAssembly SIMD (wasm_gemm.ts; f32 accumulators)
+ * where the engine has it, else in the scalar TypeScript loop (ops/linear.cpu.ts, float64 accumulation,
+ * also chosen with `{ simd: false }`); the other ops are TypeScript, accumulating in float64 where JS does.
  */
 export class CpuBackend implements Backend {
   readonly kind = 'cpu' as const;
   readonly description: string;
+  /** The WASM SIMD GEMM and the memory the weights move into; null = scalar TypeScript matmul. */
+  private readonly arena: WasmGemm | null;
 
-  constructor(reason?: string) {
-    this.description = reason ? `CPU fallback (${reason})` : 'CPU (TypeScript reference)';
+  /**
+   * @param reason why the CPU is used (shown in the description), when it is a fallback.
+   * @param options simd: false keeps the scalar TypeScript matmul (default: WASM SIMD where available).
+   */
+  constructor(reason?: string, options: { simd?: boolean } = {}) {
+    this.arena = options.simd === false ? null : WasmGemm.create();
+    const what = this.arena ? 'TypeScript + WASM SIMD' : 'TypeScript';
+    this.description = reason ? `CPU fallback (${reason})` : `CPU (${what})`;
   }
 
   private t(data: Float32Array, shape: readonly number[]): Tensor {
-    return new CpuTensor(shape, data);
+    return new CpuTensor(shape, data, this.arena);
   }
 
   upload(data: Float32Array, shape: readonly number[]): Tensor { return this.t(new Float32Array(data), shape); }
   zeros(shape: readonly number[]): Tensor { return this.t(new Float32Array(shapeSize(shape)), shape); }
   async read(t: Tensor): Promise<Float32Array> { return new Float32Array(d(t)); }
-  release(t: Tensor): void { (t as CpuTensor).data = undefined as unknown as Float32Array; }
+  release(t: Tensor): void { (t as CpuTensor).release(); }
   async sync(): Promise<void> {}
   dispose(): void {}
 
@@ -84,7 +122,9 @@ export class CpuBackend implements Backend {
     const [nOut, nIn] = w.shape;
     if (cols(x) !== nIn) throw new Error(`linear: x has ${cols(x)} columns, weight expects ${nIn}`);
     const n = rowsOf(x);
-    return this.t(linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
+    const resident = this.arena && (w as CpuTensor).place();
+    const y = resident && this.arena!.linear(() => d(x), resident, bias && (() => d(bias)), n, nIn, nOut);
+    return this.t(y ?? linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
   }
 
   sliceCols(x: Tensor, start: number, width: number): Tensor {
