@@ -52,17 +52,17 @@ export function llamaTensors(c: typeof SMOLLM_135M, seed = 1): { name: string; s
 }
 
 /**
- * The model folder (config.json, model.safetensors as F16 — the engine widens it to f32 on load —
+ * The model folder of `config` (default SmolLM-135M's; config.json, model.safetensors as F16 — the engine widens it to f32 on load —
  * and stories260K's tokenizer files), built on first use.
  * @returns the folder's absolute path.
  */
-export function smolLM135MRandom(dir = path.join(ROOT, '.artifacts', 'bench', 'smollm-135m-random')): string {
+export function smolLM135MRandom(dir = path.join(ROOT, '.artifacts', 'bench', 'smollm-135m-random'), config: typeof SMOLLM_135M = SMOLLM_135M): string {
   const done = path.join(dir, '.complete');
   if (fs.existsSync(done)) return dir;
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(SMOLLM_135M, null, 2));
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(SHARED, 'models', 'stories260K', f), path.join(dir, f));
-  const tensors = llamaTensors(SMOLLM_135M).map((t): TensorToWrite => ({ ...t, dtype: 'F16' }));
+  const tensors = llamaTensors(config).map((t): TensorToWrite => ({ ...t, dtype: 'F16' }));
   fs.writeFileSync(path.join(dir, 'model.safetensors'), encodeSafetensors(tensors));
   fs.writeFileSync(done, '');
   return dir;

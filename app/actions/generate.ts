@@ -6,6 +6,7 @@ import { futureInput } from '../lib/futures';
 import { specRequest } from '../lib/specs';
 import { relabelJob, runJob } from './job';
 import { inOrder } from './worker';
+import { frameBatcher } from '../lib/frame_batch';
 
 /**
  * Generates with the experiment's settings, streaming tokens and margins into the store. With
@@ -31,11 +32,18 @@ export async function generate(): Promise<void> {
       if (applied.length) useStore.getState().startSteeredRun();
     };
     const run = async (name: RunName, r: GenerateRequest & SpecRequest) => {
-      const onToken = Comlink.proxy((e: TokenEvent) => { show(); useStore.getState().addToken(e, name); });
-      const final = await inOrder((w) => w.generate(r, onToken));
-      show();
-      useStore.getState().finishGeneration(final, name);
-      return final;
+      // Tokens reach the store once per animation frame: the worker streams faster than the page repaints.
+      const batch = frameBatcher<TokenEvent>((events) => { show(); useStore.getState().addTokens(events, name); });
+      const onToken = Comlink.proxy((e: TokenEvent) => batch.push(e));
+      try {
+        const final = await inOrder((w) => w.generate(r, onToken));
+        batch.flush();
+        show();
+        useStore.getState().finishGeneration(final, name);
+        return final;
+      } finally {
+        batch.flush();
+      }
     };
     if (applied.length) {
       // Steered first: a spec the worker refuses (a step window past the end) fails before anything runs.

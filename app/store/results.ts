@@ -89,7 +89,8 @@ export interface ResultsSlice {
   startGeneration(g: Omit<GenerationResult, 'events' | 'final' | 'steered'>): void;
   /** Starts the steered run of the generation on display (after its unsteered run). */
   startSteeredRun(): void;
-  addToken(e: TokenEvent, run?: RunName): void;
+  /** Appends streamed tokens (a frame's worth at once) to a run of the generation on display. */
+  addTokens(events: TokenEvent[], run?: RunName): void;
   finishGeneration(g: Generation, run?: RunName): void;
   setSweep(s: SweepDisplay | null): void;
   setSweepPick(id: number): void;
@@ -118,7 +119,7 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
   setPattern: (pattern) => set({ pattern }),
   startGeneration: (g) => set({ gen: { ...g, events: [], final: null, steered: null } }),
   startSteeredRun: () => set((s) => (s.gen ? { gen: { ...s.gen, steered: { events: [], final: null } } } : {})),
-  addToken: (e, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, events: [...r.events, e] })) } : {})),
+  addTokens: (events, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, events: [...r.events, ...events] })) } : {})),
   finishGeneration: (final, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, final })) } : {})),
   setSweep: (sweep) => set({ sweep }),
   setSweepPick: (pickedId) => set((s) => (s.sweep ? { sweep: { ...s.sweep, pickedId } } : {})),

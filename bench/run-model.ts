@@ -1,0 +1,111 @@
+/**
+ * Runner of the model benchmark page (bench/model.ts): builds the SmolLM-135M-shaped random Llama
+ * and its ONNX twin once (.artifacts/bench/, never committed), starts its own Vite dev server, opens
+ * the page in Chromium and prints one table from one run — prefill and decode ms, GFLOP/s, decode
+ * GB/s against the adapter's measured peaks, our engine against transformers.js on the same model
+ * and adapter, lens/forward, WebGPU dispatches per decode step — with the load average.
+ *
+ *   npx tsx bench/run-model.ts [--t 16,64] [--decode 8] [--reps 1] [--warmup 0]
+ *        [--impls webgpu,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
+ *        [--layers 30] [--json out.json]
+ *
+ * --gpu: a real GPU (Chromium on Vulkan, GPU blocklist off) instead of SwiftShader; the peaks are then
+ * measured at full size. --layers N: a shallower model of the same widths (quick checks on SwiftShader).
+ * Chromium is /usr/bin/chromium or $CHROMIUM_PATH.
+ */
+import { chromium } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer } from 'vite';
+import { llamaOnnx } from '../tools/onnx_llama';
+import { fromF16Bits, toF16Bits } from '../workers/engine/backend/f16';
+import { llamaTensors, smolLM135MRandom, SMOLLM_135M } from './smollm_random';
+import type { Impl, ModelBenchOptions, ModelBenchResult, Row } from './model';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const flag = (name: string, def: string) => { const i = args.indexOf(`--${name}`); return i >= 0 ? args[i + 1] : def; };
+const GPU = args.includes('--gpu');
+const LAYERS = Number(flag('layers', String(SMOLLM_135M.num_hidden_layers)));
+const opts = {
+  ts: flag('t', GPU ? '64,512' : '16').split(',').map(Number),
+  nDecode: Number(flag('decode', GPU ? '64' : '8')),
+  reps: Number(flag('reps', GPU ? '3' : '1')),
+  warmup: Number(flag('warmup', GPU ? '1' : '0')),
+  impls: flag('impls', 'webgpu,cpu,tjs-wasm,tjs-webgpu').split(',') as Impl[],
+  lens: !args.includes('--no-lens'),
+  peakScale: Number(flag('peak-scale', GPU ? '1' : '0.02')),
+};
+const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
+
+/** The model folder with onnx/model.onnx beside model.safetensors (same weights, rounded to f16 as the safetensors store them). */
+function modelDir(): string {
+  const config = { ...SMOLLM_135M, num_hidden_layers: LAYERS };
+  const dir = smolLM135MRandom(path.join(ROOT, '.artifacts', 'bench', LAYERS === SMOLLM_135M.num_hidden_layers ? 'smollm-135m-random' : `smollm-135m-random-${LAYERS}l`), config);
+  const onnx = path.join(dir, 'onnx', 'model.onnx');
+  if (!fs.existsSync(onnx)) {
+    console.log(`writing ${path.relative(ROOT, onnx)} …`);
+    const weights = new Map(llamaTensors(config).map((t) => [t.name, t.data.map((x) => fromF16Bits(toF16Bits(x)))]));
+    fs.mkdirSync(path.dirname(onnx), { recursive: true });
+    fs.writeFileSync(onnx, llamaOnnx({ ...config, weights }));
+  }
+  return dir;
+}
+
+const dir = modelDir();
+const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', server: { host: '127.0.0.1', port: 5190, strictPort: false } });
+await server.listen();
+const base = server.resolvedUrls?.local[0];
+if (!base) throw new Error('the Vite dev server reported no local URL');
+const gpuArgs = GPU ? ['--enable-features=Vulkan', '--use-vulkan=native', '--use-angle=vulkan', '--ignore-gpu-blocklist', '--disable-vulkan-surface'] : [];
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
+  args: ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox', ...gpuArgs],
+});
+const loadBefore = load();
+let result: ModelBenchResult;
+try {
+  const page = await browser.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') console.error(`[page] ${m.text()}`); });
+  await page.goto(`${base}bench/model.html`);
+  await page.waitForFunction(() => typeof window.runModelBench === 'function', undefined, { timeout: 120_000 });
+  const fsUrl = (p: string) => `${base}@fs${p}/`;
+  const o: ModelBenchOptions = { ...opts, modelUrl: fsUrl(dir), tjsRoot: fsUrl(path.dirname(dir)), tjsModel: path.basename(dir) };
+  result = await page.evaluate((x) => window.runModelBench(x), o);
+} finally {
+  await browser.close();
+  await server.close();
+}
+const loadAfter = load();
+
+const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(d));
+console.log(`\nmodel: ${LAYERS} layers of SmolLM-135M's widths, random weights · adapter: ${result.adapter} · crossOriginIsolated ${result.crossOriginIsolated}`);
+if (result.peak) console.log(`adapter peaks (measured): copy ${f(result.peak.copyGBs)} GB/s, f32 FMA ${f(result.peak.fmaGflops)} GFLOP/s`);
+console.log('impl         T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step');
+const gpuImpl = (i: Impl) => i === 'webgpu' || i === 'tjs-webgpu';
+for (const r of result.rows) {
+  const pk = result.peak && gpuImpl(r.impl);
+  console.log([
+    r.impl.padEnd(10), String(r.T).padStart(4), f(r.prefillMs).padStart(12), f(r.prefillGflops, 2).padStart(8),
+    (pk ? f(100 * r.prefillGflops / result.peak!.fmaGflops) : '—').padStart(6), f(r.decodeMs).padStart(15), f(r.decodeGflops, 2).padStart(8),
+    f(r.decodeGBs, 2).padStart(6), (pk ? f(100 * r.decodeGBs / result.peak!.copyGBs) : '—').padStart(6),
+    (r.lensMs !== undefined ? `${(r.lensMs / r.forwardMs!).toFixed(2)}×` : '—').padStart(10), String(r.dispatchesPerDecodeStep ?? '—').padStart(10),
+  ].join(' '));
+}
+const find = (impl: Impl, T: number): Row | undefined => result.rows.find((r) => r.impl === impl && r.T === T);
+console.log('\nratios (same model, prompt and adapter; > 1 = ours faster):');
+for (const T of opts.ts) {
+  for (const [ours, theirs] of [['webgpu', 'tjs-webgpu'], ['cpu', 'tjs-wasm']] as [Impl, Impl][]) {
+    const a = find(ours, T), b = find(theirs, T);
+    if (a && b) console.log(`  T=${T}: ${ours} vs ${theirs}: prefill ${(b.prefillMs / a.prefillMs).toFixed(2)}×, decode ${(b.decodeMs / a.decodeMs).toFixed(2)}×`);
+  }
+  const ids = opts.impls.map((i) => find(i, T)?.greedy.join(',')).filter(Boolean);
+  if (ids.length > 1) console.log(`  T=${T}: greedy ids ${new Set(ids).size === 1 ? 'agree' : 'DIFFER'} across ${ids.length} implementations`);
+}
+for (const e of result.errors) console.log(`error: ${e}`);
+console.log(`load before: ${loadBefore}; after: ${loadAfter}`);
+const json = flag('json', path.join(ROOT, '.artifacts', 'bench', 'model.json'));
+fs.mkdirSync(path.dirname(json), { recursive: true });
+fs.writeFileSync(json, JSON.stringify({ options: opts, layers: LAYERS, loadBefore, loadAfter, ...result }, null, 2));
