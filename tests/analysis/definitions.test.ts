@@ -3,7 +3,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
-import { logitLens } from '../../workers/engine/analysis/lens';
+import { lensColumnLogits, lensTopK } from '../../workers/engine/analysis/lens';
 import { logSumExp, rowMargin, setMargins } from '../../workers/engine/analysis/margin';
 import { residualStats } from '../../workers/engine/analysis/residual';
 import { sinkDivergence, sinkStats } from '../../workers/engine/analysis/sinks';
@@ -166,7 +166,7 @@ describe('margins of token sets', () => {
   });
 });
 
-describe('logitLens on reference residual vectors (stories260K weights)', () => {
+describe('logit lens on reference residual vectors (stories260K weights)', () => {
   let b: CpuBackend;
   let model: Transformer;
   beforeAll(async () => {
@@ -174,19 +174,27 @@ describe('logitLens on reference residual vectors (stories260K weights)', () => 
     model = (await loadTransformer(new NodeFiles(m.dir), b)).model;
   });
   afterAll(() => b.dispose());
+  const rows = Array.from({ length: (m.L + 1) * T }, (_, x) => m.resid(arr, p, Math.floor(x / T), x % T));
 
-  it.each([[1 << 30], [512 * 4 * 5]])('gathered columns and top-k log-probs (log_softmax of W_U · RMSNorm_f(h)), %i bytes per chunk', async (chunkBytes) => {
-    const rows = Array.from({ length: (m.L + 1) * T }, (_, x) => m.resid(arr, p, Math.floor(x / T), x % T));
+  it('the futures\' columns of W_U · RMSNorm_f(h) differ as the log_softmax log-probs do (the normaliser cancels)', async () => {
     const stack = b.upload(Float32Array.from(rows.flatMap((r) => Array.from(r))), [rows.length, m.D]);
     const cols = [265, 317, 2];
-    const r = await logitLens(model, stack, cols, 4, chunkBytes);
-    b.release(stack);
+    const t = lensColumnLogits(model, stack, cols);
+    const g = await b.read(t);
+    b.release(t); b.release(stack);
+    rows.forEach((h, x) => {
+      const lp = m.lens(h);
+      expect(maxDiff([g[x * 3] - g[x * 3 + 1], g[x * 3] - g[x * 3 + 2]], [lp[265] - lp[317], lp[265] - lp[2]])).toBeLessThanOrEqual(F32_TOL);
+    });
+  });
+
+  it('top-k log-probs on demand (log_softmax of W_U · RMSNorm_f(h), whole vocabulary)', async () => {
+    const tops = await lensTopK(model, Float32Array.from(rows.flatMap((r) => Array.from(r))), 4);
     rows.forEach((h, x) => {
       const lp = m.lens(h);
       const want = topK(lp, 4);
-      expect(maxDiff(r.gathered.subarray(x * 3, x * 3 + 3), cols.map((c) => lp[c]))).toBeLessThanOrEqual(F32_TOL);
-      expect(maxDiff(r.topLogProbs.subarray(x * 4, x * 4 + 4), want.values)).toBeLessThanOrEqual(F32_TOL);
-      Array.from(r.topIds.subarray(x * 4, x * 4 + 4)).forEach((id, j) => expect(Math.abs(lp[id] - want.values[j])).toBeLessThanOrEqual(F32_TOL));
+      expect(maxDiff(tops[x].logProbs, want.values)).toBeLessThanOrEqual(F32_TOL);
+      Array.from(tops[x].ids).forEach((id, j) => expect(Math.abs(lp[id] - want.values[j])).toBeLessThanOrEqual(F32_TOL));
     });
   });
 });

@@ -13,7 +13,7 @@ import type { Engine } from '../engine';
 import type { FutureInput, PromptInput, ResolvedFuture } from '../api';
 import { PrefixCache, type SpanOptions, type SpanOutput } from '../model/kv_prefix';
 import { selectRows, type Intervention } from '../model/intervention';
-import { logitLens } from '../analysis/lens';
+import { lensColumnLogits } from '../analysis/lens';
 import { rowMargin } from '../analysis/margin';
 import { sampleToken, seededRandom } from '../analysis/sampling';
 import { entropy, topIds } from '../analysis/distribution';
@@ -324,9 +324,12 @@ export class BranchExplorer {
     const cols = [chosen, ...alternatives];
     const t = b.upload(stack, [L + 1, s.dModel]);
     try {
-      const lens = await logitLens(this.engine.model, t, cols, 1);
+      // log p(chosen) − log p(alt) = logit(chosen) − logit(alt): only these columns of W_U are needed (analysis/lens.ts).
+      const logits = lensColumnLogits(this.engine.model, t, cols);
+      const g = await b.read(logits);
+      b.release(logits);
       const c = cols.length;
-      return { position, chosen, alternatives: [...alternatives], margins: alternatives.map((_, a) => Array.from({ length: L + 1 }, (_, l) => lens.gathered[l * c] - lens.gathered[l * c + 1 + a])) };
+      return { position, chosen, alternatives: [...alternatives], margins: alternatives.map((_, a) => Array.from({ length: L + 1 }, (_, l) => g[l * c] - g[l * c + 1 + a])) };
     } finally {
       b.release(t);
     }
