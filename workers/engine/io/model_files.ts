@@ -44,7 +44,7 @@ export class HttpFiles implements ModelFiles {
   constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}) {}
   private url(path: string) { return this.base.replace(/\/?$/, '/') + path; }
   async has(path: string) {
-    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD' });
+    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD', cache: 'no-store' });
     return r.ok;
   }
   async bytes(path: string, onProgress?: (loaded: number, total: number) => void) {
@@ -68,14 +68,26 @@ export class HttpFiles implements ModelFiles {
     return out;
   }
   async range(path: string, start: number, end: number) {
-    const r = await fetch(this.url(path), { ...this.init, headers: { ...(this.init.headers ?? {}), Range: `bytes=${start}-${end - 1}` } });
+    const r = await fetch(this.url(path), { ...this.init, cache: 'no-store', headers: { ...(this.init.headers ?? {}), Range: `bytes=${start}-${end - 1}` } });
     if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status}`);
     const buf = new Uint8Array(await r.arrayBuffer());
     return r.status === 206 ? buf : buf.subarray(start, end);
   }
+  /**
+   * File size in bytes. The HEAD bypasses the HTTP cache: a revalidated HEAD (304 from a static
+   * server on a second load) can come back without Content-Length, which read as a 0-byte file.
+   * Without a usable Content-Length, a one-byte range request's Content-Range gives the size.
+   * @throws Error for an HTTP error or a server that reports no size at all.
+   */
   async size(path: string) {
-    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD' });
+    const r = await fetch(this.url(path), { ...this.init, method: 'HEAD', cache: 'no-store' });
     if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status}`);
-    return Number(r.headers.get('content-length') ?? 0);
+    const len = r.headers.get('content-length');
+    if (len !== null && !r.headers.get('content-encoding') && Number(len) > 0) return Number(len);
+    const probe = await fetch(this.url(path), { ...this.init, cache: 'no-store', headers: { ...(this.init.headers ?? {}), Range: 'bytes=0-0' } });
+    const total = /\/(\d+)\s*$/.exec(probe.headers.get('content-range') ?? '');
+    if (probe.status === 206 && total) { await probe.body?.cancel(); return Number(total[1]); }
+    if (probe.ok) return (await probe.arrayBuffer()).byteLength;
+    throw new Error(`${this.label}: ${path} — the server did not report its size (HTTP ${probe.status})`);
   }
 }
