@@ -18,6 +18,8 @@ import { DoseResponseView } from './views/DoseResponseView';
 import { VectorLibraryView } from './views/VectorLibraryView';
 import { BranchView } from './views/BranchView';
 import { BatchView } from './views/BatchView';
+import { PatchingView } from './views/PatchingView';
+import { ReportView } from './views/ReportView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { appliedInterventions } from './lib/specs';
@@ -29,6 +31,8 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'generation', title: 'Generation' },
   { name: 'norms', title: 'Residual norms' },
   { name: 'dose', title: 'Dose–response' },
+  { name: 'patching', title: 'Patching' },
+  { name: 'report', title: 'Report' },
   { name: 'vectors', title: 'Vectors' },
   { name: 'branches', title: 'Branches' },
   { name: 'batch', title: 'Batch' },
@@ -44,6 +48,8 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'vectors': return <VectorLibraryView />;
     case 'branches': return <BranchView />;
     case 'batch': return <BatchView />;
+    case 'patching': return <PatchingView />;
+    case 'report': return <ReportView />;
   }
 }
 

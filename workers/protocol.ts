@@ -16,6 +16,8 @@ import type { BatchProgress, BatchResult, BatchRow } from './engine/batch/batch'
 import type { BatchMetric } from './engine/batch/metrics';
 import type { StudyTemplate } from './engine/batch/template';
 import type { ValuesTable } from './engine/batch/values';
+import type { PatchingProgress, PatchingRequest, PatchingResult } from './engine/analysis/patching';
+import type { ReportProgress, ReportRequest, ReportResult } from './engine/analysis/report';
 import type { VectorProvenance } from './engine/steering/vectors';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
@@ -38,6 +40,9 @@ export interface BatchJob {
   visibleThreshold?: number;
   sinkEps?: number;
 }
+export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
+export type { ReportPrompt } from './engine/analysis/report';
+export type { PatchDirection, PatchHook, PatchMetric } from './engine/analysis/patching';
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -218,7 +223,19 @@ export interface InferenceApi {
    * @throws Error before anything runs for a template variable without a column or an unknown metric.
    */
   batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void): Promise<BatchResult>;
-  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch and any model download in flight. */
+  /**
+   * Activation patching grid (analysis/patching.ts): recovery per (layer, position) or (layer,
+   * head), onProgress after each patched run. cancel() stops it between runs (CancelledError).
+   * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
+   */
+  patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void): Promise<PatchingResult>;
+  /**
+   * Decision-point report (analysis/report.ts): visible / causal / changeable on one layer axis,
+   * onProgress per prompt and stage; cancel() stops it (CancelledError).
+   * @throws Error as patching does for the main prompt pair.
+   */
+  report(req: ReportRequest, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch, patching grid, report and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;

@@ -8,7 +8,10 @@ import { createVectorsSlice, type VectorsSlice } from './vectors';
 import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice;
+import { createPatchingSlice, type PatchingSlice } from './patching';
+import { createReportSlice, type ReportSlice } from './report';
+
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & PatchingSlice & ReportSlice;
 
 /** The one store; views read it through selectors, actions write it. */
 export const useStore = create<AppState>()((...a) => ({
@@ -20,4 +23,6 @@ export const useStore = create<AppState>()((...a) => ({
   ...createUiSlice(...a),
   ...createBranchingSlice(...a),
   ...createBatchSlice(...a),
+  ...createPatchingSlice(...a),
+  ...createReportSlice(...a),
 }));
