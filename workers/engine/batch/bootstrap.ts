@@ -64,12 +64,12 @@ export function bootstrapStatistic(curves: readonly (readonly number[])[], stat:
   const rand = seededRandom(opts.seed ?? 0);
   const values: number[] = [];
   for (let b = 0; b < B; b++) {
-    const mean = new Array<number>(m).fill(0);
+    const sum = new Array<number>(m).fill(0);
     for (let i = 0; i < n; i++) {
       const c = curves[Math.floor(rand() * n)];
-      for (let j = 0; j < m; j++) mean[j] += c[j] / n;
+      for (let j = 0; j < m; j++) sum[j] += c[j];
     }
-    const v = stat(mean);
+    const v = stat(sum.map((x) => x / n));
     if (v !== null && Number.isFinite(v)) values.push(v);
   }
   if (values.length === 0) return { interval: null, defined: 0 };
