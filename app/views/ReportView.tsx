@@ -54,7 +54,9 @@ function Answers({ d }: { d: ReportDisplay }) {
         {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
       </dd>
       <dt>Changeable</dt>
-      <dd data-testid="report-changeable" data-point="none">point of no return: not computed (the intervention window is not part of this build yet)</dd>
+      <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
+        {r.changeable ? (r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}`) : 'point of no return: not computed (the intervention window is not wired into the report yet)'}
+      </dd>
     </dl>
   );
 }
@@ -84,9 +86,11 @@ export function ReportView() {
       testId: 'report-panel-causal',
     },
   ] : [];
+  const w = r?.changeable ?? null;
   const step: ReportPanel = {
-    title: 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: [], reference: { y: 0, label: '' },
-    mark: { x: null, label: 'point of no return: —' }, empty: 'Not computed in this build: the intervention window is not available yet.', testId: 'report-panel-changeable',
+    title: 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], reference: { y: 0, label: 'sign change' },
+    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? 'never flips' : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —' },
+    empty: w ? undefined : 'Not computed: the intervention window is not wired into the report yet.', testId: 'report-panel-changeable',
   };
   return (
     <section className="view" data-testid="report-view">

@@ -82,6 +82,16 @@ export interface ReportResult {
     /** Prompts of the set left out of patching (no corruption, or of another token length). */
     skipped: number;
   };
+  /**
+   * Probe curve on this layer axis (analysis/probe.ts probeLayers over a labelled set: its rows are
+   * already 0 = embeddings, l + 1 = after block l) — null until the probe module is wired in here.
+   */
+  probe: { firstLayer95: number | null; accuracy: number[]; controlAccuracy: number[] } | null;
+  /**
+   * The intervention window (analysis/window.ts interventionWindow: outcome per start step k and
+   * the point of no return) — null until the window module is wired in here.
+   */
+  changeable: { pointOfNoReturn: number | null; ks: number[]; outcome: number[] } | null;
   /** The main prompt pair's resid_pre denoising grid (the causal panel's heatmap). */
   patching: PatchingResult;
   prompts: PromptNumbers[];
@@ -180,6 +190,8 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
       interval: recov.length > 1 ? bootstrapStatistic(recov, (c) => firstAtLeast(c, CAUSAL_RECOVERY), opts).interval : null,
       skipped,
     },
+    probe: null,
+    changeable: null,
     patching: g,
     prompts: numbers,
   };

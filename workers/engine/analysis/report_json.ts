@@ -29,7 +29,8 @@ export function reportJson(r: ReportResult): Record<string, unknown> {
     lens_margin: r.visible.curve, lens_margin_band: r.visible.band,
     causal_layer: r.causal.layer, causal_positions: r.causal.positions, causal_interval: r.causal.interval,
     max_recovery: r.causal.curve, max_recovery_band: r.causal.band, patch_skipped: r.causal.skipped,
-    point_of_no_return: null,
+    first_layer_95: r.probe?.firstLayer95 ?? null, probe_accuracy: r.probe?.accuracy ?? null,
+    point_of_no_return: r.changeable?.pointOfNoReturn ?? null, window_ks: r.changeable?.ks ?? null, window_outcome: r.changeable?.outcome ?? null,
     patch: patchJson(r.patching),
     prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer })),
   };
