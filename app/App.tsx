@@ -20,6 +20,8 @@ import { BranchView } from './views/BranchView';
 import { BatchView } from './views/BatchView';
 import { ProbeView } from './views/ProbeView';
 import { WindowView } from './views/WindowView';
+import { PatchingView } from './views/PatchingView';
+import { ReportView } from './views/ReportView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { appliedInterventions } from './lib/specs';
@@ -31,6 +33,8 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'generation', title: 'Generation' },
   { name: 'norms', title: 'Residual norms' },
   { name: 'dose', title: 'Dose–response' },
+  { name: 'patching', title: 'Patching' },
+  { name: 'report', title: 'Report' },
   { name: 'vectors', title: 'Vectors' },
   { name: 'branches', title: 'Branches' },
   { name: 'batch', title: 'Batch' },
@@ -50,6 +54,8 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'batch': return <BatchView />;
     case 'probe': return <ProbeView />;
     case 'window': return <WindowView />;
+    case 'patching': return <PatchingView />;
+    case 'report': return <ReportView />;
   }
 }
 

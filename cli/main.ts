@@ -13,6 +13,8 @@ import { BATCH_USAGE, batchCommand } from './batch';
 import { BRANCH_USAGE, branchCommand, forksCommand } from './branch';
 import { PROBE_USAGE, probeCommand } from './probe';
 import { WINDOW_USAGE, windowCommand } from './window';
+import { PATCHING_USAGE, patchCommand } from './patching';
+import { REPORT_USAGE, reportCommand } from './report';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -26,6 +28,8 @@ ${BATCH_USAGE}
 ${BRANCH_USAGE}
 ${PROBE_USAGE}
 ${WINDOW_USAGE}
+${PATCHING_USAGE}
+${REPORT_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -72,6 +76,9 @@ function required(a: Args, key: string): string {
 const rows = (flat: Float32Array, width: number): number[][] =>
   Array.from({ length: flat.length / width }, (_, r) => Array.from(flat.subarray(r * width, (r + 1) * width)));
 
+/** Every command the runner knows (an unknown one is refused before the model loads). */
+const COMMANDS = ['margins', 'sinks', 'generate', 'sweep', 'vector', 'batch', 'branch', 'forks', 'probe', 'window', 'patch', 'report'];
+
 /** Runs one command; prints one JSON object on stdout (or a clear error on stderr). @returns exit code. */
 export async function main(argv: string[]): Promise<number> {
   let a: Args;
@@ -85,10 +92,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (!COMMANDS.includes(a.command)) {
+    process.stderr.write(`error: unknown command "${a.command}" (commands: ${COMMANDS.join(', ')}; branchpoint --help lists their flags)\n`);
+    return 2;
+  }
   try {
     const engine = await Engine.load(await openModel(a), new CpuBackend());
     const need = (key: string) => required(a, key);
-    const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand };
+    const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand, patch: patchCommand, report: reportCommand };
     if (own[a.command]) {
       process.stdout.write(JSON.stringify(await own[a.command](engine, a, need)) + '\n');
       engine.dispose();
@@ -153,7 +164,7 @@ export async function main(argv: string[]): Promise<number> {
         out = await forksCommand(engine, a, prompt);
         break;
       default:
-        throw new Error(`unknown command "${a.command}" (margins, sinks, generate, sweep, vector, batch, branch, forks, probe, window)`);
+        throw new Error(`unknown command "${a.command}" (commands: ${COMMANDS.join(', ')})`);
     }
     process.stdout.write(JSON.stringify(out) + '\n');
     engine.dispose();

@@ -19,7 +19,9 @@ import { hookWidth } from './engine/steering/hook_width';
 import { probeLayers } from './engine/analysis/probe';
 import { interventionWindow } from './engine/analysis/window';
 import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ProbeProgress, ProbeRequest, WindowJob, WindowProgress } from './protocol';
-import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import { patchingGrid } from './engine/analysis/patching';
+import { decisionReport } from './engine/analysis/report';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingProgress, PatchingRequest, PromptInput, ReportProgress, ReportRequest, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
@@ -302,6 +304,27 @@ const api: InferenceApi = {
     const { specs, specLabels, ...job } = req;
     const interventions = specs?.length ? (p: PromptInput) => specInterventions(e, p, { specs, specLabels }) : undefined;
     return runBatch(e, { ...job, interventions }, quiet(onRow), quiet(onProgress), ctrl.signal);
+  },
+
+  async patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void) {
+    const ctrl = newJob();
+    try {
+      const r = await patchingGrid(need(), req, quiet(onProgress), ctrl.signal);
+      return Comlink.transfer(r, [r.patchedMargin.buffer, r.recovery.buffer, r.layerRecovery.buffer]);
+    } catch (err) {
+      if (ctrl.signal.aborted) throw new CancelledError('the patching grid');
+      throw err;
+    }
+  },
+
+  async report(req: ReportRequest, onProgress?: (p: ReportProgress) => void) {
+    const ctrl = newJob();
+    try {
+      return await decisionReport(need(), req, quiet(onProgress), ctrl.signal);
+    } catch (err) {
+      if (ctrl.signal.aborted) throw new CancelledError('the decision-point report');
+      throw err;
+    }
   },
 
   cancel() {

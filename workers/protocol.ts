@@ -16,6 +16,8 @@ import type { BatchProgress, BatchResult, BatchRow } from './engine/batch/batch'
 import type { BatchMetric } from './engine/batch/metrics';
 import type { StudyTemplate } from './engine/batch/template';
 import type { ValuesTable } from './engine/batch/values';
+import type { PatchingProgress, PatchingRequest, PatchingResult } from './engine/analysis/patching';
+import type { ReportProgress, ReportRequest, ReportResult } from './engine/analysis/report';
 import type { VectorProvenance } from './engine/steering/vectors';
 import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/analysis/probe';
 import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/analysis/window';
@@ -40,6 +42,9 @@ export interface BatchJob {
   visibleThreshold?: number;
   sinkEps?: number;
 }
+export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
+export type { ReportPrompt } from './engine/analysis/report';
+export type { PatchDirection, PatchHook, PatchMetric } from './engine/analysis/patching';
 
 export type { ProbeProgress, ProbeRequest, ProbeResult, WindowContinuation, WindowProgress, WindowResult, WindowScore };
 
@@ -252,7 +257,19 @@ export interface InferenceApi {
    * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
    */
   interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void): Promise<WindowResult>;
-  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch, probe, window and any model download in flight. */
+  /**
+   * Activation patching grid (analysis/patching.ts): recovery per (layer, position) or (layer,
+   * head), onProgress after each patched run. cancel() stops it between runs (CancelledError).
+   * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
+   */
+  patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void): Promise<PatchingResult>;
+  /**
+   * Decision-point report (analysis/report.ts): visible / causal / changeable on one layer axis,
+   * onProgress per prompt and stage; cancel() stops it (CancelledError).
+   * @throws Error as patching does for the main prompt pair.
+   */
+  report(req: ReportRequest, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
+  /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch, probe, window, patching grid, report and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */
   cachedModels(): Promise<CachedModel[]>;

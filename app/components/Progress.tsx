@@ -4,7 +4,7 @@ import { cancelRunning } from '../actions/job';
 import { bytes } from '../lib/format';
 
 /** What a job's steps count, where it counts them. */
-const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens' };
+const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
 
 /** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), and Cancel where possible. */
 export function Progress() {

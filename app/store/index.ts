@@ -8,9 +8,11 @@ import { createVectorsSlice, type VectorsSlice } from './vectors';
 import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
+import { createPatchingSlice, type PatchingSlice } from './patching';
+import { createReportSlice, type ReportSlice } from './report';
 
 /** The one store; views read it through selectors, actions write it. */
 export const useStore = create<AppState>()((...a) => ({
@@ -24,4 +26,6 @@ export const useStore = create<AppState>()((...a) => ({
   ...createBatchSlice(...a),
   ...createProbeSlice(...a),
   ...createWindowSlice(...a),
+  ...createPatchingSlice(...a),
+  ...createReportSlice(...a),
 }));

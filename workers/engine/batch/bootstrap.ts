@@ -48,3 +48,31 @@ export function bootstrapMean(xs: readonly (number | null)[], opts: BootstrapOpt
   const sorted = Array.from(means.sort());
   return { n, mean, lo: quantileSorted(sorted, (1 - level) / 2)!, hi: quantileSorted(sorted, (1 + level) / 2)! };
 }
+
+/**
+ * Percentile interval of any statistic of the prompts' mean curve: resample the prompts' curves
+ * with replacement, average them, apply `stat` (null where it is undefined, e.g. no layer reaches a
+ * threshold), and take the quantiles over the resamples where it is defined. Used by the
+ * decision-point report for "the first layer where …" over a prompt set.
+ * @param curves one curve per prompt [n][m], equal lengths.
+ * @returns the interval (null when stat was never defined) and the fraction of resamples where it was.
+ */
+export function bootstrapStatistic(curves: readonly (readonly number[])[], stat: (mean: number[]) => number | null, opts: BootstrapOptions = {}): { interval: [number, number] | null; defined: number } {
+  const B = opts.resamples ?? 2000, level = opts.level ?? 0.95;
+  const n = curves.length, m = curves[0]?.length ?? 0;
+  if (n === 0) return { interval: null, defined: 0 };
+  const rand = seededRandom(opts.seed ?? 0);
+  const values: number[] = [];
+  for (let b = 0; b < B; b++) {
+    const sum = new Array<number>(m).fill(0);
+    for (let i = 0; i < n; i++) {
+      const c = curves[Math.floor(rand() * n)];
+      for (let j = 0; j < m; j++) sum[j] += c[j];
+    }
+    const v = stat(sum.map((x) => x / n));
+    if (v !== null && Number.isFinite(v)) values.push(v);
+  }
+  if (values.length === 0) return { interval: null, defined: 0 };
+  values.sort((a, b) => a - b);
+  return { interval: [quantileSorted(values, (1 - level) / 2)!, quantileSorted(values, (1 + level) / 2)!], defined: values.length / B };
+}

@@ -12,6 +12,7 @@
  * await kv.reference(ids, { nPrompt, interventions: base });       // full run: cache rows [0, T) = reference
  * const p = firstTouchedPosition(extra, nPrompt, ids.length);       // where the new run starts to differ
  * const out = await kv.runFrom(p, ids, { nPrompt, interventions: [...base, extra] }); // computes rows ≥ p only
+ * await kv.extend(T, [...ids, ...branch], { nPrompt, interventions: [...base, extra] }); // continue that run
  * ```
  * Rules (checked; each breach throws): ids[0..p) equal the reference's; every intervention that
  * is not one of the reference's own (same object) touches no position < p. After runFrom(p), rows
@@ -130,6 +131,8 @@ export class PrefixCache {
   /** Leading cache rows that hold the reference run. */
   private valid = 0;
   private version = -1;
+  /** Tokens of the last run (its rows [0, last.length) are in the cache while version holds). */
+  private last: number[] = [];
 
   constructor(readonly model: Transformer) {}
 
@@ -147,6 +150,7 @@ export class PrefixCache {
     this.opts = { nPrompt: opts.nPrompt, interventions: opts.interventions ?? [] };
     const out = await forwardSpan(this.model, ids, 0, ids.length, opts);
     this.valid = ids.length;
+    this.last = [...ids];
     this.version = this.model.kvVersion;
     return out;
   }
@@ -174,6 +178,24 @@ export class PrefixCache {
     if (p > valid) await forwardSpan(this.model, this.ids, valid, p, { ...ref, logits: 'none' });
     const out = await forwardSpan(this.model, ids, p, ids.length, opts);
     this.valid = p;
+    this.last = [...ids];
+    this.version = this.model.kvVersion;
+    return out;
+  }
+
+  /**
+   * Continues the last run (reference or runFrom) from position a, on top of the rows [0, a) it
+   * wrote: a teacher-forced branch after a patched prompt. The caller passes that run's
+   * interventions (checked only for the step split). Rows ≥ a then hold the continuation.
+   * @throws Error when another run wrote the cache since, or ids[0..a) differ from the last run's.
+   */
+  async extend(a: number, ids: readonly number[], opts: SpanOptions): Promise<SpanOutput> {
+    if (!this.opts || this.model.kvVersion !== this.version) throw new Error('PrefixCache.extend: the cache no longer holds the last run (another run wrote it since)');
+    if (a > this.last.length) throw new Error(`PrefixCache.extend: position ${a} is past the last run's ${this.last.length} positions`);
+    for (let t = 0; t < a; t++) if (ids[t] !== this.last[t]) throw new Error(`PrefixCache.extend: token ${t} differs from the last run's`);
+    const out = await forwardSpan(this.model, ids, a, ids.length, opts);
+    this.valid = Math.min(this.valid, a);
+    this.last = [...ids];
     this.version = this.model.kvVersion;
     return out;
   }
@@ -196,6 +218,7 @@ export class PrefixCache {
     for (let t = 0; t < from; t++) if (ids[t] !== this.ids[t]) { from = t; break; }
     const out = from < ids.length ? await forwardSpan(this.model, ids, from, ids.length, opts) : { logits: null, captured: new Map<string, Float32Array>() };
     this.ids = [...ids];
+    this.last = [...ids];
     this.opts = { nPrompt: opts.nPrompt, interventions: opts.interventions ?? [] };
     this.valid = ids.length;
     this.version = this.model.kvVersion;
@@ -216,6 +239,7 @@ export class PrefixCache {
     if (s.ids.some((id, t) => id !== this.ids[t])) throw new Error('PrefixCache.restore: the snapshot belongs to another reference');
     this.model.restoreKv(s.kv);
     this.valid = s.kv.rows;
+    this.last = [...s.ids];
     this.version = this.model.kvVersion;
   }
 

@@ -1,0 +1,58 @@
+import * as Comlink from 'comlink';
+import { useStore } from '../store';
+import type { PatchingProgress, PatchingRequest } from '../../workers/protocol';
+import type { InterventionDraft } from '../store/steering';
+import { futureInput } from '../lib/futures';
+import { runJob } from './job';
+import { inOrder } from './worker';
+
+/**
+ * Runs the activation-patching grid as set up in its view (DESIGN.md §3), with the experiment's
+ * futures and chat-template setting. Progress counts patched runs; Cancel stops it
+ * between them and keeps the previous grid on display.
+ */
+export async function runPatching(): Promise<void> {
+  await runJob('patching', 'Activation patching', 'Could not run activation patching', async () => {
+    const s = useStore.getState();
+    const set = s.patchingSettings;
+    if (set.clean.trim() === '') throw new Error('type a clean prompt (the one whose behaviour is measured)');
+    if (set.corrupt.trim() === '') throw new Error('type a corrupted prompt (the clean prompt with the decisive words changed, same token length)');
+    const req: PatchingRequest = {
+      clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate,
+      good: futureInput(s.good), bad: futureInput(s.bad), hook: set.hook, direction: set.direction, metric: set.metric,
+    };
+    s.setJobSteps({ done: 0, total: 1 });
+    const onProgress = Comlink.proxy((p: PatchingProgress) => useStore.getState().setJobSteps(p));
+    const result = await inOrder((w) => w.patching(req, onProgress));
+    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good.value, bad: s.bad.value });
+  }, { cancellable: true });
+}
+
+/**
+ * Opens one cell of the grid on display as an intervention: a `patch` at that hook and position
+ * (or head, at every position; 'all': the whole layer) whose source is the other prompt. The run it belongs to is the
+ * patched prompt — the corrupted one when denoising — so the experiment's prompt becomes that
+ * prompt; the futures stay. The intervention is added at the end of the list and opened in the editor.
+ * @returns what changed, for the view to say; null when no grid is on display.
+ */
+export function openPatchCell(layer: number, col: number | 'all'): { id: number; promptChanged: boolean; text: string } | null {
+  const s = useStore.getState();
+  const p = s.patching;
+  if (!p) return null;
+  const r = p.result;
+  const [run, source] = r.direction === 'denoise' ? [p.corrupt, p.clean] : [p.clean, p.corrupt];
+  const hook = r.hookTemplate.replace('{l}', String(layer));
+  const heads = r.columns === 'head';
+  const draft: Omit<InterventionDraft, 'id'> = {
+    enabled: true, hook, type: 'patch', dose: 1, rotateBy: 'theta', mode: 'project', vectorId: null,
+    source, head: heads && col !== 'all' ? col : null, positions: heads || col === 'all' ? 'all' : [col], steps: null,
+  };
+  const promptChanged = s.prompt !== run || s.chatTemplate !== p.chatTemplate;
+  if (promptChanged) {
+    s.setPrompt(run);
+    s.setChatTemplate(p.chatTemplate);
+  }
+  const id = s.addIntervention(draft);
+  const where = col === 'all' ? 'every position' : heads ? `head ${col}, every position` : `position ${col}`;
+  return { id, promptChanged, text: `patch ${hook} (${where}) from the ${r.direction === 'denoise' ? 'clean' : 'corrupted'} prompt` };
+}

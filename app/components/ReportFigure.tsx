@@ -1,0 +1,84 @@
+import { area, line, scaleLinear } from 'd3';
+import type { RefObject } from 'react';
+
+/** One panel's data: a curve over integer x with an optional band, a reference line and a marked x. */
+export interface ReportPanel {
+  title: string;
+  yLabel: string;
+  /** y per x = 0 … n−1. */
+  curve: readonly number[];
+  band?: readonly [readonly number[], readonly number[]] | null;
+  /** Second curve on the same y scale (e.g. probe accuracy), dashed. */
+  extra?: { name: string; curve: readonly number[] } | null;
+  /** Horizontal reference (threshold). */
+  reference: { y: number; label: string };
+  /** The answer: marked x (null: not reached), with its interval. */
+  mark: { x: number | null; label: string; interval?: readonly [number, number] | null };
+  /** Shown instead of a plot (e.g. "no intervention given"). */
+  empty?: string;
+  testId: string;
+}
+
+const W = 640, PANEL_H = 150, M = { top: 26, right: 20, bottom: 34, left: 60 };
+const INK = '#1f2328', MUTED = '#57606a', GRID = '#eaeef2', LINE = '#0969da', MARK = '#d9480f';
+const num = (v: number) => String(+v.toFixed(2)).replace('-', '−');
+
+/** One panel at vertical offset `top`; its x axis spans `xMax` + 1 integer positions. */
+function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: number; xLabel: (x: number) => string }) {
+  const x = scaleLinear().domain([-0.5, xMax + 0.5]).range([M.left, W - M.right]);
+  const ys = [...p.curve, ...(p.band ? [...p.band[0], ...p.band[1]] : []), ...(p.extra?.curve ?? []), p.reference.y, 0].filter(Number.isFinite);
+  const lo = Math.min(...ys), hi = Math.max(...ys), pad = (hi - lo) * 0.08 || 1;
+  const y = scaleLinear().domain([lo - pad, hi + pad]).nice().range([top + PANEL_H - M.bottom, top + M.top]);
+  const pts = p.curve.map((v, i) => [i, v] as [number, number]);
+  const path = line<[number, number]>().x((d) => x(d[0])).y((d) => y(d[1])).defined((d) => Number.isFinite(d[1]));
+  const band = p.band ? area<number>().x((_, i) => x(i)).y0((_, i) => y(p.band![0][i])).y1((_, i) => y(p.band![1][i]))(p.curve.map((_, i) => i)) : null;
+  const ticks = Array.from({ length: xMax + 1 }, (_, i) => i);
+  return (
+    <g data-testid={p.testId} data-mark={p.mark.x ?? 'none'} data-interval={p.mark.interval ? p.mark.interval.join(' ') : 'none'}>
+      <text x={M.left} y={top + 14} fill={INK} fontWeight={600}>{p.title}</text>
+      <text x={W - M.right} y={top + 14} fill={p.mark.x === null ? MUTED : MARK} textAnchor="end" data-testid={`${p.testId}-answer`}>{p.mark.label}</text>
+      {p.empty ? (
+        <text x={(M.left + W - M.right) / 2} y={top + PANEL_H / 2} fill={MUTED} textAnchor="middle">{p.empty}</text>
+      ) : (
+        <>
+          {y.ticks(4).map((t) => (
+            <g key={t}>
+              <line x1={M.left} x2={W - M.right} y1={y(t)} y2={y(t)} stroke={GRID} />
+              <text x={M.left - 6} y={y(t)} textAnchor="end" dominantBaseline="middle" fill={MUTED}>{num(t)}</text>
+            </g>
+          ))}
+          {p.mark.interval && <rect x={x(p.mark.interval[0] - 0.5)} width={x(p.mark.interval[1] + 0.5) - x(p.mark.interval[0] - 0.5)} y={top + M.top} height={PANEL_H - M.top - M.bottom} fill={MARK} opacity={0.12} />}
+          {band && <path d={band} fill={LINE} opacity={0.18} />}
+          <line x1={M.left} x2={W - M.right} y1={y(p.reference.y)} y2={y(p.reference.y)} stroke={MUTED} strokeDasharray="4 3" />
+          <text x={W - M.right - 2} y={y(p.reference.y) - 4} textAnchor="end" fill={MUTED} fontSize="11">{p.reference.label}</text>
+          <path d={path(pts) ?? ''} fill="none" stroke={LINE} strokeWidth={2} />
+          {pts.map(([i, v]) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={3} fill={LINE}><title>{`${xLabel(i)}: ${num(v)}`}</title></circle>)}
+          {p.extra && <path d={path(p.extra.curve.map((v, i) => [i, v] as [number, number])) ?? ''} fill="none" stroke="#8250df" strokeWidth={1.5} strokeDasharray="5 3" />}
+          {p.extra && <text x={M.left + 4} y={top + M.top + 10} fill="#8250df" fontSize="11">{p.extra.name}</text>}
+          {p.mark.x !== null && <line x1={x(p.mark.x)} x2={x(p.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={MARK} strokeWidth={2} />}
+          {ticks.map((t) => <text key={t} x={x(t)} y={top + PANEL_H - M.bottom + 14} textAnchor="middle" fill={MUTED} fontSize="11">{xLabel(t)}</text>)}
+        </>
+      )}
+      <text x={16} y={top + (PANEL_H - M.bottom + M.top) / 2} transform={`rotate(-90 16 ${top + (PANEL_H - M.bottom + M.top) / 2})`} textAnchor="middle" fill={MUTED} fontSize="11">{p.yLabel}</text>
+    </g>
+  );
+}
+
+/**
+ * The decision-point report's figure: panels stacked over one x axis per kind (the layer panels
+ * share their scale, so the three answers line up), each with its curve, reference line, band and
+ * marked answer. One SVG, so it exports as one picture.
+ */
+export function ReportFigure({ layerPanels, stepPanel, nLayers, svgRef, testId }: { layerPanels: ReportPanel[]; stepPanel: ReportPanel; nLayers: number; svgRef?: RefObject<SVGSVGElement | null>; testId: string }) {
+  const H = (layerPanels.length + 1) * PANEL_H + 22;
+  const layerLabel = (l: number) => (l === 0 ? 'emb' : String(l));
+  const steps = Math.max(stepPanel.curve.length - 1, 1);
+  return (
+    <svg ref={svgRef} className="chart report-figure" width={W} height={H} viewBox={`0 0 ${W} ${H}`} role="img" aria-label="Decision-point report: visible, causal and changeable" data-testid={testId} fontSize="12">
+      {layerPanels.map((p, i) => <Panel key={p.testId} p={p} top={i * PANEL_H} xMax={nLayers} xLabel={layerLabel} />)}
+      <text x={W / 2} y={layerPanels.length * PANEL_H - 4} textAnchor="middle" fill={MUTED} fontSize="11">layer (residual stream: emb = embeddings, l = entering block l, {nLayers} = final)</text>
+      <Panel p={stepPanel} top={layerPanels.length * PANEL_H + 10} xMax={steps} xLabel={(k) => String(k)} />
+      <text x={W / 2} y={H - 4} textAnchor="middle" fill={MUTED} fontSize="11">step k at which the intervention switches on</text>
+    </svg>
+  );
+}

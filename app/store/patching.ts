@@ -1,0 +1,44 @@
+import type { StateCreator } from 'zustand';
+import type { AppState } from './index';
+import { DEFAULT_PROMPT } from './experiment';
+import type { PatchDirection, PatchHook, PatchingResult, PatchMetric } from '../../workers/protocol';
+
+/** The patching grid as set up in its view; the futures are the experiment's. */
+export interface PatchingSettings {
+  /** The clean prompt (starts as the experiment's default prompt). */
+  clean: string;
+  /** The corrupted prompt (same token length as the clean one). */
+  corrupt: string;
+  hook: PatchHook;
+  direction: PatchDirection;
+  metric: PatchMetric;
+}
+
+/** A patching grid on display, with what it was run on. */
+export interface PatchingDisplay {
+  result: PatchingResult;
+  modelLabel: string;
+  clean: string;
+  corrupt: string;
+  chatTemplate: boolean;
+  good: string;
+  bad: string;
+}
+
+/** The patching slice: the view's settings and the grid on display (kept until replaced). */
+export interface PatchingSlice {
+  patchingSettings: PatchingSettings;
+  patching: PatchingDisplay | null;
+  setPatchingSettings(patch: Partial<PatchingSettings>): void;
+  setPatching(p: PatchingDisplay | null): void;
+}
+
+/** The default corruption of the default prompt: the two names swapped (21 tokens each on stories260K). */
+export const DEFAULT_CORRUPT = 'Tom and Lily went to the park. Lily gave the ball to';
+
+export const createPatchingSlice: StateCreator<AppState, [], [], PatchingSlice> = (set) => ({
+  patchingSettings: { clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT, hook: 'resid_pre', direction: 'denoise', metric: 'final' },
+  patching: null,
+  setPatchingSettings: (patch) => set((s) => ({ patchingSettings: { ...s.patchingSettings, ...patch } })),
+  setPatching: (patching) => set({ patching }),
+});

@@ -1,0 +1,137 @@
+import { useRef } from 'react';
+import { useStore } from '../store';
+import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
+import { ExportButtons } from '../components/ExportButtons';
+import { ResultStatus } from '../components/ResultStatus';
+import { DataTable } from '../components/DataTable';
+import { fixed, signed, visibleToken } from '../lib/format';
+import { runReport } from '../actions/report';
+import { reportJson } from '../../workers/engine/analysis/report_json';
+import type { ReportDisplay } from '../store/report';
+
+const rowName = (l: number, L: number) => (l === 0 ? 'row 0 (embeddings)' : l === L ? `row ${l} (final)` : `row ${l} (entering block ${l})`);
+const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
+
+/** The report's setup: threshold and an optional prompt set; the prompts are the Patching view's. */
+function ReportForm() {
+  const set = useStore((s) => s.reportSettings);
+  const update = useStore((s) => s.setReportSettings);
+  const prompts = useStore((s) => s.patchingSettings);
+  const setView = useStore((s) => s.setView);
+  const job = useStore((s) => s.job);
+  const info = useStore((s) => s.info);
+  return (
+    <form className="settings patching-form" onSubmit={(e) => { e.preventDefault(); if (!job) void runReport(); }}>
+      <p className="muted">
+        Clean <span className="mono">“{prompts.clean}”</span>, corrupted <span className="mono">“{prompts.corrupt}”</span>{' '}
+        <button type="button" className="small" onClick={() => setView('patching')}>Edit in Patching…</button>
+      </p>
+      <label className="wide">More prompt pairs (optional, one per line: clean | corrupted) — with them each answer gets a bootstrap interval
+        <textarea data-testid="report-set" rows={3} value={set.set} onChange={(e) => update({ set: e.target.value })} spellCheck={false} />
+      </label>
+      <div className="row">
+        <label title="|Δ| in nats the lens margin must reach (with its final sign) to count as visible">Visible at |Δ| ≥
+          <input data-testid="report-threshold" className="short" type="number" step="0.05" min="0" value={set.threshold} onChange={(e) => update({ threshold: Number(e.target.value) })} />
+        </label>
+        <button type="submit" className="primary" data-testid="run-report" disabled={!!job || !info}>Build report</button>
+      </div>
+    </form>
+  );
+}
+
+/** The three answers in words. */
+function Answers({ d }: { d: ReportDisplay }) {
+  const r = d.result, L = r.nLayers, tokens = r.patching.cleanTokens;
+  return (
+    <dl className="summary report-answers">
+      <dt>Visible</dt>
+      <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
+        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${rowName(r.visible.layer, L)}${interval(r.visible.interval)}`}
+        {r.visible.token !== null && <> · from token {r.visible.token} <span className="mono">{visibleToken(tokens[r.visible.token] ?? '')}</span></>}
+      </dd>
+      <dt>Causal</dt>
+      <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
+        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
+      </dd>
+      <dt>Changeable</dt>
+      <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
+        {r.changeable ? (r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}`) : 'point of no return: not computed (the intervention window is not wired into the report yet)'}
+      </dd>
+    </dl>
+  );
+}
+
+/**
+ * The decision-point report (DESIGN.md §3): where the decision becomes visible (logit lens), when
+ * it becomes causal (activation patching of the residual stream) and whether there is still time
+ * to intervene, in panels over one layer axis and one step axis; JSON (the runner's keys), CSV, PNG.
+ */
+export function ReportView() {
+  const d = useStore((s) => s.report);
+  const showTables = useStore((s) => s.showTables);
+  const svg = useRef<SVGSVGElement | null>(null);
+  const r = d?.result;
+  const L = r?.nLayers ?? 0;
+  const panels: ReportPanel[] = r ? [
+    {
+      title: 'Visible: lens margin at the last token, toward the final answer', yLabel: 'Δ (nats)', curve: r.visible.curve, band: r.visible.band,
+      reference: { y: r.threshold, label: `threshold ${r.threshold}` },
+      mark: { x: r.visible.layer, label: r.visible.layer === null ? 'not visible' : `visible from row ${r.visible.layer}`, interval: r.visible.interval },
+      testId: 'report-panel-visible',
+    },
+    {
+      title: 'Causal: best recovery over positions, patching hook_resid_pre', yLabel: 'max r', curve: r.causal.curve, band: r.causal.band,
+      reference: { y: r.causalRecovery, label: `r = ${r.causalRecovery}` },
+      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from block ${r.causal.layer}`, interval: r.causal.interval },
+      testId: 'report-panel-causal',
+    },
+  ] : [];
+  const w = r?.changeable ?? null;
+  const step: ReportPanel = {
+    title: 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], reference: { y: 0, label: 'sign change' },
+    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? 'never flips' : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —' },
+    empty: w ? undefined : 'Not computed: the intervention window is not wired into the report yet.', testId: 'report-panel-changeable',
+  };
+  return (
+    <section className="view" data-testid="report-view">
+      <header className="view-head">
+        <h2>Decision-point report</h2>
+        <p className="muted">
+          The three questions on one page: where the decision becomes <b>visible</b> (logit lens: the earliest layer from which the margin at the last token keeps its
+          final sign with |Δ| at the threshold), when it becomes <b>causal</b> (activation patching: the earliest block whose residual stream, patched from the clean
+          prompt at one position, recovers r ≥ 0.5) and whether it is still <b>changeable</b> (the intervention window’s point of no return).
+        </p>
+      </header>
+      <ReportForm />
+      {d && r ? (
+        <>
+          <div className="view-head">
+            <p className="muted" data-testid="report-caption" data-prompts={r.nPrompts}>
+              {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good)}</b>) − log p(<b className="bad">{visibleToken(d.bad)}</b>) · <b data-testid="report-label">{r.label}</b> ·
+              Δ_clean = {signed(r.patching.cleanMargin, 4)}, Δ_corrupt = {signed(r.patching.corruptMargin, 4)}
+            </p>
+            <ExportButtons
+              name={`report-${d.modelLabel}`}
+              json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good, bad: d.bad, ...reportJson(r) })}
+              csv={() => [['layer (residual row)', 'lens margin toward the final answer (nats)', 'lens band low', 'lens band high', 'max recovery r over positions', 'recovery band low', 'recovery band high'], ...r.visible.curve.map((v, l) => [l, v, r.visible.band?.[0][l] ?? '', r.visible.band?.[1][l] ?? '', r.causal.curve[l] ?? '', r.causal.band?.[0][l] ?? '', r.causal.band?.[1][l] ?? ''])]}
+              figure={() => (svg.current ? {
+                title: `Decision-point report · ${d.modelLabel}`,
+                caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good)}) − log p(${visibleToken(d.bad)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`],
+                panels: [{ kind: 'svg', element: svg.current }],
+              } : null)}
+            />
+          </div>
+          <ResultStatus model={d.modelLabel} testId="report-status" />
+          <Answers d={d} />
+          <div className="figure">
+            <ReportFigure layerPanels={panels} stepPanel={step} nLayers={L} svgRef={svg} testId="report-figure" />
+          </div>
+          {showTables && (
+            <DataTable caption="Per layer: lens margin toward the final answer and best recovery" rowHeader="row" rowLabels={r.visible.curve.map((_, l) => String(l))}
+              colLabels={['lens Δ', 'max r']} cell={(l, c) => (c === 0 ? fixed(r.visible.curve[l], 4) : l < L ? fixed(r.causal.curve[l], 4) : '')} cellTestId={(l, c) => `report-cell-${l}-${c}`} testId="report-table" />
+          )}
+        </>
+      ) : <p className="placeholder">Build the report to see, on one page, where the decision becomes visible, when it becomes causal and whether there is still time to change it.</p>}
+    </section>
+  );
+}

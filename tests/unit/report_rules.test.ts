@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
+import { firstStable } from '../../workers/engine/analysis/report';
+
+describe('percentile bootstrap of a statistic of the mean curve', () => {
+  it('the mean of a 0/1 sample has the normal-approximation interval p ± 1.96·sqrt(p(1−p)/n)', () => {
+    const n = 400;
+    const curves = Array.from({ length: n }, (_, i) => [i % 4 === 0 ? 1 : 0]); // p = 0.25
+    const { interval, defined } = bootstrapStatistic(curves, (c) => c[0], { resamples: 2000, seed: 3 });
+    const half = 1.96 * Math.sqrt((0.25 * 0.75) / n);
+    expect(defined).toBe(1);
+    expect(interval![0]).toBeCloseTo(0.25 - half, 2);
+    expect(interval![1]).toBeCloseTo(0.25 + half, 2);
+  });
+
+  it('identical prompts give a zero-width interval; an undefined statistic gives none', () => {
+    const curves = Array.from({ length: 7 }, () => [0.5, -1, 2]);
+    expect(bootstrapStatistic(curves, (c) => c[2], { resamples: 50 }).interval).toEqual([2, 2]);
+    expect(bootstrapStatistic(curves, () => null, { resamples: 50 })).toEqual({ interval: null, defined: 0 });
+  });
+});
+
+describe('visible = earliest row from which the margin keeps its final sign, at the threshold', () => {
+  it('skips an early crossing that flips back, and a row below the threshold', () => {
+    expect(firstStable([4.55, 2.47, 0.03, 0.02, 0.55, 0.11], 0.1)).toBe(0);
+    expect(firstStable([-4.55, -2.47, 0.03, 0.02, 0.55, 0.11], 0.1)).toBe(4);
+    expect(firstStable([0.5, -0.2, 0.05, 0.3, 0.2], 0.1)).toBe(3);
+    expect(firstStable([0.5, -0.2], 0.1)).toBeNull();
+    expect(firstStable([0.05, 0.05], 0.1)).toBeNull();
+  });
+});

@@ -1,0 +1,226 @@
+/**
+ * Activation patching heatmaps (DESIGN.md §3 "Activation patching": where the decision becomes
+ * causal). Two prompts of equal token length, clean and corrupted; the value of one hook in one
+ * run is replaced by the other run's value at one (layer, position) — or one (layer, head) for
+ * attn.hook_z — and the margin Δ is measured again. Normalised recovery
+ *
+ *   r = (Δ_patched − Δ_corrupt) / (Δ_clean − Δ_corrupt)
+ *
+ * (Heimersheim & Nanda, arXiv 2404.15255; Zhang & Nanda, arXiv 2309.16042).
+ * - denoise: the corrupted run with clean values patched in. r = 0: the patch restores nothing;
+ *   r = 1: it restores the clean margin (the component is sufficient).
+ * - noise: the clean run with corrupted values patched in. The same formula: r = 1: the patch
+ *   changes nothing; r = 0: it destroys the clean margin (the component is necessary).
+ * Δ ('final', default) is the final-layer margin at the last prompt position between the futures'
+ * first tokens (sets: logsumexp) — `margins`' final_margin; 'sequence' is the teacher-forced
+ * margin of multi-token futures (branch tokens unpatched: the patch covers the prompt).
+ *
+ * Cost: a patch at position p leaves positions < p unchanged, so each cell reuses the patched
+ * run's KV cache for the prefix (model/kv_prefix.ts) and computes positions ≥ p only, positions in
+ * descending order; a cell whose two values are equal (positions before the prompts first differ)
+ * changes nothing and is not run (Δ_patched = the run's own margin, exactly). `reuse: false` runs
+ * the naive loop (one full forward per cell), for the equality test and the benchmark.
+ * Structure after steering/sweep.ts: progress after each cell, cancel between cells, one result.
+ */
+import type { Engine } from '../engine';
+import type { FutureInput, ResolvedFuture } from '../api';
+import { logSumExp, rowMargin } from './margin';
+import { logSoftmaxCpu } from '../ops/logits.cpu';
+import type { Intervention } from '../model/intervention';
+import { forwardSpan, PrefixCache } from '../model/kv_prefix';
+
+/** Hooks a patching grid can sweep, with the block hook each stands for. */
+export const PATCH_HOOKS = {
+  resid_pre: 'hook_resid_pre',
+  attn_out: 'hook_attn_out',
+  mlp_out: 'hook_mlp_out',
+  z: 'attn.hook_z',
+} as const;
+export type PatchHook = keyof typeof PATCH_HOOKS;
+export type PatchDirection = 'denoise' | 'noise';
+export type PatchMetric = 'final' | 'sequence';
+
+export interface PatchingRequest {
+  clean: string;
+  corrupt: string;
+  /** Apply the chat template to both prompts. */
+  chatTemplate?: boolean;
+  good: FutureInput;
+  bad: FutureInput;
+  hook: PatchHook;
+  /** 'denoise' (default): clean values into the corrupted run; 'noise': corrupted values into the clean run. */
+  direction?: PatchDirection;
+  /** 'final' (default): first-token margin at the last prompt position; 'sequence': teacher-forced multi-token margin. */
+  metric?: PatchMetric;
+  /** false: one full forward per cell (the naive loop). Default true (prefix KV reuse). */
+  reuse?: boolean;
+}
+
+export interface PatchingResult {
+  hook: PatchHook;
+  /** The hook per layer, with {l}: "blocks.{l}.hook_resid_pre". */
+  hookTemplate: string;
+  direction: PatchDirection;
+  metric: PatchMetric;
+  nLayers: number;
+  /** Columns of the grid: prompt positions (n_tokens) or heads (n_heads, hook z). */
+  columns: 'position' | 'head';
+  nCols: number;
+  cleanIds: number[];
+  corruptIds: number[];
+  cleanTokens: string[];
+  corruptTokens: string[];
+  /** The futures, tokenized after the clean prompt (the same ids are scored in both runs). */
+  good: ResolvedFuture;
+  bad: ResolvedFuture;
+  /** Δ of the unpatched clean and corrupted runs (nats). */
+  cleanMargin: number;
+  corruptMargin: number;
+  /** Δ with one cell patched [n_layers·n_cols], row-major (layer, column). */
+  patchedMargin: Float32Array;
+  /** r per cell [n_layers·n_cols]. */
+  recovery: Float32Array;
+  /** r with every column of a layer patched at once (all positions, or all heads) [n_layers]. */
+  layerRecovery: Float32Array;
+  /** Token positions computed in all patched runs (the naive loop: cells × n_tokens). */
+  positionsComputed: number;
+  /** Cells not run because both runs hold equal values there (r is exact without a forward). */
+  cellsSkipped: number;
+}
+
+export interface PatchingProgress { done: number; total: number }
+
+/** r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) (Heimersheim & Nanda, arXiv 2404.15255). */
+export function recoveryOf(patched: number, clean: number, corrupt: number): number {
+  return (patched - corrupt) / (clean - corrupt);
+}
+
+/** One patch of the grid: where it acts and the first position it can change. */
+interface Cell { layer: number; col: number; iv: Intervention; from: number }
+
+/**
+ * Computes the patching grid as one job.
+ * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
+ * @param signal checked between runs; when aborted the job throws signal.reason.
+ * @throws Error for prompts of different token lengths (both lengths named), equal clean and
+ *   corrupted margins (r undefined), an unknown hook, a bad future, or a prompt too long.
+ */
+export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: PatchingProgress) => void, signal?: AbortSignal): Promise<PatchingResult> {
+  const s = engine.spec, L = s.nLayers;
+  if (!(req.hook in PATCH_HOOKS)) throw new Error(`patching hook "${req.hook}": use ${Object.keys(PATCH_HOOKS).join(', ')}`);
+  const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';
+  if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
+  if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
+  const chat = req.chatTemplate ?? false;
+  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
+  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
+  if (cleanIds.length !== corruptIds.length) {
+    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; activation patching needs equal token lengths (the same positions): reword one of them`);
+  }
+  const T = cleanIds.length;
+  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat });
+  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat });
+  const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
+  const hookTemplate = `blocks.{l}.${PATCH_HOOKS[req.hook]}`;
+  const hooks = Array.from({ length: L }, (_, l) => hookTemplate.replace('{l}', String(l)));
+
+  // Δ from the last-position logits of a run of `prompt` and, for 'sequence', its branch continuations.
+  const margin = async (last: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>): Promise<number> => {
+    const lp = logSoftmaxCpu(last, last.length);
+    if (metric === 'final') return rowMargin(lp, good.firstIds, bad.firstIds);
+    const V = s.dVocab;
+    const logp = async (f: ResolvedFuture) => {
+      const per: number[] = [];
+      for (const q of f.sequences) {
+        let x = lp[q[0]];
+        if (q.length > 1) {
+          const rows = await branch([...prompt, ...q.slice(0, -1)]);
+          for (let j = 1; j < q.length; j++) x += logSoftmaxCpu(rows.subarray((j - 1) * V, j * V), V)[q[j]];
+        }
+        per.push(x);
+      }
+      return logSumExp(per);
+    };
+    return (await logp(good)) - (await logp(bad));
+  };
+
+  // The source run: its values at every layer, and its margin.
+  const src = await engine.run(srcIds, { capture: hooks, logits: 'last' });
+  const srcMargin = await margin(src.logits, srcIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, logits: 'all' })).logits!);
+  // The run to patch, as the reference whose cache rows the cells reuse.
+  const kv = new PrefixCache(engine.model);
+  const ref = await kv.reference(runIds, { nPrompt: T, capture: hooks, logits: 'last' });
+  const runMargin = await margin(ref.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, logits: 'all' })).logits!);
+  const [cleanMargin, corruptMargin] = direction === 'denoise' ? [srcMargin, runMargin] : [runMargin, srcMargin];
+  if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
+    throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
+  }
+
+  // Cells, each with the first position where the two runs' values differ (before it a patch is a no-op).
+  const width = src.captured.get(hooks[0])!.length / T;
+  const heads = req.hook === 'z';
+  const C = heads ? s.nHeads : T;
+  const firstDiff = (l: number, c0: number, c1: number, from = 0, to = T): number => {
+    const a = src.captured.get(hooks[l])!, b = ref.captured.get(hooks[l])!;
+    for (let t = from; t < to; t++) for (let c = c0; c < c1; c++) if (a[t * width + c] !== b[t * width + c]) return t;
+    return Number.POSITIVE_INFINITY;
+  };
+  const reuse = req.reuse ?? true;
+  const patchOp = (l: number) => ({ kind: 'patch' as const, replacement: src.captured.get(hooks[l])! });
+  // Patches of every position (z heads, whole layers): with reuse they start where the values first
+  // differ, which changes nothing (earlier rows would be replaced by equal values).
+  const spanFrom = (from: number) => (reuse && Number.isFinite(from) ? { start: from, end: T } : 'all' as const);
+  const cells: Cell[] = [];
+  const layerCells: Cell[] = [];
+  for (let l = 0; l < L; l++) {
+    for (let c = 0; c < C; c++) {
+      const from = heads ? firstDiff(l, c * s.dHead, (c + 1) * s.dHead) : firstDiff(l, 0, width, c, c + 1);
+      const iv: Intervention = heads
+        ? { hook: hooks[l], op: patchOp(l), positions: spanFrom(from), groups: { size: s.dHead, indices: [c] } }
+        : { hook: hooks[l], op: patchOp(l), positions: [c] };
+      cells.push({ layer: l, col: c, iv, from });
+    }
+    const from = firstDiff(l, 0, width);
+    const all: Intervention = { hook: hooks[l], op: patchOp(l), positions: spanFrom(from) };
+    layerCells.push({ layer: l, col: -1, iv: heads ? { ...all, groups: { size: s.dHead, indices: Array.from({ length: C }, (_, h) => h) } } : all, from });
+  }
+
+  let positionsComputed = 0, cellsSkipped = 0;
+  const patched = async (cell: Cell): Promise<number> => {
+    if (reuse && !Number.isFinite(cell.from)) { cellsSkipped++; return runMargin; }
+    if (!reuse) {
+      positionsComputed += T;
+      const out = await engine.run(runIds, { interventions: [cell.iv], logits: 'last' });
+      return margin(out.logits, runIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, interventions: [cell.iv], logits: 'all' })).logits!);
+    }
+    positionsComputed += T - cell.from;
+    const out = await kv.runFrom(cell.from, runIds, { nPrompt: T, interventions: [cell.iv], logits: 'last' });
+    return margin(out.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: [cell.iv], logits: 'all' })).logits!);
+  };
+
+  const total = cells.length + layerCells.length;
+  let done = 0;
+  const step = async () => {
+    await new Promise((r) => setTimeout(r, 0)); // lets a cancel message in between runs (worker)
+    signal?.throwIfAborted();
+  };
+  // Latest start first: each run then finds its prefix rows still holding the reference.
+  const order = reuse ? [...cells, ...layerCells].sort((a, b) => (Number.isFinite(b.from) ? b.from : T) - (Number.isFinite(a.from) ? a.from : T)) : [...cells, ...layerCells];
+  const patchedMargin = new Array<number>(L * C).fill(0);
+  const layerPatched = new Array<number>(L).fill(0);
+  for (const cell of order) {
+    await step();
+    const m = await patched(cell);
+    if (cell.col < 0) layerPatched[cell.layer] = m;
+    else patchedMargin[cell.layer * C + cell.col] = m;
+    onProgress?.({ done: ++done, total });
+  }
+  const r = (m: number) => recoveryOf(m, cleanMargin, corruptMargin);
+  return {
+    hook: req.hook, hookTemplate, direction, metric, nLayers: L, columns: heads ? 'head' : 'position', nCols: C,
+    cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), corruptTokens: engine.tokenStrings(corruptIds),
+    good, bad, cleanMargin, corruptMargin,
+    patchedMargin: Float32Array.from(patchedMargin), recovery: Float32Array.from(patchedMargin, r), layerRecovery: Float32Array.from(layerPatched, r),
+    positionsComputed, cellsSkipped,
+  };
+}

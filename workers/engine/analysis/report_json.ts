@@ -1,0 +1,37 @@
+/**
+ * The runner's JSON form of a patching grid and of a decision-point report (snake_case keys,
+ * nested arrays). The runner prints it and the UI exports it, so the two agree key for key.
+ */
+import type { PatchingResult } from './patching';
+import type { ReportResult } from './report';
+
+/** Rows [n_rows][n_cols] of a flat grid. */
+export function gridRows(flat: ArrayLike<number>, nCols: number): number[][] {
+  return Array.from({ length: flat.length / nCols }, (_, r) => Array.from({ length: nCols }, (_, c) => flat[r * nCols + c]));
+}
+
+/** `branchpoint patch` output. */
+export function patchJson(r: PatchingResult): Record<string, unknown> {
+  return {
+    hook: r.hookTemplate, direction: r.direction, metric: r.metric, columns: r.columns,
+    clean_tokens: r.cleanTokens, corrupt_tokens: r.corruptTokens,
+    clean_margin: r.cleanMargin, corrupt_margin: r.corruptMargin,
+    recovery: gridRows(r.recovery, r.nCols), layer_recovery: Array.from(r.layerRecovery),
+    patched_margin: gridRows(r.patchedMargin, r.nCols),
+  };
+}
+
+/** `branchpoint report` output. */
+export function reportJson(r: ReportResult): Record<string, unknown> {
+  return {
+    label: r.label, n_prompts: r.nPrompts, threshold: r.threshold, causal_recovery: r.causalRecovery,
+    visible_layer: r.visible.layer, visible_token: r.visible.token, visible_interval: r.visible.interval,
+    lens_margin: r.visible.curve, lens_margin_band: r.visible.band,
+    causal_layer: r.causal.layer, causal_positions: r.causal.positions, causal_interval: r.causal.interval,
+    max_recovery: r.causal.curve, max_recovery_band: r.causal.band, patch_skipped: r.causal.skipped,
+    first_layer_95: r.probe?.firstLayer95 ?? null, probe_accuracy: r.probe?.accuracy ?? null,
+    point_of_no_return: r.changeable?.pointOfNoReturn ?? null, window_ks: r.changeable?.ks ?? null, window_outcome: r.changeable?.outcome ?? null,
+    patch: patchJson(r.patching),
+    prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer })),
+  };
+}
