@@ -2,7 +2,8 @@ import { useEffect, useMemo, useRef } from 'react';
 import { useStore } from './store';
 import type { ViewName } from './store/ui';
 import { analyse } from './actions/analyse';
-import { loadDefaultModel } from './actions/model';
+import { followExperiment, startUp } from './actions/experiment';
+import { ExperimentBar } from './components/ExperimentBar';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
 import { Progress } from './components/Progress';
@@ -73,7 +74,8 @@ export function App() {
   useEffect(() => {
     if (started.current) return;
     started.current = true;
-    void loadDefaultModel();
+    void startUp();
+    followExperiment();
   }, []);
 
   return (
@@ -83,6 +85,7 @@ export function App() {
         <BackendBadge />
       </header>
       <ModelPicker />
+      <ExperimentBar />
       <Progress />
       <DeviceLostBanner />
       <ErrorBanner />

@@ -13,6 +13,7 @@ import { BATCH_USAGE, batchCommand } from './batch';
 import { BRANCH_USAGE, branchCommand, forksCommand } from './branch';
 import { PROBE_USAGE, probeCommand } from './probe';
 import { WINDOW_USAGE, windowCommand } from './window';
+import { applyExperimentFlags, EXPERIMENT_USAGE } from './experiment';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -21,6 +22,7 @@ const USAGE = `branchpoint — logit-lens margins, attention sinks and generatio
   branchpoint generate --model DIR|ID --prompt TEXT [--good TEXT --bad TEXT] [--max-new-tokens N]
                        [--temperature T --top-k K --seed S]
   (margins and generate also take --intervention JSON, repeatable: see Interventions below)
+${EXPERIMENT_USAGE}
 ${STEERING_USAGE}
 ${BATCH_USAGE}
 ${BRANCH_USAGE}
@@ -86,6 +88,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
+    applyExperimentFlags(a);
     const engine = await Engine.load(await openModel(a), new CpuBackend());
     const need = (key: string) => required(a, key);
     const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand };
