@@ -1,6 +1,6 @@
 import { useStore } from '../store';
 import type { ViewName } from '../store/ui';
-import { ExperimentError, readExperiment, type Experiment } from '../../workers/engine/io/experiment';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment } from '../../workers/engine/io/experiment';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { analyse } from './analyse';
@@ -119,11 +119,33 @@ function showUnreadable(e: unknown, origin: string): void {
   useStore.getState().setExperimentNotice({ kind: 'error', what: `This ${origin} could not be opened`, why: `${why}. The workbench starts on its default experiment instead.` });
 }
 
-/** On start: the experiment in the link, else the last one (local storage), else the default model and prompt. */
+/** The poster deck shipped with the app (public/experiments/deck.json). @throws Error when it cannot be fetched or is not a deck. */
+export async function fetchDeck(): Promise<Deck> {
+  const r = await fetch(new URL('experiments/deck.json', document.baseURI));
+  if (!r.ok) throw new Error(`the deck could not be fetched (HTTP ${r.status})`);
+  return parseDeck(await r.json());
+}
+
+/** A short link to experiment n (0-based) of the shipped deck: `#deck=n` (fits a QR code where the full link would not). */
+export function deckLink(n: number): string {
+  return `${location.origin}${location.pathname}${location.search}#deck=${n}`;
+}
+
+/** The experiment a `#deck=n` hash names, or null for another hash. @throws Error when the deck has no experiment n. */
+async function experimentFromDeckHash(hash: string): Promise<Experiment | null> {
+  const m = /^#deck=(\d+)$/.exec(hash);
+  if (!m) return null;
+  const deck = await fetchDeck();
+  const e = deck.experiments[Number(m[1])];
+  if (!e) throw new Error(`the deck has ${deck.experiments.length} experiments; there is no experiment ${Number(m[1]) + 1}`);
+  return e;
+}
+
+/** On start: the experiment in the link (or a deck entry, `#deck=n`), else the last one (local storage), else the default model and prompt. */
 export async function startUp(): Promise<void> {
   let fromLink: Experiment | null = null;
   try {
-    fromLink = experimentFromHash(location.hash);
+    fromLink = experimentFromHash(location.hash) ?? await experimentFromDeckHash(location.hash);
   } catch (e) {
     showUnreadable(e, 'link');
     await loadDefaultModel();

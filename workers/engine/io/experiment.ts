@@ -225,3 +225,28 @@ export function experimentSpecs(e: Experiment): InterventionSpec[] {
     return [interventionSpec(d, v?.values ?? null, isPerHeadHook(d.hook), `intervention #${i + 1}`)];
   });
 }
+
+/** A poster deck (public/experiments/deck.json): a title and prepared experiments in order. */
+export interface Deck {
+  format: 'branchpoint-deck';
+  title: string;
+  experiments: Experiment[];
+}
+
+/**
+ * Validates a poster deck.
+ * @throws ExperimentError naming the experiment (1-based) that is not valid, or 'invalid' for a file that is not a deck.
+ */
+export function parseDeck(json: unknown): Deck {
+  const o = json as { format?: unknown; title?: unknown; experiments?: unknown } | null;
+  if (!o || o.format !== 'branchpoint-deck' || !Array.isArray(o.experiments)) throw new ExperimentError('invalid', 'not a Branchpoint poster deck (no "format": "branchpoint-deck" with "experiments")');
+  const experiments = o.experiments.map((e, i) => {
+    try {
+      return parseExperiment(e);
+    } catch (err) {
+      const x = err as ExperimentError;
+      throw new ExperimentError(x.kind, `deck experiment ${i + 1}: ${x.message}`);
+    }
+  });
+  return { format: 'branchpoint-deck', title: typeof o.title === 'string' ? o.title : 'Branchpoint', experiments };
+}
