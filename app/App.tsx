@@ -1,8 +1,10 @@
-import { useEffect, useMemo, useRef } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { useStore } from './store';
 import type { ViewName } from './store/ui';
 import { analyse } from './actions/analyse';
-import { loadDefaultModel } from './actions/model';
+import { followExperiment, startUp } from './actions/experiment';
+import { ExperimentBar } from './components/ExperimentBar';
+import { PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
 import { Progress } from './components/Progress';
@@ -75,12 +77,17 @@ export function App() {
   const setTokenSelection = useStore((s) => s.setTokenSelection);
   const marks = useMemo(() => (tokens ? promptMarks(appliedInterventions(interventions), tokens.ids.length) : []), [tokens, interventions]);
 
+  const [poster, setPoster] = useState<'off' | 'on' | 'kiosk'>(() => (new URLSearchParams(location.search).has('poster') ? 'kiosk' : 'off'));
   const started = useRef(false);
   useEffect(() => {
     if (started.current) return;
     started.current = true;
-    void loadDefaultModel();
+    // A kiosk (?poster) starts on the deck, which poster mode restores; else the link, the last experiment or the default.
+    if (poster !== 'kiosk') void startUp();
+    followExperiment();
   }, []);
+
+  if (poster !== 'off') return <PosterMode kiosk={poster === 'kiosk'} onExit={() => setPoster('off')}><ErrorBanner /><ActiveView view={view} /></PosterMode>;
 
   return (
     <div className="app">
@@ -89,6 +96,7 @@ export function App() {
         <BackendBadge />
       </header>
       <ModelPicker />
+      <ExperimentBar onPoster={() => setPoster('on')} />
       <Progress />
       <DeviceLostBanner />
       <ErrorBanner />

@@ -15,6 +15,7 @@ import { PROBE_USAGE, probeCommand } from './probe';
 import { WINDOW_USAGE, windowCommand } from './window';
 import { PATCHING_USAGE, patchCommand } from './patching';
 import { REPORT_USAGE, reportCommand } from './report';
+import { applyExperimentFlags, EXPERIMENT_USAGE } from './experiment';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -23,6 +24,7 @@ const USAGE = `branchpoint — logit-lens margins, attention sinks and generatio
   branchpoint generate --model DIR|ID --prompt TEXT [--good TEXT --bad TEXT] [--max-new-tokens N]
                        [--temperature T --top-k K --seed S]
   (margins and generate also take --intervention JSON, repeatable: see Interventions below)
+${EXPERIMENT_USAGE}
 ${STEERING_USAGE}
 ${BATCH_USAGE}
 ${BRANCH_USAGE}
@@ -97,6 +99,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
+    applyExperimentFlags(a);
     const engine = await Engine.load(await openModel(a), new CpuBackend());
     const need = (key: string) => required(a, key);
     const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand, patch: patchCommand, report: reportCommand };

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
-import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const BIN = path.join(__dirname, '..', 'bin', 'branchpoint.mjs');
+const BIN = fileURLToPath(new URL('../bin/branchpoint.mjs', import.meta.url));
 
 /**
  * Runs the `branchpoint` runner in a child process, as a user would through `npx branchpoint`.

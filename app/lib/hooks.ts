@@ -17,9 +17,7 @@ export function hookDescription(hook: string): string {
 }
 
 /** True for hooks whose rows are heads side by side (attn.hook_q/k/v/z), where "head" applies. */
-export function isPerHead(hook: string): boolean {
-  return /d_head\]$/.test(hookInfo(hook)?.shape ?? '');
-}
+export { isPerHeadHook as isPerHead } from '../../workers/engine/io/experiment';
 
 /** The hook a click on lens row `row` steers: row 0 (embeddings) = blocks.0.hook_resid_pre, row l = blocks.{l−1}.hook_resid_post. */
 export function hookOfLensRow(row: number): string {

@@ -7,8 +7,9 @@ import { createSteeringSlice, type SteeringSlice } from './steering';
 import { createVectorsSlice, type VectorsSlice } from './vectors';
 import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
+import { createShareSlice, type ShareSlice } from './share';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -28,4 +29,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createWindowSlice(...a),
   ...createPatchingSlice(...a),
   ...createReportSlice(...a),
+  ...createShareSlice(...a),
 }));

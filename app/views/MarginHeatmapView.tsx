@@ -148,7 +148,7 @@ export function MarginHeatmapView() {
           <Heatmap
             values={values} nRows={L1} nCols={T} color={scale.color}
             rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
-            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30}
+            rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34}
             active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => placeAtLensCell(c.row, c.col)}
             rowMarks={marks.rows} markedCells={marks.cells}
             label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"

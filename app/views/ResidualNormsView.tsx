@@ -49,7 +49,7 @@ export function ResidualNormsView() {
           <Heatmap
             values={a.residNorms} nRows={L1} nCols={T} color={color}
             rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
-            rowsUpward cellWidth={{ min: 12, max: 56 }} cellHeight={30} active={hover} onHover={point}
+            rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34} active={hover} onHover={point}
             label="Residual norm by layer and token" testId="norms-heatmap"
           />
           <ColorLegend color={color} domain={color.domain() as [number, number]} title="‖h‖" testId="norms-legend" />

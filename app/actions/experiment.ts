@@ -1,0 +1,243 @@
+import { useStore } from '../store';
+import type { ViewName } from '../store/ui';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment } from '../../workers/engine/io/experiment';
+import { experimentFromHash, experimentHash, experimentJson, modelOf, snapshot, viewOf } from '../lib/experiment_state';
+import { download } from '../lib/export';
+import { analyse } from './analyse';
+import { generate } from './generate';
+import { bundledModelNames, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
+import { runSweep } from './sweep';
+
+/** The views an experiment can open (App's tabs). */
+const KNOWN_VIEWS: readonly ViewName[] = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors', 'branches', 'batch', 'probe', 'window'];
+/** Local-storage key of the last experiment (no Hub token is ever part of it). */
+export const STORAGE_KEY = 'branchpoint.experiment';
+
+/** The experiment as the workbench holds it now. */
+export function currentExperiment(): Experiment {
+  return snapshot(useStore.getState(), bundledModelNames());
+}
+
+/** Puts an experiment's prompt, futures, vectors, interventions and view into the store. @returns names of vectors it lacks values for. */
+function applyExperiment(e: Experiment): string[] {
+  const s = useStore.getState();
+  s.setPrompt(e.prompt);
+  s.setChatTemplate(e.chatTemplate);
+  s.setFuture('good', e.good);
+  s.setFuture('bad', e.bad);
+  s.setGeneration(e.generation);
+  useStore.setState({ vectors: [], interventions: [], selectedIntervention: null });
+  const missing: string[] = [];
+  const ids = e.vectors.map((v) => {
+    if (!v.values) {
+      missing.push(v.name);
+      return null;
+    }
+    return s.addVector({ vector: Float32Array.from(v.values), dModel: v.dModel, hook: v.hook, model: v.model, provenance: v.provenance, createdAt: v.createdAt }, v.name).id;
+  });
+  for (const d of e.interventions) {
+    s.addIntervention({ enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vectorId: d.vector === null ? null : ids[d.vector], source: d.source, head: d.head, positions: d.positions, steps: d.steps });
+  }
+  s.selectIntervention(null);
+  if (e.view.sweep) {
+    const sw = e.view.sweep;
+    s.setSweepSettings({ layers: sw.layers, doses: sw.doses, site: sw.site, type: sw.type, vectorId: sw.vector === null ? null : ids[sw.vector] ?? null });
+  }
+  s.setView(viewOf(e.view.name, KNOWN_VIEWS));
+  s.setShowTables(e.view.showTables);
+  s.setShowDifference(e.view.showDifference);
+  return missing;
+}
+
+/**
+ * Loads the experiment's model unless it is the one loaded. A model that cannot be opened from
+ * here (a local folder; a bundled name this copy lacks) is named in the notice, and the default
+ * model is loaded instead when none is, so the app stays usable.
+ * @returns whether the experiment's own model is loaded.
+ */
+async function ensureModel(e: Experiment): Promise<boolean> {
+  const st = useStore.getState();
+  const loaded = modelOf(st.lastLoad?.source ?? null, bundledModelNames());
+  if (st.modelStatus === 'ready' && JSON.stringify(loaded) === JSON.stringify(e.model)) return true;
+  const fallback = async () => { if (useStore.getState().modelStatus !== 'ready') await loadDefaultModel(); };
+  const m = e.model;
+  const notice = (why: string) => useStore.getState().setExperimentNotice({ kind: 'error', what: 'The experiment\'s model could not be loaded', why });
+  switch (m.kind) {
+    case 'bundled':
+      if (!bundledModelNames().includes(m.name)) {
+        notice(`It uses "${m.name}", which this copy of Branchpoint does not ship (it has ${bundledModelNames().join(', ') || 'none'}). Load that model, then press Analyse.`);
+        await fallback();
+        return false;
+      }
+      return loadModel(localModelSource(m.name));
+    case 'hub':
+      if (await loadHubModel({ kind: 'hub', repo: m.repo, revision: m.revision, endpoint: m.endpoint })) return true;
+      notice(`${m.repo}@${m.revision} could not be loaded (offline and not in this browser's cache, gated, or gone); see the message above. The prompt and interventions are restored.`);
+      await fallback();
+      return false;
+    case 'url':
+      if (await loadModel({ kind: 'url', url: m.url, label: m.label })) return true;
+      notice(`The model at ${m.url} could not be loaded. The prompt and interventions are restored.`);
+      await fallback();
+      return false;
+    case 'local':
+      notice(`It used a folder on another computer ("${m.name}"). Open that folder (Open folder…) and press Analyse; the prompt and interventions are restored.`);
+      await fallback();
+      return false;
+  }
+}
+
+/**
+ * Restores an experiment (from a link, a file, local storage or a poster deck) and reruns it: the
+ * model is loaded if needed, the state put back, then Analyse (and Generate on the generation
+ * view, the sweep on the dose–response view). Problems become a notice; the app stays usable.
+ */
+export async function restoreExperiment(e: Experiment, origin: string): Promise<void> {
+  const s = useStore.getState();
+  s.setRestoring(true);
+  s.setExperimentNotice(null);
+  try {
+    const missing = applyExperiment(e);
+    const ok = await ensureModel(e);
+    if (missing.length) {
+      useStore.getState().setExperimentNotice({ kind: 'error', what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
+    }
+    if (!ok) return;
+    await analyse();
+    const view = useStore.getState().view;
+    if (view === 'generation') await generate();
+    if (view === 'dose' && useStore.getState().sweepSettings.vectorId) await runSweep();
+  } finally {
+    useStore.getState().setRestoring(false);
+    saveToLink();
+  }
+}
+
+/** Shows why a link, file or stored experiment could not be read. */
+function showUnreadable(e: unknown, origin: string): void {
+  const why = e instanceof ExperimentError || e instanceof Error ? e.message : String(e);
+  useStore.getState().setExperimentNotice({ kind: 'error', what: `This ${origin} could not be opened`, why: `${why}. The workbench starts on its default experiment instead.` });
+}
+
+/** The poster deck shipped with the app (public/experiments/deck.json). @throws Error when it cannot be fetched or is not a deck. */
+export async function fetchDeck(): Promise<Deck> {
+  const r = await fetch(new URL('experiments/deck.json', document.baseURI));
+  if (!r.ok) throw new Error(`the deck could not be fetched (HTTP ${r.status})`);
+  return parseDeck(await r.json());
+}
+
+/** A short link to experiment n (0-based) of the shipped deck: `#deck=n` (fits a QR code where the full link would not). */
+export function deckLink(n: number): string {
+  return `${location.origin}${location.pathname}${location.search}#deck=${n}`;
+}
+
+/** The experiment a `#deck=n` hash names, or null for another hash. @throws Error when the deck has no experiment n. */
+async function experimentFromDeckHash(hash: string): Promise<Experiment | null> {
+  const m = /^#deck=(\d+)$/.exec(hash);
+  if (!m) return null;
+  const deck = await fetchDeck();
+  const e = deck.experiments[Number(m[1])];
+  if (!e) throw new Error(`the deck has ${deck.experiments.length} experiments; there is no experiment ${Number(m[1]) + 1}`);
+  return e;
+}
+
+/** On start: the experiment in the link (or a deck entry, `#deck=n`), else the last one (local storage), else the default model and prompt. */
+export async function startUp(): Promise<void> {
+  let fromLink: Experiment | null = null;
+  try {
+    fromLink = experimentFromHash(location.hash) ?? await experimentFromDeckHash(location.hash);
+  } catch (e) {
+    showUnreadable(e, 'link');
+    await loadDefaultModel();
+    return;
+  }
+  if (fromLink) return restoreExperiment(fromLink, 'link');
+  const stored = readStored();
+  if (stored) return restoreExperiment(stored, 'saved experiment');
+  await loadDefaultModel();
+  saveToLink();
+}
+
+/** The last experiment from local storage; null when none or unreadable (then it is dropped). */
+function readStored(): Experiment | null {
+  try {
+    const text = localStorage.getItem(STORAGE_KEY);
+    return text ? readExperiment(text) : null;
+  } catch {
+    try { localStorage.removeItem(STORAGE_KEY); } catch { /* storage unavailable */ }
+    return null;
+  }
+}
+
+let lastHash = '';
+
+/**
+ * Writes the current experiment into the URL hash (replacing the history entry) and local storage.
+ * @returns the names of vectors the link leaves out (too large).
+ */
+export function saveToLink(): string[] {
+  const s = useStore.getState();
+  if (s.restoring || !s.lastLoad) return [];
+  const e = currentExperiment();
+  const { hash, missing } = experimentHash(e);
+  if (hash !== lastHash) {
+    lastHash = hash;
+    history.replaceState(history.state, '', `${location.pathname}${location.search}${hash}`);
+  }
+  try {
+    localStorage.setItem(STORAGE_KEY, JSON.stringify(e));
+  } catch { /* storage full or disabled: the link still holds it */ }
+  return missing;
+}
+
+/**
+ * Keeps the link and local storage in step with the workbench, and restores an experiment pasted
+ * into the address bar. @returns a function that stops it.
+ */
+export function followExperiment(): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const unsubscribe = useStore.subscribe((s, prev) => {
+    const changed = s.prompt !== prev.prompt || s.chatTemplate !== prev.chatTemplate || s.good !== prev.good || s.bad !== prev.bad
+      || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
+      || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad;
+    if (!changed) return;
+    clearTimeout(timer);
+    timer = setTimeout(saveToLink, 300);
+  });
+  const onHash = () => {
+    if (location.hash === lastHash) return;
+    try {
+      const e = experimentFromHash(location.hash);
+      if (e) void restoreExperiment(e, 'link');
+    } catch (err) {
+      showUnreadable(err, 'link');
+    }
+  };
+  addEventListener('hashchange', onHash);
+  return () => { unsubscribe(); removeEventListener('hashchange', onHash); clearTimeout(timer); };
+}
+
+/** The link to this experiment (the page's address with the experiment hash), and the vectors it leaves out. */
+export function experimentLink(): { url: string; missing: string[] } {
+  const { hash, missing } = experimentHash(currentExperiment());
+  return { url: `${location.origin}${location.pathname}${location.search}${hash}`, missing };
+}
+
+/** Saves the experiment as a JSON file (schema: docs/experiment-format.md), vectors inside. */
+export function saveExperimentFile(): void {
+  const e = currentExperiment();
+  const stem = e.prompt.slice(0, 32).replace(/[^\w]+/g, '-').replace(/^-|-$/g, '') || 'experiment';
+  download(`branchpoint-${stem}.json`, new Blob([experimentJson(e)], { type: 'application/json' }));
+}
+
+/** Opens an experiment file and reruns it; a file that is not one says why. */
+export async function openExperimentFile(file: File): Promise<void> {
+  let e: Experiment;
+  try {
+    e = readExperiment(await file.text());
+  } catch (err) {
+    useStore.getState().setExperimentNotice({ kind: 'error', what: `${file.name} could not be opened`, why: (err as Error).message });
+    return;
+  }
+  await restoreExperiment(e, 'file');
+}

@@ -1,0 +1,46 @@
+import { useRef, useState } from 'react';
+import { useStore } from '../store';
+import { experimentLink, openExperimentFile, saveExperimentFile } from '../actions/experiment';
+
+/**
+ * Share the experiment: copy its link (the whole experiment in the URL hash, vectors included when
+ * small enough — otherwise the note says which are left out), save it as a file, open a file. Shows
+ * the notice of the last restore (a damaged link, a newer version, a model that cannot be loaded).
+ */
+export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
+  const notice = useStore((s) => s.experimentNotice);
+  const setNotice = useStore((s) => s.setExperimentNotice);
+  const ready = useStore((s) => s.modelStatus === 'ready');
+  const [copied, setCopied] = useState<string | null>(null);
+  const input = useRef<HTMLInputElement | null>(null);
+  const copy = async () => {
+    const { url, missing } = experimentLink();
+    try {
+      await navigator.clipboard.writeText(url);
+      setCopied(missing.length ? `Link copied, without the vector${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (too large for a link: save the file to share ${missing.length > 1 ? 'them' : 'it'}).` : 'Link copied: it opens this experiment and reruns it.');
+    } catch {
+      setCopied(`Copy this link: ${url}`);
+    }
+  };
+  return (
+    <div className="experiment-bar" data-testid="experiment-bar">
+      <span className="label">Experiment</span>
+      <button type="button" className="small" data-testid="copy-link" disabled={!ready} onClick={() => void copy()}>Copy link</button>
+      <button type="button" className="small" data-testid="save-experiment" disabled={!ready} onClick={saveExperimentFile}>Save file</button>
+      <button type="button" className="small" data-testid="open-experiment" onClick={() => input.current?.click()}>Open file…</button>
+      <input
+        ref={input} className="visually-hidden" type="file" accept=".json,application/json" data-testid="experiment-file" aria-label="experiment file"
+        onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openExperimentFile(f); }}
+      />
+      {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
+      {copied && <span className="hint" role="status" data-testid="link-status">{copied}</span>}
+      {notice && (
+        <div className={notice.kind === 'error' ? 'experiment-notice error' : 'experiment-notice'} role="alert" data-testid="experiment-notice">
+          <strong data-testid="experiment-notice-what">{notice.what}</strong>
+          <p data-testid="experiment-notice-why">{notice.why}</p>
+          <button type="button" className="small" onClick={() => setNotice(null)}>Dismiss</button>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,137 @@
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import QRCode from 'qrcode';
+import { useStore } from '../store';
+import type { Deck, Experiment } from '../../workers/engine/io/experiment';
+import { currentExperiment, deckLink, experimentLink, fetchDeck, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+
+/** Idle time after which a kiosk goes back to the deck's first experiment (ms). */
+const KIOSK_IDLE_MS = 3 * 60_000;
+
+/** The deck shipped with the app, or null with the reason. */
+async function loadDeck(): Promise<{ deck: Deck | null; problem: string | null }> {
+  try {
+    return { deck: await fetchDeck(), problem: null };
+  } catch (e) {
+    return { deck: null, problem: (e as Error).message };
+  }
+}
+
+/** Longest link put in a QR code as is (a denser code does not scan from a poster); longer deck links use `#deck=n`. */
+const QR_MAX = 1200;
+
+/** A QR code of `text` as an SVG string (qrcode library, error correction M). */
+function useQr(text: string): string {
+  const [svg, setSvg] = useState('');
+  useEffect(() => {
+    let live = true;
+    QRCode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 1 }).then((s) => { if (live) setSvg(s); }, () => { if (live) setSvg(''); });
+    return () => { live = false; };
+  }, [text]);
+  return svg;
+}
+
+export interface PosterModeProps {
+  /** The view to show large (App's active view). */
+  children: ReactNode;
+  /** Start on the deck (kiosk) rather than on the experiment open now. */
+  kiosk: boolean;
+  onExit: () => void;
+}
+
+/**
+ * Poster mode: full screen, large type, the experiment's key view large, a QR code of its link, and
+ * a deck of prepared experiments stepped with ← / →. Slide 0 is the experiment open when poster
+ * mode started (unless started as a kiosk, `?poster`); the rest is the shipped deck. R (or the
+ * button, or 3 minutes idle) is the kiosk reset: back to the deck's first experiment, local state
+ * cleared. Esc leaves.
+ */
+export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
+  const [slides, setSlides] = useState<Experiment[]>(() => (kiosk ? [] : [currentExperiment()]));
+  const [index, setIndex] = useState(0);
+  const [deckTitle, setDeckTitle] = useState('Branchpoint');
+  const [problem, setProblem] = useState<string | null>(null);
+  const root = useRef<HTMLDivElement | null>(null);
+  const busy = useStore((s) => s.job !== null);
+  const prompt = useStore((s) => s.prompt);
+  const hashLink = useStore((s) => (s.restoring ? '' : `${s.prompt}\u0000${s.interventions.length}\u0000${s.view}`));
+  const [link, setLink] = useState('');
+  const deckStart = kiosk ? 0 : 1;
+  useEffect(() => {
+    if (!hashLink) return;
+    const full = experimentLink().url;
+    setLink(full.length <= QR_MAX || index < deckStart ? full : deckLink(index - deckStart));
+  }, [hashLink, index, deckStart]);
+  const qr = useQr(link || location.href);
+
+  useEffect(() => {
+    void loadDeck().then(({ deck, problem: p }) => {
+      setProblem(p);
+      if (!deck) return;
+      setDeckTitle(deck.title);
+      setSlides((s) => [...s.slice(0, kiosk ? 0 : 1), ...deck.experiments]);
+      if (kiosk && deck.experiments[0]) void restoreExperiment(deck.experiments[0], 'deck');
+    });
+    void root.current?.requestFullscreen?.().catch(() => { /* not allowed without a gesture: the overlay still fills the window */ });
+    return () => { if (document.fullscreenElement) void document.exitFullscreen().catch(() => {}); };
+  }, [kiosk]);
+
+  const go = useCallback((i: number) => {
+    if (i < 0 || i >= slides.length || i === index || useStore.getState().job) return;
+    setIndex(i);
+    void restoreExperiment(slides[i], 'deck');
+  }, [slides, index]);
+
+  const reset = useCallback(() => {
+    try { localStorage.removeItem(STORAGE_KEY); } catch { /* storage unavailable */ }
+    const first = slides[deckStart] ?? slides[0];
+    if (!first) return;
+    setIndex(slides.indexOf(first));
+    void restoreExperiment(first, 'deck');
+  }, [slides, deckStart]);
+
+  useEffect(() => {
+    let idle = setTimeout(reset, KIOSK_IDLE_MS);
+    const onKey = (e: KeyboardEvent) => {
+      clearTimeout(idle);
+      idle = setTimeout(reset, KIOSK_IDLE_MS);
+      if ((e.target as HTMLElement)?.closest?.('input, textarea, select')) return;
+      if (e.key === 'ArrowRight' || e.key === 'PageDown' || e.key === ' ') { e.preventDefault(); go(index + 1); }
+      else if (e.key === 'ArrowLeft' || e.key === 'PageUp') { e.preventDefault(); go(index - 1); }
+      else if (e.key === 'Escape') onExit();
+      else if (e.key === 'r' || e.key === 'R') reset();
+    };
+    const onPointer = () => { clearTimeout(idle); idle = setTimeout(reset, KIOSK_IDLE_MS); };
+    addEventListener('keydown', onKey);
+    addEventListener('pointerdown', onPointer);
+    return () => { clearTimeout(idle); removeEventListener('keydown', onKey); removeEventListener('pointerdown', onPointer); };
+  }, [go, index, reset, onExit]);
+
+  const slide = slides[index];
+  const title = slide?.title ?? (index === 0 && !kiosk ? 'This experiment' : deckTitle);
+  return (
+    <div className="poster" ref={root} data-testid="poster" data-slide={index} data-slides={slides.length}>
+      <div className="poster-view">{children}</div>
+      <aside className="poster-side">
+        <p className="poster-deck">{deckTitle}</p>
+        <h1 data-testid="poster-title">{title}</h1>
+        {slide?.note && <p className="poster-note" data-testid="poster-note">{slide.note}</p>}
+        <p className="poster-prompt">“{prompt}”</p>
+        <figure className="poster-qr" data-testid="poster-qr" data-link={link}>
+          <div className="qr" dangerouslySetInnerHTML={{ __html: qr }} />
+          <figcaption>{qr ? 'Scan to open this experiment' : 'This experiment\'s link is too long for a QR code: save it as a file to share it.'}</figcaption>
+        </figure>
+        <nav className="poster-nav">
+          <button type="button" onClick={() => go(index - 1)} disabled={busy || index === 0} aria-label="previous experiment">←</button>
+          <span data-testid="poster-counter">{index + 1} / {Math.max(1, slides.length)}</span>
+          <button type="button" onClick={() => go(index + 1)} disabled={busy || index >= slides.length - 1} aria-label="next experiment">→</button>
+        </nav>
+        <p className="poster-keys">← → step · R reset · Esc leave</p>
+        <div className="poster-actions">
+          <button type="button" data-testid="poster-reset" onClick={reset}>Reset</button>
+          <button type="button" data-testid="poster-exit" onClick={onExit}>Leave poster mode</button>
+        </div>
+        {problem && <p className="poster-problem" role="status">Deck: {problem}</p>}
+      </aside>
+    </div>
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * The workbench's state ↔ the experiment file (workers/engine/io/experiment.ts): what is saved to
+ * a file, a link and local storage, and how a loaded experiment is put back into the store.
+ * Never includes a Hub token.
+ */
+import LZString from 'lz-string';
+import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment, type Experiment, type ExperimentModel } from '../../workers/engine/io/experiment';
+import type { ModelSource } from '../../workers/protocol';
+import type { AppState } from '../store';
+import type { ViewName } from '../store/ui';
+
+/** The hash key of an experiment link: `#x=<lz-string of the JSON>`. */
+export const HASH_KEY = 'x';
+/** Longest link hash written with vectors inside; past it the vectors' values are left out (and the link says so). */
+export const MAX_HASH_CHARS = 8000;
+
+/** The experiment's model as the source it was loaded from; null when nothing is loaded. Never the Hub token. */
+export function modelOf(source: ModelSource | null, bundled: readonly string[]): ExperimentModel | null {
+  if (!source) return null;
+  switch (source.kind) {
+    case 'url': return source.label && bundled.includes(source.label) ? { kind: 'bundled', name: source.label } : { kind: 'url', url: source.url, label: source.label };
+    case 'hub': return { kind: 'hub', repo: source.repo, revision: source.revision ?? 'main', ...(source.endpoint ? { endpoint: source.endpoint } : {}) };
+    case 'files': return { kind: 'local', name: source.label };
+  }
+}
+
+/** The experiment as the workbench holds it now (vectors with their values). */
+export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
+  const vectorIndex = new Map(s.vectors.map((v, i) => [v.id, i]));
+  const index = (id: string | null) => (id !== null && vectorIndex.has(id) ? vectorIndex.get(id)! : null);
+  return {
+    format: EXPERIMENT_FORMAT,
+    version: EXPERIMENT_VERSION,
+    model: modelOf(s.lastLoad?.source ?? null, bundled) ?? { kind: 'bundled', name: bundled[0] ?? 'stories260K' },
+    prompt: s.prompt,
+    chatTemplate: s.chatTemplate,
+    good: s.good,
+    bad: s.bad,
+    generation: s.generation,
+    vectors: s.vectors.map((v) => ({ name: v.name, hook: v.hook, model: v.model, dModel: v.dModel, provenance: v.provenance, createdAt: v.createdAt, values: Array.from(v.vector) })),
+    interventions: s.interventions.map((d) => ({
+      enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vector: index(d.vectorId),
+      source: d.source, head: d.head, positions: d.positions, steps: d.steps,
+    })),
+    view: {
+      name: s.view, showDifference: s.showDifference, showTables: s.showTables, sinkEps: 0.3, heatmapScale: 'robust',
+      sweep: { layers: s.sweepSettings.layers, doses: s.sweepSettings.doses, site: s.sweepSettings.site, type: s.sweepSettings.type, vector: index(s.sweepSettings.vectorId) },
+    },
+  };
+}
+
+/** The experiment as JSON text (a file's content). */
+export function experimentJson(e: Experiment): string {
+  return JSON.stringify(e, null, 2) + '\n';
+}
+
+/**
+ * The link hash of an experiment: `#x=…`, vectors inside when it stays under MAX_HASH_CHARS.
+ * @returns the hash and the names of the vectors left out (their values are null in the link).
+ */
+export function experimentHash(e: Experiment): { hash: string; missing: string[] } {
+  const full = `#${HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(e))}`;
+  if (full.length <= MAX_HASH_CHARS || !e.vectors.length) return { hash: full, missing: [] };
+  const light = { ...e, vectors: e.vectors.map((v) => ({ ...v, values: null })) };
+  return { hash: `#${HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(light))}`, missing: e.vectors.map((v) => v.name) };
+}
+
+/**
+ * The experiment in a location hash, or null when the hash holds none.
+ * @throws ExperimentError 'corrupt' when it does not decompress or parse; 'version' / 'invalid' as readExperiment.
+ */
+export function experimentFromHash(hash: string): Experiment | null {
+  const m = new RegExp(`^#?${HASH_KEY}=(.*)$`).exec(hash);
+  if (!m) return null;
+  const text = LZString.decompressFromEncodedURIComponent(m[1]);
+  if (!text) throw new ExperimentError('corrupt', 'the link is damaged: its experiment could not be decompressed (was it cut off when copied?)');
+  return readExperiment(text);
+}
+
+/** The views an experiment may name; another name (from a newer app) opens the margin heatmap. */
+export function viewOf(name: string, known: readonly ViewName[]): ViewName {
+  return (known as readonly string[]).includes(name) ? (name as ViewName) : 'margins';
+}

@@ -1,0 +1,62 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { experimentSpecs, readExperiment, type Experiment } from '../workers/engine/io/experiment';
+import type { Args } from './args';
+
+/** Where the app's bundled models live in this checkout (public/models/<name>). */
+const BUNDLED = path.join(import.meta.dirname, '..', 'public', 'models');
+
+export const EXPERIMENT_USAGE = `  --experiment FILE  an experiment saved by the workbench (docs/experiment-format.md): its model, prompt,
+                     futures, interventions (vectors inline) and generation settings; flags given too win`;
+
+/** The runner's --model for an experiment's model. @throws Error for a model the runner cannot open by itself. */
+function modelFlag(e: Experiment): string {
+  const m = e.model;
+  switch (m.kind) {
+    case 'bundled': {
+      const dir = path.join(BUNDLED, m.name);
+      if (!fs.existsSync(path.join(dir, 'config.json'))) throw new Error(`the experiment uses the bundled model "${m.name}", which is not in ${BUNDLED}; pass --model`);
+      return dir;
+    }
+    case 'hub': return `${m.repo}@${m.revision}`;
+    case 'url': throw new Error(`the experiment's model is served at ${m.url}; pass --model with a local copy or a Hub id`);
+    case 'local': throw new Error(`the experiment used a local folder ("${m.name}"); pass --model with that folder`);
+  }
+}
+
+/** A future as the runner's text flag. @throws Error for a future written as ids (the runner takes text). */
+function futureFlag(f: Experiment['good'], which: string): string {
+  if (f.mode !== 'text') throw new Error(`the experiment's ${which} future is written as token ids; the runner takes text futures`);
+  return f.value;
+}
+
+/**
+ * `--experiment FILE`: fills the flags the file determines (model, prompt, futures, chat template,
+ * generation settings) unless given on the command line, and appends the experiment's enabled
+ * interventions, in order, with their vectors inline, so a figure made in the browser regenerates
+ * with the same numbers.
+ * @throws Error naming the file: unreadable, invalid (ExperimentError), or a model/future the runner cannot take.
+ */
+export function applyExperimentFlags(a: Args): void {
+  const file = a.flags.get('experiment');
+  if (!file) return;
+  if (!fs.existsSync(file)) throw new Error(`--experiment ${file}: no such file`);
+  let e: Experiment;
+  try {
+    e = readExperiment(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`--experiment ${file}: ${(err as Error).message}`);
+  }
+  const fill = (key: string, value: () => string) => { if (!a.flags.has(key)) a.flags.set(key, value()); };
+  fill('model', () => modelFlag(e));
+  fill('prompt', () => e.prompt);
+  fill('good', () => futureFlag(e.good, 'good'));
+  fill('bad', () => futureFlag(e.bad, 'bad'));
+  fill('chat-template', () => String(e.chatTemplate));
+  fill('max-new-tokens', () => String(e.generation.maxNewTokens));
+  fill('temperature', () => String(e.generation.temperature));
+  fill('top-k', () => String(e.generation.topK));
+  fill('seed', () => String(e.generation.seed));
+  const specs = experimentSpecs(e).map((s) => JSON.stringify({ ...s, vector: s.vector && typeof s.vector !== 'string' ? Array.from(s.vector as ArrayLike<number>) : s.vector }));
+  a.repeated.set('intervention', [...specs, ...(a.repeated.get('intervention') ?? [])]);
+}

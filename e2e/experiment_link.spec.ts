@@ -1,0 +1,127 @@
+import { test, expect, type Page } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import LZString from 'lz-string';
+import { serveStatic, type StaticServer } from '../tools/static_server';
+import { STORIES, parseShown } from './golden';
+import { runCli } from '../tests/cli_run';
+import { CpuBackend } from '../workers/engine/backend/cpu';
+import { Engine } from '../workers/engine/engine';
+import { NodeFiles } from '../workers/engine/io/node_files';
+import { toIntervention } from '../workers/engine/steering/spec';
+import { caaVector } from '../workers/engine/steering/vectors';
+
+/**
+ * Experiments in a link and a file, on the production build served from a sub-path by a plain
+ * static server: a link made here (CAA happy − sad at blocks.3.hook_resid_post, α = 4) opens with
+ * its prompt, futures and intervention restored and rerun, with the margins the engine computes in
+ * Node; the file the browser saves makes the runner print the browser's margins; damaged links, newer
+ * versions and missing models say so and leave a usable app.
+ */
+const SUB_PATH = '/share/bp/';
+const SET = JSON.parse(fs.readFileSync(fileURLToPath(new URL('../public/steering/happy_sad.json', import.meta.url)), 'utf8')) as { positive: string[]; negative: string[] };
+const PROMPT = 'The little girl felt very';
+const HOOK = 'blocks.3.hook_resid_post';
+const ALPHA = 4;
+let site: StaticServer;
+let vector: number[];
+let want: { steered: number; unsteered: number };
+
+test.beforeAll(async () => {
+  if (!fs.existsSync('dist/index.html')) throw new Error('dist/ is missing: the e2e project builds it before the tests');
+  site = await serveStatic('dist', SUB_PATH);
+  const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
+  try {
+    const v = await caaVector(e, { positive: SET.positive, negative: SET.negative, hook: HOOK });
+    vector = Array.from(v.vector);
+    const req = { prompt: PROMPT, good: { text: ' happy' }, bad: { text: ' sad' } };
+    const nPrompt = e.encodePrompt(req).length;
+    const add = toIntervention({ hook: HOOK, type: 'add', vector: v.vector, alpha: ALPHA, positions: 'all' }, e.spec, { nPrompt });
+    const un = await e.analyse(req), st = await e.analyse({ ...req, interventions: [add] });
+    want = { unsteered: un.finalMargin[nPrompt - 1], steered: st.finalMargin[nPrompt - 1] };
+  } finally {
+    e.dispose();
+  }
+});
+test.afterAll(async () => site?.close());
+
+/** An experiment (docs/experiment-format.md) with the CAA vector inline. */
+function experiment(over: Record<string, unknown> = {}) {
+  return {
+    format: 'branchpoint-experiment', version: 1,
+    model: { kind: 'bundled', name: 'stories260K' },
+    prompt: PROMPT, good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' },
+    vectors: [{ name: 'happy − sad (CAA)', hook: HOOK, model: 'stories260K', dModel: vector.length, provenance: { method: 'caa', position: 'last', positive: SET.positive, negative: SET.negative }, values: vector }],
+    interventions: [{ hook: HOOK, type: 'add', dose: ALPHA, vector: 0, positions: 'all' }],
+    view: { name: 'margins' },
+    ...over,
+  };
+}
+const link = (e: unknown) => `${site.url}#x=${LZString.compressToEncodedURIComponent(JSON.stringify(e))}`;
+
+async function waitAnalysed(page: Page) {
+  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+}
+
+test('a saved experiment link restores prompt, futures and intervention, reruns them, and the runner reproduces the saved file', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.goto(link(experiment()));
+  await waitAnalysed(page);
+  await expect(page.getByTestId('prompt')).toHaveValue(PROMPT);
+  await expect(page.getByTestId('good-future')).toHaveValue(' happy');
+  await expect(page.getByTestId('bad-future')).toHaveValue(' sad');
+  await expect(page.getByTestId('intervention-list')).toContainText(HOOK);
+  await expect(page.getByTestId('experiment-notice')).toBeHidden();
+  const steered = parseShown(await page.getByTestId('final-margin-last').textContent());
+  const unsteered = parseShown(await page.getByTestId('final-margin-last-unsteered').textContent());
+  expect(Math.abs(steered - want.steered), `steered margin ${steered} vs the engine in Node ${want.steered}`).toBeLessThanOrEqual(1e-3);
+  expect(Math.abs(unsteered - want.unsteered)).toBeLessThanOrEqual(1e-3);
+  expect(want.steered - want.unsteered, 'the vector really moves the margin toward " happy"').toBeGreaterThan(1);
+
+  // The browser's file → the runner: the same final margins as the browser's own export.
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('save-experiment').click()]);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-exp-'));
+  const file = path.join(dir, 'experiment.json');
+  fs.copyFileSync(await dl.path(), file);
+  const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('margin-view').getByRole('button', { name: 'JSON', exact: true }).click()]);
+  const browser = JSON.parse(fs.readFileSync(await json.path(), 'utf8')) as { finalMargin: number[] };
+  const cli = await runCli(['margins', '--experiment', file]);
+  expect(cli.code, cli.err).toBe(0);
+  const out = JSON.parse(cli.out) as { final_margin: number[] };
+  const worst = Math.max(...out.final_margin.map((v, i) => Math.abs(v - browser.finalMargin[i])));
+  console.log(`runner vs browser (WebGPU) final margins: max |Δ| = ${worst.toExponential(2)} over ${out.final_margin.length} positions`);
+  expect(worst).toBeLessThanOrEqual(1e-5);
+  fs.rmSync(dir, { recursive: true, force: true });
+
+  // The link the app keeps in the address bar reopens the same experiment after a reload.
+  await expect.poll(() => page.evaluate(() => location.hash.startsWith('#x='))).toBe(true);
+  await page.reload();
+  await waitAnalysed(page);
+  await expect(page.getByTestId('intervention-list')).toContainText(HOOK);
+  expect(Math.abs(parseShown(await page.getByTestId('final-margin-last').textContent()) - steered)).toBeLessThanOrEqual(1e-6);
+});
+
+test('a damaged link, a newer version and a missing model each say so, and the app stays usable', async ({ page }) => {
+  await page.goto(`${site.url}#x=this-is-not-an-experiment`);
+  await expect(page.getByTestId('experiment-notice-what')).toHaveText('This link could not be opened', { timeout: 120_000 });
+  await expect(page.getByTestId('experiment-notice-why')).toContainText('damaged');
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await expect(page.getByTestId('analyse')).toBeEnabled();
+
+  await page.goto(link(experiment({ version: 99 })));
+  await page.reload();
+  await expect(page.getByTestId('experiment-notice-why')).toContainText('newer Branchpoint (format version 99', { timeout: 120_000 });
+  await expect(page.getByTestId('analyse')).toBeEnabled({ timeout: 120_000 });
+
+  await page.goto(link(experiment({ model: { kind: 'bundled', name: 'nope260K' } })));
+  await page.reload();
+  await expect(page.getByTestId('experiment-notice-what')).toHaveText('The experiment\'s model could not be loaded', { timeout: 120_000 });
+  await expect(page.getByTestId('experiment-notice-why')).toContainText('nope260K');
+  await expect(page.getByTestId('prompt')).toHaveValue(PROMPT);
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await page.getByTestId('analyse').click();
+  await waitAnalysed(page);
+});

@@ -1,0 +1,52 @@
+import { test, expect } from '@playwright/test';
+import * as fs from 'node:fs';
+import { serveStatic, type StaticServer } from '../tools/static_server';
+import { parseShown } from './golden';
+
+/**
+ * Poster mode as a kiosk (`?poster`) on the built site from a sub-path: the deck's experiments
+ * step with the arrow keys, each rerun with its key view large and a QR code of its link; R resets.
+ * Screenshots at 1920×1080 land in .artifacts/screenshots/.
+ */
+const SHOTS = '.artifacts/screenshots';
+let site: StaticServer;
+
+test.beforeAll(async () => {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  site = await serveStatic('dist', '/poster/');
+});
+test.afterAll(async () => site?.close());
+
+test('a kiosk steps through the deck with the arrow keys, shows each experiment\'s view and QR code, and resets', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.goto(`${site.url}?poster`);
+  const poster = page.getByTestId('poster');
+  await expect(poster).toHaveAttribute('data-slides', '5', { timeout: 60_000 });
+  await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
+  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  expect(parseShown(await page.getByTestId('final-margin-last').textContent()), 'girl → she wins').toBeGreaterThan(3);
+  await expect(page.getByTestId('poster-qr').locator('svg path').first()).toBeAttached();
+  await page.screenshot({ path: `${SHOTS}/poster-1920x1080.png` });
+
+  await page.keyboard.press('ArrowRight');
+  await expect(page.getByTestId('poster-counter')).toHaveText('2 / 5');
+  await expect(page.getByTestId('poster-title')).toHaveText('Same sentence, a boy');
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect.poll(async () => parseShown(await page.getByTestId('final-margin-last').textContent()), { timeout: 120_000 }).toBeLessThan(-2);
+
+  await page.keyboard.press('ArrowRight');
+  await expect(page.getByTestId('poster-title')).toHaveText('Steering mood: dose–response');
+  await expect(page.getByTestId('dose-margin-chart')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  // Its full link (vector inside) is too long for a scannable code: the QR holds the short deck link.
+  await expect(page.getByTestId('poster-qr')).toHaveAttribute('data-link', /#deck=2$/);
+  await expect(page.getByTestId('poster-qr').locator('svg path').first()).toBeAttached();
+  await page.screenshot({ path: `${SHOTS}/poster-dose-1920x1080.png` });
+
+  await page.keyboard.press('r');
+  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 5');
+  await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
+  await expect(page.getByTestId('margin-heatmap')).toBeVisible({ timeout: 120_000 });
+});

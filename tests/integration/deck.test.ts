@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { experimentSpecs, futureInput, parseDeck, type Experiment } from '../../workers/engine/io/experiment';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { resolveInterventions } from '../../workers/engine/steering/resolve';
+import { doseResponse } from '../../workers/engine/steering/sweep';
+import { sharedPath } from '../shared';
+
+/**
+ * The poster deck (public/experiments/deck.json, written by tools/make_deck.ts) claims effects on
+ * stories260K; each claim in its notes is checked here on the golden copy of the model in ../shared.
+ */
+const exps: Experiment[] = parseDeck(JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'public', 'experiments', 'deck.json'), 'utf8'))).experiments;
+let engine: Engine;
+
+beforeAll(async () => { engine = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend()); });
+afterAll(() => engine?.dispose());
+
+const req = (e: Experiment) => ({ prompt: e.prompt, chatTemplate: e.chatTemplate, good: futureInput(e.good), bad: futureInput(e.bad) });
+/** Lens margin Δ^l at the last prompt token for every layer l (0 = embeddings). */
+async function lastColumn(e: Experiment): Promise<number[]> {
+  const a = await engine.analyse(req(e));
+  const T = a.ids.length;
+  return Array.from({ length: a.nLayers + 1 }, (_, l) => a.lensMargin[l * T + T - 1]);
+}
+
+describe('the poster deck shows real effects on stories260K', () => {
+  it('has 4–6 experiments on the bundled model, each with a title and a note', () => {
+    expect(exps.length).toBeGreaterThanOrEqual(4);
+    expect(exps.length).toBeLessThanOrEqual(6);
+    for (const e of exps) {
+      expect(e.model).toEqual({ kind: 'bundled', name: 'stories260K' });
+      expect(e.title && e.note).toBeTruthy();
+    }
+  });
+
+  it('pronoun agreement: "girl" gives Δ(she − he) > +3 and "boy" < −2, with the two columns alike (within 1 nat) before the last block', async () => {
+    const girl = await lastColumn(exps[0]), boy = await lastColumn(exps[1]);
+    const L = girl.length - 1;
+    expect(girl[L]).toBeGreaterThan(3);
+    expect(boy[L]).toBeLessThan(-2);
+    for (let l = 0; l < L; l++) expect(Math.abs(girl[l] - boy[l]), `layer ${l}`).toBeLessThan(1);
+  });
+
+  it('happy/sad CAA dose–response: the margin rises with α from below −3 to above +4 at the deck\'s layer', async () => {
+    const e = exps[2], sw = e.view.sweep!;
+    const doses = sw.doses.split(',').map(Number);
+    const r = await doseResponse(engine, { ...req(e), template: { hook: `blocks.{l}.${sw.site}`, type: sw.type, vector: e.vectors[sw.vector!].values! }, layers: sw.layers.split(',').map(Number), doses });
+    const m = r.margin[0];
+    for (let i = 1; i < m.length; i++) expect(m[i], `dose ${doses[i]}`).toBeGreaterThan(m[i - 1]);
+    expect(m[0]).toBeLessThan(-3);
+    expect(m[m.length - 1]).toBeGreaterThan(4);
+  });
+
+  it('steered vs unsteered generation: the steered story differs and its first-step Δ(happy − sad) is > 3 nats higher', async () => {
+    const e = exps[3];
+    const g = { ...req(e), maxNewTokens: e.generation.maxNewTokens, temperature: 0, seed: 0 };
+    const nPrompt = engine.encodePrompt(g).length;
+    const interventions = await resolveInterventions(engine, experimentSpecs(e), { nPrompt, maxNewTokens: g.maxNewTokens });
+    const plain = await engine.generate(g), steered = await engine.generate({ ...g, interventions });
+    expect(steered.text).not.toBe(plain.text);
+    expect(steered.margins![0] - plain.margins![0]).toBeGreaterThan(3);
+  });
+
+  it('sinks: the last layer has the highest sink rate, at least a quarter of its heads', async () => {
+    const a = await engine.analyse({ ...req(exps[4]), sinkEps: exps[4].view.sinkEps });
+    const rate = Array.from(a.sinks.sinkRate);
+    expect(rate[rate.length - 1]).toBeGreaterThanOrEqual(0.25);
+    for (let l = 0; l < rate.length - 1; l++) expect(rate[l]).toBeLessThan(rate[rate.length - 1]);
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import LZString from 'lz-string';
+import { ExperimentError, experimentSpecs, parseExperiment, readExperiment } from '../../workers/engine/io/experiment';
+import { experimentFromHash, experimentHash, MAX_HASH_CHARS } from '../../app/lib/experiment_state';
+
+const base = {
+  format: 'branchpoint-experiment', version: 1, model: { kind: 'bundled', name: 'stories260K' },
+  prompt: 'The little girl felt very', good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' },
+};
+const vec = (n: number, values: number[] | null) => ({ name: `v${n}`, hook: 'blocks.3.hook_resid_post', model: 'stories260K', dModel: values?.length ?? 64, provenance: { method: 'caa', position: 'last', positive: [], negative: [] }, values });
+
+function kindOf(f: () => unknown): string {
+  try { f(); } catch (e) { return e instanceof ExperimentError ? `${e.kind}: ${e.message}` : `other: ${(e as Error).message}`; }
+  return 'ok';
+}
+
+describe('experiment file (docs/experiment-format.md)', () => {
+  it('fills the documented defaults', () => {
+    const e = parseExperiment(base);
+    expect(e.generation).toEqual({ maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 });
+    expect(e.interventions).toEqual([]);
+    expect(e.view.name).toBe('margins');
+  });
+
+  it('refuses a newer version by number, and names each invalid field', () => {
+    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 1/);
+    expect(kindOf(() => readExperiment('{"format": "branchpoint-experiment", '))).toMatch(/^corrupt: /);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\.0\.type/);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\.0\.vector: refers to vector 2 but the file has 0/);
+    expect(kindOf(() => parseExperiment({ ...base, vectors: [{ ...vec(0, [1, 2]), dModel: 3 }] }))).toMatch(/values must have dModel entries/);
+    expect(kindOf(() => parseExperiment({ ...base, format: 'something-else' }))).toMatch(/^invalid: not a Branchpoint experiment/);
+  });
+
+  it('turns interventions into engine specs with the vector inline, and says which vector a link left out', () => {
+    const e = parseExperiment({ ...base, vectors: [vec(0, [0.5, -1])], interventions: [{ hook: 'blocks.3.hook_resid_post', type: 'add', dose: 4, vector: 0 }, { hook: 'blocks.1.hook_resid_post', type: 'ablate', enabled: false }] });
+    expect(experimentSpecs(e)).toEqual([{ hook: 'blocks.3.hook_resid_post', type: 'add', alpha: 4, positions: 'all', vector: [0.5, -1] }]);
+    const light = parseExperiment({ ...base, vectors: [vec(0, null)], interventions: [{ hook: 'blocks.3.hook_resid_post', type: 'add', dose: 4, vector: 0 }] });
+    expect(() => experimentSpecs(light)).toThrow(/vector "v0" is not in this experiment/);
+  });
+
+  it('a link round-trips; past the length limit it drops vector values and names them', () => {
+    const small = parseExperiment({ ...base, vectors: [vec(0, Array.from({ length: 64 }, (_, i) => Math.fround(Math.sin(i))))] });
+    const { hash, missing } = experimentHash(small);
+    expect(missing).toEqual([]);
+    expect(experimentFromHash(hash)).toEqual(small);
+    const big = parseExperiment({ ...base, vectors: [vec(0, Array.from({ length: 4096 }, (_, i) => Math.fround(Math.sin(i * 1.37))))] });
+    const b = experimentHash(big);
+    expect(b.hash.length).toBeLessThanOrEqual(MAX_HASH_CHARS);
+    expect(b.missing).toEqual(['v0']);
+    expect(experimentFromHash(b.hash)?.vectors[0].values).toBeNull();
+    expect(kindOf(() => experimentFromHash('#x=%%%not-lz'))).toMatch(/^corrupt: the link is damaged/);
+    expect(experimentFromHash('#somewhere-else')).toBeNull();
+    expect(LZString.decompressFromEncodedURIComponent(hash.slice(3))).toContain('"branchpoint-experiment"');
+  });
+});

@@ -1,0 +1,252 @@
+/**
+ * The experiment file (docs/experiment-format.md): everything needed to rerun what the workbench
+ * shows — model, prompt, futures, interventions with their vectors, generation settings, the view
+ * and its settings — as versioned JSON. The browser writes it to a file, to the URL hash and to
+ * local storage; the runner reads it (`branchpoint margins --experiment FILE`). Validation is a zod
+ * schema; every failure says what is wrong and where.
+ */
+import { z } from 'zod';
+import { hookInfo } from '../hooks';
+import type { PositionSelector } from '../model/intervention';
+import { ABLATE_MODES, INTERVENTION_TYPES, type InterventionSpec } from '../steering/spec';
+
+/** The format tag every experiment carries. */
+export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
+/** The newest version this code reads and the one it writes. */
+export const EXPERIMENT_VERSION = 1;
+
+/** Why an experiment could not be read: 'corrupt' (not JSON / not decodable), 'version' (newer than this app), 'invalid' (schema). */
+export class ExperimentError extends Error {
+  override name = 'ExperimentError';
+  constructor(readonly kind: 'corrupt' | 'version' | 'invalid', message: string) {
+    super(message);
+  }
+}
+
+const int = z.number().int().nonnegative();
+const positions: z.ZodType<PositionSelector> = z.union([
+  z.enum(['all', 'prompt', 'generated']),
+  z.array(int),
+  z.object({ start: int, end: int }),
+]);
+
+const model = z.discriminatedUnion('kind', [
+  /** Shipped with the app under models/<name>/ (stories260K). */
+  z.object({ kind: z.literal('bundled'), name: z.string().min(1) }),
+  /** A Hugging Face Hub repo at a revision, optionally through a mirror. */
+  z.object({ kind: z.literal('hub'), repo: z.string().min(1), revision: z.string().min(1).default('main'), endpoint: z.string().optional() }),
+  /** A folder served at a URL (self-hosted mirror prefix). */
+  z.object({ kind: z.literal('url'), url: z.string().min(1), label: z.string().optional() }),
+  /** A folder the user picked: it cannot be reopened from a link, only named. */
+  z.object({ kind: z.literal('local'), name: z.string().min(1) }),
+]);
+
+const future = z.object({ mode: z.enum(['text', 'ids']), value: z.string() });
+
+const vector = z.object({
+  name: z.string().min(1),
+  /** Hook it was built at (null: an imported file that does not say). */
+  hook: z.string().nullable(),
+  model: z.string().nullable(),
+  /** Row width d (d_model, or d_head for one head). */
+  dModel: z.number().int().positive(),
+  provenance: z.object({
+    method: z.enum(['actadd', 'caa', 'file']),
+    position: z.string(),
+    positive: z.array(z.string()),
+    negative: z.array(z.string()),
+    head: int.optional(),
+  }),
+  createdAt: z.string().default(''),
+  /** [dModel] float32 values as JSON numbers; null when left out of a link that would be too long. */
+  values: z.array(z.number().refine(Number.isFinite, 'must be a finite number')).nullable(),
+}).refine((v) => v.values === null || v.values.length === v.dModel, { message: 'values must have dModel entries' });
+
+const intervention = z.object({
+  enabled: z.boolean().default(true),
+  hook: z.string().min(1),
+  type: z.enum(INTERVENTION_TYPES),
+  /** α (add, add_norm_preserving); θ in radians or t (rotate, per rotateBy). */
+  dose: z.number().refine(Number.isFinite, 'must be finite').default(0),
+  rotateBy: z.enum(['theta', 't']).default('theta'),
+  mode: z.enum(ABLATE_MODES).default('zero'),
+  /** Index into `vectors`, or null for types without one (patch, ablate zero). */
+  vector: int.nullable().default(null),
+  /** patch: the prompt whose activations are patched in. */
+  source: z.string().default(''),
+  head: int.nullable().default(null),
+  positions: positions.default('all'),
+  steps: z.object({ start: int, end: int.nullable() }).nullable().default(null),
+});
+
+const view = z.object({
+  /** The tab shown (margins, sinks, generation, norms, dose, vectors, activations, …). */
+  name: z.string().default('margins'),
+  showDifference: z.boolean().default(false),
+  showTables: z.boolean().default(false),
+  /** Sink threshold ε (Gu et al. 2024). */
+  sinkEps: z.number().min(0).max(1).default(0.3),
+  /** Heatmap colour scale: 'robust' (99th percentile of |Δ| over the layers shown) or 'max'. */
+  heatmapScale: z.enum(['robust', 'max']).default('robust'),
+  /** Activations view: the hook captured. */
+  hook: z.string().optional(),
+  sweep: z.object({
+    layers: z.string(),
+    doses: z.string(),
+    site: z.string(),
+    type: z.enum(['add', 'add_norm_preserving', 'rotate']),
+    vector: int.nullable(),
+  }).optional(),
+}).default({ name: 'margins', showDifference: false, showTables: false, sinkEps: 0.3, heatmapScale: 'robust' });
+
+export const experimentSchema = z.object({
+  format: z.literal(EXPERIMENT_FORMAT),
+  version: z.literal(EXPERIMENT_VERSION),
+  /** Optional title (poster decks show it). */
+  title: z.string().optional(),
+  /** Optional one-line note of what to look at. */
+  note: z.string().optional(),
+  model,
+  prompt: z.string(),
+  chatTemplate: z.boolean().default(false),
+  good: future,
+  bad: future,
+  generation: z.object({ maxNewTokens: z.number().int().positive(), temperature: z.number().min(0), topK: int, seed: int })
+    .default({ maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 }),
+  vectors: z.array(vector).default([]),
+  interventions: z.array(intervention).default([]),
+  view,
+}).superRefine((e, ctx) => {
+  e.interventions.forEach((d, i) => {
+    if (d.vector !== null && d.vector >= e.vectors.length) ctx.addIssue({ code: 'custom', path: ['interventions', i, 'vector'], message: `refers to vector ${d.vector} but the file has ${e.vectors.length}` });
+  });
+});
+
+export type Experiment = z.infer<typeof experimentSchema>;
+export type ExperimentModel = Experiment['model'];
+export type ExperimentIntervention = Experiment['interventions'][number];
+export type ExperimentVector = Experiment['vectors'][number];
+
+/**
+ * Validates parsed JSON as an experiment (defaults filled in).
+ * @throws ExperimentError: 'version' for a newer version (saying which), 'invalid' naming each bad field.
+ */
+export function parseExperiment(json: unknown): Experiment {
+  const o = json as { format?: unknown; version?: unknown } | null;
+  if (!o || typeof o !== 'object' || o.format !== EXPERIMENT_FORMAT) {
+    throw new ExperimentError('invalid', `not a Branchpoint experiment (no "format": "${EXPERIMENT_FORMAT}")`);
+  }
+  if (typeof o.version === 'number' && o.version > EXPERIMENT_VERSION) {
+    throw new ExperimentError('version', `this experiment was saved by a newer Branchpoint (format version ${o.version}; this app reads version ${EXPERIMENT_VERSION}). Open it with a newer copy of the app.`);
+  }
+  const r = experimentSchema.safeParse(json);
+  if (!r.success) {
+    const issues = r.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`);
+    throw new ExperimentError('invalid', `the experiment is not valid: ${issues.join('; ')}`);
+  }
+  return r.data;
+}
+
+/**
+ * Reads an experiment from JSON text.
+ * @throws ExperimentError 'corrupt' for text that is not JSON; else as parseExperiment.
+ */
+export function readExperiment(text: string): Experiment {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ExperimentError('corrupt', `the experiment is not valid JSON (${(e as Error).message})`);
+  }
+  return parseExperiment(json);
+}
+
+/** A future as written (text, "|" between alternatives; or ids "274 287 | 317") → the engine's input. @throws Error for a bad id list. */
+export function futureInput(d: { mode: 'text' | 'ids'; value: string }): { text: string } | { ids: number[][] } {
+  if (d.mode === 'text') return { text: d.value };
+  const seqs = d.value.split('|').map((alt) => alt.split(/[\s,]+/).filter(Boolean));
+  const ids = seqs.filter((s) => s.length > 0).map((s) => s.map((tok) => {
+    if (!/^\d+$/.test(tok)) throw new Error(`"${tok}" is not a token id (write ids as integers, alternatives separated by "|")`);
+    return Number(tok);
+  }));
+  if (ids.length === 0) throw new Error('a future written as ids needs at least one id');
+  return { ids };
+}
+
+/** The intervention fields a spec is made from (the UI's draft and the file's entry share them). */
+export type InterventionFields = Pick<ExperimentIntervention, 'hook' | 'type' | 'dose' | 'rotateBy' | 'mode' | 'source' | 'head' | 'positions' | 'steps'>;
+
+/** Whether an intervention of this type takes a vector. */
+export function needsVector(d: Pick<InterventionFields, 'type' | 'mode'>): boolean {
+  return d.type !== 'patch' && !(d.type === 'ablate' && d.mode === 'zero');
+}
+
+/** The spec key the dose sets, or null for types without a dose. */
+export function doseKey(d: Pick<InterventionFields, 'type' | 'rotateBy'>): 'alpha' | 'theta' | 't' | null {
+  if (d.type === 'add' || d.type === 'add_norm_preserving') return 'alpha';
+  return d.type === 'rotate' ? d.rotateBy : null;
+}
+
+/**
+ * One intervention as the engine's JSON spec (steering/spec.ts), its vector inline.
+ * @param perHead whether the hook is per head (attn.hook_q/k/v/z): only then is `head` sent.
+ * @throws Error prefixed by `label` when the vector is missing or a patch has no source.
+ */
+export function interventionSpec(d: InterventionFields, vector: ArrayLike<number> | null, perHead: boolean, label: string): InterventionSpec {
+  const spec: InterventionSpec = { hook: d.hook, type: d.type, positions: d.positions };
+  const key = doseKey(d);
+  if (key) spec[key] = d.dose;
+  if (d.type === 'ablate') spec.mode = d.mode;
+  if (needsVector(d)) {
+    if (!vector) throw new Error(`${label}: pick a vector (build or import one in the Vectors tab)`);
+    spec.vector = vector;
+  }
+  if (d.type === 'patch') {
+    if (d.source.trim() === '') throw new Error(`${label}: patch needs a source prompt whose activations are patched in`);
+    spec.source = d.source;
+  }
+  if (d.head !== null && perHead) spec.head = d.head;
+  if (d.steps) spec.steps = d.steps.end === null ? { start: d.steps.start } : { start: d.steps.start, end: d.steps.end };
+  return spec;
+}
+
+/** A hook whose rows are heads side by side ([pos, head, d_head], hooks.ts), where `head` applies. */
+export const isPerHeadHook = (hook: string): boolean => /d_head\]$/.test(hookInfo(hook)?.shape ?? '');
+
+/**
+ * The enabled interventions of an experiment as engine specs, in order.
+ * @throws Error "intervention #n: …" when a vector is missing (e.g. left out of a link).
+ */
+export function experimentSpecs(e: Experiment): InterventionSpec[] {
+  return e.interventions.flatMap((d, i) => {
+    if (!d.enabled) return [];
+    const v = d.vector === null ? null : e.vectors[d.vector];
+    if (v && v.values === null) throw new Error(`intervention #${i + 1}: its vector "${v.name}" is not in this experiment (left out of the link); open the experiment file instead`);
+    return [interventionSpec(d, v?.values ?? null, isPerHeadHook(d.hook), `intervention #${i + 1}`)];
+  });
+}
+
+/** A poster deck (public/experiments/deck.json): a title and prepared experiments in order. */
+export interface Deck {
+  format: 'branchpoint-deck';
+  title: string;
+  experiments: Experiment[];
+}
+
+/**
+ * Validates a poster deck.
+ * @throws ExperimentError naming the experiment (1-based) that is not valid, or 'invalid' for a file that is not a deck.
+ */
+export function parseDeck(json: unknown): Deck {
+  const o = json as { format?: unknown; title?: unknown; experiments?: unknown } | null;
+  if (!o || o.format !== 'branchpoint-deck' || !Array.isArray(o.experiments)) throw new ExperimentError('invalid', 'not a Branchpoint poster deck (no "format": "branchpoint-deck" with "experiments")');
+  const experiments = o.experiments.map((e, i) => {
+    try {
+      return parseExperiment(e);
+    } catch (err) {
+      const x = err as ExperimentError;
+      throw new ExperimentError(x.kind, `deck experiment ${i + 1}: ${x.message}`);
+    }
+  });
+  return { format: 'branchpoint-deck', title: typeof o.title === 'string' ? o.title : 'Branchpoint', experiments };
+}
