@@ -101,7 +101,10 @@ test('a Hub model loads in the worker, and after a reload loads again offline fr
   expect(first.some((r) => r.url === '/fixtures/qwen3-tiny/resolve/main/config.json')).toBe(true);
   expect(weightRequests(first).some((r) => r.status === 200 && r.range === undefined)).toBe(true);
 
-  await page.reload();
+  // A reload restores the last experiment (hash and local storage: its Hub model, online); open the
+  // page without either, so it opens on the bundled model and the cached load below is the only Hub load.
+  await page.evaluate(() => localStorage.clear());
+  await page.goto(page.url().split('#')[0]);
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   const seen = hub.log.length;
