@@ -42,6 +42,7 @@ try {
   });
   await page.goto(site.url);
   await page.getByTestId('backend-badge').waitFor({ timeout: 180_000 });
+  await page.getByTestId('tab-generation').click();
   await page.getByTestId('generate').waitFor({ state: 'visible' });
   const badge = (await page.getByTestId('backend-badge').textContent())?.trim();
   console.log(`UI long tasks while streaming ${TOKENS} tokens · production build · ${badge} · ${load()}`);
