@@ -16,7 +16,10 @@ export default {
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutation.config.ts', related: false },
   plugins: ['@stryker-mutator/vitest-runner'],
-  mutate: [`workers/engine/${target}/**/*.ts`],
+  // MUTATION_FILES narrows a run to some files of the folder (comma-separated globs), e.g. to bound
+  // a run on a busy machine; MUTATION_SKIP_STRINGS=1 leaves out string-literal mutants (error texts).
+  mutate: process.env.MUTATION_FILES ? process.env.MUTATION_FILES.split(',') : [`workers/engine/${target}/**/*.ts`],
+  mutator: { excludedMutations: process.env.MUTATION_SKIP_STRINGS === '1' ? ['StringLiteral'] : [] },
   coverageAnalysis: 'perTest',
   concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 1),
   incremental: true,

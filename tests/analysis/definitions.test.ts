@@ -104,6 +104,17 @@ describe('sinkStats on the reference attention of stories260K', () => {
     expect(Math.max(...self.js.map(Math.abs), ...self.dAlpha0.map(Math.abs))).toBeLessThanOrEqual(1e-7);
   });
 
+  it('ties and the threshold: the earliest key wins a tie of total mass; α_0 = ε exactly is not a sink (α_0 > ε)', () => {
+    // T = 2, one head, one KV head: A = [[1, 0], [0, 1]] gives both keys mass 1; α_0 = 1/2.
+    const eye = [Float32Array.from([1, 0, 0, 1])];
+    const v = [Float32Array.from([3, 4])]; // d_head 1 per position: ‖v_0‖ = 3, ‖v_1‖ = 4
+    const st = sinkStats(eye, v, 1, 1, 1, 2, 0.5);
+    expect(st.sinkPos[0]).toBe(0);
+    expect(st.sinkValueNorm[0]).toBe(3);
+    expect(st.sinkRate[0]).toBe(0);
+    expect(sinkStats(eye, v, 1, 1, 1, 2, 0.49).sinkRate[0]).toBe(1);
+  });
+
   it('a Jensen–Shannon term with a zero-probability key contributes only from the other side', () => {
     // Two heads' α over 3 keys: disjoint support gives the maximum JS divergence ln 2.
     const mk = (alpha: number[]) => ({ alpha: Float32Array.from(alpha), alpha0: Float32Array.of(alpha[0]), sinkRate: new Float32Array(1), sinkPos: new Int32Array(1), sinkValueNorm: new Float32Array(1), eps: 0.3 });
@@ -141,6 +152,7 @@ describe('residualStats on the reference residual stream', () => {
     const z = residualStats(new Float32Array(2 * 3 * 4).fill(0).map((_, i) => (i < 12 ? 0 : i)), 2, 3, 4);
     expect(z.massive.ratio[0]).toBe(Infinity);
     expect(z.massive.value[0]).toBe(0);
+    expect([z.massive.token[0], z.massive.dim[0]]).toEqual([0, 0]); // a tie goes to the first (token, dim)
     expect(Array.from(z.norms.subarray(0, 3))).toEqual([0, 0, 0]);
     expect(z.massive.ratio[1]).toBeCloseTo(23 / 18, 6); // values 12..23: max 23, upper median 18
   });
@@ -153,6 +165,8 @@ describe('margins of token sets', () => {
     expect(logSumExp([-Infinity, -Infinity])).toBe(-Infinity);
     expect(logSumExp([])).toBe(-Infinity);
     expect(logSumExp([1000, 1000])).toBeCloseTo(1000 + Math.log(2), 9); // no overflow
+    expect(logSumExp([1000, 0])).toBeCloseTo(1000, 9); // shifted by the maximum, not by any member
+    expect(logSumExp([0, 1000, -1000])).toBeCloseTo(1000, 9);
   });
 
   it('setMargins and rowMargin on reference lens log-probs: lse(good) − lse(bad) per row', () => {

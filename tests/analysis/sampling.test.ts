@@ -41,6 +41,27 @@ describe('sampleToken against the definition', () => {
     for (let i = 0; i < 2000; i++) expect(sampleToken(Float32Array.from(LP), temp, k, r1)).toBe(referenceSample(LP, temp, k, r2()));
   });
 
+  it('edge cases of the definition: cumulative weight reaching u·Σw exactly, ties at the top-k boundary, a cold temperature', () => {
+    // Two equal weights and u = 1/2: the first candidate's cumulative weight reaches u·Σw exactly.
+    expect(sampleToken(Float32Array.from([0, 0]), 1, 0, () => 0.5)).toBe(0);
+    // Six tied tokens, top-k 2: the candidates are the two lowest ids.
+    const tied = new Float32Array(6).fill(Math.log(1 / 6));
+    const rand = seededRandom(3);
+    const drawn = new Set(Array.from({ length: 500 }, () => sampleToken(tied, 1, 2, rand)));
+    expect([...drawn].sort()).toEqual([0, 1]);
+    // Temperature 0.01 on log-probs spanning 10 nats: weights shifted by the maximum stay finite and the argmax (id 3) wins.
+    const lp = Float32Array.from([-9, -4, -6, -0.1, -10]);
+    for (let i = 0; i < 50; i++) expect(sampleToken(lp, 0.01, 0, rand)).toBe(3);
+    for (let i = 0; i < 50; i++) expect(sampleToken(lp, 0.01, 3, rand)).toBe(3);
+    // Flat log-probs (max −6.2, as over ~500 tokens) at temperature 0.01: unshifted weights would underflow to 0.
+    const flat = Float32Array.from([-7, -6.5, -6.2, -8]);
+    for (let i = 0; i < 50; i++) expect(sampleToken(flat, 0.01, 0, rand)).toBe(2);
+    // Ties across the top-k boundary: among ids 1, 2, 3 (equal) the two lowest are kept.
+    const boundary = Float32Array.from([-3, -1, -1, -1, -2, -1]);
+    const kept = new Set(Array.from({ length: 500 }, () => sampleToken(boundary, 1, 2, rand)));
+    expect([...kept].sort()).toEqual([1, 2]);
+  });
+
   it('temperature 0 is greedy (first maximum), whatever the generator', () => {
     const tie = Float32Array.from([0.1, 0.5, 0.5, 0.2]);
     expect(sampleToken(tie, 0, 0, () => 0.99)).toBe(1);
