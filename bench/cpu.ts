@@ -17,7 +17,7 @@ import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { RunContext } from '../workers/engine/model/run_context';
-import { lensColumnLogits } from '../workers/engine/analysis/lens';
+import { lensGrid } from './page_tools';
 import { seededRandom } from '../workers/engine/analysis/sampling';
 import { smolLM135MRandom, SMOLLM_135M } from './smollm_random';
 
@@ -106,23 +106,6 @@ async function prefillDecode(e: Engine, T: number, reps = REPS, warmup = 1, nDec
   return { prefillMs, decodeMs };
 }
 
-/** The lens grid as Engine.analyse computes it (see the file comment). */
-async function lensGrid(e: Engine, ids: number[], cols: number[]): Promise<void> {
-  const b = e.backend, L = e.spec.nLayers, T = ids.length;
-  const names = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
-  const want = new Set(names);
-  const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => want.has(n));
-  try {
-    b.release(e.model.forward(Int32Array.from(ids), ctx, 'last')!);
-    const stack = b.concatRows(names.map((n) => ctx.captured.get(n)!));
-    const logits = lensColumnLogits(e.model, stack, cols);
-    await b.read(logits);
-    b.release(stack); b.release(logits);
-  } finally {
-    ctx.release();
-  }
-}
-
 async function modelTable(): Promise<void> {
   const dir = smolLM135MRandom();
   console.log(`\n2. SmolLM-135M-shaped random Llama (${dir}), CPU backend, one thread`);
@@ -143,7 +126,7 @@ async function modelTable(): Promise<void> {
   for (const T of TS) {
     const ids = PROMPT_IDS(T);
     const forwardMs = await time(REPS, () => e.run(ids, { logits: 'last' }));
-    const lensMs = await time(REPS, () => lensGrid(e, ids, [17, 42]));
+    const lensMs = await time(REPS, () => lensGrid(e, ids, Int32Array.of(17, 42)));
     console.log(`   T=${String(T).padStart(3)}: forward ${forwardMs.toFixed(0)} ms, lens grid ${lensMs.toFixed(0)} ms, lens/forward ${(lensMs / forwardMs).toFixed(2)}×   (${load()})`);
   }
   for (const [, en] of engines) en.dispose();

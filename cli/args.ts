@@ -38,6 +38,6 @@ export function parseArgs(argv: string[]): Args {
     if (REPEATABLE.has(key)) repeated.set(key, [...(repeated.get(key) ?? []), value]);
     else flags.set(key, value);
   }
-  if (!hasCommand && argv.length > 0 && !flags.has('help')) throw new Error('the command comes first: branchpoint margins|sinks|generate|sweep|vector --flag value …');
+  if (!hasCommand && argv.length > 0 && !flags.has('help')) throw new Error('the command comes first: branchpoint <command> --flag value … (branchpoint --help lists the commands)');
   return { command, flags, repeated };
 }
