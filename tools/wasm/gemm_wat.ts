@@ -53,6 +53,15 @@ function microKernel(MR: number, NR: number): string {
   return lines.join('\n');
 }
 
+/** A call of micro-kernel `kernel` on the block at x row $r and w row `$o` (a local's name). */
+function callBlock(kernel: string, o: string): string {
+  return `(call $${kernel}
+        (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
+        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $${o}) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
+        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $${o})) (i32.const 2))) (local.get $ldy)
+        (local.get $k))`;
+}
+
 /** The driver: 4×2 blocks over rows divisible by 4, then 4×1 for an odd last w row; 1×4 and 1×1 for the remaining x rows. */
 const DRIVER = `
 (func (export "gemm") (param $x i32) (param $ldx i32) (param $w i32) (param $ldw i32) (param $y i32) (param $ldy i32) (param $n i32) (param $k i32) (param $m i32)
@@ -67,11 +76,7 @@ const DRIVER = `
     (local.set $r (i32.const 0))
     (block $rd (loop $rl
       (br_if $rd (i32.ge_u (local.get $r) (local.get $n4)))
-      (call $k4x2
-        (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
-        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $o) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
-        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $o)) (i32.const 2))) (local.get $ldy)
-        (local.get $k))
+      ${callBlock('k4x2', 'o')}
       (local.set $r (i32.add (local.get $r) (i32.const 4)))
       (br $rl)))
     (local.set $o (i32.add (local.get $o) (i32.const 2)))
@@ -81,11 +86,7 @@ const DRIVER = `
       (local.set $r (i32.const 0))
       (block $rd2 (loop $rl2
         (br_if $rd2 (i32.ge_u (local.get $r) (local.get $n4)))
-        (call $k4x1
-          (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
-          (i32.add (local.get $w) (i32.shl (i32.mul (local.get $m2) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
-          (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $m2)) (i32.const 2))) (local.get $ldy)
-          (local.get $k))
+        ${callBlock('k4x1', 'm2')}
         (local.set $r (i32.add (local.get $r) (i32.const 4)))
         (br $rl2)))))
   ;; the remaining x rows (all of them for a GEMV): 1 × 4 blocks, then 1 × 1
@@ -95,20 +96,12 @@ const DRIVER = `
     (local.set $o (i32.const 0))
     (block $od3 (loop $ol3
       (br_if $od3 (i32.ge_u (local.get $o) (local.get $m4)))
-      (call $k1x4
-        (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
-        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $o) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
-        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $o)) (i32.const 2))) (local.get $ldy)
-        (local.get $k))
+      ${callBlock('k1x4', 'o')}
       (local.set $o (i32.add (local.get $o) (i32.const 4)))
       (br $ol3)))
     (block $od4 (loop $ol4
       (br_if $od4 (i32.ge_u (local.get $o) (local.get $m)))
-      (call $k1x1
-        (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
-        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $o) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
-        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $o)) (i32.const 2))) (local.get $ldy)
-        (local.get $k))
+      ${callBlock('k1x1', 'o')}
       (local.set $o (i32.add (local.get $o) (i32.const 1)))
       (br $ol4)))
     (local.set $r (i32.add (local.get $r) (i32.const 1)))
