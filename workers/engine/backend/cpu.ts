@@ -64,6 +64,7 @@ export class CpuBackend implements Backend {
   readonly description: string;
   /** The WASM SIMD GEMM and the memory the weights move into; null = scalar TypeScript matmul. */
   private readonly arena: WasmGemm | null;
+  private live = 0;
 
   /**
    * @param reason why the CPU is used (shown in the description), when it is a fallback.
@@ -76,13 +77,27 @@ export class CpuBackend implements Backend {
   }
 
   private t(data: Float32Array, shape: readonly number[]): Tensor {
-    return new CpuTensor(shape, data, this.arena);
+    const t = new CpuTensor(shape, data, this.arena);
+    this.live++;
+    return t;
+  }
+
+  /**
+   * Tensors created and not yet released (weights, KV cache, live intermediates), whether their floats
+   * are on the JS heap or in the wasm arena: flat across runs unless a tensor leaks.
+   */
+  liveTensors(): number {
+    return this.live;
   }
 
   upload(data: Float32Array, shape: readonly number[]): Tensor { return this.t(new Float32Array(data), shape); }
   zeros(shape: readonly number[]): Tensor { return this.t(new Float32Array(shapeSize(shape)), shape); }
   async read(t: Tensor): Promise<Float32Array> { return new Float32Array(d(t)); }
-  release(t: Tensor): void { (t as CpuTensor).release(); }
+  release(t: Tensor): void {
+    const c = t as CpuTensor;
+    if (!c.released) this.live--;
+    c.release();
+  }
   async sync(): Promise<void> {}
   dispose(): void {}
 

@@ -120,6 +120,7 @@ export class Transformer {
     let q = b.linear(n1, bw.q.w, bw.q.b); // [pos, n_heads·d_head]
     let k = b.linear(n1, bw.k.w, bw.k.b); // [pos, n_kv_heads·d_head]
     const v0 = b.linear(n1, bw.v.w, bw.v.b);
+    b.release(n1);
     if (bw.qNorm && bw.kNorm) {
       q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
       k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
