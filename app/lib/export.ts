@@ -19,13 +19,26 @@ export function jsonBlob(data: unknown): Blob {
   return new Blob([text], { type: 'application/json' });
 }
 
-/** CSV (RFC 4180 quoting) from rows of cells; the first row is the header. */
+/**
+ * One CSV cell. Numbers are written as numbers. Text that a spreadsheet would read as a formula —
+ * starting with =, +, -, @, tab or carriage return (OWASP "CSV Injection") — gets a leading ' and
+ * is quoted, so a token such as "=SUM(A1)" or "-1" stays text; text with a quote, comma, line break
+ * or edge whitespace is quoted (RFC 4180, quotes doubled).
+ */
+export function csvCell(c: string | number): string {
+  if (typeof c === 'number') return String(c);
+  const s = /^[=+\-@\t\r]/.test(c) ? `'${c}` : c;
+  return s !== c || /[",\n\r]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** CSV text (CRLF line ends) from rows of cells; the first row is the header. Every cell goes through csvCell. */
+export function csvText(rows: readonly (readonly (string | number)[])[]): string {
+  return rows.map((r) => r.map(csvCell).join(',')).join('\r\n') + '\r\n';
+}
+
+/** CSV as a download blob (see csvText). */
 export function csvBlob(rows: (string | number)[][]): Blob {
-  const cell = (c: string | number) => {
-    const s = String(c);
-    return /[",\n\r]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return new Blob([rows.map((r) => r.map(cell).join(',')).join('\r\n') + '\r\n'], { type: 'text/csv' });
+  return new Blob([csvText(rows)], { type: 'text/csv' });
 }
 
 /** A canvas as PNG. @throws Error when the browser cannot encode it. */
