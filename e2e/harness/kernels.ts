@@ -424,7 +424,28 @@ async function rowOps(h: Harness): Promise<void> {
   }
   await run('rotate θ=1 with a zero row', 3, 16, (v) => ({ kind: 'rotate', v, theta: 1 }), true);
   await run('project_out v=0', 3, 16, () => ({ kind: 'project_out', v: new Float32Array(16) }));
+  await rowOpOverflow(h);
   await rowOpGroups(h);
+}
+
+/**
+ * Scale before squaring (issue #8): doses whose h + αv overflows float32 (α = 1e39 is above the
+ * float32 maximum) and activations whose squares overflow (|h| ~ 1e20) give the CPU reference's
+ * result — add_norm_preserving keeps ‖h‖ (it used to return 0 on WebGPU), rotate and project_out
+ * stay finite — on both kernel shapes (W = 37 and 300, wider than a 'gpu' workgroup).
+ */
+async function rowOpOverflow(h: Harness): Promise<void> {
+  const rows = Uint8Array.of(1, 0, 1);
+  for (const W of [37, 300]) {
+    const v = randn(h.rand, W);
+    const big = h.x([3, W], 1e20);
+    await h.case('rowOp', `add_norm_preserving α=1e39 [3,${W}]`, [h.x([3, W], 2)], (b, [t]) => b.rowOp(t, { kind: 'add_norm_preserving', v, alpha: 1e39 }, rows));
+    await h.case('rowOp', `add_norm_preserving α=−1e30 [3,${W}]`, [h.x([3, W], 2)], (b, [t]) => b.rowOp(t, { kind: 'add_norm_preserving', v, alpha: -1e30 }, rows));
+    await h.case('rowOp', `add_norm_preserving α=3, |h|~1e20 [3,${W}]`, [big], (b, [t]) => b.rowOp(t, { kind: 'add_norm_preserving', v, alpha: 3 }, rows));
+    await h.case('rowOp', `rotate θ=0.7, |h|~1e20 [3,${W}]`, [big], (b, [t]) => b.rowOp(t, { kind: 'rotate', v, theta: 0.7 }, rows));
+    await h.case('rowOp', `rotate t=0.5, |v|~1e20 [3,${W}]`, [h.x([3, W])], (b, [t]) => b.rowOp(t, { kind: 'rotate', v: v.map((x) => x * 1e20), t: 0.5 }, rows));
+    await h.case('rowOp', `project_out, |h|~1e20 [3,${W}]`, [big], (b, [t]) => b.rowOp(t, { kind: 'project_out', v }, rows));
+  }
 }
 
 /**

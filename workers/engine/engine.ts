@@ -19,6 +19,7 @@ import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
 import { seededRandom } from './analysis/sampling';
 import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
+import { firstNonFinite, locateNonFinite, NonFiniteError } from './analysis/finite';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -202,6 +203,7 @@ export class Engine {
       for (const [name, t] of ctx.captured) captured.set(name, await this.backend.read(t));
       const out = await this.backend.read(logits);
       this.backend.release(logits);
+      await this.assertFinite(out, 'the logits', ids, opts.nPrompt ?? ids.length, opts.interventions ?? []);
       return { logits: out, captured };
     } finally {
       ctx.release();
@@ -231,6 +233,7 @@ export class Engine {
       const logits = this.model.forward(Int32Array.from(ids), ctx, 'last')!;
       tensors.push(logits);
       const lastHost = await b.read(logits);
+      await this.assertFinite(lastHost, 'the logits', ids, T, interventions);
       const firstLp = logSoftmaxCpu(lastHost, lastHost.length);
       // Logit lens over h^0 (embeddings) .. h^L, as one stack [(L+1)·T, d_model].
       const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
@@ -240,6 +243,7 @@ export class Engine {
       const lensLogits = lensColumnLogits(this.model, stack, cols);
       tensors.push(lensLogits);
       const lensMargin = setMargins(await b.read(lensLogits), cols, good.firstIds, bad.firstIds);
+      await this.assertFinite(lensMargin, 'the logit-lens margin', ids, T, interventions);
       const stackHost = await b.read(stack);
       const lensHandle = this.lensStacks.remember(stackHost, L + 1, T);
       const { norms, massive } = residualStats(stackHost, L + 1, T, s.dModel);
@@ -291,6 +295,7 @@ export class Engine {
         if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
         const ids = [...promptIds, ...seq.slice(0, -1)];
         const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all' });
+        await this.assertFinite(logits!, 'the logits of a future branch', ids, T, interventions);
         const V = this.spec.dVocab;
         for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
       }
@@ -299,15 +304,36 @@ export class Engine {
     return logSumExp(per);
   }
 
-  /** Forward of ids at pos0 (step `step`), then the next token chosen on the device (analysis/next_token.ts). */
-  private async step(ids: Int32Array, pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
-    const ctx = new RunContext(this.backend, { pos0, n: ids.length, nPrompt, step }, undefined, interventions);
-    const logits = this.model.forward(ids, ctx, 'last')!;
+  /**
+   * Forward of seq[pos0..] (step `step`; rows before pos0 are in the KV cache), then the next token
+   * chosen on the device (analysis/next_token.ts).
+   * @throws NonFiniteError when the chosen token's log-prob or the margin is not finite (NaN/Inf logits).
+   */
+  private async step(seq: readonly number[], pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
+    const ctx = new RunContext(this.backend, { pos0, n: seq.length - pos0, nPrompt, step }, undefined, interventions);
+    const logits = this.model.forward(Int32Array.from(seq.slice(pos0)), ctx, 'last')!;
+    let next: NextToken;
     try {
-      return await chooseNextToken(this.backend, logits, rule);
+      next = await chooseNextToken(this.backend, logits, rule);
     } finally {
       this.backend.release(logits);
     }
+    await this.assertFinite([next.logProb, next.margin], step === 0 ? 'the logits' : `the logits at generation step ${step}`, seq, nPrompt, interventions);
+    return next;
+  }
+
+  /**
+   * @throws NonFiniteError naming the hook, layer and position where the first NaN/Inf appeared
+   *   (located by re-running seq with captures, analysis/finite.ts) when `values` are not all finite.
+   */
+  private async assertFinite(values: ArrayLike<number>, what: string, seq: readonly number[], nPrompt: number, interventions: readonly Intervention[]): Promise<void> {
+    if (firstNonFinite(values) < 0) return;
+    let site = null;
+    try {
+      site = await locateNonFinite(this.model, seq, nPrompt, interventions);
+    } catch { /* the re-run failed too: report without a site */ }
+    const token = site && site.position >= 0 ? this.tokenStrings([seq[site.position]], seq.slice(0, site.position))[0] : undefined;
+    throw new NonFiniteError(what, site && site.position >= 0 ? site : null, token);
   }
 
   /**
@@ -331,7 +357,7 @@ export class Engine {
     const nextToken = this.tokenStream(promptIds);
     let stop: Generation['stop'] = 'length';
     const rule: NextTokenRule = { temperature: req.temperature ?? 0, topK: req.topK ?? 0, rand, good: good.firstIds, bad: bad.firstIds };
-    let next = await this.step(Int32Array.from(promptIds), 0, T, 0, interventions, rule);
+    let next = await this.step(promptIds, 0, T, 0, interventions, rule);
     for (let step = 0; step < req.maxNewTokens; step++) {
       await yieldToEventLoop(); // let a cancel message in between tokens
       if (signal?.aborted) { stop = 'cancelled'; break; }
@@ -343,7 +369,7 @@ export class Engine {
       if (eos.includes(id)) { stop = 'eos'; break; }
       if (step + 1 >= req.maxNewTokens) break;
       if (T + ids.length >= this.model.contextLength) { stop = 'context'; break; }
-      next = await this.step(Int32Array.of(id), T + ids.length - 1, T, step + 1, interventions, rule);
+      next = await this.step([...promptIds, ...ids], T + ids.length - 1, T, step + 1, interventions, rule);
     }
     return {
       promptIds, ids, margins, stop, tokens,

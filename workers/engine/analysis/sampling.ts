@@ -13,9 +13,15 @@ export function seededRandom(seed: number): () => number {
 /**
  * Picks the next token from log-probs [V]: greedy (first maximum) when temperature ≤ 0, else a draw
  * from softmax(logp / temperature) restricted to the topK most likely tokens (0 = all).
+ * @throws Error when temperature is not a finite number ≥ 0, topK is not an integer ≥ 0, or a
+ *   log-prob is NaN (a NaN never becomes a token: greedy decoding used to return id 0).
  */
 export function sampleToken(logProbs: Float32Array, temperature: number, topK: number, rand: () => number): number {
-  if (temperature <= 0) {
+  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new Error(`temperature must be a finite number ≥ 0 (0 = greedy), not ${temperature}`);
+  if (!(Number.isInteger(topK) && topK >= 0)) throw new Error(`top-k must be a whole number ≥ 0 (0 = all tokens), not ${topK}`);
+  const bad = logProbs.findIndex((x) => Number.isNaN(x));
+  if (bad >= 0) throw new Error(`cannot sample: the log-prob of token ${bad} is NaN`);
+  if (temperature === 0) {
     let best = 0;
     for (let i = 1; i < logProbs.length; i++) if (logProbs[i] > logProbs[best]) best = i;
     return best;

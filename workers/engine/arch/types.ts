@@ -13,7 +13,8 @@ export interface WeightSource {
 }
 
 /** Uploads one host tensor to the backend. */
-export type Upload = (data: Float32Array, shape: number[]) => Tensor;
+/** Uploads a weight; `name` is the checkpoint tensor it came from (named in errors, e.g. an f16 range check). */
+export type Upload = (data: Float32Array, shape: number[], name?: string) => Tensor;
 
 /**
  * One architecture family, declared as what differs from the shared block (STYLE.md: TransformerLens

@@ -3,7 +3,7 @@ import type { LinearWeights, NormWeights } from '../model/spec';
 import type { Upload, WeightSource } from './types';
 
 /** A tensor on the host, as read from the checkpoint (float32, row-major). */
-export interface HostTensor { data: Float32Array; shape: number[] }
+export interface HostTensor { data: Float32Array; shape: number[]; /** checkpoint tensor name, kept through layout changes for error messages */ name?: string }
 
 /**
  * Transposes a 2-D tensor: GPT-2's Conv1D stores weights [in, out] (y = x·W + b), the engine wants
@@ -15,7 +15,7 @@ export function transpose2d(t: HostTensor): HostTensor {
   const [r, c] = t.shape;
   const out = new Float32Array(r * c);
   for (let i = 0; i < r; i++) for (let j = 0; j < c; j++) out[j * r + i] = t.data[i * c + j];
-  return { data: out, shape: [c, r] };
+  return { data: out, shape: [c, r], name: t.name };
 }
 
 /**
@@ -29,7 +29,7 @@ export function gatherRows(t: HostTensor, rows: readonly number[]): HostTensor {
     if (r < 0 || r >= t.shape[0]) throw new Error(`row ${r} is outside a tensor of shape [${t.shape}]`);
     out.set(t.data.subarray(r * width, (r + 1) * width), i * width);
   });
-  return { data: out, shape: [rows.length, ...t.shape.slice(1)] };
+  return { data: out, shape: [rows.length, ...t.shape.slice(1)], name: t.name };
 }
 
 /** Row indices of consecutive blocks of the given sizes: [0..a), [a..a+b), ... (Phi-3 qkv_proj q|k|v, gate_up_proj gate|up; GPT-2 c_attn q|k|v). */
@@ -78,11 +78,11 @@ export class WeightReader {
       throw new Error(`tensor "${name}" has shape [${t.shape}], config.json implies [${shape}]`);
     }
     this.used.add(name);
-    return t;
+    return { ...t, name };
   }
 
   upload(t: HostTensor): Tensor {
-    return this.up(t.data, t.shape);
+    return this.up(t.data, t.shape, t.name);
   }
 
   /** Uploads tensor `name` as stored. @throws Error when absent or of another shape. */

@@ -45,7 +45,15 @@ export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: nu
       const { bytes, header } = opened.get(shard)!;
       const e = header.tensors.get(name)!;
       const raw = bytes.subarray(header.dataStart + e.begin, header.dataStart + e.end);
-      return { data: decodeTensor(raw, e.dtype), shape: e.shape };
+      let data: Float32Array;
+      try {
+        data = decodeTensor(raw, e.dtype);
+      } catch (err) {
+        throw new Error(`${files.label}/${shard}: tensor "${name}": ${(err as Error).message}`);
+      }
+      const bad = data.findIndex((x) => !Number.isFinite(x));
+      if (bad >= 0) throw new Error(`${files.label}/${shard}: tensor "${name}" holds ${data[bad]} at index ${bad} (shape [${e.shape}], ${e.dtype}): weights must be finite`);
+      return { data, shape: e.shape };
     },
   };
 }

@@ -56,11 +56,20 @@ export function workingContext(nCtx: number, contextLength = DEFAULT_CONTEXT_LEN
   return Math.min(nCtx, contextLength);
 }
 
-/** The weight uploader for `dtype`: 2-D weights as binary16 when 'f16' (see WeightOptions). */
+/** Largest finite IEEE binary16 value. */
+export const F16_MAX = 65504;
+
+/**
+ * The weight uploader for `dtype`: 2-D weights as binary16 when 'f16' (see WeightOptions).
+ * @throws Error naming the tensor, the index and the value when an 'f16' weight holds a value
+ *   beyond ±65504 (binary16 would store ±Infinity and every logit would become NaN).
+ */
 function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
   if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
-  return (data, shape) => {
+  return (data, shape, name) => {
     if (shape.length !== 2) return backend.upload(data, shape);
+    const i = data.findIndex((x) => Math.abs(x) > F16_MAX);
+    if (i >= 0) throw new Error(`tensor "${name ?? `[${shape}]`}" holds ${data[i]} at index ${i}, beyond the binary16 range ±${F16_MAX}: load it with float32 weights`);
     if (backend instanceof WebGpuBackend) return backend.uploadF16(data, shape);
     return backend.upload(unpackF16(packF16(data), data.length), shape);
   };

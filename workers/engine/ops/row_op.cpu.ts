@@ -9,7 +9,8 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, w: number
 /**
  * Applies a steering op (DESIGN.md §2) to each selected row of x [n, w]; unselected rows are copied.
  * - add: h + αv (Turner et al. 2023, arXiv 2308.10248).
- * - add_norm_preserving: (h + αv)·‖h‖/‖h + αv‖.
+ * - add_norm_preserving: (h + αv)·‖h‖/‖h + αv‖, computed as s·‖h‖/‖s‖ with s = h/k + (α/k)v,
+ *   k = max(1, |α|), so a dose of 1e39 gives ‖h‖·v̂ instead of 0 (scale before squaring).
  * - rotate: spherical steering in the plane of (h, v): ĥ moves along the great circle toward v̂
  *   by θ, or by t·∠(h, v); ‖h‖ kept (You et al. 2026, arXiv 2602.08169).
  * - project_out: h − (h·v̂)v̂ (directional ablation, Arditi et al. 2024, arXiv 2406.11717).
@@ -35,11 +36,15 @@ function rowOpSegments(x: Float32Array, width: number, op: RowOp, rows: Uint8Arr
           for (let i = 0; i < w; i++) y[o + i] = x[o + i] + op.alpha * op.v[i];
           break;
         case 'add_norm_preserving': {
+          // s = h/k + (α/k)·v with k = max(1, |α|): the direction of h + αv without overflow for any
+          // finite dose (the scale cancels in the ratio ‖h‖/‖s‖), as the WGSL kernel computes it.
           const hn = Math.sqrt(dot(x, o, x, o, w));
+          const k = Math.max(1, Math.abs(op.alpha)), ak = op.alpha / k;
+          const s = new Float64Array(w);
           let sn = 0;
-          for (let i = 0; i < w; i++) { const s = x[o + i] + op.alpha * op.v[i]; y[o + i] = s; sn += s * s; }
+          for (let i = 0; i < w; i++) { s[i] = x[o + i] / k + ak * op.v[i]; sn += s[i] * s[i]; }
           const f = sn > 0 ? hn / Math.sqrt(sn) : 0;
-          for (let i = 0; i < w; i++) y[o + i] *= f;
+          for (let i = 0; i < w; i++) y[o + i] = s[i] * f;
           break;
         }
         case 'rotate': {

@@ -12,8 +12,9 @@ const KIND: Record<RowOp['kind'], number> = { add: 0, add_norm_preserving: 1, ro
  * One kernel for every RowOp kind (switch on p.kind), over segments: a segment is one column group
  * [g·gw, (g+1)·gw) of one row (the whole row when the op has no groups). `sel` holds one flag per
  * segment (row selected and group selected); unselected segments are copied unchanged.
- * Reductions (h·h, h·v, ‖h + αv‖², and for rotate ‖e2‖²) run over the segment; v·v comes from the
- * host in float64. For patch, `v` is the replacement [n, W] and the segment reads its own columns.
+ * Reductions (max|h|, max|s|, then h·h, h·v, ‖s‖², and for rotate ‖e2‖²) run over the segment on
+ * values scaled to at most 1 (scale before squaring), with s = h/k + (α/k)·v and k = max(1, |α|), so
+ * a huge dose or a huge activation never overflows a square; ‖v‖ comes from the host in float64. For patch, `v` is the replacement [n, W] and the segment reads its own columns.
  * - 'gpu': one workgroup of GPU_WG lanes per segment, reductions as workgroup tree sums;
  * - 'cpu': one invocation per segment, CPU_WG per workgroup, plain loops and no barriers.
  */
@@ -37,8 +38,23 @@ fn reduce3(li: u32, a: f32, b: f32, c: f32) -> vec3f {
 }`
     : /* wgsl */ `
 fn reduce3(li: u32, a: f32, b: f32, c: f32) -> vec3f { return vec3f(a, b, c); }`;
+  const maxRed = tuning === 'gpu'
+    ? /* wgsl */ `
+fn reduce_max2(li: u32, a: f32, b: f32) -> vec2f {
+  r0[li] = a; r1[li] = b;
+  workgroupBarrier();
+  for (var s = ${GPU_WG / 2}u; s > 0u; s = s >> 1u) {
+    if (li < s) { r0[li] = max(r0[li], r0[li + s]); r1[li] = max(r1[li], r1[li + s]); }
+    workgroupBarrier();
+  }
+  let m = vec2f(r0[0], r1[0]);
+  workgroupBarrier();
+  return m;
+}`
+    : /* wgsl */ `
+fn reduce_max2(li: u32, a: f32, b: f32) -> vec2f { return vec2f(a, b); }`;
   return /* wgsl */ `
-struct P { segs: u32, ng: u32, w: u32, gw: u32, kind: u32, alpha: f32, theta: f32, useT: u32, t: f32, vv: f32 }
+struct P { segs: u32, ng: u32, w: u32, gw: u32, kind: u32, alpha: f32, theta: f32, useT: u32, t: f32, vn: f32, ak: f32, ik: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> v: array<f32>;
@@ -48,6 +64,9 @@ ${WGSL_FLAT_GROUP}
 ${WGSL_SINCOS}
 ${WGSL_ACOS}
 ${reduce}
+${maxRed}
+// safe division by a scale m (0 when the segment is all zeros)
+fn unit(a: f32, m: f32) -> f32 { return select(0.0, a / m, m > 0.0); }
 @compute @workgroup_size(${tuning === 'gpu' ? GPU_WG : CPU_WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lix: u32) {
   let sg = ${tuning === 'gpu' ? 'flat_group(wid, nwg)' : `flat_group(wid, nwg) * ${CPU_WG}u + lix`};
@@ -55,31 +74,46 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (sg >= p.segs) { return; }
   let o = (sg / p.ng) * p.w + (sg % p.ng) * p.gw;
   let selected = sel[sg] != 0u;
+  let vec_op = p.kind >= 1u && p.kind <= 3u;
+  // Scale before squaring: sums of squares run over h/max|h| and s/max|s| (s = h/k + (alpha/k)·v,
+  // k = max(1, |alpha|)) and v/‖v‖, so no square overflows float32 for any finite h and any dose.
+  var mh = 0.0; var ms = 0.0;
+  if (vec_op) {
+    for (var i = li; i < p.gw; i = i + ${lanes}u) {
+      let h = x[o + i];
+      mh = max(mh, abs(h));
+      ms = max(ms, abs(h * p.ik + p.ak * v[i]));
+    }
+  }
+  let m = reduce_max2(li, mh, ms);
   var hh = 0.0; var hv = 0.0; var ss = 0.0;
-  for (var i = li; i < p.gw; i = i + ${lanes}u) {
-    let h = x[o + i];
-    let vi = v[select(i, o + i, p.kind == 5u)];
-    let s = h + p.alpha * vi;
-    hh = hh + h * h; hv = hv + h * vi; ss = ss + s * s;
+  if (vec_op) {
+    for (var i = li; i < p.gw; i = i + ${lanes}u) {
+      let h = unit(x[o + i], m.x);
+      let vi = unit(v[i], p.vn);
+      let s = unit(x[o + i] * p.ik + p.ak * v[i], m.y);
+      hh = hh + h * h; hv = hv + h * vi; ss = ss + s * s;
+    }
   }
   let red = reduce3(li, hh, hv, ss);
-  let hn = sqrt(red.x);
-  let vn = sqrt(p.vv);
+  let hu = sqrt(red.x);      // ‖h‖ / max|h|
+  let hn = m.x * hu;         // ‖h‖
   // rotate: e2 = v̂ − cos·ĥ spans the plane's second axis
   var cs = 0.0;
   var e2n = 0.0;
-  let planar = hn > 0.0 && vn > 0.0;
+  let planar = hu > 0.0 && p.vn > 0.0;
   if (p.kind == 2u) {
     var e2s = 0.0;
     if (planar) {
-      cs = clamp(red.y / (hn * vn), -1.0, 1.0);
-      for (var i = li; i < p.gw; i = i + ${lanes}u) { let e = v[i] / vn - cs * x[o + i] / hn; e2s = e2s + e * e; }
+      cs = clamp(red.y / hu, -1.0, 1.0);
+      for (var i = li; i < p.gw; i = i + ${lanes}u) { let e = unit(v[i], p.vn) - cs * unit(x[o + i], m.x) / hu; e2s = e2s + e * e; }
     }
     e2n = sqrt(reduce3(li, e2s, 0.0, 0.0).x);
   }
   var theta = p.theta;
   if (p.useT != 0u) { theta = p.t * acos_acc(cs); }
   let sc = sincos_acc(theta);
+  // add_norm_preserving: (s/max|s|)·‖h‖/‖s/max|s|‖
   var f = 0.0;
   if (red.z > 0.0) { f = hn / sqrt(red.z); }
   for (var i = li; i < p.gw; i = i + ${lanes}u) {
@@ -88,15 +122,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     if (selected) {
       switch p.kind {
         case 0u: { res = h + p.alpha * v[i]; }
-        case 1u: { res = (h + p.alpha * v[i]) * f; }
+        case 1u: { res = unit(h * p.ik + p.ak * v[i], m.y) * f; }
         case 2u: {
           // e2n below ~1e-6 (f32 noise on unit vectors): h ∥ v, the plane is undefined, keep h
           if (planar && e2n >= 1e-6) {
-            let e = v[i] / vn - cs * h / hn;
-            res = hn * (sc.y * h / hn + sc.x * e / e2n);
+            let e = unit(v[i], p.vn) - cs * unit(h, m.x) / hu;
+            res = hn * (sc.y * unit(h, m.x) / hu + sc.x * e / e2n);
           }
         }
-        case 3u: { if (p.vv > 0.0) { res = h - (red.y / p.vv) * v[i]; } }
+        case 3u: { if (p.vn > 0.0) { res = h - (m.x * red.y) * unit(v[i], p.vn); } }
         case 4u: { res = v[i]; }
         default: { res = v[o + i]; }
       }
@@ -132,6 +166,8 @@ export function rowOpGpu(host: KernelHost, x: Tensor, op: RowOp, rows: Uint8Arra
   if (vec.length !== need) throw new Error(`rowOp ${op.kind}: vector has ${vec.length} values, expected ${need}`);
   let vv = 0;
   if (op.kind !== 'patch') for (let i = 0; i < gw; i++) vv += op.v[i] * op.v[i];
+  // ‖v‖ in float64 (v·v of a float32 vector cannot overflow a double; its root fits a float32 or is +∞)
+  const vn = Math.sqrt(vv);
   const y = host.alloc(x.shape);
   if (y.size === 0) return y;
   const sel = new Uint32Array(n * ng);
@@ -139,9 +175,10 @@ export function rowOpGpu(host: KernelHost, x: Tensor, op: RowOp, rows: Uint8Arra
   const gv = host.hostData(vec);
   const gs = host.hostData(sel);
   const alpha = op.kind === 'add' || op.kind === 'add_norm_preserving' ? op.alpha : 0;
+  const k = Math.max(1, Math.abs(alpha));
   const useT = op.kind === 'rotate' && op.theta === undefined;
   const params = new Params().u32(n * ng).u32(ng).u32(w).u32(gw).u32(KIND[op.kind]).f32(alpha)
-    .f32(op.kind === 'rotate' ? op.theta ?? 0 : 0).u32(useT ? 1 : 0).f32(op.kind === 'rotate' ? op.t ?? 0 : 0).f32(vv);
+    .f32(op.kind === 'rotate' ? op.theta ?? 0 : 0).u32(useT ? 1 : 0).f32(op.kind === 'rotate' ? op.t ?? 0 : 0).f32(vn).f32(alpha / k).f32(1 / k);
   const t = host.tuning;
   const groupsNeeded = t === 'gpu' ? n * ng : Math.ceil((n * ng) / CPU_WG);
   host.dispatch(host.pipeline(`row_op:${t}`, () => source(t)), [gx, gv, gs, y], params, grid(groupsNeeded, host.maxWorkgroupsPerDim));
