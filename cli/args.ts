@@ -41,3 +41,27 @@ export function parseArgs(argv: string[]): Args {
   if (!hasCommand && argv.length > 0 && !flags.has('help')) throw new Error('the command comes first: branchpoint <command> --flag value … (branchpoint --help lists the commands)');
   return { command, flags, repeated };
 }
+
+/** What a numeric flag accepts. */
+export interface NumberRule {
+  /** Whole numbers only. */
+  int?: boolean;
+  min?: number;
+  max?: number;
+}
+
+/**
+ * The value of numeric flag `--key`, or `fallback` when absent. The whole text must be a number
+ * ("abc", "", "2.5" for an integer flag, "1e999" are refused — Number() would give NaN, 0 or Infinity).
+ * @throws Error naming the flag, the text given and what is expected.
+ */
+export function numberFlag(a: Args, key: string, fallback: number, rule: NumberRule = {}): number {
+  const text = a.flags.get(key);
+  if (text === undefined) return fallback;
+  const v = text.trim() === '' ? NaN : Number(text);
+  const { int = false, min = -Infinity, max = Infinity } = rule;
+  const range = `${Number.isFinite(min) ? `≥ ${min}` : ''}${Number.isFinite(min) && Number.isFinite(max) ? ' and ' : ''}${Number.isFinite(max) ? `≤ ${max}` : ''}`;
+  const expected = `${int ? 'a whole number' : 'a number'}${range ? ` ${range}` : ''}`;
+  if (!Number.isFinite(v) || (int && !Number.isInteger(v)) || v < min || v > max) throw new Error(`--${key} "${text}": expected ${expected}`);
+  return v;
+}

@@ -7,7 +7,7 @@ import { assertFits, formatBytes } from '../workers/engine/io/estimate';
 import { HubFiles, parseRepoRef } from '../workers/engine/io/hub_files';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import type { ModelFiles } from '../workers/engine/io/model_files';
-import { parseArgs, type Args } from './args';
+import { parseArgs, type Args, numberFlag } from './args';
 import { interventionsFromArgs, STEERING_USAGE, sweepCommand, vectorCommand } from './steering';
 import { BATCH_USAGE, batchCommand } from './batch';
 import { BRANCH_USAGE, branchCommand, forksCommand } from './branch';
@@ -115,6 +115,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     const prompt = required(a, 'prompt');
     const chatTemplate = a.flags.get('chat-template') === 'true';
+    for (const w of engine.promptWarnings({ prompt, chatTemplate })) process.stderr.write(`warning: ${w}\n`);
     let out: unknown;
     switch (a.command) {
       case 'margins': {
@@ -131,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case 'sinks': {
-        const eps = Number(a.flags.get('eps') ?? 0.3);
+        const eps = numberFlag(a, 'eps', 0.3, { min: 0, max: 1 });
         const r = await engine.analyse({ prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps });
         out = {
           ids: r.ids, tokens: r.tokens, eps,
@@ -144,15 +145,15 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'generate': {
         const good = a.flags.get('good'), bad = a.flags.get('bad');
-        const maxNewTokens = Number(a.flags.get('max-new-tokens') ?? 32);
+        const maxNewTokens = numberFlag(a, 'max-new-tokens', 32, { int: true, min: 1, max: 1 << 20 });
         const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate });
         const g = await engine.generate({
           prompt, chatTemplate, interventions,
           good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },
           maxNewTokens,
-          temperature: Number(a.flags.get('temperature') ?? 0),
-          topK: Number(a.flags.get('top-k') ?? 0),
-          seed: Number(a.flags.get('seed') ?? 0),
+          temperature: numberFlag(a, 'temperature', 0, { min: 0, max: 1e6 }),
+          topK: numberFlag(a, 'top-k', 0, { int: true, min: 0 }),
+          seed: numberFlag(a, 'seed', 0, { int: true, min: 0, max: 2 ** 32 - 1 }),
         });
         out = { prompt_ids: g.promptIds, ids: g.ids, tokens: g.tokens, text: g.text, stop: g.stop, ...(good && bad ? { margins: g.margins } : {}) };
         break;

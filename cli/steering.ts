@@ -11,7 +11,7 @@ import { INTERVENTION_TYPES, parseSpec, type InterventionSpec, type RunShape } f
 import { doseResponse } from '../workers/engine/steering/sweep';
 import { formatOf, readVectorFile, writeVectorFile, type ImportedVector } from '../workers/engine/steering/vector_io';
 import { actAdd, caaVector, type SteeringVector } from '../workers/engine/steering/vectors';
-import type { Args } from './args';
+import { type Args, numberFlag } from './args';
 
 export const STEERING_USAGE = `  branchpoint sweep    --model DIR --prompt TEXT --good TEXT --bad TEXT
                        (--vector FILE [--type add|add_norm_preserving|rotate] [--hook TEMPLATE]
@@ -132,7 +132,7 @@ export async function vectorCommand(engine: Engine, a: Args, required: (key: str
   const hook = required('hook');
   const out = required('out');
   const format = formatOf(out);
-  const head = a.flags.has('head') ? Number(a.flags.get('head')) : undefined;
+  const head = a.flags.has('head') ? numberFlag(a, 'head', 0, { int: true, min: 0 }) : undefined;
   const position = a.flags.get('position') ?? 'last';
   const setFile = a.flags.get('set');
   const set = setFile ? readSet(setFile) : { positive: [required('positive')], negative: [required('negative')] };

@@ -62,6 +62,8 @@ export interface SinkStats {
 }
 
 export interface Analysis {
+  /** What the user should know about the inputs that did not stop the run (Engine.promptWarnings). */
+  warnings?: string[];
   ids: number[];
   tokens: string[];
   nLayers: number;
@@ -109,6 +111,8 @@ export interface TokenEvent {
 }
 
 export interface Generation {
+  /** As Analysis.warnings. */
+  warnings?: string[];
   promptIds: number[];
   ids: number[];
   tokens: string[];

@@ -12,7 +12,7 @@ import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import { forwardSpan } from './model/kv_prefix';
 import { contextMessage, type Transformer } from './model/transformer';
-import { loadTokenizer } from './tokenizer';
+import { chatTemplateGuard, loadTokenizer } from './tokenizer';
 import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './analysis/lens';
 import { logSumExp, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
@@ -124,17 +124,43 @@ export class Engine {
    *   empty or longer than the context (max_position_embeddings).
    */
   encodePrompt(p: PromptInput): number[] {
-    let ids: number[];
-    if (p.chatTemplate) {
-      if (!this.info().hasChatTemplate) throw new Error(`${this.label} has no chat template; switch the chat-template toggle off`);
-      const text = this.tokenizer.apply_chat_template([{ role: 'user', content: p.prompt }], { tokenize: false, add_generation_prompt: true }) as string;
-      ids = this.tokenizer.encode(text, { add_special_tokens: false });
-    } else {
-      ids = this.tokenizer.encode(p.prompt);
-    }
+    if (typeof p.prompt !== 'string' || p.prompt.length === 0) throw new Error('the prompt is empty: type some text');
+    const { text, special } = this.promptText(p);
+    const ids = this.tokenizer.encode(text, { add_special_tokens: special });
     if (ids.length === 0) throw new Error('the prompt is empty: type some text');
     if (ids.length > this.model.contextLength) throw new Error(`the prompt: ${contextMessage(ids.length, this.spec.nCtx, this.model.contextLength)}; shorten it`);
     return ids;
+  }
+
+  /**
+   * The text the tokenizer reads for a prompt and whether it adds special tokens (BOS): the prompt
+   * as typed with special tokens, or the chat template's rendering of one user turn (which holds
+   * its own special tokens). The template runs after chatTemplateGuard (tokenizer.ts).
+   * @throws Error when the chat template is asked for but the tokenizer has none, or is refused.
+   */
+  private promptText(p: PromptInput): { text: string; special: boolean } {
+    if (!p.chatTemplate) return { text: p.prompt, special: true };
+    if (!this.info().hasChatTemplate) throw new Error(`${this.label} has no chat template; switch the chat-template toggle off`);
+    chatTemplateGuard((this.tokenizer as unknown as { chat_template?: unknown }).chat_template);
+    const text = this.tokenizer.apply_chat_template([{ role: 'user', content: p.prompt }], { tokenize: false, add_generation_prompt: true }) as string;
+    return { text, special: false };
+  }
+
+  /**
+   * Things about a prompt the user should know that do not stop a run: a prompt that already
+   * starts with the BOS text gets a second BOS from the tokenizer.
+   */
+  promptWarnings(p: PromptInput): string[] {
+    const out: string[] = [];
+    const bos = this.spec.bosTokenId;
+    if (bos !== null && !p.chatTemplate) {
+      const bosText = this.tokenizer.decode([bos], { skip_special_tokens: false });
+      const ids = this.tokenizer.encode(p.prompt);
+      if (bosText && p.prompt.trimStart().startsWith(bosText) && ids[0] === bos && ids[1] === bos) {
+        out.push(`the prompt starts with the BOS text "${bosText}" and the tokenizer adds BOS too, so the model reads two BOS tokens; delete "${bosText}" from the prompt`);
+      }
+    }
+    return out;
   }
 
   /** Display string of each token, leading spaces kept (decode of the prefix difference). */
@@ -144,7 +170,9 @@ export class Engine {
 
   /**
    * An incremental detokenizer after `prefix`: each call appends one id and returns the text it
-   * added (the difference of two decodes, so leading spaces and multi-token characters come out right).
+   * added (the difference of two decodes, so leading spaces and multi-token characters come out
+   * right). Bytes of an unfinished UTF-8 character give '' until the token that completes it, which
+   * carries the whole character ("❤" over three byte tokens: '', '', '❤').
    */
   private tokenStream(prefix: readonly number[]): (id: number) => string {
     const decode = (ids: number[]) => this.tokenizer.decode(ids, { skip_special_tokens: false });
@@ -153,6 +181,9 @@ export class Engine {
     return (id) => {
       seq.push(id);
       const cur = decode(seq);
+      // A byte-fallback token that ends inside a multi-byte character decodes to U+FFFD: hold it
+      // (piece '') until the character is complete, so the pieces join back to the text.
+      if (cur.endsWith('\uFFFD') && !prev.endsWith('\uFFFD')) return '';
       const piece = cur.startsWith(prev) ? cur.slice(prev.length) : decode([id]);
       prev = cur;
       return piece;
@@ -161,8 +192,9 @@ export class Engine {
 
   /**
    * Resolves a future to token sequences. A text alternative is tokenized in context (the tokens
-   * that follow the prompt's tokens in encode(prompt + text)), so " Tom" gets the same id it has
-   * in running text; explicit ids are taken as given.
+   * that follow the prompt's tokens in encode(prompt + text), the chat template's rendering of the
+   * prompt when it is on), so " Tom" gets the same id it has in running text; explicit ids are
+   * taken as given.
    * @throws Error for an empty future or an id outside the vocabulary.
    */
   resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput): ResolvedFuture {
@@ -171,7 +203,8 @@ export class Engine {
     if (f.text) {
       for (const alt of f.text.split('|')) {
         if (alt.length === 0) continue;
-        const full = prompt.chatTemplate ? null : this.tokenizer.encode(prompt.prompt + alt);
+        const { text, special } = this.promptText(prompt);
+        const full = this.tokenizer.encode(text + alt, { add_special_tokens: special });
         const prefixOk = full && full.length > promptIds.length && promptIds.every((id, i) => full[i] === id);
         seqs.push(prefixOk ? full.slice(promptIds.length) : this.tokenizer.encode(alt, { add_special_tokens: false }));
       }
@@ -256,6 +289,7 @@ export class Engine {
       // The KV cache now holds the prompt: each branch continues from it.
       const sequenceMargin = (await this.sequenceLogProb(firstLp, ids, good, interventions)) - (await this.sequenceLogProb(firstLp, ids, bad, interventions));
       return {
+        warnings: this.promptWarnings(req),
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
         lensHandle, residNorms: norms, massive, sinks,
@@ -372,6 +406,7 @@ export class Engine {
       next = await this.step([...promptIds, ...ids], T + ids.length - 1, T, step + 1, interventions, rule);
     }
     return {
+      warnings: this.promptWarnings(req),
       promptIds, ids, margins, stop, tokens,
       text: this.continuationText(promptIds, ids),
     };

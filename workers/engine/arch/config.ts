@@ -1,17 +1,64 @@
 import type { HFConfig } from './types';
 
 /**
+ * Bounds of HF config keys, checked before anything is allocated from them: [min, max, integer].
+ * The maxima are far above any released model (Llama 3.1 405B: 126 layers, hidden 16384,
+ * vocab 128256, 131072 positions) and keep a hostile config from allocating without bound.
+ */
+export const CONFIG_BOUNDS: Record<string, readonly [number, number, boolean]> = {
+  num_hidden_layers: [1, 1024, true], n_layer: [1, 1024, true],
+  hidden_size: [1, 131072, true], n_embd: [1, 131072, true],
+  num_attention_heads: [1, 4096, true], n_head: [1, 4096, true], num_key_value_heads: [1, 4096, true],
+  head_dim: [1, 16384, true],
+  intermediate_size: [1, 1 << 20, true], n_inner: [1, 1 << 20, true],
+  vocab_size: [1, 1 << 22, true],
+  max_position_embeddings: [1, 1 << 24, true], n_positions: [1, 1 << 24, true],
+  sliding_window: [1, 1 << 24, true], sliding_window_pattern: [1, 1024, true], max_window_layers: [0, 1024, true],
+  rms_norm_eps: [Number.MIN_VALUE, 1, false], layer_norm_eps: [Number.MIN_VALUE, 1, false], layer_norm_epsilon: [Number.MIN_VALUE, 1, false],
+  rope_theta: [Number.MIN_VALUE, 1e15, false], rotary_emb_base: [Number.MIN_VALUE, 1e15, false], rope_local_base_freq: [Number.MIN_VALUE, 1e15, false],
+  partial_rotary_factor: [Number.MIN_VALUE, 1, false], rotary_pct: [Number.MIN_VALUE, 1, false],
+  attn_logit_softcapping: [0, 1e6, false], final_logit_softcapping: [0, 1e6, false], query_pre_attn_scalar: [Number.MIN_VALUE, 1e9, false],
+};
+
+/**
+ * Checks value `v` of config key `key` against CONFIG_BOUNDS (keys without bounds: any finite number).
+ * @throws Error naming config.json, the key, the value and the expected range.
+ */
+export function checkConfigNumber(key: string, v: number): number {
+  const b = CONFIG_BOUNDS[key];
+  if (!Number.isFinite(v)) throw new Error(`config.json "${key}" is ${v}; expected a finite number`);
+  if (!b) return v;
+  const [min, max, int] = b;
+  if (int && !Number.isInteger(v)) throw new Error(`config.json "${key}" is ${v}; expected a whole number in [${min}, ${max}]`);
+  if (v < min || v > max) throw new Error(`config.json "${key}" is ${v}; expected ${int ? 'a whole number' : 'a number'} in [${min === Number.MIN_VALUE ? '>0' : min}, ${max}]`);
+  return v;
+}
+
+/**
  * Reads a numeric config key, trying each alias in order (HF renames keys across versions,
- * e.g. GPT-NeoX `rotary_pct` / `partial_rotary_factor`).
- * @throws Error when none of the keys is present and no fallback is given.
+ * e.g. GPT-NeoX `rotary_pct` / `partial_rotary_factor`), checked by checkConfigNumber.
+ * @throws Error when none of the keys is present and no fallback is given, when a key holds
+ *   something other than a number (a string "64" is named as such, not reported missing), or when
+ *   the value breaks its bound.
  */
 export function num(config: HFConfig, keys: string | string[], fallback?: number): number {
   for (const k of Array.isArray(keys) ? keys : [keys]) {
     const v = config[k];
-    if (typeof v === 'number' && Number.isFinite(v)) return v;
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number') throw new Error(`config.json "${k}" is ${JSON.stringify(v)} (${Array.isArray(v) ? 'a list' : `a ${typeof v}`}); expected a number`);
+    return checkConfigNumber(k, v);
   }
   if (fallback !== undefined) return fallback;
   throw new Error(`config.json is missing "${Array.isArray(keys) ? keys.join('" or "') : keys}"`);
+}
+
+/**
+ * d_head = hidden_size / num_attention_heads, for configs without head_dim.
+ * @throws Error naming both keys when the heads do not divide the width.
+ */
+export function headDimOf(dModel: number, nHeads: number, keys: readonly [string, string] = ['hidden_size', 'num_attention_heads']): number {
+  if (dModel % nHeads !== 0) throw new Error(`config.json "${keys[0]}" ${dModel} is not divisible by "${keys[1]}" ${nHeads}; expected a multiple (or give head_dim)`);
+  return dModel / nHeads;
 }
 
 /** A config key that may be a number or a list of numbers (eos_token_id). */
@@ -28,6 +75,7 @@ export function ids(v: unknown): number[] {
  * @throws Error for a rope_type this engine does not implement.
  */
 export function ropeInvFreq(theta: number, dims: number, scaling: unknown): Float32Array {
+  if (!(Number.isInteger(dims) && dims >= 2 && dims % 2 === 0)) throw new Error(`config.json: the rotary dimensions (head_dim × partial_rotary_factor) are ${dims}; expected an even whole number ≥ 2`);
   const half = dims / 2;
   const inv = new Float64Array(half);
   for (let j = 0; j < half; j++) inv[j] = 1 / theta ** ((2 * j) / dims);

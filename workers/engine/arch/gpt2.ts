@@ -1,6 +1,6 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
 import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
-import { activation, ids, num, tiedEmbeddings } from './config';
+import { activation, ids, num, tiedEmbeddings, headDimOf } from './config';
 import { blockRows, WeightReader } from './weights';
 
 /**
@@ -20,7 +20,7 @@ export const gpt2: Architecture = {
     if (c.scale_attn_by_inverse_layer_idx === true) throw new Error('GPT-2 scale_attn_by_inverse_layer_idx is not supported');
     const dModel = num(c, 'n_embd');
     const nHeads = num(c, 'n_head');
-    const dHead = dModel / nHeads;
+    const dHead = headDimOf(dModel, nHeads, ['n_embd', 'n_head']);
     const nLayers = num(c, 'n_layer');
     return {
       modelType: 'gpt2',

@@ -1,6 +1,6 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
 import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
-import { activation, ids, num, ropeInvFreq } from './config';
+import { activation, ids, num, ropeInvFreq, headDimOf } from './config';
 import { perHeadQkvRows, WeightReader } from './weights';
 
 /**
@@ -20,7 +20,7 @@ export const gptNeox: Architecture = {
   spec(c: HFConfig): ModelSpec {
     const dModel = num(c, 'hidden_size');
     const nHeads = num(c, 'num_attention_heads');
-    const dHead = dModel / nHeads;
+    const dHead = headDimOf(dModel, nHeads);
     const nLayers = num(c, 'num_hidden_layers');
     const rotaryDims = Math.trunc(dHead * num(c, ['rotary_pct', 'partial_rotary_factor'], 1));
     return {

@@ -1,6 +1,6 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
 import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
-import { activation, ids, layerWindows, num, ropeInvFreq, tiedEmbeddings } from './config';
+import { activation, headDimOf, ids, layerWindows, num, ropeInvFreq, tiedEmbeddings } from './config';
 import { WeightReader } from './weights';
 
 /**
@@ -11,7 +11,7 @@ import { WeightReader } from './weights';
 export function llamaSpec(c: HFConfig): ModelSpec {
   const dModel = num(c, 'hidden_size');
   const nHeads = num(c, 'num_attention_heads');
-  const dHead = num(c, 'head_dim', dModel / nHeads);
+  const dHead = c.head_dim == null ? headDimOf(dModel, nHeads) : num(c, 'head_dim');
   const nLayers = num(c, 'num_hidden_layers');
   return {
     modelType: String(c.model_type),

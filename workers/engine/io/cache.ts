@@ -7,6 +7,7 @@
  * files exist, their sizes, and which were looked for and are absent. With the manifest a second
  * load answers has()/size()/bytes()/range() without a single network request.
  */
+import { assertSafeRelativePath } from './safe_names';
 import { readBody } from './download';
 import type { ModelFiles } from './model_files';
 
@@ -75,6 +76,7 @@ class CachedFiles implements ModelFiles {
   }
 
   async has(path: string): Promise<boolean> {
+    assertSafeRelativePath(path);
     if (path in this.manifest.present) return true;
     if (this.manifest.absent.includes(path)) return false;
     const found = await this.inner.has(path);
@@ -85,6 +87,7 @@ class CachedFiles implements ModelFiles {
   }
 
   async size(path: string): Promise<number> {
+    assertSafeRelativePath(path);
     const known = this.manifest.present[path];
     if (known != null) return known;
     const n = await this.inner.size(path);
@@ -119,7 +122,9 @@ class CachedFiles implements ModelFiles {
     return (await readBody(hit, { limit: end, what: `the cached ${path}` })).subarray(start, end);
   }
 
+  /** The cached response of `path` (a safe relative name: it becomes part of the cache key URL). */
   private async match(path: string): Promise<Response | undefined> {
+    assertSafeRelativePath(path);
     if (!this.manifest.cached.includes(path)) return undefined;
     return this.cache.match(this.key.base + path);
   }

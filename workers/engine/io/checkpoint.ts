@@ -1,6 +1,7 @@
 import type { WeightSource } from '../arch/types';
 import type { ModelFiles } from './model_files';
 import { readJson } from './model_files';
+import { assertSafeRelativePath } from './safe_names';
 import { decodeTensor, parseSafetensors, type SafetensorsHeader } from './safetensors';
 
 /**
@@ -13,7 +14,14 @@ export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: nu
   let weightMap: Record<string, string> | null = null;
   if (await files.has('model.safetensors.index.json')) {
     const index = await readJson(files, 'model.safetensors.index.json');
-    weightMap = (index.weight_map ?? {}) as Record<string, string>;
+    const wm = index.weight_map;
+    if (typeof wm !== 'object' || wm === null || Array.isArray(wm)) throw new Error(`${files.label}: model.safetensors.index.json has no "weight_map" object (expected {"tensor name": "shard file"})`);
+    weightMap = wm as Record<string, string>;
+    if (Object.keys(weightMap).length === 0) throw new Error(`${files.label}: model.safetensors.index.json "weight_map" is empty (expected {"tensor name": "shard file"})`);
+    for (const [name, shard] of Object.entries(weightMap)) {
+      if (typeof shard !== 'string') throw new Error(`${files.label}: model.safetensors.index.json weight_map["${name}"] is ${JSON.stringify(shard)}; expected a shard file name`);
+      assertSafeRelativePath(shard, `${files.label}: model.safetensors.index.json weight_map["${name}"]`);
+    }
     shards = [...new Set(Object.values(weightMap))];
   } else if (await files.has('model.safetensors')) {
     shards = ['model.safetensors'];

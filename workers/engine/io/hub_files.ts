@@ -1,5 +1,6 @@
 import { CancelledError, isAbort, RateMeter, readBody, type DownloadProgress } from './download';
 import type { ModelFiles } from './model_files';
+import { assertSafeRelativePath, assertSafeRepoId, assertSafeRevision } from './safe_names';
 
 /** The public Hugging Face Hub; a mirror is any other endpoint with the same URL layout (HF_ENDPOINT). */
 export const DEFAULT_ENDPOINT = 'https://huggingface.co';
@@ -29,6 +30,12 @@ export function parseRepoRef(text: string): { repo: string; revision?: string } 
   const repo = at < 0 ? text : text.slice(0, at);
   const revision = at < 0 ? undefined : text.slice(at + 1);
   if (!REPO_ID.test(repo) || repo.includes('..') || revision === '') return null;
+  try {
+    assertSafeRepoId(repo);
+    if (revision !== undefined) assertSafeRevision(revision);
+  } catch {
+    return null;
+  }
   return { repo, revision };
 }
 
@@ -55,6 +62,8 @@ export class HubFiles implements ModelFiles {
   /** @throws Error for a malformed repo id or an endpoint that is not an http(s) URL without credentials. */
   constructor(repo: string, opts: HubOptions = {}) {
     if (!parseRepoRef(repo) || repo.includes('@')) throw new Error(`"${repo}" is not a Hub repo id (expected org/name, e.g. openai-community/gpt2)`);
+    assertSafeRepoId(repo);
+    assertSafeRevision(opts.revision ?? 'main');
     let url: URL;
     try {
       url = new URL(opts.endpoint ?? DEFAULT_ENDPOINT);
@@ -73,8 +82,9 @@ export class HubFiles implements ModelFiles {
     this.label = `${host}/${repo}@${this.revision}`;
   }
 
-  /** The resolve URL of a file (no token, ever). */
+  /** The resolve URL of a file (no token, ever); url('') is the folder's base URL. @throws UnsafeNameError for a path that would leave the folder. */
   url(path: string): string {
+    if (path !== '') assertSafeRelativePath(path);
     const file = path.split('/').map(encodeURIComponent).join('/');
     return `${this.endpoint}/${this.repo}/resolve/${encodeURIComponent(this.revision)}/${file}`;
   }

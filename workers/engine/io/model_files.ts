@@ -1,3 +1,5 @@
+import { assertSafeRelativePath } from './safe_names';
+
 /**
  * A model folder in Hugging Face layout, wherever it lives (a local folder, files the user picked,
  * the Hub, a mirror, the dev server). Loaders read through this interface only.
@@ -22,8 +24,21 @@ export async function readJson(files: ModelFiles, path: string): Promise<Record<
   try {
     return JSON.parse(text) as Record<string, unknown>;
   } catch (e) {
-    throw new Error(`${files.label}: ${path} is not valid JSON (${(e as Error).message})`);
+    throw new Error(`${files.label}: ${path} is not valid JSON${jsonErrorPosition(e, text)}`);
   }
+}
+
+/**
+ * Where JSON.parse failed, as " (line L, column C)" — never the engine's own message, which
+ * quotes the input's bytes (an error about a file must not echo the file). '' when unknown.
+ */
+export function jsonErrorPosition(e: unknown, text: string): string {
+  const m = /position (\d+)/.exec((e as Error)?.message ?? '');
+  if (!m) return /end of JSON input|Unterminated/i.test((e as Error)?.message ?? '') ? ' (it ends early)' : '';
+  const pos = Number(m[1]);
+  const before = text.slice(0, pos);
+  const line = before.split('\n').length;
+  return ` (line ${line}, column ${pos - before.lastIndexOf('\n')})`;
 }
 
 /** Model files held in memory, keyed by relative path (files picked in the browser, tests). */
@@ -42,7 +57,7 @@ export class MemoryFiles implements ModelFiles {
 /** Model files under an HTTP base URL (the dev server's /models/, a mirror). */
 export class HttpFiles implements ModelFiles {
   constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}) {}
-  private url(path: string) { return this.base.replace(/\/?$/, '/') + path; }
+  private url(path: string) { return this.base.replace(/\/?$/, '/') + assertSafeRelativePath(path); }
   async has(path: string) {
     const r = await fetch(this.url(path), { ...this.init, method: 'HEAD', cache: 'no-store' });
     return r.ok;

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { ModelFiles } from './model_files';
+import { assertSafeRelativePath } from './safe_names';
 
 /** A model folder on the local disk (Node only: the runner and tests). */
 export class NodeFiles implements ModelFiles {
@@ -8,18 +9,23 @@ export class NodeFiles implements ModelFiles {
   constructor(private readonly dir: string) {
     this.label = `${path.basename(dir)} (${dir})`;
   }
+  /** path inside the folder. @throws UnsafeNameError for a name that could leave it (io/safe_names.ts). */
+  private at(p: string): string {
+    return path.join(this.dir, assertSafeRelativePath(p));
+  }
   async has(p: string) {
-    return fs.stat(path.join(this.dir, p)).then((s) => s.isFile(), () => false);
+    return fs.stat(this.at(p)).then((s) => s.isFile(), () => false);
   }
   async bytes(p: string) {
+    const file = this.at(p);
     try {
-      return new Uint8Array(await fs.readFile(path.join(this.dir, p)));
+      return new Uint8Array(await fs.readFile(file));
     } catch {
       throw new Error(`${this.label}: ${p} is missing or unreadable`);
     }
   }
   async range(p: string, start: number, end: number) {
-    const fh = await fs.open(path.join(this.dir, p));
+    const fh = await fs.open(this.at(p));
     try {
       const buf = new Uint8Array(end - start);
       await fh.read(buf, 0, end - start, start);
@@ -28,5 +34,5 @@ export class NodeFiles implements ModelFiles {
       await fh.close();
     }
   }
-  async size(p: string) { return (await fs.stat(path.join(this.dir, p))).size; }
+  async size(p: string) { return (await fs.stat(this.at(p))).size; }
 }

@@ -5,6 +5,7 @@
  */
 
 import { fromF16Bits } from '../backend/f16';
+import { jsonErrorPosition } from './model_files';
 
 /** Every dtype the format defines, with its size in bytes. */
 export const DTYPE_BYTES = {
@@ -64,21 +65,33 @@ export function readHeaderLength(first8: Uint8Array, fileSize: number, file = 'm
  */
 export function parseHeader(headerBytes: Uint8Array, fileSize: number, file = 'model.safetensors'): SafetensorsHeader {
   let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(headerBytes);
+  } catch {
+    throw new SafetensorsError(file, 'header is not valid UTF-8 (not a safetensors file?)');
+  }
+  try {
+    json = JSON.parse(text);
   } catch (e) {
-    throw new SafetensorsError(file, `header is not valid UTF-8 JSON (${(e as Error).message})`);
+    throw new SafetensorsError(file, `header is not valid JSON${jsonErrorPosition(e, text)} (not a safetensors file?)`);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new SafetensorsError(file, 'header is not a JSON object');
+  const dup = duplicateTopLevelKey(text);
+  if (dup !== null) throw new SafetensorsError(file, `header names tensor "${dup}" twice (JSON.parse would keep the last silently; the file is ambiguous)`);
   const dataStart = 8 + headerBytes.length;
   const dataSize = fileSize - dataStart;
   const tensors = new Map<string, TensorEntry>();
   let metadata: Record<string, string> = {};
   for (const [name, raw] of Object.entries(json as Record<string, unknown>)) {
     if (name === '__metadata__') {
+      if (raw !== null && (typeof raw !== 'object' || Array.isArray(raw) || Object.values(raw as object).some((v) => typeof v !== 'string'))) {
+        throw new SafetensorsError(file, '__metadata__ is not an object of strings (the format allows only string values there)');
+      }
       metadata = (raw ?? {}) as Record<string, string>;
       continue;
     }
+    if (name.length === 0) throw new SafetensorsError(file, 'header has a tensor with an empty name');
     const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     if (typeof e !== 'object' || e === null) throw new SafetensorsError(file, `tensor "${name}": entry is not an object`);
     // Non-float tensors (e.g. Pythia's BOOL attention.bias buffers) are validated and skipped by
@@ -110,6 +123,38 @@ export function parseHeader(headerBytes: Uint8Array, fileSize: number, file = 'm
   return { dataStart, tensors, metadata };
 }
 
+/**
+ * The first key that occurs twice at the top level of a JSON object text (already known to be
+ * valid JSON), or null. JSON.parse keeps the last duplicate; the safetensors reference refuses them.
+ */
+export function duplicateTopLevelKey(text: string): string | null {
+  const seen = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (seen.has(key)) return key;
+        seen.add(key);
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      if (depth === 1 && c === '{') expectKey = true;
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (c === ',' && depth === 1) {
+      expectKey = true;
+    }
+  }
+  return null;
+}
+
 /** Parses a whole safetensors file held in memory. @throws SafetensorsError */
 export function parseSafetensors(bytes: Uint8Array, file = 'model.safetensors'): SafetensorsHeader {
   const n = readHeaderLength(bytes.subarray(0, 8), bytes.length, file);
@@ -128,7 +173,7 @@ const f16Table = (() => {
  * @throws Error for a non-float dtype (weights must be F32, F16, BF16 or F64).
  */
 export function decodeTensor(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
-  if (!FLOAT_DTYPES.includes(dtype)) throw new Error(`cannot read a ${dtype} tensor as weights (${FLOAT_DTYPES.join(', ')} are supported)`);
+  if (!FLOAT_DTYPES.includes(dtype)) throw new Error(`dtype ${dtype} cannot be read as float weights (expected one of ${FLOAT_DTYPES.join(', ')})`);
   const n = raw.length / DTYPE_BYTES[dtype];
   const out = new Float32Array(n);
   const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);

@@ -7,6 +7,7 @@ import { openCheckpoint } from '../io/checkpoint';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
 import { DEFAULT_CONTEXT_LENGTH, Transformer } from './transformer';
+import { checkLayersAgainstCheckpoint, checkSpec } from './spec_checks';
 
 export interface LoadProgress {
   stage: 'config' | 'weights' | 'upload' | 'tokenizer' | 'ready';
@@ -88,9 +89,11 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
   const config = await readJson(files, 'config.json');
   const arch = architectureFor(config.model_type);
   const spec = arch.spec(config);
+  checkSpec(spec);
   const contextLength = workingContext(spec.nCtx, options.contextLength);
   const meter = new RateMeter();
   const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) }));
+  checkLayersAgainstCheckpoint(spec, src, files.label);
   onProgress?.({ stage: 'upload' });
   const weights = arch.weights(spec, src, weightUploader(backend, options.weightDtype ?? 'f32'), config);
   return { config, model: new Transformer(backend, spec, weights, contextLength) };

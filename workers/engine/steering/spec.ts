@@ -173,8 +173,8 @@ export function assertFinite(v: ArrayLike<unknown>, what: string): void {
  * @throws Error for an unknown or non-steerable hook (assertHook's message), a vector path that
  *   was not loaded (resolve it with resolve.ts), a vector of the wrong width (expected vs got and
  *   the hook's width), NaN/Infinity values (with the index), a head out of range, positions
- *   outside the run, a step window that starts at or after max_new_tokens, or patch rows that do
- *   not cover the steered positions.
+ *   outside the run, a step window that starts at or after max_new_tokens, patch rows that do
+ *   not cover the steered positions, or an all-zero vector for rotate / ablate "project" (no direction).
  */
 export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: RunShape, label = 'intervention'): Intervention {
   const fail = (msg: string): never => { throw new Error(`${label}: ${msg}`); };
@@ -230,6 +230,10 @@ export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: Ru
     if (raw.length !== len) fail(`vector has ${raw.length} values, but ${widthText} (expected ${len}, got ${raw.length})`);
     assertFinite(raw, 'vector');
     const v = Float32Array.from(raw);
+    // rotate and project act along v̂: a zero vector has no direction, and would be a silent no-op
+    if ((spec.type === 'rotate' || (spec.type === 'ablate' && spec.mode === 'project')) && v.every((x) => x === 0)) {
+      fail(`${spec.type === 'rotate' ? 'rotate' : 'ablate mode "project"'} needs a direction, but the vector is all zeros (${len} values); build or import a non-zero vector`);
+    }
     switch (spec.type) {
       case 'add': op = { kind: 'add', v, alpha: spec.alpha! }; break;
       case 'add_norm_preserving': op = { kind: 'add_norm_preserving', v, alpha: spec.alpha! }; break;

@@ -8,6 +8,7 @@
  *   named `steering_vector`), with `__metadata__` {model, hook, d_model, method, provenance}.
  * - .json: {model, hook, d_model, method, vector: [...], provenance}, or a bare array of numbers.
  */
+import { jsonErrorPosition } from '../io/model_files';
 import type { ModelSpec } from '../model/spec';
 import { decodeTensor, parseSafetensors } from '../io/safetensors';
 import { hookWidth } from './hook_width';
@@ -79,14 +80,17 @@ export function readNpy(bytes: Uint8Array, name = 'vector.npy'): Float32Array {
   const major = bytes[6];
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let hlen: number, start: number;
-  if (major === 1) { hlen = dv.getUint16(8, true); start = 10; }
-  else if (major === 2 || major === 3) { hlen = dv.getUint32(8, true); start = 12; }
-  else throw new Error(`${name}: .npy format version ${major} is not supported (1, 2 and 3 are)`);
+  if (major !== 1 && major !== 2 && major !== 3) throw new Error(`${name}: .npy format version ${major} is not supported (1, 2 and 3 are)`);
+  start = major === 1 ? 10 : 12;
+  if (bytes.length < start) throw new Error(`${name}: the file is ${bytes.length} bytes, too short for a .npy version ${major} header length (${start} bytes; truncated)`);
+  if (major === 1) hlen = dv.getUint16(8, true);
+  else hlen = dv.getUint32(8, true);
   if (start + hlen > bytes.length) throw new Error(`${name}: header runs past the end of the file (truncated)`);
   const header = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, start + hlen));
   const descr = /'descr'\s*:\s*'([<>|=]?)([a-zA-Z]\d*)'/.exec(header);
   const shapeM = /'shape'\s*:\s*\(([^)]*)\)/.exec(header);
-  if (!descr || !shapeM || !/'fortran_order'\s*:\s*(True|False)/.test(header)) throw new Error(`${name}: malformed .npy header ${JSON.stringify(header.trim())}`);
+  if (!descr || !shapeM || !/'fortran_order'\s*:\s*(True|False)/.test(header)) throw new Error(`${name}: malformed .npy header (expected a dict with 'descr', 'fortran_order' and 'shape')`);
+  if (/'fortran_order'\s*:\s*True/.test(header) && /,\s*\d/.test(shapeM[1].replace(/^\s*1\s*,/, ''))) throw new Error(`${name}: fortran_order True with a 2-D shape is not supported; save the vector C-ordered`);
   const [, order, type] = descr;
   if (type !== 'f4' && type !== 'f8') throw new Error(`${name}: dtype ${order}${type} is not supported; save the vector as float32 or float64`);
   const shape = shapeM[1].split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
@@ -125,7 +129,12 @@ function readSafetensorsVector(bytes: Uint8Array, name: string): ImportedVector 
   const e = h.tensors.get(pick)!;
   const ok = e.shape.length === 1 || (e.shape.length === 2 && e.shape[0] === 1);
   if (!ok) throw new Error(`${name}: tensor "${pick}" has shape [${e.shape.join(', ')}]; a steering vector is [d] or [1, d]`);
-  const vector = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
+  let vector: Float32Array;
+  try {
+    vector = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
+  } catch (err) {
+    throw new Error(`${name}: tensor "${pick}": ${(err as Error).message}`);
+  }
   const m = h.metadata;
   let provenance: Record<string, unknown> | undefined;
   if (m.provenance) {
@@ -161,7 +170,7 @@ function readJsonVector(bytes: Uint8Array, name: string): ImportedVector {
   try {
     j = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
-    throw new Error(`${name}: not valid JSON (${(e as Error).message})`);
+    throw new Error(`${name}: not valid JSON${jsonErrorPosition(e, new TextDecoder().decode(bytes))}`);
   }
   if (Array.isArray(j)) {
     assertFinite(j, name);

@@ -1,0 +1,41 @@
+/**
+ * Checks of a ModelSpec against itself and against the checkpoint, before the weights are
+ * uploaded and the KV cache allocated (issue #8: config numbers that allocate or loop without
+ * bound, or that disagree with the file). The per-key bounds are in arch/config.ts CONFIG_BOUNDS;
+ * these are the relations between keys.
+ */
+import type { WeightSource } from '../arch/types';
+import type { ModelSpec } from './spec';
+
+/**
+ * @throws Error naming the config keys, their values and the rule: num_key_value_heads must
+ *   divide num_attention_heads (grouped-query attention), token ids must lie in the vocabulary,
+ *   the head width must be a positive whole number.
+ */
+export function checkSpec(s: ModelSpec): void {
+  if (s.nHeads % s.nKvHeads !== 0) throw new Error(`config.json "num_attention_heads" ${s.nHeads} is not a multiple of "num_key_value_heads" ${s.nKvHeads}; expected each key/value head to serve a whole number of query heads`);
+  if (!(Number.isInteger(s.dHead) && s.dHead > 0)) throw new Error(`config.json: head_dim is ${s.dHead}; expected a positive whole number`);
+  for (const [key, id] of [['bos_token_id', s.bosTokenId], ...s.eosTokenIds.map((e) => ['eos_token_id', e] as const)] as const) {
+    if (id !== null && !(Number.isInteger(id) && id >= 0 && id < s.dVocab)) throw new Error(`config.json "${key}" ${id} is outside the vocabulary [0, ${s.dVocab}) (vocab_size)`);
+  }
+  for (const w of s.windows) if (!(Number.isInteger(w) && w >= 0)) throw new Error(`config.json "sliding_window" ${w}; expected a whole number ≥ 0`);
+}
+
+/** Block indices a checkpoint holds, from names like model.layers.3.…, transformer.h.3.…, gpt_neox.layers.3.… */
+export function checkpointLayers(src: WeightSource): number {
+  let max = -1;
+  for (const name of src.names()) {
+    const m = /(?:^|\.)(?:layers|h|blocks)\.(\d+)\./.exec(name);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max + 1;
+}
+
+/**
+ * @throws Error when config.json's layer count differs from the blocks the checkpoint holds
+ *   (naming both), rather than a message about some missing or unused tensor.
+ */
+export function checkLayersAgainstCheckpoint(s: ModelSpec, src: WeightSource, label: string): void {
+  const n = checkpointLayers(src);
+  if (n > 0 && n !== s.nLayers) throw new Error(`${label}: config.json gives ${s.nLayers} layers (num_hidden_layers / n_layer) but the checkpoint holds blocks 0..${n - 1} (${n} layers)`);
+}
