@@ -12,7 +12,7 @@ import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import { forwardSpan } from './model/kv_prefix';
 import { contextMessage, type Transformer } from './model/transformer';
-import { chatTemplateGuard, loadTokenizer } from './tokenizer';
+import { chatTemplateGuard, checkVocabulary, loadTokenizer } from './tokenizer';
 import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './analysis/lens';
 import { logSumExp, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
@@ -53,6 +53,8 @@ export interface RunOptions {
  * the command-line runner and the tests. No DOM, no React.
  */
 export class Engine {
+  /** Warnings found at load (e.g. a tokenizer much smaller than the embedding matrix); promptWarnings repeats them. */
+  readonly loadWarnings: string[] = [];
   private lost: string | null = null;
   private lostCallback: ((reason: string) => void) | null = null;
   private disposed = false;
@@ -87,8 +89,11 @@ export class Engine {
     const { config, model } = await loadTransformer(files, backend, onProgress, options);
     onProgress?.({ stage: 'tokenizer' });
     const tokenizer = await loadTokenizer(files);
+    const loadWarnings = checkVocabulary(tokenizer, model.spec.dVocab, files.label);
     onProgress?.({ stage: 'ready' });
-    return new Engine(backend, model, config, tokenizer, files.label);
+    const e = new Engine(backend, model, config, tokenizer, files.label);
+    e.loadWarnings.push(...loadWarnings);
+    return e;
   }
 
   /**
@@ -151,7 +156,7 @@ export class Engine {
    * starts with the BOS text gets a second BOS from the tokenizer.
    */
   promptWarnings(p: PromptInput): string[] {
-    const out: string[] = [];
+    const out: string[] = [...this.loadWarnings];
     const bos = this.spec.bosTokenId;
     if (bos !== null && !p.chatTemplate) {
       const bosText = this.tokenizer.decode([bos], { skip_special_tokens: false });

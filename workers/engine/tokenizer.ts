@@ -64,3 +64,20 @@ export function chatTemplateGuard(template: unknown): void {
     }
   }
 }
+
+/**
+ * Compares the tokenizer's vocabulary with the embedding matrix's rows (vocab_size).
+ * @returns a warning when the tokenizer covers less than 90 % of the rows (checkpoints pad the
+ *   embedding by a few rows, e.g. Phi-3 32011 of 32064; a much smaller tokenizer belongs to
+ *   another model: prompts would use only its ids and margins would compare the wrong tokens).
+ * @throws Error naming both sizes when the tokenizer has ids beyond the embedding matrix.
+ */
+export function checkVocabulary(tokenizer: PreTrainedTokenizer, dVocab: number, label: string): string[] {
+  const v = (tokenizer as unknown as { get_vocab(): Map<string, number> | Record<string, number> }).get_vocab();
+  const ids = v instanceof Map ? [...v.values()] : Object.values(v);
+  let maxId = -1;
+  for (const id of ids) if (id > maxId) maxId = id;
+  if (maxId >= dVocab) throw new Error(`${label}: tokenizer.json has token id ${maxId}, but the embedding matrix has ${dVocab} rows (config.json vocab_size): the tokenizer belongs to another model`);
+  if (ids.length < 0.9 * dVocab) return [`${label}: tokenizer.json has ${ids.length} tokens but the embedding matrix has ${dVocab} rows (vocab_size); is the tokenizer from another model?`];
+  return [];
+}

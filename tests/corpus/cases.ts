@@ -1,0 +1,226 @@
+/**
+ * The bad-input corpus (issue #8): every case states the input, what is wrong with it, and the
+ * expected outcome — a refusal naming the culprit, or a specific result. To add cases (SAE files,
+ * experiment files, a failing fuzz input), append entries to CASES; `ui: true` also runs a case
+ * through the browser (keep those to about a third).
+ */
+import type { Analysis, Generation } from '../../workers/engine/api';
+import { json, modelFiles, putJson, putText, tensorsOf, withConfig, withTensors } from '../hardening/model_variants';
+import { encodeSafetensors } from '../../tools/safetensors_write';
+import { f32bytes, npy, oneTensor, rawSafetensors, stVector, text, type BadInputCase } from './inputs';
+
+const V64 = Array.from({ length: 64 }, (_, i) => Math.cos(i) / 4);
+const ZERO64 = new Array<number>(64).fill(0);
+const ONES64 = new Array<number>(64).fill(1);
+const HOOK = 'blocks.2.hook_resid_post';
+
+/** A chat template (Llama-2 style) for stories260K's tokenizer, which ships none. */
+const CHAT = "{% for m in messages %}{{ bos_token }}[INST] {{ m['content'] }} [/INST]{% endfor %}";
+const withChat = (template = CHAT) => {
+  const f = modelFiles();
+  return putJson(f, 'tokenizer_config.json', { ...json(f, 'tokenizer_config.json'), chat_template: template });
+};
+
+/** stories260K split into two shards with an index whose weight_map is `edit`ed. */
+function sharded(edit: (wm: Record<string, string>) => Record<string, string> | unknown = (wm) => wm): Map<string, Uint8Array> {
+  const f = modelFiles();
+  const ts = tensorsOf(f);
+  const half = Math.ceil(ts.length / 2);
+  const a = ts.slice(0, half), b = ts.slice(half);
+  f.delete('model.safetensors');
+  f.set('model-00001-of-00002.safetensors', encodeSafetensors(a));
+  f.set('model-00002-of-00002.safetensors', encodeSafetensors(b));
+  const wm: Record<string, string> = {};
+  for (const t of a) wm[t.name] = 'model-00001-of-00002.safetensors';
+  for (const t of b) wm[t.name] = 'model-00002-of-00002.safetensors';
+  return putJson(f, 'model.safetensors.index.json', { metadata: {}, weight_map: edit(wm) ?? wm });
+}
+
+const isAnalysis = (r: unknown): r is Analysis => typeof r === 'object' && r !== null && 'lensMargin' in r;
+const finiteAnalysis = (r: unknown) => isAnalysis(r) && Number.isFinite(r.sequenceMargin) && Array.from(r.lensMargin).every(Number.isFinite);
+
+const cfg = (id: string, what: string, edit: (c: Record<string, unknown>) => void, error: RegExp, ui = false): BadInputCase =>
+  ({ id: `config/${id}`, what, input: () => ({ kind: 'model', files: withConfig(edit) }), expect: { error }, ui });
+
+export const CASES: BadInputCase[] = [
+  // ------------------------------------------------------------------ config.json
+  cfg('layers-2^31', 'num_hidden_layers = 2^31 (used to hang the CLI for a minute)', (c) => { c.num_hidden_layers = 2 ** 31; }, /config\.json "num_hidden_layers" is 2147483648; expected a whole number in \[1, 1024\]/, true),
+  cfg('head-dim-2^31', 'head_dim = 2^31', (c) => { c.head_dim = 2 ** 31; }, /"head_dim" is 2147483648; expected a whole number in \[1, 16384\]/),
+  cfg('layers-0', 'num_hidden_layers = 0', (c) => { c.num_hidden_layers = 0; }, /"num_hidden_layers" is 0; expected a whole number in \[1, 1024\]/),
+  cfg('layers-negative', 'num_hidden_layers = -3', (c) => { c.num_hidden_layers = -3; }, /"num_hidden_layers" is -3/),
+  cfg('layers-fraction', 'num_hidden_layers = 4.5', (c) => { c.num_hidden_layers = 4.5; }, /"num_hidden_layers" is 4\.5; expected a whole number/),
+  cfg('layers-string', 'hidden_size given as the string "64"', (c) => { c.hidden_size = '64'; }, /config\.json "hidden_size" is "64" \(a string\); expected a number/, true),
+  cfg('layers-more-than-checkpoint', 'num_hidden_layers 6, checkpoint has 5 blocks', (c) => { c.num_hidden_layers = 6; }, /config\.json gives 6 layers .* checkpoint holds blocks 0\.\.4 \(5 layers\)/),
+  cfg('layers-fewer-than-checkpoint', 'num_hidden_layers 3, checkpoint has 5 blocks', (c) => { c.num_hidden_layers = 3; }, /config\.json gives 3 layers .* \(5 layers\)/),
+  cfg('heads-not-dividing', 'hidden_size 64 with 7 heads and no head_dim', (c) => { c.num_attention_heads = 7; delete c.head_dim; }, /"hidden_size" 64 is not divisible by "num_attention_heads" 7/, true),
+  cfg('kv-heads-not-dividing', 'num_key_value_heads 3 for 8 query heads', (c) => { c.num_key_value_heads = 3; }, /"num_attention_heads" 8 is not a multiple of "num_key_value_heads" 3/),
+  cfg('max-pos-0', 'max_position_embeddings = 0', (c) => { c.max_position_embeddings = 0; }, /"max_position_embeddings" is 0; expected a whole number in \[1, 16777216\]/),
+  cfg('vocab-huge', 'vocab_size = 1e12', (c) => { c.vocab_size = 1e12; }, /"vocab_size" is 1000000000000; expected a whole number in \[1, 4194304\]/),
+  cfg('vocab-mismatch', 'vocab_size 600 but the embedding has 512 rows', (c) => { c.vocab_size = 600; }, /model\.embed_tokens\.weight" has shape \[512,64\], config\.json implies \[600,64\]/),
+  cfg('eps-negative', 'rms_norm_eps = -1', (c) => { c.rms_norm_eps = -1; }, /"rms_norm_eps" is -1; expected a number in \[>0, 1\]/),
+  cfg('rope-theta-0', 'rope_theta = 0', (c) => { c.rope_theta = 0; }, /"rope_theta" is 0/),
+  cfg('rope-type-unknown', 'rope_scaling type "yarn2"', (c) => { c.rope_scaling = { rope_type: 'yarn2', factor: 2 }; }, /rope_scaling type "yarn2" is not supported/),
+  cfg('model-type-unknown', 'model_type "mamba"', (c) => { c.model_type = 'mamba'; }, /mamba/),
+  cfg('activation-unknown', 'hidden_act "swishglu"', (c) => { c.hidden_act = 'swishglu'; }, /activation "swishglu" is not supported/),
+  cfg('intermediate-list', 'intermediate_size given as a list', (c) => { c.intermediate_size = [172]; }, /"intermediate_size" is \[172\] \(a list\); expected a number/),
+  cfg('bos-outside-vocab', 'bos_token_id 9999 for a 512-token vocabulary', (c) => { c.bos_token_id = 9999; }, /"bos_token_id" 9999 is outside the vocabulary \[0, 512\)/),
+  cfg('head-dim-odd-rotary', 'head_dim 7 (rotary needs an even width)', (c) => { c.head_dim = 7; }, /rotary dimensions .* are 7; expected an even whole number/),
+  cfg('missing-hidden-size', 'hidden_size absent', (c) => { delete c.hidden_size; }, /config\.json is missing "hidden_size"/),
+  { id: 'config/not-json', what: 'config.json is not JSON (and its bytes are not echoed)', input: () => ({ kind: 'model', files: putText(modelFiles(), 'config.json', 'root:x:0:0:root:/root:/bin/bash') }), expect: { error: /config\.json is not valid JSON(?![\s\S]*root:x)/ }, ui: true },
+  { id: 'config/missing', what: 'no config.json', input: () => { const f = modelFiles(); f.delete('config.json'); return { kind: 'model', files: f }; }, expect: { error: /config\.json is missing/ } },
+
+  // ------------------------------------------------------------------ safetensors headers and data
+  { id: 'safetensors/duplicate-name', what: 'the header names one tensor twice (JSON.parse keeps the last)', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', 8) }), expect: { error: /header names tensor "w" twice/ } },
+  { id: 'safetensors/duplicate-in-model', what: 'a model file whose header names model.norm.weight twice', input: () => {
+    const f = modelFiles();
+    const b = f.get('model.safetensors')!;
+    const n = Number(new DataView(b.buffer, b.byteOffset).getBigUint64(0, true));
+    const head = new TextDecoder().decode(b.subarray(8, 8 + n)).trimEnd();
+    const entry = /"model\.norm\.weight":\{[^}]*\}/.exec(head)![0];
+    const dup = head.slice(0, -1) + ',' + entry + '}';
+    const out = new Uint8Array(8 + dup.length + (b.length - 8 - n));
+    new DataView(out.buffer).setBigUint64(0, BigInt(dup.length), true);
+    out.set(text(dup), 8);
+    out.set(b.subarray(8 + n), 8 + dup.length);
+    return { kind: 'model', files: f.set('model.safetensors', out) };
+  }, expect: { error: /model\.safetensors: header names tensor "model\.norm\.weight" twice/ }, ui: true },
+  { id: 'safetensors/empty-file', what: 'a 0-byte file', input: () => ({ kind: 'safetensors', bytes: new Uint8Array(0) }), expect: { error: /file is 0 bytes, too short/ } },
+  { id: 'safetensors/short-length', what: '5 bytes', input: () => ({ kind: 'safetensors', bytes: new Uint8Array(5) }), expect: { error: /file is 5 bytes, too short to hold the 8-byte header length/ } },
+  { id: 'safetensors/huge-length', what: 'header length 2^60', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('{}', 0, 2n ** 60n) }), expect: { error: /header length \d+ is outside \[2, 100000000\]/ } },
+  { id: 'safetensors/length-past-end', what: 'header length beyond the file', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('{}', 0, 500n) }), expect: { error: /header claims 500 bytes but the file has only 2/ } },
+  { id: 'safetensors/not-json', what: 'header is text from another file (not echoed)', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('root:x:0:0:secret') }), expect: { error: /header is not valid JSON(?![\s\S]*secret)/ } },
+  { id: 'safetensors/not-utf8', what: 'header bytes are not UTF-8', input: () => { const b = rawSafetensors('{"a":1}'); b[9] = 0xff; return { kind: 'safetensors', bytes: b }; }, expect: { error: /header is not valid UTF-8/ } },
+  { id: 'safetensors/array-header', what: 'header is a JSON array', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('[1,2]') }), expect: { error: /header is not a JSON object/ } },
+  { id: 'safetensors/bad-dtype', what: 'dtype "F128"', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F128', shape: [1], data_offsets: [0, 4] }, 4) }), expect: { error: /tensor "w": dtype "F128" is not a safetensors dtype/ } },
+  { id: 'safetensors/negative-shape', what: 'shape [-1]', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F32', shape: [-1], data_offsets: [0, 4] }, 4) }), expect: { error: /tensor "w": shape \[-1\] is not a list of non-negative integers/ } },
+  { id: 'safetensors/float-shape', what: 'shape [1.5]', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F32', shape: [1.5], data_offsets: [0, 4] }, 4) }), expect: { error: /shape \[1\.5\] is not a list/ } },
+  { id: 'safetensors/offsets-reversed', what: 'data_offsets [8, 4]', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F32', shape: [1], data_offsets: [8, 4] }, 8) }), expect: { error: /data_offsets end 4 < begin 8/ } },
+  { id: 'safetensors/offsets-past-end', what: 'data_offsets beyond the data', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F32', shape: [4], data_offsets: [0, 16] }, 8) }), expect: { error: /data_offsets \[0, 16\] run past the end of the data \(8 bytes/ } },
+  { id: 'safetensors/size-mismatch', what: 'shape [3] F32 over 8 bytes', input: () => ({ kind: 'safetensors', bytes: oneTensor({ dtype: 'F32', shape: [3], data_offsets: [0, 8] }, 8) }), expect: { error: /shape \[3\] × F32 needs 12 bytes but data_offsets span 8/ } },
+  { id: 'safetensors/overlap', what: 'two tensors share bytes', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}', 12) }), expect: { error: /tensors "a" and "b" overlap/ } },
+  { id: 'safetensors/metadata-not-strings', what: '__metadata__ with a number value', input: () => ({ kind: 'safetensors', bytes: rawSafetensors('{"__metadata__":{"format":1}}') }), expect: { error: /__metadata__ is not an object of strings/ } },
+  { id: 'safetensors/empty-name', what: 'a tensor named ""', input: () => ({ kind: 'safetensors', bytes: oneTensor({}, 0).length ? rawSafetensors('{"":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}') : new Uint8Array() }), expect: { error: /tensor with an empty name/ } },
+  { id: 'weights/int-dtype', what: 'a weight stored as I32 (names tensor and file)', input: () => ({ kind: 'model', files: withTensors((ts) => { ts.find((t) => t.name === 'model.norm.weight')!.dtype = 'I32' as never; }) }), expect: { error: /model\.safetensors: tensor "model\.norm\.weight": dtype I32 cannot be read as float weights/ } },
+  { id: 'weights/nan', what: 'a NaN in model.layers.3.mlp.up_proj.weight', input: () => ({ kind: 'model', files: withTensors((ts) => { ts.find((t) => t.name === 'model.layers.3.mlp.up_proj.weight')!.data[11] = NaN; }) }), expect: { error: /tensor "model\.layers\.3\.mlp\.up_proj\.weight" holds NaN at index 11/ }, ui: true },
+  { id: 'weights/inf', what: '+Inf in the embedding', input: () => ({ kind: 'model', files: withTensors((ts) => { ts[0].data[100] = Infinity; }) }), expect: { error: /"model\.embed_tokens\.weight" holds Infinity at index 100/ } },
+  { id: 'weights/f16-overflow', what: '70000 in a matrix loaded as f16', input: () => ({ kind: 'model', files: withTensors((ts) => { ts.find((t) => t.name === 'model.layers.1.self_attn.o_proj.weight')!.data[2] = -70000; }), options: { weightDtype: 'f16' } }), expect: { error: /"model\.layers\.1\.self_attn\.o_proj\.weight" holds -70000 at index 2, beyond the binary16 range ±65504/ } },
+  { id: 'weights/overflowing-activation', what: 'finite weights of 3e38 make blocks.1.hook_mlp_out overflow', input: () => ({ kind: 'model', files: withTensors((ts) => { ts.find((t) => t.name === 'model.layers.1.mlp.down_proj.weight')!.data.fill(3e38); }) }), expect: { error: /not finite: the first non-finite value \(-?Infinity|NaN\) appears at blocks\.1\.hook_mlp_out \(layer 1\), position 0/ }, ui: true },
+  { id: 'weights/missing-tensor', what: 'model.norm.weight absent', input: () => ({ kind: 'model', files: withTensors((ts) => ts.filter((t) => t.name !== 'model.norm.weight')) }), expect: { error: /no tensor "model\.norm\.weight"/ } },
+  { id: 'weights/wrong-shape', what: 'q_proj of layer 0 transposed', input: () => ({ kind: 'model', files: withTensors((ts) => { const t = ts.find((x) => x.name === 'model.layers.0.self_attn.k_proj.weight')!; t.shape = [64, 32]; }) }), expect: { error: /"model\.layers\.0\.self_attn\.k_proj\.weight" has shape \[64,32\], config\.json implies \[32,64\]/ } },
+  { id: 'weights/extra-tensor', what: 'an unused tensor in the checkpoint', input: () => ({ kind: 'model', files: withTensors((ts) => [...ts, { name: 'model.extra.weight', shape: [2], dtype: 'F32', data: new Float32Array(2) }]) }), expect: { error: /model\.extra\.weight/ } },
+  { id: 'weights/no-checkpoint', what: 'no safetensors file (pickle only)', input: () => { const f = modelFiles(); f.delete('model.safetensors'); f.set('pytorch_model.bin', new Uint8Array(4)); return { kind: 'model', files: f }; }, expect: { error: /no model\.safetensors or model\.safetensors\.index\.json/ } },
+  { id: 'weights/truncated', what: 'model.safetensors cut in half', input: () => { const f = modelFiles(); const b = f.get('model.safetensors')!; return { kind: 'model', files: f.set('model.safetensors', b.subarray(0, b.length >> 1)) }; }, expect: { error: /model\.safetensors: tensor ".*": data_offsets .* run past the end of the data/ } },
+
+  // ------------------------------------------------------------------ sharded indexes
+  { id: 'index/ok', what: 'a well-formed two-shard checkpoint (control case)', input: () => ({ kind: 'model', files: sharded() }), expect: { ok: 'loads and analyses with finite margins', check: finiteAnalysis } },
+  { id: 'index/dotdot-shard', what: 'weight_map shard "../secret.safetensors"', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': '../secret.safetensors' })) }), expect: { error: /weight_map\["model\.norm\.weight"\] "\.\.\/secret\.safetensors" has a "\.\." path segment/ }, ui: true },
+  { id: 'index/absolute-shard', what: 'weight_map shard "/etc/passwd"', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': '/etc/passwd' })) }), expect: { error: /"\/etc\/passwd" is an absolute path/ } },
+  { id: 'index/backslash-shard', what: 'weight_map shard "..\\\\x"', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': '..\\x.safetensors' })) }), expect: { error: /holds a backslash/ } },
+  { id: 'index/drive-shard', what: 'weight_map shard "C:x"', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': 'C:x.safetensors' })) }), expect: { error: /holds ':'/ } },
+  { id: 'index/dot-shard', what: 'weight_map shard "./model-00001-of-00002.safetensors"', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': './model-00001-of-00002.safetensors' })) }), expect: { error: /has a "\." path segment/ } },
+  { id: 'index/empty', what: 'weight_map {}', input: () => ({ kind: 'model', files: sharded(() => ({})) }), expect: { error: /"weight_map" is empty/ } },
+  { id: 'index/missing-map', what: 'index without weight_map', input: () => { const f = sharded(); return { kind: 'model', files: putJson(f, 'model.safetensors.index.json', { metadata: {} }) }; }, expect: { error: /has no "weight_map" object/ } },
+  { id: 'index/number-shard', what: 'weight_map value 3', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.norm.weight': 3 })) }), expect: { error: /weight_map\["model\.norm\.weight"\] is 3; expected a shard file name/ } },
+  { id: 'index/wrong-shard', what: 'index names the wrong shard for a tensor', input: () => ({ kind: 'model', files: sharded((wm) => ({ ...wm, 'model.embed_tokens.weight': 'model-00002-of-00002.safetensors' })) }), expect: { error: /index says "model\.embed_tokens\.weight" is in model-00002-of-00002\.safetensors, but it is not there/ } },
+  { id: 'index/missing-shard', what: 'index names a shard that is absent', input: () => { const f = sharded(); f.delete('model-00002-of-00002.safetensors'); return { kind: 'model', files: f }; }, expect: { error: /model-00002-of-00002\.safetensors is missing/ } },
+  { id: 'index/not-json', what: 'index is not JSON', input: () => ({ kind: 'model', files: putText(sharded(), 'model.safetensors.index.json', '{weight_map: nope') }), expect: { error: /model\.safetensors\.index\.json is not valid JSON \(line 1, column 2\)/ } },
+
+  // ------------------------------------------------------------------ tokenizer files
+  { id: 'tokenizer/missing', what: 'no tokenizer.json', input: () => { const f = modelFiles(); f.delete('tokenizer.json'); return { kind: 'model', files: f }; }, expect: { error: /tokenizer\.json is missing/ } },
+  { id: 'tokenizer/not-json', what: 'tokenizer.json is not JSON', input: () => ({ kind: 'model', files: putText(modelFiles(), 'tokenizer.json', 'not json') }), expect: { error: /could not build the tokenizer/ } },
+  { id: 'tokenizer/small-vocab', what: 'tokenizer of 259 tokens for a 512-row embedding', input: () => {
+    const f = modelFiles();
+    const t = json(f, 'tokenizer.json') as { model: { vocab: Record<string, number>; merges: unknown[] } };
+    t.model.vocab = Object.fromEntries(Object.entries(t.model.vocab).filter(([, id]) => id < 259));
+    t.model.merges = [];
+    return { kind: 'model', files: putJson(f, 'tokenizer.json', t) };
+  }, expect: { ok: 'loads with a warning naming 259 tokens vs 512 rows', check: (r) => isAnalysis(r) && (r.warnings ?? []).some((w) => /tokenizer\.json has 259 tokens but the embedding matrix has 512 rows/.test(w)) } },
+  { id: 'tokenizer/id-beyond-embedding', what: 'tokenizer with an id 600 for a 512-row embedding', input: () => {
+    const f = modelFiles();
+    const t = json(f, 'tokenizer.json') as { model: { vocab: Record<string, number> } };
+    t.model.vocab['zzz_extra'] = 600;
+    return { kind: 'model', files: putJson(f, 'tokenizer.json', t) };
+  }, expect: { error: /tokenizer\.json has token id 600, but the embedding matrix has 512 rows/ }, ui: true },
+  { id: 'tokenizer/chat-template-loop', what: 'a chat template looping over range(10**9)', input: () => ({ kind: 'model', files: withChat('{% for i in range(1000000000) %}x{% endfor %}') }), expect: { ok: 'loads (the template only runs when the toggle is on)', check: finiteAnalysis } },
+  { id: 'prompt/chat-template-loop', what: 'analyse with the chat-template toggle on a template looping 10^9 times', input: () => ({ kind: 'cli', argv: ['margins', '--model', 'FOLDER', '--prompt', 'hi', '--good', ' a', '--bad', ' b', '--chat-template', 'true'], folder: withChat('{% for i in range(1000000000) %}x{% endfor %}') }), expect: { error: /chat_template loops over range\(1000000000\)/ } },
+
+  // ------------------------------------------------------------------ prompts and futures
+  { id: 'prompt/empty', what: 'empty prompt', input: () => ({ kind: 'analyse', prompt: '', good: ' a', bad: ' b' }), expect: { error: /the prompt is empty: type some text/ }, ui: true },
+  { id: 'prompt/too-long', what: 'a prompt longer than max_position_embeddings (512)', input: () => ({ kind: 'analyse', prompt: 'a b '.repeat(400), good: ' a', bad: ' b' }), expect: { error: /longer than the model's context of 512 tokens \(max_position_embeddings\)/ } },
+  { id: 'prompt/bos-text', what: 'prompt starting with "<s>" gets a second BOS', input: () => ({ kind: 'analyse', prompt: '<s> Once upon a time', good: ' there', bad: ' a' }), expect: { ok: 'runs, with a warning naming the double BOS', check: (r) => isAnalysis(r) && r.ids[0] === 1 && r.ids[1] === 1 && (r.warnings ?? []).some((w) => /starts with the BOS text "<s>"/.test(w)) } },
+  { id: 'prompt/multibyte', what: '"I ❤ you": byte tokens must join back to the text', input: () => ({ kind: 'analyse', prompt: 'I ❤ you', good: ' a', bad: ' b' }), expect: { ok: 'token pieces join to "<s> I ❤ you" with no U+FFFD', check: (r) => isAnalysis(r) && r.tokens.join('') === '<s> I ❤ you' && !r.tokens.some((t) => t.includes('\uFFFD')) } },
+  { id: 'prompt/control-chars', what: 'NUL and escape characters in the prompt', input: () => ({ kind: 'analyse', prompt: 'Once\u0000 upon\u001b a time', good: ' a', bad: ' b' }), expect: { ok: 'analyses with finite margins', check: finiteAnalysis } },
+  { id: 'future/empty', what: 'both alternatives empty ("|")', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: '|', bad: ' b' }), expect: { error: /each future needs at least one token/ }, ui: true },
+  { id: 'future/chat-in-context', what: 'with the chat template on, " Tom" must not gain a leading "▁" token (id 410)', input: () => ({ kind: 'cli', argv: ['margins', '--model', 'FOLDER', '--prompt', 'Lily gave the ball to', '--good', ' Tom', '--bad', ' Lily', '--chat-template', 'true'], folder: withChat() }), expect: { ok: 'futures resolve to the ids they have after the templated prompt (first id ≠ 410) and margins are not all 0', check: (r) => {
+    const o = r as { good?: { sequences: number[][] }; final_margin?: number[] };
+    return !!o.good && o.good.sequences[0][0] !== 410 && (o.final_margin ?? []).some((m) => m !== 0);
+  } } },
+  { id: 'future/same-as-other', what: 'good and bad are the same token', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' there' }), expect: { ok: 'margin exactly 0 everywhere (a specific result, not an error)', check: (r) => isAnalysis(r) && Array.from(r.lensMargin).every((m) => m === 0) && r.sequenceMargin === 0 } },
+  { id: 'future/long-branch', what: 'a multi-token future longer than the context left', input: () => ({ kind: 'analyse', prompt: 'a b '.repeat(250), good: ' x'.repeat(20), bad: ' b' }), expect: { error: /prompt plus future: .* longer than the model's context of 512/ } },
+
+  // ------------------------------------------------------------------ interventions
+  { id: 'intervention/dose-overflow', what: 'add with alpha 1e39 (overflows float32)', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: ONES64, alpha: 1e39 }] }), expect: { error: /appears at blocks\.2\.hook_resid_post \(layer 2\), position 0/ }, ui: true },
+  { id: 'intervention/norm-preserving-huge', what: 'add_norm_preserving with alpha 1e39 keeps ‖h‖', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add_norm_preserving', vector: V64, alpha: 1e39 }] }), expect: { ok: 'finite margins; the residual norm at layer 3 stays near the unsteered one (not 0)', check: (r) => finiteAnalysis(r) && isAnalysis(r) && Array.from(r.residNorms.subarray(3 * r.ids.length, 4 * r.ids.length)).every((n) => n > 0.1) } },
+  { id: 'intervention/rotate-zero', what: 'rotate toward a zero vector', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'rotate', vector: ZERO64, theta: 1 }] }), expect: { error: /rotate needs a direction, but the vector is all zeros \(64 values\)/ }, ui: true },
+  { id: 'intervention/project-zero', what: 'ablate project with a zero vector', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'ablate', mode: 'project', vector: ZERO64 }] }), expect: { error: /ablate mode "project" needs a direction, but the vector is all zeros/ } },
+  { id: 'intervention/wrong-width', what: 'a 32-value vector at a 64-wide hook', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: V64.slice(0, 32), alpha: 1 }] }), expect: { error: /vector has 32 values, but blocks\.2\.hook_resid_post is \[pos, d_model\] = 64 wide/ } },
+  { id: 'intervention/unknown-hook', what: 'hook "blocks.9.hook_resid_post" on a 5-layer model', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: 'blocks.9.hook_resid_post', type: 'add', vector: V64, alpha: 1 }] }), expect: { error: /layer 9 does not exist \(the model has layers 0\.\.4\)/ } },
+  { id: 'intervention/nan-in-vector', what: 'null (NaN written as JSON) in the vector', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: [...V64.slice(0, 10), null, ...V64.slice(11)], alpha: 1 }] }), expect: { error: /vector\[10\] is null, not a number \(NaN or Infinity written as JSON null\?\)/ } },
+  { id: 'intervention/alpha-string', what: 'alpha "4"', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: V64, alpha: '4' }] }), expect: { error: /"alpha" must be a finite number \(got "4"\)/ } },
+  { id: 'intervention/unknown-type', what: 'type "steer"', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'steer', vector: V64 }] }), expect: { error: /"type" must be one of add, add_norm_preserving, rotate, ablate, patch \(got "steer"\)/ } },
+  { id: 'intervention/position-outside', what: 'position 99 in a 5-token prompt', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: V64, alpha: 1, positions: [99] }] }), expect: { error: /position 99 is outside the run/ } },
+  { id: 'intervention/steps-empty', what: 'steps window [3, 3)', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: HOOK, type: 'add', vector: V64, alpha: 1, steps: { start: 3, end: 3 } }] }), expect: { error: /"steps" window \[3, 3\) is empty/ } },
+  { id: 'intervention/not-object', what: 'an intervention that is a string', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: ['add 4'] }), expect: { error: /must be a JSON object/ } },
+  { id: 'intervention/head-outside', what: 'head 8 of 8 at attn.hook_z', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: 'blocks.1.attn.hook_z', type: 'add', vector: V64.slice(0, 8), alpha: 1, head: 8 }] }), expect: { error: /head 8 does not exist: blocks\.1\.attn\.hook_z has heads 0\.\.7/ } },
+  { id: 'intervention/non-steerable', what: 'steering the attention pattern', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: ' there', bad: ' a', interventions: [{ hook: 'blocks.1.attn.hook_pattern', type: 'add', vector: V64, alpha: 1 }] }), expect: { error: /hook_pattern/ } },
+  { id: 'intervention/generate-dose-overflow', what: 'generation under add alpha 1e39 never emits token 0', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 4, interventions: [{ hook: HOOK, type: 'add', vector: ONES64, alpha: 1e39 }] }), expect: { error: /blocks\.2\.hook_resid_post \(layer 2\)/ } },
+
+  // ------------------------------------------------------------------ vector files
+  { id: 'vector/npy-11-bytes-v2', what: 'an 11-byte .npy version 2 file', input: () => ({ kind: 'vector', name: 'v.npy', bytes: Uint8Array.of(0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 2, 0, 1, 0, 0) }), expect: { error: /v\.npy: the file is 11 bytes, too short for a \.npy version 2 header length/ }, ui: true },
+  { id: 'vector/npy-no-magic', what: 'a text file named .npy', input: () => ({ kind: 'vector', name: 'v.npy', bytes: text('hello world, not numpy') }), expect: { error: /not a \.npy file/ } },
+  { id: 'vector/npy-int', what: '.npy of int32', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<i4', 'fortran_order': False, 'shape': (64,), }", new Uint8Array(256)) }), expect: { error: /dtype <i4 is not supported; save the vector as float32 or float64/ } },
+  { id: 'vector/npy-matrix', what: '.npy of shape (2, 64)', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 64), }", new Uint8Array(512)) }), expect: { error: /shape \(2, 64\) is not one vector/ } },
+  { id: 'vector/npy-truncated', what: '.npy of (64,) with 40 data bytes', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (64,), }", new Uint8Array(40)) }), expect: { error: /shape \(64,\) needs 256 data bytes but the file has 40 \(truncated\)/ } },
+  { id: 'vector/npy-nan', what: '.npy with NaN at index 5', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (64,), }", f32bytes(V64.map((x, i) => (i === 5 ? NaN : x)))) }), expect: { error: /\[5\] is NaN/ } },
+  { id: 'vector/npy-wrong-width', what: '.npy of 32 values for a 64-wide hook', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (32,), }", f32bytes(V64.slice(0, 32))) }), expect: { error: /v\.npy holds a vector of 32 values, but blocks\.2\.hook_resid_post is \[pos, d_model\] = 64 wide/ } },
+  { id: 'vector/npy-version-9', what: '.npy version 9', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", f32bytes([1]), 9) }), expect: { error: /\.npy format version 9 is not supported/ } },
+  { id: 'vector/npy-ok', what: 'a good .npy (control case)', input: () => ({ kind: 'vector', name: 'v.npy', bytes: npy("{'descr': '<f4', 'fortran_order': False, 'shape': (64,), }", f32bytes(V64)) }), expect: { ok: 'reads 64 values equal to the written ones', check: (r) => r instanceof Float32Array && r.length === 64 && r.every((x, i) => x === Math.fround(V64[i])) } },
+  { id: 'vector/st-two-tensors', what: '.safetensors with two tensors, neither named steering_vector', input: () => ({ kind: 'vector', name: 'v.safetensors', bytes: encodeSafetensors([{ name: 'a', shape: [64], dtype: 'F32', data: Float32Array.from(V64) }, { name: 'b', shape: [64], dtype: 'F32', data: Float32Array.from(V64) }]) }), expect: { error: /v\.safetensors: holds 2 tensors \(a, b\)/ } },
+  { id: 'vector/st-int', what: '.safetensors vector stored as I32 (names the tensor)', input: () => ({ kind: 'vector', name: 'v.safetensors', bytes: oneTensor({ dtype: 'I32', shape: [64], data_offsets: [0, 256] }, 256) }), expect: { error: /v\.safetensors: tensor "w": dtype I32 cannot be read as float weights/ } },
+  { id: 'vector/st-dmodel-mismatch', what: '.safetensors metadata d_model 128 for 64 values', input: () => ({ kind: 'vector', name: 'v.safetensors', bytes: stVector(V64, { d_model: '128' }) }), expect: { error: /metadata says d_model = 128 but the vector has 64 values/ } },
+  { id: 'vector/st-inf', what: '.safetensors vector with Infinity', input: () => ({ kind: 'vector', name: 'v.safetensors', bytes: stVector(V64.map((x, i) => (i === 63 ? Infinity : x))) }), expect: { error: /\[63\] is Infinity/ } },
+  { id: 'vector/json-not-json', what: '.json that is not JSON (bytes not echoed)', input: () => ({ kind: 'vector', name: 'v.json', bytes: text('{"vector": [1, 2, secret') }), expect: { error: /v\.json: not valid JSON(?![\s\S]*secret)/ } },
+  { id: 'vector/json-strings', what: '.json vector of strings', input: () => ({ kind: 'vector', name: 'v.json', bytes: text(JSON.stringify({ vector: V64.map(String) })) }), expect: { error: /vector\[0\] is "0\.25", not a number/ } },
+  { id: 'vector/json-object', what: '.json without "vector"', input: () => ({ kind: 'vector', name: 'v.json', bytes: text('{"values": [1, 2]}') }), expect: { error: /expected \{"model", "hook", "d_model", "vector": \[\.\.\.\]\} or an array of numbers/ } },
+  { id: 'vector/unknown-ext', what: 'a .pt file', input: () => ({ kind: 'vector', name: 'v.pt', bytes: new Uint8Array(8) }), expect: { error: /v\.pt: unknown vector file type; use \.npy, \.safetensors or \.json/ } },
+
+  // ------------------------------------------------------------------ experiment inputs: sweeps, runner flags, Hub ids
+  { id: 'sweep/layer-outside', what: 'sweep over layer 7 of 5', input: () => ({ kind: 'sweep', layers: [7], doses: [1] }), expect: { error: /layer 7 does not exist \(the model has layers 0\.\.4\)/ } },
+  { id: 'sweep/nan-dose', what: 'a NaN dose', input: () => ({ kind: 'sweep', layers: [1], doses: [NaN] }), expect: { error: /dose NaN is not a finite number/ } },
+  { id: 'sweep/no-dose', what: 'ablate has no dose to sweep', input: () => ({ kind: 'sweep', layers: [1], doses: [1], type: 'ablate' }), expect: { error: /"ablate" has no dose/ } },
+  { id: 'sweep/empty', what: 'no layers', input: () => ({ kind: 'sweep', layers: [], doses: [1] }), expect: { error: /a sweep needs at least one layer and one dose/ } },
+  { id: 'sweep/rotate-zero', what: 'rotate sweep with a zero vector', input: () => ({ kind: 'sweep', layers: [1], doses: [0.5], type: 'rotate', vector: ZERO64 }), expect: { error: /rotate needs a direction, but the vector is all zeros/ } },
+  { id: 'cli/temperature-abc', what: '--temperature abc (used to sample the last id forever)', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--temperature', 'abc'] }), expect: { error: /--temperature "abc": expected a number ≥ 0 and ≤ 1000000/ } },
+  { id: 'cli/max-new-abc', what: '--max-new-tokens abc', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--max-new-tokens', 'abc'] }), expect: { error: /--max-new-tokens "abc": expected a whole number ≥ 1/ } },
+  { id: 'cli/max-new-negative', what: '--max-new-tokens -5', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--max-new-tokens', '-5'] }), expect: { error: /--max-new-tokens "-5": expected a whole number ≥ 1/ } },
+  { id: 'cli/max-new-fraction', what: '--max-new-tokens 2.5', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--max-new-tokens', '2.5'] }), expect: { error: /--max-new-tokens "2\.5": expected a whole number/ } },
+  { id: 'cli/top-k-negative', what: '--top-k -1', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--top-k', '-1'] }), expect: { error: /--top-k "-1": expected a whole number ≥ 0/ } },
+  { id: 'cli/seed-empty', what: '--seed ""', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--seed', ''] }), expect: { error: /--seed "": expected a whole number/ } },
+  { id: 'cli/eps-2', what: '--eps 2 (sink threshold is a probability)', input: () => ({ kind: 'cli', argv: ['sinks', '--model', 'MODEL', '--prompt', 'Once', '--eps', '2'] }), expect: { error: /--eps "2": expected a number ≥ 0 and ≤ 1/ } },
+  { id: 'cli/max-new-infinite', what: '--max-new-tokens 1e999 (Infinity)', input: () => ({ kind: 'cli', argv: ['generate', '--model', 'MODEL', '--prompt', 'Once', '--max-new-tokens', '1e999'] }), expect: { error: /--max-new-tokens "1e999": expected a whole number ≥ 1/ } },
+  { id: 'cli/dotdot-shard', what: 'a local folder whose index names ../ (read through the CLI)', input: () => ({ kind: 'cli', argv: ['margins', '--model', 'FOLDER', '--prompt', 'Once', '--good', ' a', '--bad', ' b'], folder: sharded((wm) => ({ ...wm, 'model.norm.weight': '../../../../etc/passwd' })) }), expect: { error: /weight_map\["model\.norm\.weight"\] "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd" has a "\.\." path segment(?![\s\S]*root:)/ } },
+  { id: 'hub/dotdot-repo', what: 'repo id ".."', input: () => ({ kind: 'hub', ref: '..' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/models-dot', what: 'repo id "models/."', input: () => ({ kind: 'hub', ref: 'models/.' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/dot-name', what: 'repo id "./name"', input: () => ({ kind: 'hub', ref: './name' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/dotdot-revision', what: 'revision ".."', input: () => ({ kind: 'hub', ref: 'org/name@..' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/dot-revision', what: 'revision "."', input: () => ({ kind: 'hub', ref: 'org/name@.' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/slash-revision', what: 'revision "refs/../../x"', input: () => ({ kind: 'hub', ref: 'org/name@refs/../../x' }), expect: { error: /is not a Hub repo id/ } },
+  { id: 'hub/credentials-endpoint', what: 'an endpoint with user:password', input: () => ({ kind: 'hub', ref: 'org/name', endpoint: 'https://u:p@mirror.example' }), expect: { error: /must not hold credentials/ } },
+  { id: 'hub/file-endpoint', what: 'a file:// endpoint', input: () => ({ kind: 'hub', ref: 'org/name', endpoint: 'file:///etc' }), expect: { error: /must be an http\(s\) URL/ } },
+  { id: 'hub/ok', what: 'org/name@refs/pr/1 (control case: a valid ref)', input: () => ({ kind: 'hub', ref: 'org/name@refs/pr/1' }), expect: { ok: 'resolve URL stays under /org/name/resolve/refs%2Fpr%2F1/', check: (r) => r === 'https://huggingface.co/org/name/resolve/refs%2Fpr%2F1/config.json' } },
+
+  // ------------------------------------------------------------------ generation
+  { id: 'generate/temperature-nan', what: 'temperature NaN in a generation request', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 3, temperature: NaN }), expect: { error: /temperature must be a finite number ≥ 0 \(0 = greedy\), not NaN/ } },
+  { id: 'generate/top-k-fraction', what: 'top-k 2.5', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 3, temperature: 1, topK: 2.5 }), expect: { error: /top-k must be a whole number ≥ 0 \(0 = all tokens\), not 2\.5/ } },
+  { id: 'generate/multibyte-pieces', what: 'generated pieces join to the generated text', input: () => ({ kind: 'generate', prompt: 'I ❤', maxNewTokens: 6 }), expect: { ok: 'tokens joined equal the text (no U+FFFD pieces)', check: (r) => { const g = r as Generation; return g.tokens.join('') === g.text && !g.tokens.some((t) => t.includes('\uFFFD')); } } },
+];

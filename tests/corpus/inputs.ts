@@ -1,0 +1,91 @@
+/**
+ * What a bad-input case feeds the workbench, and how the corpus runner (corpus.test.ts) and the
+ * UI spec (e2e/bad_input_corpus.spec.ts) run it. Every input is built from bytes generated here,
+ * at test time (stories260K's real files with one thing changed); nothing binary is committed.
+ */
+import { encodeHeader } from '../../tools/safetensors_write';
+import type { FileMap } from '../hardening/model_variants';
+
+/** One input of the corpus. */
+export type CaseInput =
+  /** A model folder: Engine.load, then (when it loads) an analysis of CORPUS_PROMPT. */
+  | { kind: 'model'; files: FileMap; options?: { weightDtype?: 'f16' } }
+  /** Raw bytes of a safetensors file: parseSafetensors (header and offsets only). */
+  | { kind: 'safetensors'; bytes: Uint8Array }
+  /** An analysis on stories260K; interventions are JSON specs as the runner and the UI write them. */
+  | { kind: 'analyse'; prompt: string; good: string; bad: string; chatTemplate?: boolean; interventions?: unknown[] }
+  /** A generation on stories260K. */
+  | { kind: 'generate'; prompt: string; maxNewTokens?: number; temperature?: number; topK?: number; interventions?: unknown[] }
+  /** A steering vector file: readVectorFile, then assertVectorFits at blocks.2.hook_resid_post. */
+  | { kind: 'vector'; name: string; bytes: Uint8Array }
+  /** A dose–response sweep on stories260K (experiment input). */
+  | { kind: 'sweep'; layers: number[]; doses: number[]; type?: string; vector?: number[] }
+  /** A Hub repo reference as typed (CLI --model or the UI's Hub field): parseRepoRef + HubFiles. */
+  | { kind: 'hub'; ref: string; endpoint?: string }
+  /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path. */
+  | { kind: 'cli'; argv: string[]; folder?: FileMap };
+
+/** What a case must produce. */
+export type Expected =
+  /** A refusal whose message matches (it names the culprit: file, key, tensor, value, expected). */
+  | { error: RegExp }
+  /** A result; `check` returns true when it is the right one (and says what it claims). */
+  | { ok: string; check: (result: unknown) => boolean };
+
+export interface BadInputCase {
+  /** Stable, unique id (area/short-name): failing fuzz inputs and other helpers' cases add entries. */
+  id: string;
+  /** What is wrong with the input, in a user's words. */
+  what: string;
+  input: () => CaseInput;
+  expect: Expected;
+  /** Also run through the UI (the representative third, e2e/bad_input_corpus.spec.ts). */
+  ui?: boolean;
+}
+
+/** The prompt every loaded model variant is analysed on. */
+export const CORPUS_PROMPT = { prompt: 'Once upon a time there was a girl', good: { text: ' who' }, bad: { text: ' and' } };
+
+const enc = new TextEncoder();
+
+/** A safetensors file: 8-byte length, header text (as given, not re-serialised) and `data` zero bytes. */
+export function rawSafetensors(header: string, data = 0, lengthField?: bigint): Uint8Array {
+  const hb = enc.encode(header);
+  const out = new Uint8Array(8 + hb.length + data);
+  new DataView(out.buffer).setBigUint64(0, lengthField ?? BigInt(hb.length), true);
+  out.set(hb, 8);
+  return out;
+}
+
+/** A well-formed one-tensor safetensors file (F32 zeros) with the header's entry for it replaced by `entry`. */
+export function oneTensor(entry: Record<string, unknown>, dataBytes: number): Uint8Array {
+  return rawSafetensors(JSON.stringify({ w: entry }), dataBytes);
+}
+
+/** A .npy file: magic, version, header length field, header text, then `data`. */
+export function npy(header: string, data: Uint8Array = new Uint8Array(0), major = 1): Uint8Array {
+  const hb = enc.encode(header);
+  const pre = major === 1 ? 10 : 12;
+  const out = new Uint8Array(pre + hb.length + data.length);
+  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, major, 0]);
+  const dv = new DataView(out.buffer);
+  if (major === 1) dv.setUint16(8, hb.length, true);
+  else dv.setUint32(8, hb.length, true);
+  out.set(hb, pre);
+  out.set(data, pre + hb.length);
+  return out;
+}
+
+/** float32 little-endian bytes of `values`. */
+export const f32bytes = (values: number[]): Uint8Array => new Uint8Array(Float32Array.from(values).buffer);
+
+/** A safetensors vector file of `values` as F32, with optional __metadata__. */
+export function stVector(values: number[], metadata: Record<string, string> = {}): Uint8Array {
+  const { head } = encodeHeader([{ name: 'steering_vector', shape: [values.length], dtype: 'F32' }], metadata);
+  const out = new Uint8Array(head.length + values.length * 4);
+  out.set(head);
+  out.set(f32bytes(values), head.length);
+  return out;
+}
+
+export const text = (s: string): Uint8Array => enc.encode(s);
