@@ -3,6 +3,7 @@ import react from '@vitejs/plugin-react';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bundledModels } from './tools/bundled_models';
+import { contentSecurityPolicy } from './tools/csp';
 
 const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(import.meta.dirname, '..', 'shared'));
 
@@ -17,7 +18,14 @@ const PUBLIC = path.join(import.meta.dirname, 'public');
  */
 function goldenData(): Plugin {
   const handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, next: () => void) => {
-    const url = decodeURIComponent((req.url ?? '').split('?')[0]);
+    let url: string;
+    try {
+      url = decodeURIComponent((req.url ?? '').split('?')[0]);
+    } catch {
+      res.statusCode = 400; // a malformed %-escape (/models/%E0%A4%A) is the client's error, not a 500
+      res.end('bad request: malformed URL encoding');
+      return;
+    }
     const top = /^\/(models|fixtures)\//.exec(url);
     if (!top || fs.existsSync(path.join(PUBLIC, url.slice(1)))) return next();
     const file = path.join(SHARED, url.slice(1));
@@ -51,9 +59,10 @@ function goldenData(): Plugin {
 }
 
 export default defineConfig({
-  plugins: [react(), bundledModels(PUBLIC), goldenData()],
+  plugins: [react(), bundledModels(PUBLIC), goldenData(), contentSecurityPolicy()],
   base: './',
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },
-  server: { fs: { allow: ['..'] } },
+  // /@fs/ reads only inside this repository (never its parent folder: other checkouts, ../shared, home)
+  server: { fs: { allow: [import.meta.dirname] } },
 });

@@ -58,6 +58,7 @@ async function openModel(a: Args): Promise<ModelFiles> {
     token: process.env.HF_TOKEN,
     onDownload: process.stderr.isTTY ? showDownload : undefined,
   });
+  if (process.env.HF_TOKEN && hub.endpoint.startsWith('http://')) process.stderr.write(`warning: HF_TOKEN is sent unencrypted to ${hub.endpoint} (plain http); use an https mirror or unset HF_TOKEN\n`);
   await assertFits(hub, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' });
   return hub;
 }

@@ -22,7 +22,8 @@ export function ModelPicker() {
   const [local, setLocal] = useState('');
   const [repo, setRepo] = useState('');
   const [revision, setRevision] = useState('main');
-  const [token, setToken] = useState('');
+  /** Whether the token field holds something (the token itself is read from the field on load: an uncontrolled input, so React never writes it into a value attribute of the DOM). */
+  const [hasToken, setHasToken] = useState(false);
   const [endpoint, setEndpoint] = useState('');
   /** A gated curated model chosen without a token: the token field asks for one. */
   const [needsToken, setNeedsToken] = useState<CatalogEntry | null>(null);
@@ -53,6 +54,7 @@ export function ModelPicker() {
 
   const loadHub = (id: string, rev: string) => {
     setNeedsToken(null);
+    const token = tokenInput.current?.value ?? '';
     void loadHubModel({ kind: 'hub', repo: id, revision: rev.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined });
   };
 
@@ -60,7 +62,7 @@ export function ModelPicker() {
   const choose = (entry: CatalogEntry) => {
     setRepo(entry.repo);
     setRevision('main');
-    if (entry.gated && !token) {
+    if (entry.gated && !hasToken) {
       setNeedsToken(entry);
       tokenInput.current?.focus();
       return;
@@ -116,13 +118,18 @@ export function ModelPicker() {
           <label>Repo <input data-testid="hub-repo" className="repo-id" value={repo} onChange={(e) => { setRepo(e.target.value); setNeedsToken(null); }} placeholder="owner/name" spellCheck={false} /></label>
           <label>Revision <input data-testid="hub-revision" className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
           <label title="Only for gated or private repos; kept in memory, never saved">
-            Token <input ref={tokenInput} data-testid="hub-token" className="hub-token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} placeholder="hf_… (optional)" />
+            Token <input ref={tokenInput} data-testid="hub-token" className="hub-token" type="password" autoComplete="off" defaultValue="" onChange={(e) => setHasToken(e.target.value !== '')} placeholder="hf_… (optional)" />
           </label>
           <label title="A mirror with the Hub's {repo}/resolve/{revision}/{file} layout (like HF_ENDPOINT); empty = huggingface.co">
             Endpoint <input data-testid="hub-endpoint" value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
           </label>
           <button type="submit" data-testid="load-hub" disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
         </form>
+        {hasToken && /^\s*http:\/\//i.test(endpoint) && (
+          <p className="hint insecure-endpoint" data-testid="insecure-endpoint" role="alert">
+            The endpoint is plain http: the access token would cross the network unencrypted. Use an https mirror, or clear the token.
+          </p>
+        )}
         {needsToken && (
           <p className="hint token-needed" data-testid="token-needed" role="status">
             {needsToken.label} is gated: accept its licence on <a href={`https://huggingface.co/${needsToken.repo}`} target="_blank" rel="noreferrer">its Hub page</a>,

@@ -1,0 +1,56 @@
+import { test, expect } from '@playwright/test';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CSP } from '../tools/csp';
+
+/**
+ * Issue #8 hygiene: the built site runs under a Content-Security-Policy (and still loads its model,
+ * its worker and WebGPU or the CPU fallback, and analyses); the servers answer a malformed
+ * %-escape with 400, not 500; the dev server does not serve files of the repository's parent folder
+ * through /@fs/.
+ */
+const REPO = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+
+test('the built site runs under its CSP: the bundled model loads in the worker and Analyse works, with no policy violation', async ({ page }) => {
+  const violations: string[] = [];
+  page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => { (window as unknown as { __csp: string[] }).__csp = [...((window as unknown as { __csp?: string[] }).__csp ?? []), `${e.violatedDirective} ${e.blockedURI}`]; });
+  });
+  await page.goto('/index.html');
+  const meta = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
+  expect(meta).toBe(CSP);
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await page.getByTestId('prompt').fill('Once upon a time there was a girl');
+  await page.getByTestId('good-future').fill(' who');
+  await page.getByTestId('bad-future').fill(' and');
+  await page.getByTestId('analyse').click();
+  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+  const pageViolations = await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []);
+  expect(pageViolations, 'CSP violations while loading and analysing').toEqual([]);
+  expect(violations).toEqual([]);
+  // the policy is in force: an injected inline script does not run (DevTools' own evaluate is exempt, so test a page script)
+  const ran = await page.evaluate(async () => {
+    const s = document.createElement('script');
+    s.textContent = 'window.__inlineRan = true';
+    document.head.append(s);
+    await new Promise((r) => setTimeout(r, 50));
+    return (window as unknown as { __inlineRan?: boolean }).__inlineRan === true;
+  });
+  expect(ran, 'an inline script ran despite script-src').toBe(false);
+});
+
+test('a malformed %-escape under /models/ is a 400 (preview and dev), and /@fs/ does not read the parent folder', async ({ request }) => {
+  const dev = `http://127.0.0.1:${process.env.BP_DEV_PORT}`;
+  for (const base of ['', dev]) {
+    const r = await request.get(`${base}/models/%E0%A4%A`);
+    expect(r.status(), `${base || 'preview'} /models/%E0%A4%A`).toBe(400);
+  }
+  const parentFile = path.join(path.dirname(REPO), path.basename(REPO), 'package.json'); // inside: allowed
+  const inside = await request.get(`${dev}/@fs${parentFile}`);
+  expect(inside.status(), '/@fs/ inside the repo').toBe(200);
+  const outside = await request.get(`${dev}/@fs${path.join(path.dirname(REPO), 'COMMON.md')}`);
+  expect(outside.status(), '/@fs/ of the parent folder').toBe(403);
+  expect(await outside.text()).not.toContain('Rules for every helper');
+});
