@@ -14,6 +14,7 @@ import { doseText, steeredPromptPositions } from '../lib/steered';
 import { placeAtLensCell } from '../actions/steering';
 import { SteeredTag } from '../components/SteeredTag';
 import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
+import { InputWarnings } from '../components/InputWarnings';
 import type { InterventionDraft } from '../store/steering';
 import { steeringName, steeringNow } from '../lib/stale';
 
@@ -122,6 +123,7 @@ export function MarginHeatmapView() {
             : locked ? '' : ' Click a cell to steer that layer at that token.'}
         </p>
         <ResultStatus model={r.modelLabel} stale={stale} testId="margin-status" />
+        <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
         {unsteered && (
           <label className="toggle">
             <input type="checkbox" data-testid="show-difference" checked={showDifference} onChange={(e) => setShowDifference(e.target.checked)} />
