@@ -38,7 +38,7 @@ describe('safetensors reader validates before trusting a byte', () => {
   it('rejects a header that is not JSON', () => {
     const b = build({}, new Uint8Array(0));
     b.fill(0x7b, 8); // '{{{{'
-    expect(() => parseSafetensors(b)).toThrow(/not valid UTF-8 JSON/);
+    expect(() => parseSafetensors(b)).toThrow(/header is not valid JSON \(line 1, column 2\)/);
   });
 
   it('rejects offsets whose span disagrees with shape × dtype', () => {
