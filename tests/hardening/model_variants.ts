@@ -7,7 +7,14 @@ import * as path from 'node:path';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { decodeTensor, parseSafetensors } from '../../workers/engine/io/safetensors';
 import { encodeSafetensors, type TensorToWrite } from '../../tools/safetensors_write';
-import { sharedPath } from '../shared';
+import { fileURLToPath } from 'node:url';
+
+/** ../shared (or $BRANCHPOINT_SHARED), found through import.meta.url so Playwright's ESM loader can import this too. */
+const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? fileURLToPath(new URL('../../../shared', import.meta.url)));
+const sharedPath = (...p: string[]): string => {
+  if (!fs.existsSync(path.join(SHARED, 'models'))) throw new Error(`golden data not found at ${SHARED}: set BRANCHPOINT_SHARED to the shared/ folder`);
+  return path.join(SHARED, ...p);
+};
 
 export type FileMap = Map<string, Uint8Array>;
 
