@@ -1,8 +1,9 @@
 /**
  * GPU memory across repeated runs on WebGPU (issue #8): stories260K is loaded once onto
  * WebGpuBackend; each call of `window.runLeakRounds(n)` runs n rounds of analyse (with an
- * add_norm_preserving intervention), generate (8 tokens), a 2-dose sweep and an activation-patched
- * run, and returns the backend's own counters (WebGpuBackend.memoryStats) after the rounds. The
+ * add_norm_preserving intervention), generate (8 tokens), a 2-dose sweep, an activation-patched
+ * run, an activation-patching grid (9 tokens × 5 layers, prefix KV reuse) and a branch tree with one
+ * fork (KV snapshots), and returns the backend's own counters (WebGpuBackend.memoryStats) after the rounds. The
  * spec compares the counts across calls and reads the JS heap between them through CDP.
  */
 import { WebGpuBackend, type GpuMemoryStats } from '../../workers/engine/backend/webgpu';
@@ -10,6 +11,8 @@ import { Engine } from '../../workers/engine/engine';
 import { HttpFiles } from '../../workers/engine/io/model_files';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { doseResponse } from '../../workers/engine/steering/sweep';
+import { patchingGrid } from '../../workers/engine/analysis/patching';
+import { BranchExplorer } from '../../workers/engine/branching/explorer';
 
 let engine: Engine | null = null;
 
@@ -18,7 +21,7 @@ async function loaded(): Promise<{ e: Engine; b: WebGpuBackend }> {
   return { e: engine, b: engine.backend as WebGpuBackend };
 }
 
-/** Runs `rounds` rounds of analyse + generate + sweep + patch; returns the memory counters afterwards. */
+/** Runs `rounds` rounds of analyse + generate + sweep + patch + patching grid + branch tree; returns the memory counters afterwards. */
 async function runLeakRounds(rounds: number): Promise<GpuMemoryStats & { runs: number }> {
   const { e, b } = await loaded();
   const req = { prompt: 'Once upon a time, there was a little girl named Lily. She', good: { text: ' was' }, bad: { text: ' had| liked' } };
@@ -32,7 +35,12 @@ async function runLeakRounds(rounds: number): Promise<GpuMemoryStats & { runs: n
     await doseResponse(e, { ...req, template: { hook: 'blocks.{l}.hook_resid_post', type: 'add', vector: v }, layers: [1], doses: [-2, 2] });
     const clean = await e.run(ids, { capture: [hook] });
     await e.run(ids, { interventions: [{ hook, positions: 'all', op: { kind: 'patch', replacement: clean.captured.get(hook)! } }] });
-    runs += 5;
+    await patchingGrid(e, { clean: 'Tom had a ball. He', corrupt: 'Tom had a ball. She', good: { text: ' was' }, bad: { text: ' had' }, hook: 'resid_pre' });
+    const draw = { temperature: 0, topK: 0, seed: 1, steered: false };
+    const x = await BranchExplorer.start(e, { ...req, maxNewTokens: 4 }, draw);
+    const trunk = x.tree.nodes[0];
+    await x.fork(trunk.id, trunk.start + 1, trunk.top[1].ids.find((id) => id !== trunk.ids[1])!, draw);
+    runs += 7;
   }
   await b.sync();
   return { ...b.memoryStats(), runs };

@@ -19,7 +19,7 @@ import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
 import { seededRandom } from './analysis/sampling';
 import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
-import { firstNonFinite, locateNonFinite, NonFiniteError } from './analysis/finite';
+import { assertFiniteRun, firstNonFinite, NonFiniteError } from './analysis/finite';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -311,10 +311,12 @@ export class Engine {
    * (nostalgebraist 2020; LN_f recomputed on the vector).
    * @param handle Analysis.lensHandle (the worker keeps the latest two analyses' residual stacks).
    * @param layer 0 = embeddings … n_layers; position 0 … T−1.
-   * @throws Error for a handle no longer held, a cell outside the grid, or k outside [1, d_vocab].
+   * @throws Error for a handle no longer held, a cell outside the grid, or k outside [1, d_vocab];
+   *   NonFiniteError when the cell's log-probs are not finite.
    */
   async lensTop(handle: number, layer: number, position: number, k = 5): Promise<LensTop> {
     const [top] = await lensTopK(this.model, this.lensStacks.row(handle, layer, position, this.spec.dModel), Math.min(k, this.spec.dVocab));
+    if (firstNonFinite(top.logProbs) >= 0) throw new NonFiniteError(`the logit lens at layer ${layer}, position ${position}`, null);
     return top;
   }
 
@@ -333,7 +335,7 @@ export class Engine {
       if (seq.length > 1) {
         if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
         const ids = [...promptIds, ...seq.slice(0, -1)];
-        const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all' });
+        const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all', unchecked: true });
         await this.assertFinite(logits!, 'the logits of a future branch', ids, T, interventions);
         const V = this.spec.dVocab;
         for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
@@ -366,14 +368,9 @@ export class Engine {
    *   (located by re-running seq with captures, analysis/finite.ts) when `values` are not all finite.
    */
   private async assertFinite(values: ArrayLike<number>, what: string, seq: readonly number[], nPrompt: number, interventions: readonly Intervention[]): Promise<void> {
-    if (firstNonFinite(values) < 0) return;
-    let site = null;
-    try {
-      site = await locateNonFinite(this.model, seq, nPrompt, interventions);
-    } catch { /* the re-run failed too: report without a site */ }
-    const token = site && site.position >= 0 ? this.tokenStrings([seq[site.position]], seq.slice(0, site.position))[0] : undefined;
-    throw new NonFiniteError(what, site && site.position >= 0 ? site : null, token);
+    await assertFiniteRun(values, what, this.model, seq, nPrompt, interventions, (p) => this.tokenStrings([seq[p]], seq.slice(0, p))[0]);
   }
+
 
   /**
    * Generates token by token through the KV cache, recording the margin of the two futures at

@@ -40,6 +40,22 @@ export class NonFiniteError extends Error {
   }
 }
 
+/**
+ * Refuses `values` (logits, log-probs or margins computed from a run of ids[0..n)) that hold a NaN
+ * or ±Inf: locates the first non-finite activation by re-running the sequence (locateNonFinite).
+ * @param token names the token at a position (for the message), when a tokenizer is at hand.
+ * @throws NonFiniteError when a value is not finite; returns when all are.
+ */
+export async function assertFiniteRun(values: ArrayLike<number>, what: string, model: Transformer, ids: readonly number[], nPrompt: number, interventions: readonly Intervention[], token?: (position: number) => string): Promise<void> {
+  if (firstNonFinite(values) < 0) return;
+  let site: NonFiniteSite | null = null;
+  try {
+    site = await locateNonFinite(model, ids, nPrompt, interventions);
+  } catch { /* the re-run failed too: report without a site */ }
+  if (site && site.position < 0) site = null;
+  throw new NonFiniteError(what, site, site && token ? token(site.position) : undefined);
+}
+
 const layerOf = (hook: string): number | null => {
   const m = /^blocks\.(\d+)\./.exec(hook);
   return m ? Number(m[1]) : null;
@@ -67,15 +83,15 @@ export async function locateNonFinite(model: Transformer, ids: readonly number[]
   const all = hookNames(model.spec).filter((h) => hookInfo(h)?.shape.startsWith('[pos'));
   const n = ids.length;
   const coarse = all.filter((h) => !h.startsWith('blocks.') || h.endsWith('.hook_resid_post'));
-  const first = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: coarse, logits: 'none' });
+  const first = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: coarse, logits: 'none', unchecked: true });
   const site = scan(coarse, first.captured, n);
   if (site && site.layer !== null) {
     const block = all.filter((h) => layerOf(h) === site.layer);
-    const fine = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: block, logits: 'none' });
+    const fine = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: block, logits: 'none', unchecked: true });
     return scan(block, fine.captured, n) ?? site;
   }
   if (site) return site;
-  const out = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: ['ln_final.hook_normalized'], logits: 'all' });
+  const out = await forwardSpan(model, ids, 0, n, { nPrompt, interventions, capture: ['ln_final.hook_normalized'], logits: 'all', unchecked: true });
   const s = scan(['ln_final.hook_normalized'], out.captured, n);
   if (s) return s;
   const i = firstNonFinite(out.logits!);

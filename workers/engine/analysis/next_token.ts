@@ -1,6 +1,6 @@
 import type { Backend, Tensor } from '../backend/backend';
 import { setMargins } from './margin';
-import { drawToken, sampleToken } from './sampling';
+import { checkSamplingRule, drawToken, sampleToken } from './sampling';
 
 /** Largest sampling top-k chosen on the device; a wider one reads the whole distribution back. */
 export const DEVICE_TOP_K_MAX = 256;
@@ -16,7 +16,7 @@ export interface NextToken {
 
 /** How the next token is chosen (analysis/sampling.ts sampleToken semantics). */
 export interface NextTokenRule {
-  /** ≤ 0: greedy, first maximum. */
+  /** 0: greedy, first maximum. */
   temperature: number;
   /** Sample among the k most likely (0 = all). */
   topK: number;
@@ -33,8 +33,11 @@ export interface NextTokenRule {
  * distribution (same candidates in the same order, ties to the lower id). Full-vocabulary sampling
  * (temperature > 0 with topK 0 or > DEVICE_TOP_K_MAX) reads the whole row back.
  * @param logits [1, d_vocab]; not released.
+ * @throws Error for a temperature that is not a finite number ≥ 0 or a top-k that is not a whole
+ *   number ≥ 0 (checkSamplingRule), before anything runs on the device.
  */
 export async function chooseNextToken(b: Backend, logits: Tensor, rule: NextTokenRule): Promise<NextToken> {
+  checkSamplingRule(rule.temperature, rule.topK);
   const V = logits.shape[logits.shape.length - 1];
   const lp = b.logSoftmax(logits);
   try {

@@ -11,14 +11,23 @@ export function seededRandom(seed: number): () => number {
 }
 
 /**
+ * Checks a sampling rule before any token is drawn (a NaN temperature from `--temperature abc` used to
+ * sample the last vocabulary id forever).
+ * @throws Error when temperature is not a finite number ≥ 0 or topK is not a whole number ≥ 0.
+ */
+export function checkSamplingRule(temperature: number, topK: number): void {
+  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new Error(`temperature must be a finite number ≥ 0 (0 = greedy), not ${temperature}`);
+  if (!(Number.isInteger(topK) && topK >= 0)) throw new Error(`top-k must be a whole number ≥ 0 (0 = all tokens), not ${topK}`);
+}
+
+/**
  * Picks the next token from log-probs [V]: greedy (first maximum) when temperature ≤ 0, else a draw
  * from softmax(logp / temperature) restricted to the topK most likely tokens (0 = all).
  * @throws Error when temperature is not a finite number ≥ 0, topK is not an integer ≥ 0, or a
  *   log-prob is NaN (a NaN never becomes a token: greedy decoding used to return id 0).
  */
 export function sampleToken(logProbs: Float32Array, temperature: number, topK: number, rand: () => number): number {
-  if (!(Number.isFinite(temperature) && temperature >= 0)) throw new Error(`temperature must be a finite number ≥ 0 (0 = greedy), not ${temperature}`);
-  if (!(Number.isInteger(topK) && topK >= 0)) throw new Error(`top-k must be a whole number ≥ 0 (0 = all tokens), not ${topK}`);
+  checkSamplingRule(temperature, topK);
   const bad = logProbs.findIndex((x) => Number.isNaN(x));
   if (bad >= 0) throw new Error(`cannot sample: the log-prob of token ${bad} is NaN`);
   if (temperature === 0) {

@@ -10,6 +10,10 @@ import { hookInfo } from '../hooks';
 import type { PositionSelector } from '../model/intervention';
 import { ABLATE_MODES, INTERVENTION_TYPES, type InterventionSpec } from '../steering/spec';
 
+// No `new Function` probe or JIT-compiled parsers: the built site's CSP has no 'unsafe-eval'
+// (tools/csp.ts), and zod's probe is reported as a policy violation even though it is caught.
+z.config({ jitless: true });
+
 /** The format tag every experiment carries. */
 export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
 /** The newest version this code reads and the one it writes. */

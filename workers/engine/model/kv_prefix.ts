@@ -32,6 +32,7 @@ import { hookInfo } from '../hooks';
 import { activeAtStep, selectRows, type Intervention } from './intervention';
 import { RunContext } from './run_context';
 import type { KvSnapshot, LogitRows, Transformer } from './transformer';
+import { assertFiniteRun } from '../analysis/finite';
 
 /** Options of a span of positions run through the model. */
 export interface SpanOptions {
@@ -42,6 +43,8 @@ export interface SpanOptions {
   capture?: readonly string[];
   /** 'last' (default): [1, d_vocab] at the span's last position; 'all': [n, d_vocab]; 'none'. */
   logits?: LogitRows;
+  /** true: return non-finite logits as they are (analysis/finite.ts reads them to locate the fault). */
+  unchecked?: boolean;
 }
 
 export interface SpanOutput {
@@ -76,7 +79,10 @@ export function firstTouchedPosition(iv: Intervention, nPrompt: number, total: n
  * generation (a teacher-forced branch token at position n_prompt + j is step j + 1).
  * @param ids the whole sequence [≥ b] (positions are indices into it).
  * @throws Error for an empty or out-of-range span, a sequence longer than the KV cache, or a
- *   capture of a [head, query, key] hook over a span that needs more than one call.
+ *   capture of a [head, query, key] hook over a span that needs more than one call;
+ *   NonFiniteError when the logits asked for hold NaN/Inf (unless opts.unchecked), naming the hook,
+ *   layer and position where the first non-finite value appeared (every analysis built on spans —
+ *   patching, windows, branches — refuses them rather than showing them).
  */
 export async function forwardSpan(model: Transformer, ids: readonly number[], a: number, b: number, opts: SpanOptions): Promise<SpanOutput> {
   if (!(Number.isInteger(a) && Number.isInteger(b) && a >= 0 && a < b && b <= ids.length)) throw new Error(`forwardSpan: positions [${a}, ${b}) are not a non-empty span of the ${ids.length} ids`);
@@ -110,7 +116,9 @@ export async function forwardSpan(model: Transformer, ids: readonly number[], a:
     if (list.length > 1 && !hookInfo(name)?.shape.startsWith('[pos')) throw new Error(`${name} is [head, query, key]; capture it over a span that runs in one call (the interventions' step windows split [${a}, ${b}))`);
     captured.set(name, concat(list));
   }
-  return { logits: mode === 'none' ? null : concat(logitParts), captured };
+  const logits = mode === 'none' ? null : concat(logitParts);
+  if (logits && !opts.unchecked) await assertFiniteRun(logits, 'the logits', model, ids.slice(0, b), opts.nPrompt, ivs);
+  return { logits, captured };
 }
 
 function concat(list: Float32Array[]): Float32Array {
