@@ -2,6 +2,7 @@ import { defineConfig, type Plugin } from 'vite';
 import react from '@vitejs/plugin-react';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { VitePWA } from 'vite-plugin-pwa';
 import { bundledModels } from './tools/bundled_models';
 import { contentSecurityPolicy } from './tools/csp';
 
@@ -58,8 +59,41 @@ function goldenData(): Plugin {
   };
 }
 
+/**
+ * Drops onnxruntime-web's wasm (27 MB) from the build: transformers.js references it, but the app
+ * uses transformers.js only for tokenizers and chat templates, which never start an ONNX session
+ * (the engine is our own WGSL). The benchmark baseline that does run ONNX uses the dev server.
+ */
+function withoutOnnxWasm(): Plugin {
+  return {
+    name: 'branchpoint-without-onnx-wasm',
+    apply: 'build',
+    generateBundle(_options, bundle) {
+      for (const name of Object.keys(bundle)) if (/(^|\/)ort-wasm[^/]*\.wasm$/.test(name)) delete bundle[name];
+    },
+  };
+}
+
+/**
+ * Offline (app/offline/sw.ts): Workbox precaches everything the build emits (app shell, worker,
+ * decks, steering sets, the bundled models' files), except source maps. Registered by app/main.tsx.
+ */
+const offline = VitePWA({
+  strategies: 'injectManifest',
+  srcDir: 'app/offline',
+  filename: 'sw.ts',
+  injectRegister: null,
+  manifest: false,
+  injectManifest: {
+    globPatterns: ['**/*'],
+    globIgnores: ['**/*.map', '**/*.wasm'],
+    maximumFileSizeToCacheInBytes: 16 * 2 ** 20,
+    rollupFormat: 'iife',
+  },
+});
+
 export default defineConfig({
-  plugins: [react(), bundledModels(PUBLIC), goldenData(), contentSecurityPolicy()],
+  plugins: [react(), bundledModels(PUBLIC), goldenData(), contentSecurityPolicy(), withoutOnnxWasm(), offline],
   base: './',
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },

@@ -7,6 +7,7 @@ import LZString from 'lz-string';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { STORIES, parseShown } from './golden';
 import { runCli } from '../tests/cli_run';
+import { analysed as waitAnalysed } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -18,7 +19,8 @@ import { caaVector } from '../workers/engine/steering/vectors';
  * static server: a link made here (CAA happy − sad at blocks.3.hook_resid_post, α = 4) opens with
  * its prompt, futures and intervention restored and rerun, with the margins the engine computes in
  * Node; the file the browser saves makes the runner print the browser's margins; damaged links, newer
- * versions and missing models say so and leave a usable app.
+ * versions and missing models say so and leave a usable app; and once opened, the same link works
+ * with the network off (the service worker, app/offline/sw.ts).
  */
 const SUB_PATH = '/share/bp/';
 const SET = JSON.parse(fs.readFileSync(fileURLToPath(new URL('../public/steering/happy_sad.json', import.meta.url)), 'utf8')) as { positive: string[]; negative: string[] };
@@ -60,11 +62,6 @@ function experiment(over: Record<string, unknown> = {}) {
   };
 }
 const link = (e: unknown) => `${site.url}#x=${LZString.compressToEncodedURIComponent(JSON.stringify(e))}`;
-
-async function waitAnalysed(page: Page) {
-  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-}
 
 test('a saved experiment link restores prompt, futures and intervention, reruns them, and the runner reproduces the saved file', async ({ page }) => {
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
@@ -124,4 +121,45 @@ test('a damaged link, a newer version and a missing model each say so, and the a
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await page.getByTestId('analyse').click();
   await waitAnalysed(page);
+});
+
+/** The restored experiment as the margin view shows it: inputs, interventions and the heatmap's numbers. */
+async function shown(page: Page) {
+  await expect(page.getByTestId('prompt')).toHaveValue(PROMPT);
+  await expect(page.getByTestId('good-future')).toHaveValue(' happy');
+  await expect(page.getByTestId('bad-future')).toHaveValue(' sad');
+  await expect(page.getByTestId('intervention-list')).toContainText(HOOK);
+  await page.getByTestId('show-tables').check();
+  return {
+    steered: parseShown(await page.getByTestId('final-margin-last').textContent()),
+    unsteered: parseShown(await page.getByTestId('final-margin-last-unsteered').textContent()),
+    cells: await page.getByTestId('margin-table').locator('[data-testid^="margin-cell-"]').allTextContents(),
+  };
+}
+
+test('offline: once opened, the link reloads and reruns with the network off, from the service worker\'s cache', async ({ page, context }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.goto(link(experiment()));
+  await waitAnalysed(page);
+  const online = await shown(page);
+  expect(Math.abs(online.steered - want.steered), `steered margin vs the engine in Node ${want.steered}`).toBeLessThanOrEqual(1e-3);
+  expect(Math.abs(online.unsteered - want.unsteered)).toBeLessThanOrEqual(1e-3);
+  expect(online.cells.length).toBeGreaterThan(10);
+  // The service worker has precached the shell and the bundled model once it is active.
+  expect(await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL)).toBe(`${site.url}sw.js`);
+
+  await context.setOffline(true);
+  site.offline = true;
+  const seen = site.log.length;
+  try {
+    await page.reload();
+    await waitAnalysed(page);
+    const offline = await shown(page);
+    // The reload loaded the model and reran the experiment offline: the same inputs and numbers.
+    expect(offline).toEqual(online);
+    expect(site.log.slice(seen), 'requests that reached the server while offline').toEqual([]);
+  } finally {
+    site.offline = false;
+    await context.setOffline(false);
+  }
 });

@@ -18,6 +18,11 @@ test.beforeAll(async () => {
   fs.mkdirSync(SHOTS, { recursive: true });
   site = await serveStatic('dist', SUB_PATH);
 });
+
+test('the build ships no onnxruntime wasm (transformers.js is used for tokenizers only; the test below tokenizes with the build)', () => {
+  const wasm = fs.readdirSync('dist', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.wasm'));
+  expect(wasm).toEqual([]);
+});
 test.afterAll(async () => site?.close());
 
 test('the built site under a sub-path opens on its bundled stories260K and reproduces the golden margins', async ({ page }) => {
