@@ -7,7 +7,7 @@ import LZString from 'lz-string';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { STORIES, parseShown } from './golden';
 import { runCli } from '../tests/cli_run';
-import { analysed as waitAnalysed } from './app_page';
+import { analysed as waitAnalysed, settled } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -162,4 +162,36 @@ test('offline: once opened, the link reloads and reruns with the network off, fr
     site.offline = false;
     await context.setOffline(false);
   }
+});
+
+test('the saved sink threshold ε and heatmap colour scale are applied on restore, and a new ε is saved in the link', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  const view = { name: 'sinks', showTables: true, showDifference: false, sinkEps: 0.1, heatmapScale: 'max' };
+  await page.goto(link(experiment({ interventions: [], vectors: [], view })));
+  await expect(page.getByTestId('sink-view')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  await expect(page.getByTestId('sink-eps')).toHaveValue('0.1');
+  await expect(page.getByTestId('sink-view')).toContainText('α₀ > ε = 0.1');
+  // Each layer's sink rate is the fraction of its heads with α₀ > 0.1 (read off the α₀ table).
+  const alpha = page.getByTestId('sink-view').locator('[data-testid^="alpha0-cell-"]');
+  const cells = await alpha.evaluateAll((els) => els.map((e) => [e.getAttribute('data-testid')!, e.textContent ?? '']));
+  const rates = (await page.getByTestId('sink-rate-table').locator('td').allTextContents()).map(Number);
+  rates.forEach((rate, l) => {
+    const heads = cells.filter(([id]) => id.startsWith(`alpha0-cell-${l}-`)).map(([, t]) => parseShown(t));
+    expect(rate, `layer ${l}`).toBeCloseTo(heads.filter((a) => a > 0.1).length / heads.length, 2);
+  });
+
+  await page.getByTestId('tab-margins').click();
+  await expect(page.getByTestId('heatmap-scale')).toHaveValue('max');
+  const margins = (await page.getByTestId('margin-table').locator('[data-testid^="margin-cell-"]').allTextContents()).map(parseShown);
+  const max = Math.max(...margins.map(Math.abs));
+  await expect(page.getByTestId('margin-scale-note')).toContainText(`scale ±${max.toFixed(2)}: largest |Δ|`);
+  await page.getByTestId('heatmap-scale').selectOption('robust');
+  await expect(page.getByTestId('margin-scale-note')).toContainText('98th percentile of |Δ|');
+
+  await page.getByTestId('tab-sinks').click();
+  await page.getByTestId('sink-eps').fill('0.5');
+  await page.getByTestId('sink-eps-apply').click();
+  await expect(page.getByTestId('sink-view')).toContainText('α₀ > ε = 0.5', { timeout: 120_000 });
+  await expect.poll(() => page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '')).toMatch(/"sinkEps": ?0\.5.*"heatmapScale": ?"robust"/s);
 });

@@ -9,7 +9,7 @@ import { inOrder, messageOf } from './worker';
 /** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
 function request(): AnalyseRequest {
   const s = useStore.getState();
-  return { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad) };
+  return { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), sinkEps: s.sinkEps };
 }
 
 /**

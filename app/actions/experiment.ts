@@ -46,6 +46,8 @@ function applyExperiment(e: Experiment): string[] {
   s.setView(viewOf(e.view.name, KNOWN_VIEWS));
   s.setShowTables(e.view.showTables);
   s.setShowDifference(e.view.showDifference);
+  s.setSinkEps(e.view.sinkEps);
+  s.setHeatmapScale(e.view.heatmapScale);
   return missing;
 }
 
@@ -199,7 +201,8 @@ export function followExperiment(): () => void {
   const unsubscribe = useStore.subscribe((s, prev) => {
     const changed = s.prompt !== prev.prompt || s.chatTemplate !== prev.chatTemplate || s.good !== prev.good || s.bad !== prev.bad
       || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
-      || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad;
+      || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad
+      || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale;
     if (!changed) return;
     clearTimeout(timer);
     timer = setTimeout(saveToLink, 300);

@@ -43,7 +43,7 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
       source: d.source, head: d.head, positions: d.positions, steps: d.steps,
     })),
     view: {
-      name: s.view, showDifference: s.showDifference, showTables: s.showTables, sinkEps: 0.3, heatmapScale: 'robust',
+      name: s.view, showDifference: s.showDifference, showTables: s.showTables, sinkEps: s.sinkEps, heatmapScale: s.heatmapScale,
       sweep: { layers: s.sweepSettings.layers, doses: s.sweepSettings.doses, site: s.sweepSettings.site, type: s.sweepSettings.type, vector: index(s.sweepSettings.vectorId) },
     },
   };

@@ -8,8 +8,9 @@ import { createVectorsSlice, type VectorsSlice } from './vectors';
 import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
 import { createShareSlice, type ShareSlice } from './share';
+import { createDisplaySlice, type DisplaySlice } from './display';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -30,4 +31,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createPatchingSlice(...a),
   ...createReportSlice(...a),
   ...createShareSlice(...a),
+  ...createDisplaySlice(...a),
 }));

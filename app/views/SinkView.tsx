@@ -11,6 +11,29 @@ import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult, PatternResult } from '../store/results';
 import { fixed, visibleToken } from '../lib/format';
+import { analyse } from '../actions/analyse';
+
+/** The sink threshold ε (the runner's `--eps`): a new value reruns the analysis, whose sink rates depend on it. */
+function SinkEpsField() {
+  const eps = useStore((s) => s.sinkEps);
+  const setEps = useStore((s) => s.setSinkEps);
+  const busy = useStore((s) => s.job !== null);
+  const [text, setText] = useState(String(eps));
+  const [prev, setPrev] = useState(eps);
+  if (eps !== prev) { setPrev(eps); setText(String(eps)); }
+  const v = Number(text);
+  const valid = text.trim() !== '' && v > 0 && v < 1;
+  const apply = () => { if (valid && v !== eps && !busy) { setEps(v); void analyse(); } };
+  return (
+    <div className="row settings">
+      <label>Sink threshold ε
+        <input data-testid="sink-eps" type="number" min={0.01} max={0.99} step={0.05} value={text} onChange={(e) => setText(e.target.value)} onKeyDown={(e) => { if (e.key === 'Enter') apply(); }} aria-invalid={!valid} />
+      </label>
+      <button type="button" className="small" data-testid="sink-eps-apply" onClick={apply} disabled={busy || !valid || v === eps}>Apply</button>
+      {!valid && <span className="field-error" role="status">ε must be a number between 0 and 1 (exclusive)</span>}
+    </div>
+  );
+}
 
 const alphaColor = scaleSequential(interpolateBlues).domain([0, 1]);
 const patternColor = scaleSequential(interpolateYlOrRd).domain([0, 1]);
@@ -99,6 +122,7 @@ export function SinkView() {
           α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
           Numbers in cells: α₀ and the head's sink position k (the key receiving the most total attention). Click a head for its pattern.
         </p>
+        <SinkEpsField />
         <ResultStatus model={r.modelLabel} stale={stale} testId="sinks-status" />
         <ExportButtons
           name={`sinks-${r.modelLabel}`}

@@ -90,7 +90,7 @@ const view = z.object({
   showTables: z.boolean().default(false),
   /** Sink threshold ε (Gu et al. 2024). */
   sinkEps: z.number().min(0).max(1).default(0.3),
-  /** Heatmap colour scale: 'robust' (99th percentile of |Δ| over the layers shown) or 'max'. */
+  /** Heatmap colour scale: 'robust' (98th percentile of |value| over the cells shown, app/lib/color_scale.ts) or 'max' (largest |value|). */
   heatmapScale: z.enum(['robust', 'max']).default('robust'),
   /** Activations view: the hook captured. */
   hook: z.string().optional(),
