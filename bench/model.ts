@@ -20,7 +20,8 @@ import { RunContext } from '../workers/engine/model/run_context';
 import { decodeFlops, engineGreedy, hfGreedy, lensGrid, median, now, recordGpuWork, repeat, timed, type GreedyRun } from './page_tools';
 import { measureGpuPeak, type GpuPeak } from './gpu_peak';
 
-export type Impl = 'webgpu' | 'cpu' | 'tjs-wasm' | 'tjs-webgpu';
+/** 'webgpu-unfused': our WebGPU backend without its fused decode kernels (WebGpuOptions.fusedKernels false). */
+export type Impl = 'webgpu' | 'webgpu-unfused' | 'cpu' | 'tjs-wasm' | 'tjs-webgpu';
 
 export interface ModelBenchOptions {
   /** URL of the model folder (HF layout) for our engine. */
@@ -86,7 +87,7 @@ function weightBytesOf(e: Engine): number {
   return 4 * (s.nLayers * (s.dModel * (s.nHeads + 2 * s.nKvHeads) * s.dHead + s.nHeads * s.dHead * s.dModel + (s.gatedMlp ? 3 : 2) * s.dModel * s.dMlp) + s.dModel * s.dVocab);
 }
 
-async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'cpu', backend: Backend, rows: Row[]): Promise<void> {
+async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'webgpu-unfused' | 'cpu', backend: Backend, rows: Row[]): Promise<void> {
   const e = await Engine.load(new HttpFiles('bench model', o.modelUrl), backend, undefined, { contextLength: Math.max(...o.ts) + o.nDecode + 8 });
   const weightBytes = weightBytesOf(e);
   try {
@@ -156,11 +157,11 @@ async function runModelBench(o: ModelBenchOptions): Promise<ModelBenchResult> {
   for (const impl of o.impls) {
     const t0 = now();
     try {
-      if (impl === 'webgpu') {
-        const b = await WebGpuBackend.create();
+      if (impl === 'webgpu' || impl === 'webgpu-unfused') {
+        const b = await WebGpuBackend.create({ fusedKernels: impl === 'webgpu' });
         adapter = b.description;
-        peak = await measureGpuPeak(b.device, o.peakScale);
-        await engineRows(o, 'webgpu', b, rows);
+        peak ??= await measureGpuPeak(b.device, o.peakScale);
+        await engineRows(o, impl, b, rows);
       } else if (impl === 'cpu') {
         await engineRows(o, 'cpu', new CpuBackend(), rows);
       } else {

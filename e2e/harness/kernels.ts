@@ -153,6 +153,55 @@ async function linear(h: Harness): Promise<void> {
   }
 }
 
+/**
+ * Fused decode kernels (backend.fused: RMSNorm prologue, gate·up·act, residual epilogue) against the
+ * CPU's plain ops composed (rmsNorm, linear, gatedAct, add), n = 1..GEMV_MAX_ROWS, scalar and vec4
+ * widths, more than one workgroup of outputs, with and without biases, Gemma's norm offset, f16 weights.
+ */
+async function linearFused(h: Harness): Promise<void> {
+  const G = GEMV_MAX_ROWS;
+  type Case = { n: number; nIn: number; nOut: number; norm?: number; act?: Activation; residual?: boolean; bias?: boolean; f16?: boolean };
+  const cases: Case[] = [
+    { n: 1, nIn: 64, nOut: 63, residual: true, bias: true },
+    { n: G, nIn: 65, nOut: 172, residual: true },
+    { n: 1, nIn: 64, nOut: 172, norm: 0 },
+    { n: 3, nIn: 17, nOut: 9, norm: 1, bias: true },
+    { n: 1, nIn: 64, nOut: 172, norm: 0, act: 'silu' },
+    { n: 2, nIn: 65, nOut: 33, norm: 1, act: 'gelu_tanh', bias: true },
+    { n: G, nIn: 48, nOut: 130, act: 'silu' },
+    { n: 1, nIn: 64, nOut: 40, norm: 0, act: 'silu', f16: true },
+    { n: 2, nIn: 172, nOut: 64, residual: true, f16: true },
+  ];
+  for (const c of cases) {
+    const inputs = [h.x([c.n, c.nIn]), h.x([c.nOut, c.nIn], 0.5), h.x([c.nOut]), h.x([c.nIn]), h.x([c.nOut, c.nIn], 0.5), h.x([c.nOut]), h.x([c.n, c.nOut])];
+    const round = (x: Host): Float32Array => (c.f16 ? unpackF16(packF16(x.data), x.data.length) : x.data);
+    const name = `x[${c.n},${c.nIn}]·w[${c.nOut},${c.nIn}]ᵀ${c.bias ? '+b' : ''}${c.norm !== undefined ? ` rms(+${c.norm})` : ''}${c.act ? ` ${c.act}(gate)·up` : ''}${c.residual ? ' +r' : ''}${c.f16 ? ' f16' : ''}`;
+    await h.case('linear fused', name, inputs.filter((_, i) => i !== 1 && i !== 4), (b, [x, bias, g, upBias, r]) => {
+      const weight = (host: Host): Tensor => (b === h.gpu && c.f16 ? h.gpu.uploadF16(host.data, host.shape) : b.upload(round(host), host.shape));
+      const w = weight(inputs[1]), up = weight(inputs[4]);
+      const norm = c.norm !== undefined ? { w: g, eps: 1e-5, offset: c.norm } : undefined;
+      const gateUp = c.act ? { w: up, bias: c.bias ? upBias : undefined, act: c.act } : undefined;
+      const bb = c.bias ? bias : undefined;
+      let y: Tensor;
+      if (b.fused) {
+        y = b.fused.linear(x, w, bb, { norm, gateUp, residual: c.residual ? r : undefined });
+      } else {
+        const xn = norm ? b.rmsNorm(x, g, norm.eps, norm.offset) : x;
+        y = b.linear(xn, w, bb);
+        if (gateUp) { const u = b.linear(xn, up, gateUp.bias); const gated = b.gatedAct(y, u, gateUp.act); b.release(u); b.release(y); y = gated; }
+        if (c.residual) { const sum = b.add(y, r); b.release(y); y = sum; }
+        if (xn !== x) b.release(xn);
+      }
+      b.release(w); b.release(up);
+      return y;
+    });
+  }
+  await h.check('fused linear refuses more rows than its kernels take, naming the bound', () => {
+    const g = h.gpu, x = g.zeros([G + 1, 4]), w = g.zeros([3, 4]);
+    try { return throwsMatching(() => g.fused!.linear(x, w, undefined, {}), new RegExp(`${G + 1} rows exceed the fused kernels' ${G}`)); } finally { g.release(x); g.release(w); }
+  });
+}
+
 /** f16 weight storage: the oracle is the CPU linear on the same weights rounded to binary16. */
 async function linearF16(h: Harness): Promise<void> {
   const shapes: [number, number, number, boolean][] = [
@@ -637,10 +686,10 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   const h = new Harness(gpu);
   const o = new Harness(other, ` [${otherTuning} kernels]`);
   try {
-    for (const part of [copies, linear, linearF16, tablesF16, elementwise, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearFused, linearF16, tablesF16, elementwise, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
-    for (const part of [linear, linearF16, attention, logSoftmax, rowOps]) await part(o);
+    for (const part of [linear, linearFused, linearF16, attention, logSoftmax, rowOps]) await part(o);
     await splitWeights(o, otherSplitting);
   } finally {
     for (const b of [gpu, other, splitting, otherSplitting]) b.dispose();

@@ -75,11 +75,41 @@ export interface RowGroups {
   indices: number[];
 }
 
+/**
+ * Options of a fused linear (FusedOps.linear; WGSL in ops/linear_fused.wgsl.ts), all optional:
+ * y = epilogue(prologue(x)·wᵀ + bias).
+ */
+export interface LinearFusion {
+  /** Prologue: RMSNorm of each row of x, x/√(mean(x²) + eps)·(w + offset), w [in]. */
+  norm?: { w: Tensor; eps: number; offset: number };
+  /** Gated MLP: y = act(x̂·wᵀ + bias)·(x̂·upᵀ + up bias), w being the gate projection; up [out, in]. */
+  gateUp?: { w: Tensor; bias?: Tensor; act: Activation };
+  /** Epilogue: y += residual [n, out] (the residual stream). */
+  residual?: Tensor;
+}
+
+/**
+ * Fused kernels a backend may offer for few-row (decode) calls, where dispatches rather than
+ * arithmetic bound a block. The forward pass uses them only where the hooks they fuse over are
+ * neither captured nor intervened on (model/transformer.ts).
+ */
+export interface FusedOps {
+  /** Largest row count n the fused kernels take. */
+  readonly maxRows: number;
+  /**
+   * One dispatch for y = epilogue(prologue(x)·wᵀ + bias): x [n, in], w [out, in] → [n, out].
+   * @throws Error on mismatched shapes or n > maxRows.
+   */
+  linear(x: Tensor, w: Tensor, bias: Tensor | undefined, f: LinearFusion): Tensor;
+}
+
 export interface Backend {
   /** 'cpu' or 'webgpu'. */
   readonly kind: 'cpu' | 'webgpu';
   /** Human-readable description: the WebGPU adapter's vendor/architecture, or "CPU (TypeScript)". */
   readonly description: string;
+  /** Fused decode kernels (WebGPU); absent where every op is its own call anyway (CPU). */
+  readonly fused?: FusedOps;
 
   /** Copies host data into a new tensor. Throws if data.length ≠ product(shape). */
   upload(data: Float32Array, shape: readonly number[]): Tensor;

@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
+import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
@@ -8,6 +8,7 @@ import { attentionGpu } from '../ops/attention.wgsl';
 import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
 import { embedGpu } from '../ops/embed.wgsl';
 import { linearGpu } from '../ops/linear.wgsl';
+import { fusedMaxRows, linearFusedGpu } from '../ops/linear_fused.wgsl';
 import { logSoftmaxGpu, softcapGpu, topkGpu } from '../ops/logits.wgsl';
 import { layerNormGpu, rmsNormGpu } from '../ops/norm.wgsl';
 import { ropeGpu, ropeTable } from '../ops/rope.wgsl';
@@ -50,6 +51,11 @@ export interface WebGpuOptions {
    * WebGPU (adapterTuning), else 'gpu'. Tests set it to run both on one adapter.
    */
   tuning?: KernelTuning;
+  /**
+   * Offer the fused decode kernels (Backend.fused; default true). Benchmarks turn them off to
+   * measure the unfused op chain in the same run.
+   */
+  fusedKernels?: boolean;
 }
 
 /**
@@ -126,6 +132,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
+    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), linear: (x, w, bias, f) => linearFusedGpu(this, x, w, bias, f) };
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
       this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;
@@ -515,6 +522,8 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   embed(table: Tensor, ids: Int32Array, scale: number): Tensor { return embedGpu(this, table, ids, scale); }
   linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor { return linearGpu(this, x, w, bias); }
+  /** Fused decode kernels (ops/linear_fused.wgsl.ts), unless WebGpuOptions.fusedKernels is false. */
+  readonly fused?: FusedOps;
   sliceCols(x: Tensor, start: number, width: number): Tensor { return sliceColsGpu(this, x, start, width); }
   add(a: Tensor, b: Tensor): Tensor { return addGpu(this, a, b); }
   rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor { return rmsNormGpu(this, x, w, eps, offset); }

@@ -30,6 +30,14 @@ export class RunContext {
   }
 
   /**
+   * True when hook `name` is captured or has an intervention active in this call: the forward pass
+   * must then materialise the hook's value (no fused kernel may skip over it).
+   */
+  touches(name: string): boolean {
+    return this.capture(name) || this.byHook.has(name);
+  }
+
+  /**
    * Fires hook `name` on t (rows = positions pos0..pos0+n-1 for row hooks). Takes ownership of t
    * and returns the tensor the forward pass continues with.
    */

@@ -1,4 +1,4 @@
-import type { Backend, Tensor } from '../backend/backend';
+import type { Backend, LinearFusion, Tensor } from '../backend/backend';
 import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from './spec';
 import type { RunContext } from './run_context';
 
@@ -114,13 +114,20 @@ export class Transformer {
     const h = `blocks.${l}.`;
     const { pos0, n } = ctx.site;
     const x = ctx.fire(`${h}hook_resid_pre`, resid); // [pos, d_model]
+    // Fused decode kernels (backend.fused) replace op chains whose intermediate hooks nobody
+    // captures or intervenes on: a touched hook splits the fusion there (same values either way).
+    const fz = b.fused && n <= b.fused.maxRows ? b.fused : null;
+    const foldNorm = (hook: string, w: NormWeights): LinearFusion['norm'] | undefined =>
+      fz && s.norm === 'rms' && !ctx.touches(hook) ? { w: w.w, eps: s.normEps, offset: s.normOffset } : undefined;
 
     // --- attention ---
-    const n1 = ctx.fire(`${h}ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
-    let q = b.linear(n1, bw.q.w, bw.q.b); // [pos, n_heads·d_head]
-    let k = b.linear(n1, bw.k.w, bw.k.b); // [pos, n_kv_heads·d_head]
-    const v0 = b.linear(n1, bw.v.w, bw.v.b);
-    b.release(n1);
+    const ln1 = foldNorm(`${h}ln1.hook_normalized`, bw.ln1);
+    const n1 = ln1 ? x : ctx.fire(`${h}ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
+    const proj = (p: { w: Tensor; b?: Tensor }): Tensor => (ln1 ? fz!.linear(n1, p.w, p.b, { norm: ln1 }) : b.linear(n1, p.w, p.b));
+    let q = proj(bw.q); // [pos, n_heads·d_head]
+    let k = proj(bw.k); // [pos, n_kv_heads·d_head]
+    const v0 = proj(bw.v);
+    if (!ln1) b.release(n1);
     if (bw.qNorm && bw.kNorm) {
       q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
       k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
@@ -146,48 +153,68 @@ export class Transformer {
     if (att.scores) b.release(ctx.fire(`${h}attn.hook_attn_scores`, att.scores)); // [head, query, key]
     if (att.pattern) b.release(ctx.fire(`${h}attn.hook_pattern`, att.pattern)); // [head, query, key]
     const z = ctx.fire(`${h}attn.hook_z`, att.z); // [pos, n_heads·d_head]
-    let attnOut = b.linear(z, bw.o.w, bw.o.b);
-    b.release(z);
-    if (bw.postAttnNorm) attnOut = this.swap(attnOut, this.norm(attnOut, bw.postAttnNorm));
-    attnOut = ctx.fire(`${h}hook_attn_out`, attnOut); // [pos, d_model]
 
-    // --- MLP ---
-    let mlpIn: Tensor;
+    // resid_mid = x + W_O·z: the add folds into the projection's epilogue when hook_attn_out is untouched
     let mid: Tensor | null = null;
-    if (s.parallelResidual) {
-      mlpIn = x; // GPT-NeoX: both branches read the same residual; no hook_resid_mid
+    let attnOut: Tensor | null = null;
+    if (fz && !s.parallelResidual && !bw.postAttnNorm && !ctx.touches(`${h}hook_attn_out`)) {
+      mid = ctx.fire(`${h}hook_resid_mid`, fz.linear(z, bw.o.w, bw.o.b, { residual: x })); // [pos, d_model]
+      b.release(x);
     } else {
-      mid = ctx.fire(`${h}hook_resid_mid`, b.add(x, attnOut)); // [pos, d_model]
-      b.release(x); b.release(attnOut);
-      mlpIn = mid;
+      attnOut = b.linear(z, bw.o.w, bw.o.b);
+      if (bw.postAttnNorm) attnOut = this.swap(attnOut, this.norm(attnOut, bw.postAttnNorm));
+      attnOut = ctx.fire(`${h}hook_attn_out`, attnOut); // [pos, d_model]
+      if (!s.parallelResidual) {
+        mid = ctx.fire(`${h}hook_resid_mid`, b.add(x, attnOut)); // [pos, d_model]
+        b.release(x); b.release(attnOut);
+        attnOut = null;
+      }
     }
-    const n2 = ctx.fire(`${h}ln2.hook_normalized`, this.norm(mlpIn, bw.ln2)); // [pos, d_model]
-    const pre = ctx.fire(`${h}mlp.hook_pre`, b.linear(n2, (bw.gate ?? bw.up).w, (bw.gate ?? bw.up).b)); // [pos, d_mlp]
-    let post: Tensor;
-    if (bw.gate) {
-      const upv = b.linear(n2, bw.up.w, bw.up.b);
-      post = b.gatedAct(pre, upv, s.act);
-      b.release(upv);
-    } else {
-      post = b.act(pre, s.act);
-    }
-    b.release(n2); b.release(pre);
-    post = ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
-    let mlpOut = b.linear(post, bw.down.w, bw.down.b);
-    b.release(post);
-    if (bw.postMlpNorm) mlpOut = this.swap(mlpOut, this.norm(mlpOut, bw.postMlpNorm));
-    mlpOut = ctx.fire(`${h}hook_mlp_out`, mlpOut); // [pos, d_model]
+    b.release(z);
 
+    // --- MLP --- (GPT-NeoX's parallel residual: both branches read x; no hook_resid_mid)
+    const mlpIn = mid ?? x;
+    const ln2 = foldNorm(`${h}ln2.hook_normalized`, bw.ln2);
+    const n2 = ln2 ? mlpIn : ctx.fire(`${h}ln2.hook_normalized`, this.norm(mlpIn, bw.ln2)); // [pos, d_model]
+    const ln2Fusion: LinearFusion = ln2 ? { norm: ln2 } : {};
+    let post: Tensor;
+    if (bw.gate && fz && !ctx.touches(`${h}mlp.hook_pre`)) {
+      post = fz.linear(n2, bw.gate.w, bw.gate.b, { ...ln2Fusion, gateUp: { w: bw.up.w, bias: bw.up.b, act: s.act } }); // act(gate)·up in one
+    } else {
+      const lin = (p: { w: Tensor; b?: Tensor }): Tensor => (ln2 ? fz!.linear(n2, p.w, p.b, ln2Fusion) : b.linear(n2, p.w, p.b));
+      const pre = ctx.fire(`${h}mlp.hook_pre`, lin(bw.gate ?? bw.up)); // [pos, d_mlp]
+      if (bw.gate) {
+        const upv = lin(bw.up);
+        post = b.gatedAct(pre, upv, s.act);
+        b.release(upv);
+      } else {
+        post = b.act(pre, s.act);
+      }
+      b.release(pre);
+    }
+    if (!ln2) b.release(n2);
+    post = ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
+
+    // resid_post = resid_mid + W_out·post (the add folded when hook_mlp_out is untouched)
     let out: Tensor;
-    if (mid) {
-      out = b.add(mid, mlpOut);
+    if (mid && fz && !bw.postMlpNorm && !ctx.touches(`${h}hook_mlp_out`)) {
+      out = fz.linear(post, bw.down.w, bw.down.b, { residual: mid });
       b.release(mid);
     } else {
-      const t = b.add(x, attnOut);
-      out = b.add(t, mlpOut);
-      b.release(t); b.release(x); b.release(attnOut);
+      let mlpOut = b.linear(post, bw.down.w, bw.down.b);
+      if (bw.postMlpNorm) mlpOut = this.swap(mlpOut, this.norm(mlpOut, bw.postMlpNorm));
+      mlpOut = ctx.fire(`${h}hook_mlp_out`, mlpOut); // [pos, d_model]
+      if (mid) {
+        out = b.add(mid, mlpOut);
+        b.release(mid);
+      } else {
+        const t = b.add(x, attnOut!);
+        out = b.add(t, mlpOut);
+        b.release(t); b.release(x); b.release(attnOut!);
+      }
+      b.release(mlpOut);
     }
-    b.release(mlpOut);
+    b.release(post);
     return ctx.fire(`${h}hook_resid_post`, out); // [pos, d_model]
   }
 

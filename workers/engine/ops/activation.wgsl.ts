@@ -9,7 +9,7 @@ import { WGSL_ERF, WGSL_TANH } from './wgsl_math';
  * arXiv 1606.08415); relu. exp's argument is clamped so that silu of a very negative x is −0
  * rather than x/inf.
  */
-const ACT_LIB = /* wgsl */ `
+export const ACT_LIB = /* wgsl */ `
 ${WGSL_ERF}
 ${WGSL_TANH}
 fn act_silu(x: f32) -> f32 { return x / (1.0 + exp(min(-x, 88.0))); }
