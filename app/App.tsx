@@ -15,6 +15,7 @@ import { TokenStrip } from './components/TokenStrip';
 import { MarginHeatmapView } from './views/MarginHeatmapView';
 import { SinkView } from './views/SinkView';
 import { GenerationView } from './views/GenerationView';
+import { ActivationsView } from './views/ActivationsView';
 import { ResidualNormsView } from './views/ResidualNormsView';
 import { DoseResponseView } from './views/DoseResponseView';
 import { VectorLibraryView } from './views/VectorLibraryView';
@@ -34,6 +35,7 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'sinks', title: 'Attention sinks' },
   { name: 'generation', title: 'Generation' },
   { name: 'norms', title: 'Residual norms' },
+  { name: 'activations', title: 'Activations' },
   { name: 'dose', title: 'Dose–response' },
   { name: 'patching', title: 'Patching' },
   { name: 'report', title: 'Report' },
@@ -50,6 +52,7 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'sinks': return <SinkView />;
     case 'generation': return <GenerationView />;
     case 'norms': return <ResidualNormsView />;
+    case 'activations': return <ActivationsView />;
     case 'dose': return <DoseResponseView />;
     case 'vectors': return <VectorLibraryView />;
     case 'branches': return <BranchView />;

@@ -43,6 +43,9 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   // Its full link (vector inside) is too long for a scannable code: the QR holds the short deck link.
   await expect(page.getByTestId('poster-qr')).toHaveAttribute('data-link', /#deck=2$/);
   await expect(page.getByTestId('poster-qr').locator('svg path').first()).toBeAttached();
+  // Both charts fit the 1920×1080 screen (side by side): the KL cost is not cut off below the fold.
+  await expect(page.getByTestId('dose-kl-chart')).toBeInViewport({ ratio: 1 });
+  await expect(page.getByTestId('dose-margin-chart')).toBeInViewport({ ratio: 1 });
   await page.screenshot({ path: `${SHOTS}/poster-dose-1920x1080.png` });
 
   await page.keyboard.press('r');

@@ -193,6 +193,18 @@ const api: InferenceApi = {
     return Comlink.transfer(out, [out.buffer]);
   },
 
+  async activations(hooks: string[]) {
+    const e = need();
+    if (!lastAnalysed) throw new Error('analyse a prompt first');
+    const ids = e.encodePrompt(lastAnalysed);
+    const { captured } = await e.run(ids, { capture: hooks, interventions: lastAnalysed.interventions });
+    const out = hooks.map((hook) => {
+      const data = captured.get(hook)!;
+      return { hook, shape: [ids.length, data.length / ids.length] as [number, number], data };
+    });
+    return Comlink.transfer(out, out.map((o) => o.data.buffer));
+  },
+
   async lensTop(handle: number, layer: number, position: number, k?: number) {
     const e = need();
     const top = await e.lensTop(handle, layer, position, k);

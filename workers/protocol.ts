@@ -178,6 +178,12 @@ export interface InferenceApi {
   /** Attention pattern [T, T] of one head from the last analysis. */
   pattern(layer: number, head: number): Promise<Float32Array>;
   /**
+   * Activations at the named hooks (TransformerLens names) for the last analysis's prompt, with its
+   * interventions: each as captured, row-major, with shape [n_tokens, values per token].
+   * @throws Error before any analysis, or for a hook name the model does not have.
+   */
+  activations(hooks: string[]): Promise<{ hook: string; shape: [number, number]; data: Float32Array }[]>;
+  /**
    * The logit lens's top-k next tokens at one cell (layer 0 = embeddings … n_layers, position) of an
    * analysis (Analysis.lensHandle), computed on demand over the whole vocabulary: ids, log-probs and
    * display strings, most likely first. The worker keeps the latest two analyses.

@@ -9,7 +9,7 @@ import { bundledModelNames, loadDefaultModel, loadHubModel, loadModel, localMode
 import { runSweep } from './sweep';
 
 /** The views an experiment can open (App's tabs). */
-const KNOWN_VIEWS: readonly ViewName[] = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors', 'branches', 'batch', 'probe', 'window'];
+const KNOWN_VIEWS: readonly ViewName[] = ['margins', 'sinks', 'generation', 'norms', 'activations', 'dose', 'vectors', 'branches', 'batch', 'probe', 'window'];
 /** Local-storage key of the last experiment (no Hub token is ever part of it). */
 export const STORAGE_KEY = 'branchpoint.experiment';
 

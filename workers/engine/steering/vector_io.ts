@@ -9,6 +9,7 @@
  * - .json: {model, hook, d_model, method, vector: [...], provenance}, or a bare array of numbers.
  */
 import { jsonErrorPosition } from '../io/model_files';
+import { writeNpyArray } from '../io/npy';
 import type { ModelSpec } from '../model/spec';
 import { decodeTensor, parseSafetensors } from '../io/safetensors';
 import { hookWidth } from './hook_width';
@@ -106,19 +107,9 @@ export function readNpy(bytes: Uint8Array, name = 'vector.npy'): Float32Array {
   return out;
 }
 
-/** Writes a .npy 1.0 file: '<f4', C order, shape (d,), header padded to a multiple of 64 bytes. */
+/** Writes a .npy 1.0 file: '<f4', C order, shape (d,) (io/npy.ts). */
 export function writeNpy(v: Float32Array): Uint8Array {
-  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${v.length},), }`;
-  const total = Math.ceil((10 + header.length + 1) / 64) * 64;
-  header = header.padEnd(total - 10 - 1, ' ') + '\n';
-  const out = new Uint8Array(total + 4 * v.length);
-  out.set(NPY_MAGIC, 0);
-  out[6] = 1; out[7] = 0;
-  const dv = new DataView(out.buffer);
-  dv.setUint16(8, header.length, true);
-  for (let i = 0; i < header.length; i++) out[10 + i] = header.charCodeAt(i);
-  for (let i = 0; i < v.length; i++) dv.setFloat32(total + 4 * i, v[i], true);
-  return out;
+  return writeNpyArray(v, [v.length]);
 }
 
 function readSafetensorsVector(bytes: Uint8Array, name: string): ImportedVector {
