@@ -109,7 +109,9 @@ test('a Hub model loads in the worker, and after a reload loads again offline fr
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   const seen = hub.log.length;
   await context.setOffline(true);
-  await loadFromHub(page, 'fixtures/qwen3-tiny');
+  // The start page offers the cached model; one click loads it with the network off.
+  await expect(page.getByTestId('cached-offer')).toContainText('fixtures/qwen3-tiny@main');
+  await page.getByTestId('cached-offer-load').filter({ hasText: 'fixtures/qwen3-tiny@main' }).click();
   await expect(page.getByTestId('model-info')).toContainText('hf.co/fixtures/qwen3-tiny@main', { timeout: 120_000 });
   await expect(page.getByTestId('model-info')).toContainText('qwen3');
   await expect(page.getByTestId('error-banner')).toBeHidden();

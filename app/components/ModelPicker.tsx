@@ -5,6 +5,7 @@ import { CATALOG } from '../../workers/engine/io/catalog';
 import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
+import { CachedModelOffer } from './CachedModelOffer';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
@@ -105,6 +106,7 @@ export function ModelPicker() {
           </select>
         </label>
       </div>
+      <CachedModelOffer />
       <details className="hub">
         <summary>Hugging Face Hub <span className="muted">— curated models, any repo, and this browser's model cache</span></summary>
         <ModelCatalog entries={CATALOG} disabled={busy} onChoose={choose} />
