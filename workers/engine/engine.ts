@@ -12,7 +12,8 @@ import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import { forwardSpan } from './model/kv_prefix';
 import { contextMessage, type Transformer } from './model/transformer';
-import { chatTemplateGuard, checkVocabulary, loadTokenizer } from './tokenizer';
+import { checkVocabulary, loadTokenizer } from './tokenizer';
+import { renderChatTemplate } from './chat_template';
 import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './analysis/lens';
 import { logSumExp, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
@@ -140,14 +141,24 @@ export class Engine {
   /**
    * The text the tokenizer reads for a prompt and whether it adds special tokens (BOS): the prompt
    * as typed with special tokens, or the chat template's rendering of one user turn (which holds
-   * its own special tokens). The template runs after chatTemplateGuard (tokenizer.ts).
-   * @throws Error when the chat template is asked for but the tokenizer has none, or is refused.
+   * its own special tokens) with the variables transformers.js's apply_chat_template passes, under
+   * the step, time and size limits of chat_template.ts (a template with a huge loop is stopped).
+   * @throws Error when the chat template is asked for but the tokenizer has none, is refused or
+   *   stopped (ChatTemplateLimitError), or raises.
    */
   private promptText(p: PromptInput): { text: string; special: boolean } {
     if (!p.chatTemplate) return { text: p.prompt, special: true };
     if (!this.info().hasChatTemplate) throw new Error(`${this.label} has no chat template; switch the chat-template toggle off`);
-    chatTemplateGuard((this.tokenizer as unknown as { chat_template?: unknown }).chat_template);
-    const text = this.tokenizer.apply_chat_template([{ role: 'user', content: p.prompt }], { tokenize: false, add_generation_prompt: true }) as string;
+    const tk = this.tokenizer as unknown as { get_chat_template(o: object): unknown; config?: Record<string, unknown> };
+    const template = tk.get_chat_template({});
+    if (typeof template !== 'string') throw new Error(`${this.label}: tokenizer_config.json chat_template is not a string`);
+    const special: Record<string, string> = {};
+    for (const key of ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token']) {
+      const v = tk.config?.[key];
+      const text = typeof v === 'string' ? v : v && typeof v === 'object' ? (v as { content?: unknown }).content : undefined;
+      if (typeof text === 'string' && text) special[key] = text;
+    }
+    const text = renderChatTemplate(template, { messages: [{ role: 'user', content: p.prompt }], add_generation_prompt: true, tools: null, documents: null, ...special });
     return { text, special: false };
   }
 

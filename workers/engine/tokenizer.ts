@@ -37,34 +37,6 @@ export async function loadTokenizer(files: ModelFiles): Promise<PreTrainedTokeni
   }
 }
 
-/** Largest loop bound a chat template may state (templates iterate over messages, never this far). */
-export const MAX_TEMPLATE_RANGE = 10_000;
-/** Longest chat template accepted, in characters (released templates are under 20 000). */
-export const MAX_TEMPLATE_CHARS = 200_000;
-
-/**
- * Refuses a chat template that would run without bound before it is rendered (the Jinja
- * interpreter has no step limit and runs synchronously): a template longer than
- * MAX_TEMPLATE_CHARS, or a range() whose literal bound exceeds MAX_TEMPLATE_RANGE, or
- * string/list repetition by a literal factor above it ("x" * 1e9).
- * @throws Error naming tokenizer_config.json chat_template and the construct at fault.
- */
-export function chatTemplateGuard(template: unknown): void {
-  const texts = typeof template === 'string' ? [template]
-    : Array.isArray(template) ? template.map((t) => (t as { template?: unknown })?.template).filter((t): t is string => typeof t === 'string') : [];
-  for (const t of texts) {
-    if (t.length > MAX_TEMPLATE_CHARS) throw new Error(`tokenizer_config.json chat_template is ${t.length} characters; expected at most ${MAX_TEMPLATE_CHARS}`);
-    for (const m of t.matchAll(/range\s*\(([^)]*)\)/g)) {
-      for (const n of m[1].match(/\d[\d_]*(?:\.\d+)?(?:e\d+)?/gi) ?? []) {
-        if (Number(n.replace(/_/g, '')) > MAX_TEMPLATE_RANGE) throw new Error(`tokenizer_config.json chat_template loops over ${m[0]}; a bound above ${MAX_TEMPLATE_RANGE} would hang the tab, so the template is refused`);
-      }
-    }
-    for (const m of t.matchAll(/\*\s*(\d[\d_]*(?:e\d+)?)/gi)) {
-      if (Number(m[1].replace(/_/g, '')) > MAX_TEMPLATE_RANGE) throw new Error(`tokenizer_config.json chat_template repeats a value ${m[1]} times; above ${MAX_TEMPLATE_RANGE} the template is refused`);
-    }
-  }
-}
-
 /**
  * Compares the tokenizer's vocabulary with the embedding matrix's rows (vocab_size).
  * @returns a warning when the tokenizer covers less than 90 % of the rows (checkpoints pad the
