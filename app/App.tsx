@@ -1,13 +1,13 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useStore } from './store';
 import type { ViewName } from './store/ui';
-import { analyse } from './actions/analyse';
 import { followExperiment, startUp } from './actions/experiment';
 import { ExperimentBar } from './components/ExperimentBar';
 import { PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
 import { Progress } from './components/Progress';
+import { AnalyseButton } from './components/AnalyseButton';
 import { ErrorBanner } from './components/ErrorBanner';
 import { PromptEditor } from './components/PromptEditor';
 import { FuturesEditor } from './components/FuturesEditor';
@@ -108,7 +108,7 @@ export function App() {
           <PromptEditor />
           <FuturesEditor />
           <div className="row">
-            <button type="button" className="primary" data-testid="analyse" disabled={!!job || !ready} onClick={() => void analyse()}>Analyse</button>
+            <AnalyseButton />
             {!ready && !job && <span className="muted">Load a model first.</span>}
           </div>
           {tokens && (

@@ -67,7 +67,7 @@ test('edited prompt, futures and interventions mark the results stale; chips res
   // A shorter prompt: the heatmap is marked stale, a click on its last column places nothing, the chips follow the new prompt.
   await page.getByTestId('prompt').fill(SHORT);
   await expect(status).toHaveAttribute('data-stale', 'prompt');
-  await expect(status).toContainText('Stale — the prompt changed since this analysis: press Analyse.');
+  await expect(status).toContainText(`Stale — the prompt changed since this analysis (computed for the prompt “${PROMPT}”): press Analyse.`);
   await expect(page.getByTestId('margin-stale')).toBeVisible();
   await expect(good).toHaveAttribute('data-first-ids', String((await firstTokenAfter(SHORT, ' Tom')).id));
   await expect(page.getByTestId('token-strip').locator('li')).not.toHaveCount(T);

@@ -3,7 +3,8 @@ import type { AnalyseRequest } from '../../workers/protocol';
 import { futureInput, futureKey } from '../lib/futures';
 import type { FutureChips } from '../store/results';
 import { specRequest } from '../lib/specs';
-import { runJob } from './job';
+import { queueAfterJob, runJob } from './job';
+import { analyseAction } from '../lib/job_rules';
 import { inOrder, messageOf } from './worker';
 
 /** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
@@ -15,9 +16,19 @@ function request(): AnalyseRequest {
 /**
  * Analyses the prompt (lens margins, sinks, norms) and puts the result on display. With enabled
  * interventions it analyses the prompt twice, without and then with them (the steered analysis is
- * shown; the unsteered one is kept for the difference).
+ * shown; the unsteered one is kept for the difference). While another job runs the analysis is
+ * queued (shown in the progress bar) and runs when that job ends, on the experiment as edited by
+ * then (lib/job_rules.ts analyseAction); the result carries the inputs it was computed for.
+ * @returns when the analysis (run now or queued) has finished.
  */
 export async function analyse(): Promise<void> {
+  const s = useStore.getState();
+  const action = analyseAction(s.job, s.modelStatus === 'ready');
+  if (action === 'queue') return queueAfterJob('Analyse', analyseNow);
+  await analyseNow();
+}
+
+async function analyseNow(): Promise<void> {
   const label = useStore.getState().modelLabel ?? 'the model';
   await runJob('analyse', 'Analysing the prompt', 'Could not analyse the prompt', async () => {
     const req = request();

@@ -17,6 +17,7 @@ export interface JobOptions {
  */
 export async function runJob<T>(kind: Job['kind'], label: string, what: string, body: () => Promise<T>, opts: JobOptions = {}): Promise<T | null> {
   const { setJob, setFailure } = useStore.getState();
+  const ticket = ++jobTicket;
   setFailure(null);
   setJob({ kind, label, startedAt: performance.now(), cancellable: opts.cancellable ?? false });
   try {
@@ -27,8 +28,46 @@ export async function runJob<T>(kind: Job['kind'], label: string, what: string, 
     }
     return null;
   } finally {
-    setJob(null);
+    // A job a newer one replaced (a generation a load cancelled) must not clear the newer one's mark.
+    if (ticket === jobTicket) {
+      setJob(null);
+      runQueued();
+    }
   }
+}
+
+/** The latest job started; a job ends the mark only when it is still the latest. */
+let jobTicket = 0;
+
+/** Starts the queued action, if any, now that no job runs. */
+function runQueued(): void {
+  const s = useStore.getState();
+  if (!s.queued || s.job) return;
+  const q = s.queued;
+  s.setQueued(null);
+  void q.run();
+}
+
+/**
+ * Queues `run` to start when the running job ends (the progress bar shows it queued); asking again
+ * while one is queued keeps that one (it reads the experiment when it starts, so it uses the latest edits).
+ * @returns a promise that settles when the queued run has finished or was dropped.
+ */
+export function queueAfterJob(label: string, run: () => Promise<void>): Promise<void> {
+  const s = useStore.getState();
+  if (s.queued) return s.queued.done;
+  let finish!: () => void;
+  const done = new Promise<void>((r) => { finish = r; });
+  s.setQueued({ label, done, drop: finish, run: async () => { try { await run(); } finally { finish(); } } });
+  return done;
+}
+
+/** Drops the queued action (the progress bar's "Unqueue"); a caller waiting on it resumes. */
+export function dropQueued(): void {
+  const q = useStore.getState().queued;
+  if (!q) return;
+  useStore.getState().setQueued(null);
+  q.drop();
 }
 
 /** Renames the running job, for a job of several stages (the progress bar says which one runs). */

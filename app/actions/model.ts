@@ -5,7 +5,8 @@ import { catalogEntry } from '../../workers/engine/io/catalog';
 import bundled from 'virtual:bundled-models';
 import { refreshCachedModels } from './cache';
 import { runJob } from './job';
-import { inOrder } from './worker';
+import { inOrder, worker } from './worker';
+import { loadCancels } from '../lib/job_rules';
 
 /** The models shipped with the app under models/ (a manifest built with the app: tools/bundled_models.ts). */
 export function bundledModelNames(): string[] {
@@ -28,12 +29,16 @@ function labelOf(source: ModelSource): string {
 
 /**
  * Loads a model in the worker (replacing the current one), with progress; a download can be
- * cancelled. On failure the banner says why (with "Load anyway" when the size check refused it)
+ * cancelled. A running cancellable job (a generation) is cancelled first (lib/job_rules.ts); the
+ * model shows as loading, so Generate and Analyse stay disabled until it is ready. On failure the banner says why (with "Load anyway" when the size check refused it)
  * and the previous results stay on screen.
  */
 export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<boolean> {
   const s = useStore.getState();
   const label = labelOf(source);
+  // A running generation (or sweep, tree, batch…) is cancelled now rather than finished first: the
+  // page sends worker calls in order, so without this the load would wait behind it.
+  if (loadCancels(s.job)) void worker().cancel();
   s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {

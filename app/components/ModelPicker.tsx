@@ -6,6 +6,7 @@ import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
+import { loadBlocked, loadCancels } from '../lib/job_rules';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
@@ -17,7 +18,10 @@ type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
  */
 export function ModelPicker() {
   const localModels = useStore((s) => s.localModels);
-  const busy = useStore((s) => s.job !== null);
+  const job = useStore((s) => s.job);
+  // A load cancels a running generation (sweep, tree…) rather than waiting for it (lib/job_rules.ts).
+  const busy = loadBlocked(job);
+  const cancels = loadCancels(job);
   const backendChoice = useStore((s) => s.backendChoice);
   const setBackendChoice = useStore((s) => s.setBackendChoice);
   const [local, setLocal] = useState('');
@@ -80,7 +84,7 @@ export function ModelPicker() {
             {localModels.map((m) => <option key={m} value={m}>{m}</option>)}
           </select>
         </label>
-        <button type="button" data-testid="load-local" disabled={busy || !local} onClick={() => void loadModel(localModelSource(local))}>Load</button>
+        <button type="button" data-testid="load-local" disabled={busy || !local} title={cancels ? `Loading cancels “${job!.label}”` : undefined} onClick={() => void loadModel(localModelSource(local))}>Load</button>
         <button type="button" data-testid="open-folder" disabled={busy} onClick={() => void openFolder()} title="A folder with config.json, tokenizer.json and model.safetensors">
           Open folder…
         </button>

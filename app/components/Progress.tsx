@@ -1,17 +1,18 @@
 import { useEffect, useState } from 'react';
 import { useStore } from '../store';
-import { cancelRunning } from '../actions/job';
+import { cancelRunning, dropQueued } from '../actions/job';
 import { bytes } from '../lib/format';
 
 /** What a job's steps count, where it counts them. */
 const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
 
-/** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), and Cancel where possible. */
+/** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), Cancel where possible, and what is queued behind it. */
 export function Progress() {
   const job = useStore((s) => s.job);
   const load = useStore((s) => s.loadProgress);
   const gen = useStore((s) => s.gen);
   const steps = useStore((s) => s.jobSteps);
+  const queued = useStore((s) => s.queued);
   const [now, setNow] = useState(() => performance.now());
   useEffect(() => {
     if (!job) return;
@@ -46,6 +47,12 @@ export function Progress() {
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
+      {queued && (
+        <span className="queued" data-testid="queued">
+          Queued: {queued.label} — runs when this ends, on the experiment as edited then.{' '}
+          <button type="button" className="small" data-testid="drop-queued" onClick={dropQueued}>Unqueue</button>
+        </span>
+      )}
     </div>
   );
 }

@@ -2,7 +2,7 @@ import { useMemo } from 'react';
 import { useStore, type AppState } from '../store';
 import type { AnalysisResult } from '../store/results';
 import { staleParts, staleText, type StalePart } from '../lib/stale';
-import { analyse } from '../actions/analyse';
+import { AnalyseButton } from './AnalyseButton';
 
 /** The model ready now; null while none is (loading, or the last load failed). */
 const readyModel = (s: AppState) => (s.modelStatus === 'ready' ? s.modelLabel : null);
@@ -18,28 +18,39 @@ export function useStaleParts(r: AnalysisResult | null): StalePart[] {
   return useMemo(() => (r ? staleParts(r, { model, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, prompt, chatTemplate, good, bad, interventions]);
 }
 
+/** A prompt as a label: quoted, the first 60 characters. */
+export function promptLabel(prompt: string): string {
+  const one = prompt.replace(/\s+/g, ' ').trim();
+  return `“${one.length > 60 ? `${one.slice(0, 59)}…` : one}”`;
+}
+
 /**
  * A line above a result that no longer answers the experiment: "from the previous model (<name>)"
  * once another model is loaded or a load failed, and "stale — press Analyse" (with the button)
- * when the prompt, futures or interventions changed since the analysis.
+ * when the prompt, futures or interventions changed since the analysis, naming the prompt it was
+ * computed for (`computedFor`) when the prompt is what changed.
+ * @param noun what the result is ("analysis", "generation"); rerun the button that recomputes it
+ *   (default: Analyse, which queues while a job runs).
  */
-export function ResultStatus({ model, stale = [], testId }: { model: string; stale?: readonly StalePart[]; testId: string }) {
+export function ResultStatus({ model, stale = [], testId, computedFor, noun = 'analysis', rerun }: {
+  model: string; stale?: readonly StalePart[]; testId: string; computedFor?: string; noun?: string;
+  rerun?: { label: string; run: () => void };
+}) {
   const current = useStore(readyModel);
   const busy = useStore((s) => s.job !== null);
   const previous = current !== model;
   const changed = staleText(stale);
   if (!previous && !changed) return null;
+  const forPrompt = computedFor !== undefined && stale.includes('prompt') ? <> (computed for the prompt <span data-testid={`${testId}-prompt`}>{promptLabel(computedFor)}</span>)</> : null;
+  const button = rerun
+    ? <button type="button" className="small" data-testid={`${testId}-rerun`} disabled={busy} onClick={rerun.run}>{rerun.label}</button>
+    : <AnalyseButton small testId={`${testId}-analyse`} />;
   return (
     <p className="stale-note" role="status" data-testid={testId} data-stale={stale.join(' ')} data-previous-model={previous ? model : undefined}>
       {previous && <span data-testid={`${testId}-model`}>From the previous model ({model}){current ? `; ${current} is loaded now` : '; no model is loaded now'}. </span>}
       {changed && (current
-        ? (
-          <>
-            <strong>Stale</strong> — {changed} since this analysis: press Analyse.{' '}
-            <button type="button" className="small" data-testid={`${testId}-analyse`} disabled={busy} onClick={() => void analyse()}>Analyse</button>
-          </>
-        )
-        : <><strong>Stale</strong> — {changed} since this analysis.</>)}
+        ? <><strong>Stale</strong> — {changed} since this {noun}{forPrompt}: press {rerun?.label ?? 'Analyse'}.{' '}{button}</>
+        : <><strong>Stale</strong> — {changed} since this {noun}{forPrompt}.</>)}
     </p>
   );
 }

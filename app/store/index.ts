@@ -9,8 +9,9 @@ import { createBranchingSlice, type BranchingSlice } from './branching';
 import { createBatchSlice, type BatchSlice } from './batch';
 import { createShareSlice, type ShareSlice } from './share';
 import { createDisplaySlice, type DisplaySlice } from './display';
+import { createQueuedSlice, type QueuedSlice } from './queued';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -32,4 +33,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createReportSlice(...a),
   ...createShareSlice(...a),
   ...createDisplaySlice(...a),
+  ...createQueuedSlice(...a),
 }));

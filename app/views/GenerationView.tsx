@@ -106,6 +106,7 @@ export function GenerationView() {
   const contextLength = useStore((s) => s.info?.contextLength ?? 4096);
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
+  const prompt = useStore((s) => s.prompt);
   const svg = useRef<SVGSVGElement | null>(null);
   const generating = job?.kind === 'generate';
   const steered = gen?.steered ?? null;
@@ -138,7 +139,7 @@ export function GenerationView() {
       </form>
       {gen ? (
         <>
-          <ResultStatus model={gen.modelLabel} testId="generation-status" />
+          <ResultStatus model={gen.modelLabel} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" />
           {steered ? (
             <>
               <div className="compare" data-testid="generation-compare">

@@ -122,7 +122,7 @@ export function MarginHeatmapView() {
             ? ' Orange bars mark the steered layers, dashed outlines the steered cells.'
             : locked ? '' : ' Click a cell to steer that layer at that token.'}
         </p>
-        <ResultStatus model={r.modelLabel} stale={stale} testId="margin-status" />
+        <ResultStatus model={r.modelLabel} stale={stale} computedFor={r.prompt} testId="margin-status" />
         <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
         {unsteered && (
           <label className="toggle">
