@@ -69,3 +69,15 @@ test(`${ui.length} corpus cases through the UI give the runner's messages, and t
     fs.rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('a character split over byte tokens: the strip shows the bytes (<0xE2> <0x9D>) and the token that completes it (❤)', async ({ page }) => {
+  await page.goto('/index.html');
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await page.getByTestId('prompt').fill('I ❤ you');
+  const strip = page.getByTestId('token-strip');
+  await expect(strip.locator('[data-byte]')).toHaveText(['<0xE2>', '<0x9D>']);
+  const texts = await strip.locator('.txt').allTextContents();
+  const at = texts.indexOf('<0xE2>');
+  expect(texts.slice(at, at + 3)).toEqual(['<0xE2>', '<0x9D>', '❤']);
+  await strip.screenshot({ path: '.artifacts/screenshots/token-strip-bytes.png' });
+});

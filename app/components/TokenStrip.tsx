@@ -1,5 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { visibleToken } from '../lib/format';
+import { tokenLabels } from '../lib/token_labels';
+import { useStore } from '../store';
 
 /** Positions [start, end) of the strip. */
 export interface TokenRange {
@@ -20,7 +22,10 @@ export interface TokenStripProps {
   onSelect?: (r: TokenRange | null) => void;
 }
 
-/** The prompt's tokens in order, each with its position and id; steered tokens are marked with their interventions. */
+/**
+ * The prompt's tokens in order, each with its position and id; steered tokens are marked with their
+ * interventions; a byte-fallback token that is not a character by itself shows its byte ("<0xE2>").
+ */
 export function TokenStrip({ tokens, ids, highlight, marks, selection, onSelect }: TokenStripProps) {
   const anchor = useRef<number | null>(null);
   const dragging = useRef(false);
@@ -40,9 +45,11 @@ export function TokenStrip({ tokens, ids, highlight, marks, selection, onSelect 
     }
   };
   const selectable = Boolean(onSelect);
+  const byteTokens = useStore((s) => s.info?.byteTokens);
+  const { labels, isByte } = tokenLabels(tokens, ids, byteTokens);
   return (
     <ol className={`token-strip${selectable ? ' selectable' : ''}`} data-testid="token-strip" aria-label={`${tokens.length} prompt tokens`}>
-      {tokens.map((t, i) => {
+      {tokens.map((_t, i) => {
         const m = marks?.[i] ?? [];
         const inSel = selection ? i >= selection.start && i < selection.end : false;
         const cls = [i === highlight ? 'hl' : '', m.length ? 'steered' : '', inSel ? 'selected' : ''].filter(Boolean).join(' ');
@@ -61,7 +68,7 @@ export function TokenStrip({ tokens, ids, highlight, marks, selection, onSelect 
             } : undefined}
           >
             <span className="idx">{i}</span>
-            <span className="txt">{visibleToken(t)}</span>
+            <span className={isByte[i] ? 'txt byte' : 'txt'} data-byte={isByte[i] || undefined}>{isByte[i] ? labels[i] : visibleToken(labels[i])}</span>
             {m.length > 0 && <span className="steer-mark">{m.map((n) => `#${n}`).join(' ')}</span>}
           </li>
         );

@@ -1,6 +1,7 @@
 import { useRef } from 'react';
 import { useStore } from '../store';
 import { generate } from '../actions/generate';
+import { tokenLabels } from '../lib/token_labels';
 import { cancelRunning } from '../actions/job';
 import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
@@ -67,16 +68,18 @@ function Continuation({ run, prompt, diverge, testId, live }: { run: GenerationR
 
 /** The new tokens of a run: margin sign underlined, steered passes and the first divergence marked. */
 function TokenRow({ run, steeredBy, diverge, testId }: { run: GenerationRun; steeredBy: (step: number) => number[]; diverge: number | null; testId: string }) {
+  const byteTokens = useStore((s) => s.info?.byteTokens);
+  const { labels, isByte } = tokenLabels(run.events.map((e) => e.token), run.events.map((e) => e.id), byteTokens);
   return (
     <ol className="token-strip generated-tokens" aria-label="generated tokens">
-      {run.events.map((e) => {
+      {run.events.map((e, i) => {
         const by = steeredBy(e.step);
         const cls = [e.margin >= 0 ? 'pos' : 'neg', by.length ? 'steered' : '', e.step === diverge ? 'diverge' : ''].filter(Boolean).join(' ');
         return (
           <li key={e.step} data-testid={`generated-token${testId}`} data-id={e.id} data-step={e.step} data-steered={by.length ? by.join(' ') : undefined} className={cls}
             title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}${by.length ? ` · drawn from a pass steered by ${by.map((n) => `#${n}`).join(', ')}` : ''}${e.step === diverge ? ' · first divergence' : ''}`}>
             <span className="idx">{e.step}</span>
-            <span className="txt">{visibleToken(e.token)}</span>
+            <span className={isByte[i] ? 'txt byte' : 'txt'} data-byte={isByte[i] || undefined}>{isByte[i] ? labels[i] : visibleToken(labels[i])}</span>
           </li>
         );
       })}

@@ -10,10 +10,12 @@ import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { llamaSpec } from '../../workers/engine/arch/llama';
 import { json, modelFiles, putText } from '../hardening/model_variants';
 import { npy } from '../corpus/inputs';
+import { MAX_RENDERED_CHARS, renderChatTemplate } from '../../workers/engine/chat_template';
 
 /**
  * Bounded, seeded fuzzing (issue #8) of every parser that reads user files: the safetensors reader,
- * config.json → ModelSpec, tokenizer loading, steering-vector readers and intervention JSON.
+ * config.json → ModelSpec, tokenizer loading, steering-vector readers, intervention JSON and chat
+ * templates (tokenizer_config.json chat_template, rendered under chat_template.ts's limits).
  * Properties, for every generated input:
  * - the reader returns, or throws one of our readable errors — never a raw RangeError, TypeError,
  *   SyntaxError or ReferenceError (those mean an unchecked input reached the JavaScript runtime);
@@ -26,7 +28,7 @@ import { npy } from '../corpus/inputs';
  * Budget: ≤ 2 minutes in all (each target stops at its run count or its time limit).
  */
 const SEED = Number(process.env.BP_FUZZ_SEED ?? 20261130);
-const TIME_LIMIT_MS = 20_000;
+const TIME_LIMIT_MS = 15_000; // per target: 6 targets stay under 2 minutes
 const stats: { target: string; runs: number; seconds: number }[] = [];
 
 const RAW_JS_ERRORS = [RangeError, TypeError, SyntaxError, ReferenceError];
@@ -222,6 +224,40 @@ describe(`fuzz (seed ${SEED})`, () => {
       expect(out.op.v.every(Number.isFinite)).toBe(true);
     }), params(20_000));
     record('intervention JSON', runs, t0);
+  }, 60_000);
+});
+
+describe(`fuzz chat templates (seed ${SEED})`, () => {
+  it('chat templates: a bounded render (within 1 s of CPU, at most MAX_RENDERED_CHARS) or an error naming chat_template', () => {
+    let runs = 0;
+    const t0 = performance.now();
+    const num = fc.oneof(fc.nat(12), fc.constantFrom(300, 9999, 10_000, 10_001, 99_999, 1e9));
+    const expr = fc.oneof(fc.constantFrom("messages[0]['content']", 'bos_token', "'ab' * 3", 'ns.s', 'ns.s | length', 'undefined_name', 'messages | length', "range(3) | join('-')"), num.map(String), fc.string({ maxLength: 6 }).map((t) => JSON.stringify(t)));
+    const { block } = fc.letrec<{ block: string }>((tie) => ({
+      block: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        expr.map((e) => `{{ ${e} }}`),
+        fc.string({ maxLength: 10 }),
+        fc.constantFrom('{% set ns.s = ns.s + ns.s %}', "{{ raise_exception('no') }}", '{% if %}', '{% for %}', '{{', '{% endfor %}', '{{ messages.count() }}'),
+        fc.tuple(num, tie('block')).map(([n, b]) => `{% for i in range(${n}) %}${b}{% endfor %}`),
+        fc.tuple(num, tie('block')).map(([n, b]) => `{% set k = ${n} %}{% for j in range(k * k) %}${b}{% endfor %}`),
+        fc.tuple(fc.string({ maxLength: 4 }), tie('block')).map(([name, b]) => `{% macro m${name.replace(/\W/g, '')}(x) %}${b}{% endmacro %}{{ m${name.replace(/\W/g, '')}(1) }}`),
+        fc.tuple(tie('block'), tie('block')).map(([a, b]) => a + b),
+      ),
+    }));
+    const template = block.map((b) => `{% set ns = namespace(s='xy') %}${b}`);
+    const items = { messages: [{ role: 'user', content: 'hi' }], add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>' };
+    fc.assert(fc.property(template, (t) => {
+      runs++;
+      try {
+        const out = guarded('chat template', () => renderChatTemplate(t, items));
+        if (out !== undefined) expect(out.length).toBeLessThanOrEqual(MAX_RENDERED_CHARS);
+      } catch (e) {
+        throw new Error(`${(e as Error).message}\ntemplate: ${t}`);
+      }
+      return true;
+    }), params(3_000));
+    record('chat templates', runs, t0);
   }, 60_000);
 });
 

@@ -31,6 +31,8 @@ export interface ModelInfo extends Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[nu
   backend: { kind: 'cpu' | 'webgpu'; description: string };
   hookNames: string[];
   hasChatTemplate: boolean;
+  /** Byte-fallback tokens ("<0xE2>"): token id → byte value, so a byte that forms no character can be shown as itself. */
+  byteTokens: Record<number, number>;
 }
 
 export interface PromptInput {

@@ -15,9 +15,9 @@ export const MAX_TEMPLATE_RANGE = 10_000;
 /** Longest chat template accepted, in characters (released templates are under 20 000). */
 export const MAX_TEMPLATE_CHARS = 200_000;
 /** Interpreter steps a render may take (a released template takes a few hundred to a few thousand for one message). */
-export const MAX_TEMPLATE_STEPS = 200_000;
+export const MAX_TEMPLATE_STEPS = 100_000;
 /** Wall-clock limit of one render, ms. */
-export const MAX_TEMPLATE_MS = 2_000;
+export const MAX_TEMPLATE_MS = 1_000;
 /** Longest string a render may build, in characters (a prompt is far shorter than this). */
 export const MAX_RENDERED_CHARS = 4_000_000;
 

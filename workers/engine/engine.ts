@@ -120,8 +120,25 @@ export class Engine {
       backend: { kind: this.backend.kind, description: this.backend.description },
       hookNames: hookNames(s),
       hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),
+      byteTokens: this.byteTokens(),
     };
   }
+
+  /** Byte-fallback tokens of the vocabulary ("<0x00>" … "<0xFF>", SentencePiece byte_fallback): id → byte. */
+  private byteTokens(): Record<number, number> {
+    if (!this.byteTokenMap) {
+      const v = (this.tokenizer as unknown as { get_vocab(): Map<string, number> | Record<string, number> }).get_vocab();
+      const entries = v instanceof Map ? [...v.entries()] : Object.entries(v);
+      this.byteTokenMap = {};
+      for (const [piece, id] of entries) {
+        const m = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
+        if (m) this.byteTokenMap[id] = parseInt(m[1], 16);
+      }
+    }
+    return this.byteTokenMap;
+  }
+
+  private byteTokenMap: Record<number, number> | null = null;
 
   /**
    * Prompt → ids, with the tokenizer's special tokens (BOS where the model uses one), or through
