@@ -160,6 +160,7 @@ async function linear(h: Harness): Promise<void> {
  */
 async function linearFused(h: Harness): Promise<void> {
   const G = GEMV_MAX_ROWS;
+  const rand = rng(20261130); // its own stream: the other parts keep the inputs they had before it was added
   type Case = { n: number; nIn: number; nOut: number; norm?: number; act?: Activation; residual?: boolean; bias?: boolean; f16?: boolean };
   const cases: Case[] = [
     { n: 1, nIn: 64, nOut: 63, residual: true, bias: true },
@@ -173,7 +174,8 @@ async function linearFused(h: Harness): Promise<void> {
     { n: 2, nIn: 172, nOut: 64, residual: true, f16: true },
   ];
   for (const c of cases) {
-    const inputs = [h.x([c.n, c.nIn]), h.x([c.nOut, c.nIn], 0.5), h.x([c.nOut]), h.x([c.nIn]), h.x([c.nOut, c.nIn], 0.5), h.x([c.nOut]), h.x([c.n, c.nOut])];
+    const x = (shape: number[], scale = 1): Host => ({ data: randn(rand, shape.reduce((a, b) => a * b, 1), scale), shape });
+    const inputs = [x([c.n, c.nIn]), x([c.nOut, c.nIn], 0.5), x([c.nOut]), x([c.nIn]), x([c.nOut, c.nIn], 0.5), x([c.nOut]), x([c.n, c.nOut])];
     const round = (x: Host): Float32Array => (c.f16 ? unpackF16(packF16(x.data), x.data.length) : x.data);
     const name = `x[${c.n},${c.nIn}]·w[${c.nOut},${c.nIn}]ᵀ${c.bias ? '+b' : ''}${c.norm !== undefined ? ` rms(+${c.norm})` : ''}${c.act ? ` ${c.act}(gate)·up` : ''}${c.residual ? ' +r' : ''}${c.f16 ? ' f16' : ''}`;
     await h.case('linear fused', name, inputs.filter((_, i) => i !== 1 && i !== 4), (b, [x, bias, g, upBias, r]) => {

@@ -97,6 +97,12 @@ export interface FusedOps {
   /** Largest row count n the fused kernels take. */
   readonly maxRows: number;
   /**
+   * Whether folding an RMSNorm into the projections pays: on a GPU decode streams the weights and
+   * the per-output sum of squares of x is free; on a CPU implementation of WebGPU it repeats that
+   * sum for every output column and costs more than the dispatches it saves (bench/run-model.ts).
+   */
+  readonly foldsNorm: boolean;
+  /**
    * One dispatch for y = epilogue(prologue(x)·wᵀ + bias): x [n, in], w [out, in] → [n, out].
    * @throws Error on mismatched shapes or n > maxRows.
    */

@@ -132,7 +132,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
-    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), linear: (x, w, bias, f) => linearFusedGpu(this, x, w, bias, f) };
+    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu', linear: (x, w, bias, f) => linearFusedGpu(this, x, w, bias, f) };
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
       this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;

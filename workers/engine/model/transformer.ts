@@ -118,7 +118,7 @@ export class Transformer {
     // captures or intervenes on: a touched hook splits the fusion there (same values either way).
     const fz = b.fused && n <= b.fused.maxRows ? b.fused : null;
     const foldNorm = (hook: string, w: NormWeights): LinearFusion['norm'] | undefined =>
-      fz && s.norm === 'rms' && !ctx.touches(hook) ? { w: w.w, eps: s.normEps, offset: s.normOffset } : undefined;
+      fz?.foldsNorm && s.norm === 'rms' && !ctx.touches(hook) ? { w: w.w, eps: s.normEps, offset: s.normOffset } : undefined;
 
     // --- attention ---
     const ln1 = foldNorm(`${h}ln1.hook_normalized`, bw.ln1);

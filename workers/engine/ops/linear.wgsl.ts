@@ -1,6 +1,6 @@
 import type { Tensor } from '../backend/backend';
 import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
-import { wgslWeight } from './wgsl_math';
+import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
 
 /** Output tile of the tiled matmul: TILE×TILE per workgroup of 16×16, 4×4 outputs per invocation. */
 const TILE = 64;
@@ -123,10 +123,7 @@ const DOT_WG = 16;
  * placed as in tiledSource (ldy, colOff).
  */
 function dotSource(bias: boolean, f16: boolean, vec4: boolean, rb: number): string {
-  const wDecl = vec4
-    ? `@group(0) @binding(2) var<storage, read> w: array<${f16 ? 'vec2<u32>' : 'vec4f'}>;
-fn wv(i: u32) -> vec4f { ${f16 ? 'let q = w[i]; return vec4f(unpack2x16float(q.x), unpack2x16float(q.y));' : 'return w[i];'} }`
-    : wgslWeight(2, 'w', 'wv', f16);
+  const wDecl = vec4 ? wgslWeightVec4(2, 'w', 'wv', f16) : wgslWeight(2, 'w', 'wv', f16);
   return /* wgsl */ `
 ${bindings(bias, vec4 ? 'vec4f' : 'f32', wDecl)}
 @compute @workgroup_size(${DOT_WG})

@@ -2,7 +2,7 @@ import type { Activation, LinearFusion, Tensor } from '../backend/backend';
 import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
 import { ACT_LIB } from './activation.wgsl';
 import { GEMV_MAX_ROWS } from './linear.wgsl';
-import { wgslWeight } from './wgsl_math';
+import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
 
 /**
  * Fused linear kernels for the few-row (decode) shapes, where a transformer block is bound by the
@@ -37,6 +37,8 @@ interface Variant {
   upBias: boolean;
   upF16: boolean;
   residual: boolean;
+  /** 'cpu' kernel only: x, w, u and g read as vec4 (in % 4 = 0). */
+  vec4: boolean;
 }
 
 /** Bindings in dispatch order: x, w, [b], [g], [u], [c], [r], y. */
@@ -49,14 +51,16 @@ function bindings(v: Variant): { decl: string; names: string[] } {
   if (v.residual) names.push('r');
   names.push('y');
   const at = (name: string) => names.indexOf(name) + 1;
+  const weight = v.vec4 ? wgslWeightVec4 : wgslWeight;
+  const vt = v.vec4 ? 'vec4f' : 'f32';
   const decl = [
     'struct P { n: u32, nIn: u32, nOut: u32, ldy: u32, colOff: u32, eps: f32, offset: f32 }',
     '@group(0) @binding(0) var<uniform> p: P;',
-    `@group(0) @binding(${at('x')}) var<storage, read> x: array<f32>;`,
-    wgslWeight(at('w'), 'w', 'wv', v.f16),
+    `@group(0) @binding(${at('x')}) var<storage, read> x: array<${vt}>;`,
+    weight(at('w'), 'w', 'wv', v.f16),
     v.bias ? `@group(0) @binding(${at('b')}) var<storage, read> b: array<f32>;` : '',
-    v.norm ? `@group(0) @binding(${at('g')}) var<storage, read> g: array<f32>;` : '',
-    v.gated ? wgslWeight(at('u'), 'u', 'uv', v.upF16) : '',
+    v.norm ? `@group(0) @binding(${at('g')}) var<storage, read> g: array<${vt}>;` : '',
+    v.gated ? weight(at('u'), 'u', 'uv', v.upF16) : '',
     v.gated && v.upBias ? `@group(0) @binding(${at('c')}) var<storage, read> c: array<f32>;` : '',
     v.residual ? `@group(0) @binding(${at('r')}) var<storage, read> r: array<f32>;` : '',
     `@group(0) @binding(${at('y')}) var<storage, read_write> y: array<f32>;`,
@@ -77,8 +81,12 @@ function epilogue(v: Variant, acc: string, accu: string, ss: string): string {
   return lines.join('\n    ');
 }
 
-/** 'cpu' tuning: one invocation per output column and block of rb rows (scalar loads). */
+/**
+ * 'cpu' tuning: one invocation per output column and block of rb rows, four values per step when
+ * v.vec4 (the row width kn is then in/4 and dot() sums the four products).
+ */
 function dotSource(v: Variant, rb: number): string {
+  const mul = v.vec4 ? (a: string, b: string) => `dot(${a}, ${b})` : (a: string, b: string) => `${a} * ${b}`;
   return /* wgsl */ `
 ${bindings(v).decl}
 @compute @workgroup_size(${DOT_WG})
@@ -87,18 +95,20 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   if (o >= p.nOut) { return; }
   let r0 = gid.y * ${rb}u;
   let last = p.n - 1u;
+  let kn = p.nIn${v.vec4 ? ' / 4u' : ''};
   var acc: array<f32, ${rb}>;
   var accu: array<f32, ${rb}>;
   var ss: array<f32, ${rb}>;
-  for (var k = 0u; k < p.nIn; k = k + 1u) {
-    let wk = wv(o * p.nIn + k);
-    ${v.gated ? 'let uk = uv(o * p.nIn + k);' : ''}
+  for (var k = 0u; k < kn; k = k + 1u) {
+    let wk = wv(o * kn + k);
+    ${v.gated ? 'let uk = uv(o * kn + k);' : ''}
     ${v.norm ? 'let gk = g[k] + p.offset;' : ''}
     for (var j = 0u; j < ${rb}u; j = j + 1u) {
-      let xv = x[min(r0 + j, last) * p.nIn + k];
-      ${v.norm ? 'ss[j] = ss[j] + xv * xv;\n      let xg = xv * gk;' : 'let xg = xv;'}
-      acc[j] = acc[j] + xg * wk;
-      ${v.gated ? 'accu[j] = accu[j] + xg * uk;' : ''}
+      let xv = x[min(r0 + j, last) * kn + k];
+      ${v.norm ? `ss[j] = ss[j] + ${mul('xv', 'xv')};
+      let xg = xv * gk;` : 'let xg = xv;'}
+      acc[j] = acc[j] + ${mul('xg', 'wk')};
+      ${v.gated ? `accu[j] = accu[j] + ${mul('xg', 'uk')};` : ''}
     }
   }
   let col = p.colOff + o;
@@ -193,6 +203,7 @@ export function linearFusedGpu(host: KernelHost, x: Tensor, w: Tensor, bias: Ten
     const v: Variant = {
       bias: !!bias, f16: part.dtype === 'f16', norm: !!f.norm, gated: f.gateUp?.act ?? null,
       upBias: !!f.gateUp?.bias, upF16: up?.[0].part.dtype === 'f16', residual: !!f.residual,
+      vec4: host.tuning === 'cpu' && nIn % 4 === 0,
     };
     const byName: Record<string, GpuTensor> = { x: gx, w: part, y };
     if (bias) byName.b = host.gpu(bias);

@@ -24,6 +24,15 @@ fn ${fn}(i: u32) -> f32 { return ${name}[i]; }`;
 }
 
 /**
+ * As wgslWeight, read four consecutive values at a time: `fn(i)` returns elements 4i..4i+3 as a
+ * vec4f (float32 vec4, or two packed binary16 words). The row width must be a multiple of 4.
+ */
+export function wgslWeightVec4(binding: number, name: string, fn: string, f16: boolean): string {
+  return `@group(0) @binding(${binding}) var<storage, read> ${name}: array<${f16 ? 'vec2<u32>' : 'vec4f'}>;
+fn ${fn}(i: u32) -> vec4f { ${f16 ? `let q = ${name}[i]; return vec4f(unpack2x16float(q.x), unpack2x16float(q.y));` : `return ${name}[i];`} }`;
+}
+
+/**
  * tanh: Cephes tanhf polynomial for |x| < 0.625 (relative error ~1e-7), else 1 − 2/(e^{2|x|} + 1),
  * which saturates to ±1 instead of producing NaN. (Moshier, Cephes Math Library, tanhf.c.)
  */
