@@ -58,5 +58,6 @@ export function doseText(d: Pick<InterventionDraft, 'type' | 'dose' | 'rotateBy'
     case 'rotate': return d.rotateBy === 'theta' ? `θ = ${d.dose} rad` : `t = ${d.dose}`;
     case 'ablate': return `mode ${d.mode}`;
     case 'patch': return 'from the source prompt';
+    case 'sae_clamp': return `clamp to c = ${d.dose}`;
   }
 }

@@ -11,6 +11,7 @@ import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
 import { forwardSpan } from './model/kv_prefix';
+import { splitSaeHook, type SaeAttachment } from './sae/site';
 import { contextMessage, type Transformer } from './model/transformer';
 import { checkVocabulary, loadTokenizer } from './tokenizer';
 import { renderChatTemplate } from './chat_template';
@@ -47,6 +48,8 @@ export interface RunOptions {
   nPrompt?: number;
   /** Logit rows to compute: 'all' [T, V] (default) or 'last' [1, V] (skips W_U on the other rows). */
   logits?: 'all' | 'last';
+  /** SAEs attached at their hooks: their hooks (`<hook>.hook_sae_acts_post`, …) can be captured; spliced ones replace the activation by x̂ (sae/site.ts). */
+  saes?: readonly SaeAttachment[];
 }
 
 /**
@@ -260,9 +263,16 @@ export class Engine {
    * @throws Error for an unknown hook name or a sequence longer than the context.
    */
   async run(ids: readonly number[], opts: RunOptions = {}): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
-    for (const h of [...(opts.capture ?? []), ...(opts.interventions ?? []).map((iv) => iv.hook)]) assertHook(this.spec, h);
+    const attached = new Set((opts.saes ?? []).map((a) => a.sae.cfg.hookName));
+    for (const a of attached) assertHook(this.spec, a);
+    for (const h of [...(opts.capture ?? []), ...(opts.interventions ?? []).map((iv) => iv.hook)]) {
+      const sae = splitSaeHook(h);
+      if (sae && attached.has(sae.hook)) continue;
+      if (sae) throw new Error(`hook "${h}" exists only while an SAE is attached at ${sae.hook}`);
+      assertHook(this.spec, h);
+    }
     const want = new Set(opts.capture ?? []);
-    const ctx = new RunContext(this.backend, { pos0: 0, n: ids.length, nPrompt: opts.nPrompt ?? ids.length, step: 0 }, (n) => want.has(n), opts.interventions);
+    const ctx = new RunContext(this.backend, { pos0: 0, n: ids.length, nPrompt: opts.nPrompt ?? ids.length, step: 0 }, (n) => want.has(n), opts.interventions, opts.saes);
     try {
       const logits = this.model.forward(Int32Array.from(ids), ctx, opts.logits ?? 'all')!;
       const captured = new Map<string, Float32Array>();

@@ -144,6 +144,8 @@ export interface Backend {
   sliceCols(x: Tensor, start: number, width: number): Tensor;
   /** a + b, same shape. */
   add(a: Tensor, b: Tensor): Tensor;
+  /** a − b, same shape. */
+  sub(a: Tensor, b: Tensor): Tensor;
   /**
    * RMSNorm over groups of `w.size` consecutive values: y = x / sqrt(mean(x²) + eps) · (w + offset).
    * offset is 1 for Gemma's (1 + w) norm, else 0. Per-head norms (Qwen3 q_norm) pass x as [n, H·d] and w [d].
@@ -183,6 +185,12 @@ export interface Backend {
    * size = d_head) and the op acts on each selected group on its own, with a vector of length size.
    */
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor;
+  /**
+   * Sparse-autoencoder activation of each row of hidden_pre [n, C] → [n, C]: JumpReLU
+   * y = pre·(pre > θ_j) with threshold [C] (zeros: ReLU), then, when k > 0, TopK (entries below
+   * the row's k-th largest positive value zeroed). See ops/sae_act.cpu.ts.
+   */
+  saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor;
 }
 
 /** Product of the dimensions of a shape. */

@@ -7,6 +7,7 @@ import { attentionCpu } from '../ops/attention.cpu';
 import { actCpu, gatedActCpu } from '../ops/activation.cpu';
 import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
+import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
 
 class CpuTensor implements Tensor {
@@ -156,6 +157,13 @@ export class CpuBackend implements Backend {
     return this.t(z, a.shape);
   }
 
+  sub(a: Tensor, b: Tensor): Tensor {
+    if (a.size !== b.size) throw new Error('sub: sizes differ');
+    const x = d(a), y = d(b), z = new Float32Array(a.size);
+    for (let i = 0; i < z.length; i++) z[i] = x[i] - y[i];
+    return this.t(z, a.shape);
+  }
+
   rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor {
     return this.t(rmsNormCpu(d(x), d(w), eps, offset), x.shape);
   }
@@ -202,5 +210,10 @@ export class CpuBackend implements Backend {
 
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor {
     return this.t(rowOpCpu(d(x), cols(x), op, rows, groups), x.shape);
+  }
+
+  saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor {
+    if (threshold.size !== cols(pre)) throw new Error(`saeActivation: threshold has ${threshold.size} entries, hidden_pre has ${cols(pre)} columns`);
+    return this.t(saeActivationCpu(d(pre), d(threshold), k), pre.shape);
   }
 }

@@ -3,7 +3,7 @@ import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
-import { addGpu } from '../ops/add.wgsl';
+import { addGpu, subGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
 import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
 import { embedGpu } from '../ops/embed.wgsl';
@@ -13,6 +13,7 @@ import { logSoftmaxGpu, softcapGpu, topkGpu } from '../ops/logits.wgsl';
 import { layerNormGpu, rmsNormGpu } from '../ops/norm.wgsl';
 import { ropeGpu, ropeTable } from '../ops/rope.wgsl';
 import { rowOpGpu } from '../ops/row_op.wgsl';
+import { saeActivationGpu } from '../ops/sae_act.wgsl';
 
 /** Dispatches recorded before the batch is submitted (also the number of uniform slots per batch). */
 const BATCH_DISPATCHES = 256;
@@ -526,6 +527,7 @@ export class WebGpuBackend implements Backend, KernelHost {
   readonly fused?: FusedOps;
   sliceCols(x: Tensor, start: number, width: number): Tensor { return sliceColsGpu(this, x, start, width); }
   add(a: Tensor, b: Tensor): Tensor { return addGpu(this, a, b); }
+  sub(a: Tensor, b: Tensor): Tensor { return subGpu(this, a, b); }
   rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor { return rmsNormGpu(this, x, w, eps, offset); }
   layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor { return layerNormGpu(this, x, w, b, eps); }
 
@@ -550,4 +552,5 @@ export class WebGpuBackend implements Backend, KernelHost {
   gatherCols(x: Tensor, idx: Int32Array): Tensor { return gatherColsGpu(this, x, idx); }
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
+  saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
 }

@@ -1,4 +1,5 @@
 import type { RowGroups, RowOp } from '../backend/backend';
+import type { SaeClampOp } from '../sae/site';
 
 /**
  * Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end).
@@ -18,7 +19,8 @@ export interface StepWindow { start: number; end: number }
  */
 export interface Intervention {
   hook: string;
-  op: RowOp;
+  /** A row op, or an SAE feature clamp (sae/site.ts), which needs the SAE's encoder. */
+  op: RowOp | SaeClampOp;
   positions: PositionSelector;
   steps?: StepWindow;
   /** Per-head steering: the op acts on each selected column group (head) of the row on its own. */

@@ -1,21 +1,27 @@
 import type { Backend, RowOp, Tensor } from '../backend/backend';
 import { activeAtStep, selectRows, type CallSite, type Intervention } from './intervention';
+import { fireSae, saeClamp, type SaeAttachment } from '../sae/site';
 
 /**
  * What happens at each hook point during one forward call: interventions are applied (in list
- * order), then the value is captured if the name filter asks for it. Captured tensors are copies
- * owned by this context, so the forward pass can free its intermediates.
+ * order), then the value is captured if the name filter asks for it, then an SAE attached at the
+ * hook fires its own hooks (`<hook>.hook_sae_acts_post`, …) and, when spliced, replaces the value
+ * by its reconstruction. Captured tensors are copies owned by this context, so the forward pass
+ * can free its intermediates.
  */
 export class RunContext {
   readonly captured = new Map<string, Tensor>();
   private readonly byHook = new Map<string, Intervention[]>();
+  private readonly saes = new Map<string, SaeAttachment>();
 
   constructor(
     private readonly backend: Backend,
     readonly site: CallSite,
     private readonly capture: (name: string) => boolean = () => false,
     interventions: readonly Intervention[] = [],
+    saes: readonly SaeAttachment[] = [],
   ) {
+    for (const a of saes) this.saes.set(a.sae.cfg.hookName, a);
     for (const iv of interventions) {
       if (!activeAtStep(iv, site.step)) continue;
       const list = this.byHook.get(iv.hook) ?? [];
@@ -44,13 +50,15 @@ export class RunContext {
   fire(name: string, t: Tensor): Tensor {
     for (const iv of this.byHook.get(name) ?? []) {
       const rows = selectRows(iv.positions, this.site);
-      const op = this.opForCall(iv.op, t, rows);
+      const op = iv.op.kind === 'sae_clamp' ? iv.op : this.opForCall(iv.op, t, rows);
       if (!rows.some((r) => r)) continue;
-      const next = this.backend.rowOp(t, op, rows, iv.groups);
+      const next = op.kind === 'sae_clamp' ? saeClamp(this.backend, op, t, rows) : this.backend.rowOp(t, op, rows, iv.groups);
       this.backend.release(t);
       t = next;
     }
     if (this.capture(name)) this.captured.set(name, this.backend.clone(t));
+    const sae = this.saes.get(name);
+    if (sae) t = fireSae(this.backend, sae, t, this.capture, (n, v) => this.captured.set(n, v));
     return t;
   }
 

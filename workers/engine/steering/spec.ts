@@ -5,9 +5,13 @@
  *
  * Keys (all others are rejected, so a typo cannot pass silently):
  * - hook: hook name, e.g. "blocks.3.hook_resid_post" (any steerable hook of hooks.ts).
- * - type: 'add' | 'add_norm_preserving' | 'rotate' | 'ablate' | 'patch'.
+ * - type: 'add' | 'add_norm_preserving' | 'rotate' | 'ablate' | 'patch' | 'sae_clamp'.
  * - vector: the direction/values, inline (number[]), or — runner only — a path to a .npy,
  *   .safetensors or .json file (see vector_io.ts). patch: rows [positions][width] of another run.
+ *   Or an SAE feature's decoder direction {"sae": REF, "feature": F}: W_dec[F] scaled to unit L2 norm.
+ * - sae, feature, value (sae_clamp): clamp feature F of the SAE at REF (a path for the runner, the
+ *   loaded SAE's id in the app) to c, keeping the SAE's error term: x' = x + (c − f_F(x))·W_dec[F]
+ *   (the hook must be the SAE's hook_name).
  * - alpha (add, add_norm_preserving): the dose α in h += α·v.
  * - theta (rotate, radians) or t (rotate, fraction of the angle between h and v; 1 = reach v̂).
  * - mode (ablate): 'zero' (h ← 0), 'mean' (h ← vector, a mean activation), 'project' (h ← h − (h·v̂)v̂).
@@ -23,11 +27,11 @@
  * Nanda, arXiv 2404.15255).
  */
 import type { ModelSpec } from '../model/spec';
-import type { RowOp } from '../backend/backend';
 import type { Intervention, PositionSelector } from '../model/intervention';
 import { hookWidth, type HookWidth } from './hook_width';
+import type { Sae } from '../sae/sae';
 
-export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch'] as const;
+export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp'] as const;
 export type InterventionType = (typeof INTERVENTION_TYPES)[number];
 export const ABLATE_MODES = ['zero', 'mean', 'project'] as const;
 export type AblateMode = (typeof ABLATE_MODES)[number];
@@ -36,8 +40,8 @@ export type AblateMode = (typeof ABLATE_MODES)[number];
 export interface InterventionSpec {
   hook: string;
   type: InterventionType;
-  /** Inline values [width] (or [d_head] with head); patch: rows [positions][width]; or a file path (runner). */
-  vector?: ArrayLike<number> | number[][] | string;
+  /** Inline values [width] (or [d_head] with head); patch: rows [positions][width]; a file path (runner); or an SAE feature's unit decoder row. */
+  vector?: ArrayLike<number> | number[][] | string | SaeFeatureRef;
   alpha?: number;
   /** Radians. */
   theta?: number;
@@ -49,10 +53,24 @@ export interface InterventionSpec {
   positions?: PositionSelector;
   /** Generation steps [start, end); end omitted = to the end of generation. */
   steps?: { start: number; end?: number };
+  /** sae_clamp: the SAE (runner: its path; app: the loaded SAE's id). */
+  sae?: string;
+  /** sae_clamp: the feature index. */
+  feature?: number;
+  /** sae_clamp: the value c the feature is clamped to. */
+  value?: number;
+}
+
+/** An SAE feature as a vector: W_dec[feature] / ‖W_dec[feature]‖. */
+export interface SaeFeatureRef { sae: string; feature: number }
+
+/** True when a spec's vector names an SAE feature rather than holding values. */
+export function isSaeFeatureRef(v: unknown): v is SaeFeatureRef {
+  return isObj(v) && typeof v.sae === 'string' && isInt(v.feature);
 }
 
 /** Every key a spec may have, in the order the usage text lists them. */
-export const SPEC_KEYS = ['hook', 'type', 'vector', 'alpha', 'theta', 't', 'mode', 'source', 'head', 'positions', 'steps'] as const;
+export const SPEC_KEYS = ['hook', 'type', 'vector', 'alpha', 'theta', 't', 'mode', 'source', 'head', 'positions', 'steps', 'sae', 'feature', 'value'] as const;
 
 /** The run an intervention is checked against. */
 export interface RunShape {
@@ -81,7 +99,7 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
   if (typeof o.hook !== 'string' || o.hook === '') fail('"hook" is required: a hook name such as "blocks.1.hook_resid_post"');
   if (!(INTERVENTION_TYPES as readonly unknown[]).includes(o.type)) fail(`"type" must be one of ${INTERVENTION_TYPES.join(', ')} (got ${JSON.stringify(o.type)})`);
   const type = o.type as InterventionType;
-  for (const k of ['alpha', 'theta', 't'] as const) {
+  for (const k of ['alpha', 'theta', 't', 'value'] as const) {
     if (o[k] !== undefined && (typeof o[k] !== 'number' || !Number.isFinite(o[k]))) fail(`"${k}" must be a finite number (got ${JSON.stringify(o[k])})`);
   }
   const has = (k: string) => o[k] !== undefined;
@@ -102,14 +120,23 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
       if (o.mode !== 'zero' && !has('vector')) fail(`ablate mode "${String(o.mode)}" needs "vector" (${o.mode === 'mean' ? 'the mean activation' : 'the direction to project out'})`);
       forbid(['alpha', 'theta', 't', 'source'], 'ablate takes mode (and vector)');
       break;
+    case 'sae_clamp':
+      if (typeof o.sae !== 'string' || o.sae === '') fail('sae_clamp needs "sae": the SAE (a folder or file path, or a loaded SAE\'s id)');
+      if (!isInt(o.feature) || (o.feature as number) < 0) fail(`sae_clamp needs "feature": a non-negative integer (got ${JSON.stringify(o.feature)})`);
+      if (!has('value')) fail('sae_clamp needs "value": the activation c the feature is clamped to');
+      forbid(['vector', 'alpha', 'theta', 't', 'mode', 'source', 'head'], 'sae_clamp takes sae, feature and value');
+      break;
     case 'patch':
       if (has('vector') === has('source')) fail('patch needs exactly one of "source" (a prompt whose activations are patched in) or "vector" (rows [positions][width])');
       if (has('source') && typeof o.source !== 'string') fail('"source" must be a prompt string');
       forbid(['alpha', 'theta', 't', 'mode'], 'patch replaces h with the source values');
       break;
   }
-  if (type !== 'ablate' && type !== 'patch' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
-  if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector)) fail('"vector" must be an array of numbers or a file path');
+  if (type !== 'sae_clamp') forbid(['sae', 'feature', 'value'], 'only sae_clamp takes sae, feature and value (an SAE feature as a vector is "vector": {"sae": PATH, "feature": F})');
+  if (type !== 'ablate' && type !== 'patch' && type !== 'sae_clamp' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
+  if (has('vector') && isObj(o.vector) && !isSaeFeatureRef(o.vector)) fail(`"vector" as an object must be {"sae": PATH, "feature": F} with F a non-negative integer (got ${JSON.stringify(o.vector)})`);
+  if (isSaeFeatureRef(o.vector) && (o.vector.feature < 0 || type === 'patch')) fail(type === 'patch' ? 'patch takes rows, not an SAE feature' : `"vector".feature must be non-negative (got ${o.vector.feature})`);
+  if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail('"vector" must be an array of numbers, a file path, or {"sae": PATH, "feature": F}');
   if (has('head') && (!isInt(o.head) || (o.head as number) < 0)) fail(`"head" must be a non-negative integer (got ${JSON.stringify(o.head)})`);
   const positions = o.positions === undefined ? undefined : parsePositions(o.positions, fail);
   let steps: InterventionSpec['steps'];
@@ -131,6 +158,7 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
     ...(has('head') ? { head: o.head as number } : {}),
     ...(positions !== undefined ? { positions } : {}),
     ...(steps ? { steps } : {}),
+    ...(type === 'sae_clamp' ? { sae: o.sae as string, feature: o.feature as number, value: o.value as number } : {}),
   };
 }
 
@@ -174,15 +202,31 @@ export function assertFinite(v: ArrayLike<unknown>, what: string): void {
  *   was not loaded (resolve it with resolve.ts), a vector of the wrong width (expected vs got and
  *   the hook's width), NaN/Infinity values (with the index), a head out of range, positions
  *   outside the run, a step window that starts at or after max_new_tokens, patch rows that do
- *   not cover the steered positions, or an all-zero vector for rotate / ablate "project" (no direction).
+ *   not cover the steered positions, or an all-zero vector for rotate / ablate "project" (no
+ *   direction); an SAE reference `saeOf` cannot resolve, a feature outside the SAE, or an
+ *   sae_clamp at a hook other than the SAE's.
+ * @param saeOf the loaded SAE a spec's "sae" (or vector {"sae"}) names (resolve.ts loads them).
  */
-export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: RunShape, label = 'intervention'): Intervention {
+export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: RunShape, label = 'intervention', saeOf?: (ref: string) => Sae): Intervention {
   const fail = (msg: string): never => { throw new Error(`${label}: ${msg}`); };
   let hw: HookWidth;
   try {
     hw = hookWidth(model, spec.hook);
   } catch (e) {
     return fail((e as Error).message);
+  }
+  const sae = (ref: string): Sae => {
+    if (!saeOf) return fail(`SAE "${ref}" is not loaded (resolve.ts loads the SAEs a spec names)`);
+    try {
+      return saeOf(ref);
+    } catch (e) {
+      return fail((e as Error).message);
+    }
+  };
+  if (isSaeFeatureRef(spec.vector)) {
+    const s = sae(spec.vector.sae);
+    try { s.assertFeature(spec.vector.feature); } catch (e) { fail((e as Error).message); }
+    spec = { ...spec, vector: s.decoderRow(spec.vector.feature, true) };
   }
   if (typeof spec.vector === 'string') fail(`vector "${spec.vector}" is a file path; only the command-line runner reads vector files (pass the values inline)`);
   let groups: Intervention['groups'];
@@ -209,8 +253,13 @@ export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: Ru
     fail(`step window starts at step ${spec.steps.start}, but generation runs steps 0..${run.maxNewTokens - 1} (max_new_tokens = ${run.maxNewTokens}): the intervention would never act`);
   }
 
-  let op: RowOp;
-  if (spec.type === 'patch') {
+  let op: Intervention['op'];
+  if (spec.type === 'sae_clamp') {
+    const s = sae(spec.sae!);
+    if (s.cfg.hookName !== spec.hook) fail(`sae_clamp at ${spec.hook}, but ${s.label} reads ${s.cfg.hookName}; clamp at its hook`);
+    try { s.assertFeature(spec.feature!); } catch (e) { fail((e as Error).message); }
+    op = { kind: 'sae_clamp', sae: s, feature: spec.feature!, value: spec.value! };
+  } else if (spec.type === 'patch') {
     const rows = spec.vector as number[][] | undefined;
     if (!rows) return fail('patch source not resolved: run the source prompt first (resolve.ts) or pass rows in "vector"');
     rows.forEach((r, i) => {

@@ -1,0 +1,184 @@
+/**
+ * Reads an SAE's weights from files, wherever they live (a local folder or file, the Hub, a
+ * mirror: any ModelFiles), in the two layouts researchers publish:
+ * - SAELens: `cfg.json` + `sae_weights.safetensors` (W_enc [d_in, d_sae], W_dec [d_sae, d_in],
+ *   b_enc [d_sae], b_dec [d_in], threshold [d_sae] for JumpReLU);
+ * - Gemma Scope: `params.npz` (numpy.savez of the same five arrays), read with fflate.
+ * Before any weight is fetched, `estimateSaeFiles` sizes the SAE from the safetensors header or the
+ * .npz's size, so a caller can refuse it against a memory budget (see estimate.ts).
+ */
+import { unzipSync } from 'fflate';
+import type { ModelFiles } from '../io/model_files';
+import { decodeTensor, parseHeader, parseSafetensors, readHeaderLength } from '../io/safetensors';
+import { readNpyArray } from '../steering/vector_io';
+import { gemmaScopeConfig, gemmaScopeSite, parseSaeLensConfig, type SaeConfig } from './config';
+
+/** An SAE's configuration and weights on the host, float32, row-major. */
+export interface SaeWeights {
+  cfg: SaeConfig;
+  /** Where it came from, for messages and the UI ("stories260K-…-relu (/path)"). */
+  label: string;
+  /** [d_in, d_sae] */
+  W_enc: Float32Array;
+  /** [d_sae, d_in] */
+  W_dec: Float32Array;
+  /** [d_sae] */
+  b_enc: Float32Array;
+  /** [d_in] */
+  b_dec: Float32Array;
+  /** [d_sae], JumpReLU only. */
+  threshold?: Float32Array;
+}
+
+/** Where in a ModelFiles the SAE is: its folder (may be '') and, for Gemma Scope, the .npz file. */
+interface SaeLocation { dir: string; layout: 'sae_lens' | 'npz'; npz?: string }
+
+const join = (dir: string, file: string): string => (dir === '' ? file : `${dir.replace(/\/$/, '')}/${file}`);
+
+/**
+ * Finds the SAE under `path`: a folder with cfg.json + sae_weights.safetensors (SAELens), a
+ * folder with params.npz, or a path to an .npz file.
+ * @throws Error saying what was looked for when neither layout is there.
+ */
+async function locate(files: ModelFiles, path: string): Promise<SaeLocation> {
+  if (/\.npz$/i.test(path)) return { dir: path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '', layout: 'npz', npz: path };
+  if (await files.has(join(path, 'sae_weights.safetensors'))) return { dir: path, layout: 'sae_lens' };
+  if (await files.has(join(path, 'params.npz'))) return { dir: path, layout: 'npz', npz: join(path, 'params.npz') };
+  const where = path === '' ? files.label : `${files.label}/${path}`;
+  throw new Error(`${where}: no SAE found — expected cfg.json + sae_weights.safetensors (SAELens) or params.npz (Gemma Scope)`);
+}
+
+/**
+ * The hook of a Gemma Scope .npz: the caller's, else the cfg.json beside it, else the Gemma Scope
+ * Hub path (layer_L/width_W/…).
+ * @throws Error asking for the hook when none of these names it.
+ */
+async function npzSite(files: ModelFiles, loc: SaeLocation, hook?: string): Promise<{ hookName: string; neuronpediaId?: string }> {
+  const fromPath = gemmaScopeSite(`${files.label}/${loc.npz}`);
+  if (hook) return { hookName: hook, ...(fromPath ? { neuronpediaId: fromPath.neuronpediaId } : {}) };
+  if (await files.has(join(loc.dir, 'cfg.json'))) {
+    const cfg = parseSaeLensConfig(await readJsonBytes(files, join(loc.dir, 'cfg.json')), `${files.label}: ${join(loc.dir, 'cfg.json')}`);
+    return { hookName: cfg.hookName, ...(cfg.neuronpediaId ? { neuronpediaId: cfg.neuronpediaId } : {}) };
+  }
+  if (fromPath) return fromPath;
+  throw new Error(`${files.label}: ${loc.npz} has no config naming its hook (Gemma Scope ships none); give the hook, e.g. blocks.12.hook_resid_post`);
+}
+
+async function readJsonBytes(files: ModelFiles, path: string): Promise<unknown> {
+  const text = new TextDecoder().decode(await files.bytes(path));
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${files.label}: ${path} is not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/** Tensor names and the shapes a config implies. */
+function expectedShapes(cfg: SaeConfig): Record<string, number[]> {
+  return {
+    W_enc: [cfg.dIn, cfg.dSae], W_dec: [cfg.dSae, cfg.dIn], b_enc: [cfg.dSae], b_dec: [cfg.dIn],
+    ...(cfg.architecture === 'jumprelu' ? { threshold: [cfg.dSae] } : {}),
+  };
+}
+
+/**
+ * Checks every tensor against the config's shapes and for NaN/Infinity, and assembles the weights.
+ * @throws Error naming the file and tensor: missing, wrong shape (expected vs got), non-finite.
+ */
+function assemble(cfg: SaeConfig, label: string, file: string, get: (name: string) => { data: Float32Array; shape: number[] } | undefined, present: string[]): SaeWeights {
+  const out: Record<string, Float32Array> = {};
+  for (const [name, shape] of Object.entries(expectedShapes(cfg))) {
+    const t = get(name);
+    if (!t) throw new Error(`${label}: ${file} has no tensor "${name}" (it holds ${present.join(', ') || 'nothing'}); a ${cfg.architecture} SAE needs W_enc, W_dec, b_enc, b_dec${cfg.architecture === 'jumprelu' ? ', threshold' : ''}`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new Error(`${label}: ${file}: "${name}" has shape [${t.shape.join(', ')}], expected [${shape.join(', ')}] (d_in = ${cfg.dIn}, d_sae = ${cfg.dSae})`);
+    }
+    const bad = t.data.findIndex((x) => !Number.isFinite(x));
+    if (bad >= 0) throw new Error(`${label}: ${file}: "${name}"[${bad}] is ${t.data[bad]}; SAE weights must be finite`);
+    out[name] = t.data;
+  }
+  return { cfg, label, W_enc: out.W_enc, W_dec: out.W_dec, b_enc: out.b_enc, b_dec: out.b_dec, ...(out.threshold ? { threshold: out.threshold } : {}) };
+}
+
+/**
+ * Reads an .npz (a zip of .npy files; numpy.savez or savez_compressed) into named arrays.
+ * @throws Error naming the file when it is not a zip or an array is not a float .npy.
+ */
+export function readNpz(bytes: Uint8Array, name = 'params.npz'): Map<string, { data: Float32Array; shape: number[] }> {
+  let entries: Record<string, Uint8Array>;
+  try {
+    entries = unzipSync(bytes);
+  } catch (e) {
+    throw new Error(`${name}: not a valid .npz (zip) file (${(e as Error).message})`);
+  }
+  const out = new Map<string, { data: Float32Array; shape: number[] }>();
+  for (const [entry, data] of Object.entries(entries)) {
+    if (!entry.endsWith('.npy')) continue;
+    out.set(entry.slice(0, -4), readNpyArray(data, `${name}/${entry}`));
+  }
+  return out;
+}
+
+/** Options of readSae. */
+export interface ReadSaeOptions {
+  /** Hook for a Gemma Scope .npz that has no cfg.json beside it and no Gemma Scope path. */
+  hook?: string;
+  /** Download progress of the weight file. */
+  onProgress?: (loaded: number, total: number) => void;
+}
+
+/**
+ * Reads an SAE from `path` inside `files` ('' = the root): a SAELens folder, a folder holding
+ * params.npz, or an .npz file.
+ * @throws Error for a missing layout, a malformed cfg.json (parseSaeLensConfig's messages), a
+ *   malformed safetensors or .npz, a missing tensor, a tensor whose shape disagrees with d_in/d_sae,
+ *   or NaN/Infinity in a weight.
+ */
+export async function readSae(files: ModelFiles, path = '', opts: ReadSaeOptions = {}): Promise<SaeWeights> {
+  const loc = await locate(files, path);
+  const label = path === '' ? files.label : `${files.label}/${path}`;
+  if (loc.layout === 'sae_lens') {
+    const cfgPath = join(loc.dir, 'cfg.json');
+    if (!(await files.has(cfgPath))) throw new Error(`${label}: cfg.json is missing beside sae_weights.safetensors`);
+    const cfg = parseSaeLensConfig(await readJsonBytes(files, cfgPath), `${label}: cfg.json`);
+    const file = join(loc.dir, 'sae_weights.safetensors');
+    const bytes = await files.bytes(file, opts.onProgress);
+    const h = parseSafetensors(bytes, file);
+    const get = (name: string) => {
+      const e = h.tensors.get(name);
+      return e && { data: decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype), shape: e.shape };
+    };
+    return assemble(cfg, label, 'sae_weights.safetensors', get, [...h.tensors.keys()]);
+  }
+  const site = await npzSite(files, loc, opts.hook);
+  const arrays = readNpz(await files.bytes(loc.npz!, opts.onProgress), loc.npz);
+  const wEnc = arrays.get('W_enc');
+  if (!wEnc || wEnc.shape.length !== 2) throw new Error(`${label}: ${loc.npz} needs a 2-D "W_enc" [d_in, d_sae] (it holds ${[...arrays.keys()].join(', ') || 'nothing'})`);
+  const cfg = gemmaScopeConfig(wEnc.shape[0], wEnc.shape[1], site.hookName, site.neuronpediaId);
+  return assemble(cfg, label, loc.npz!, (n) => arrays.get(n), [...arrays.keys()]);
+}
+
+/** Sizes known before the weights are fetched. */
+export interface SaeFileSize {
+  /** d_in and d_sae when the header says (SAELens); undefined for an .npz until it is read. */
+  dIn?: number;
+  dSae?: number;
+  /** Bytes of the weight file. */
+  fileBytes: number;
+}
+
+/**
+ * The SAE's weight-file size (and widths, from the safetensors header) without reading weights:
+ * two small range requests for SAELens, one size request for an .npz.
+ * @throws Error as readSae for a missing layout or a malformed header.
+ */
+export async function estimateSaeFiles(files: ModelFiles, path = ''): Promise<SaeFileSize> {
+  const loc = await locate(files, path);
+  if (loc.layout === 'npz') return { fileBytes: await files.size(loc.npz!) };
+  const file = join(loc.dir, 'sae_weights.safetensors');
+  const size = await files.size(file);
+  const hlen = readHeaderLength(await files.range(file, 0, 8), size, file);
+  const h = parseHeader(await files.range(file, 8, 8 + hlen), size, file);
+  const w = h.tensors.get('W_enc');
+  return { fileBytes: size, ...(w && w.shape.length === 2 ? { dIn: w.shape[0], dSae: w.shape[1] } : {}) };
+}
