@@ -16,6 +16,7 @@ import { WINDOW_USAGE, windowCommand } from './window';
 import { PATCHING_USAGE, patchCommand } from './patching';
 import { REPORT_USAGE, reportCommand } from './report';
 import { applyExperimentFlags, EXPERIMENT_USAGE } from './experiment';
+import { SAE_USAGE, saeCommand, saeLoader } from './sae';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -32,6 +33,7 @@ ${PROBE_USAGE}
 ${WINDOW_USAGE}
 ${PATCHING_USAGE}
 ${REPORT_USAGE}
+${SAE_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -80,7 +82,7 @@ const rows = (flat: Float32Array, width: number): number[][] =>
   Array.from({ length: flat.length / width }, (_, r) => Array.from(flat.subarray(r * width, (r + 1) * width)));
 
 /** Every command the runner knows (an unknown one is refused before the model loads). */
-const COMMANDS = ['margins', 'sinks', 'generate', 'sweep', 'vector', 'batch', 'branch', 'forks', 'probe', 'window', 'patch', 'report'];
+const COMMANDS = ['margins', 'sinks', 'generate', 'sweep', 'vector', 'batch', 'branch', 'forks', 'probe', 'window', 'patch', 'report', 'sae'];
 
 /** Runs one command; prints one JSON object on stdout (or a clear error on stderr). @returns exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -103,6 +105,7 @@ export async function main(argv: string[]): Promise<number> {
     applyExperimentFlags(a);
     const engine = await Engine.load(await openModel(a), new CpuBackend());
     const need = (key: string) => required(a, key);
+    const loadSae = saeLoader(engine, a);
     const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand, patch: patchCommand, report: reportCommand };
     if (own[a.command]) {
       process.stdout.write(JSON.stringify(await own[a.command](engine, a, need)) + '\n');
@@ -120,7 +123,7 @@ export async function main(argv: string[]): Promise<number> {
     let out: unknown;
     switch (a.command) {
       case 'margins': {
-        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate });
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
         const r = await engine.analyse({ prompt, chatTemplate, good: { text: required(a, 'good') }, bad: { text: required(a, 'bad') }, interventions });
         out = {
           ids: r.ids, tokens: r.tokens,
@@ -147,7 +150,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'generate': {
         const good = a.flags.get('good'), bad = a.flags.get('bad');
         const maxNewTokens = numberFlag(a, 'max-new-tokens', 32, { int: true, min: 1, max: 1 << 20 });
-        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate });
+        const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate }, loadSae);
         const g = await engine.generate({
           prompt, chatTemplate, interventions,
           good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },
@@ -160,7 +163,10 @@ export async function main(argv: string[]): Promise<number> {
         break;
       }
       case 'sweep':
-        out = await sweepCommand(engine, a, need);
+        out = await sweepCommand(engine, a, need, loadSae);
+        break;
+      case 'sae':
+        out = await saeCommand(engine, a, need, loadSae);
         break;
       case 'branch':
         out = await branchCommand(engine, a, prompt);

@@ -5,9 +5,10 @@
  */
 import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
+import type { Sae } from '../workers/engine/sae/sae';
 import type { Intervention } from '../workers/engine/model/intervention';
 import { resolveInterventions } from '../workers/engine/steering/resolve';
-import { INTERVENTION_TYPES, parseSpec, type InterventionSpec, type RunShape } from '../workers/engine/steering/spec';
+import { INTERVENTION_TYPES, isSaeFeatureRef, parseSpec, type InterventionSpec, type RunShape } from '../workers/engine/steering/spec';
 import { doseResponse } from '../workers/engine/steering/sweep';
 import { formatOf, readVectorFile, writeVectorFile, type ImportedVector } from '../workers/engine/steering/vector_io';
 import { actAdd, caaVector, type SteeringVector } from '../workers/engine/steering/vectors';
@@ -24,7 +25,10 @@ export const STEERING_USAGE = `  branchpoint sweep    --model DIR --prompt TEXT 
 Interventions (margins, generate): --intervention JSON, repeatable, applied in order. Keys:
   hook       hook name, e.g. "blocks.3.hook_resid_post" (any [pos, width] hook)
   type       ${INTERVENTION_TYPES.join(' | ')}
-  vector     inline numbers, or a .npy/.safetensors/.json file path (width of the hook, or d_head with head)
+  vector     inline numbers, or a .npy/.safetensors/.json file path (width of the hook, or d_head with head),
+             or an SAE feature {"sae": PATH, "feature": F}: its decoder row W_dec[F] scaled to unit norm
+  sae, feature, value   sae_clamp: clamp feature F of the SAE at PATH to c, keeping the SAE's error
+             term: x' = x + (c − f_F(x))·W_dec[F] (hook = the SAE's hook_name)
   alpha      dose for add / add_norm_preserving: h += alpha·v
   theta | t  rotate: angle in radians toward v, or fraction t of the angle (t = 1 reaches v)
   mode       ablate: "zero" | "mean" (vector = the mean) | "project" (remove the vector's direction)
@@ -59,11 +63,11 @@ function parseJsonFlag(text: string, label: string): unknown {
  * The `--intervention` flags of a command, resolved for the run (files read, patch sources run).
  * @throws Error labelled "--intervention N" for bad JSON, keys, hooks, widths, values or windows.
  */
-export async function interventionsFromArgs(engine: Engine, a: Args, run: RunShape): Promise<Intervention[]> {
+export async function interventionsFromArgs(engine: Engine, a: Args, run: RunShape, loadSae?: (ref: string) => Promise<Sae>): Promise<Intervention[]> {
   const texts = a.repeated.get('intervention') ?? [];
   const label = (i: number) => `--intervention ${i + 1}`;
   const specs = texts.map((t, i) => parseSpec(parseJsonFlag(t, label(i)), label(i)));
-  return resolveInterventions(engine, specs, run, { loadVector: loadVectorFile, label, warn: (m) => process.stderr.write(`warning: ${m}\n`) });
+  return resolveInterventions(engine, specs, run, { loadVector: loadVectorFile, loadSae, label, warn: (m) => process.stderr.write(`warning: ${m}\n`) });
 }
 
 /** "0,1,2" or "all" → layer indices. @throws Error for anything else. */
@@ -100,8 +104,15 @@ function sweepTemplate(a: Args): Omit<InterventionSpec, 'alpha' | 'theta'> {
 }
 
 /** `branchpoint sweep`: the dose–response table as JSON. Progress goes to stderr with --progress true. */
-export async function sweepCommand(engine: Engine, a: Args, required: (key: string) => string): Promise<unknown> {
+export async function sweepCommand(engine: Engine, a: Args, required: (key: string) => string, loadSae?: (ref: string) => Promise<Sae>): Promise<unknown> {
   let template = sweepTemplate(a);
+  if (isSaeFeatureRef(template.vector)) {
+    if (!loadSae) throw new Error('sweep: SAE feature vectors need an SAE loader');
+    const { sae, feature } = template.vector;
+    const loaded = await loadSae(sae);
+    loaded.assertFeature(feature);
+    template = { ...template, vector: loaded.decoderRow(feature, true) };
+  }
   if (typeof template.vector === 'string') {
     const file = template.vector;
     const imported = loadVectorFile(file);

@@ -5,7 +5,8 @@
  */
 import type { Engine } from '../engine';
 import type { Intervention } from '../model/intervention';
-import { toIntervention, type InterventionSpec, type RunShape } from './spec';
+import type { Sae } from '../sae/sae';
+import { isSaeFeatureRef, toIntervention, type InterventionSpec, type RunShape } from './spec';
 import { assertVectorFits, type ImportedVector } from './vector_io';
 
 export interface ResolveOptions {
@@ -13,6 +14,8 @@ export interface ResolveOptions {
   loadVector?: (path: string) => Promise<ImportedVector> | ImportedVector;
   /** Called when a file's metadata disagrees with the spec (another hook or model): not an error. */
   warn?: (message: string) => void;
+  /** The loaded SAE a spec's "sae" (or vector {"sae"}) names: the runner loads a path, the worker looks up an id. */
+  loadSae?: (ref: string) => Promise<Sae> | Sae;
   /** Error-message prefix of spec i (default "intervention i+1"). */
   label?: (i: number) => string;
 }
@@ -22,15 +25,22 @@ export interface ResolveOptions {
  * overwrites the KV cache, so call it before the analysis or generation that uses the result).
  * @param run prompt length and generation length of the run the interventions are for.
  * @throws Error with the spec's label for every problem toIntervention reports, a vector file
- *   that cannot be read or does not fit the hook, or a patch source prompt that cannot be encoded
- *   or whose token length differs from the run's prompt (run.nPrompt).
+ *   that cannot be read or does not fit the hook, a patch source prompt that cannot be encoded
+ *   or whose token length differs from the run's prompt (run.nPrompt), or an SAE that cannot be
+ *   loaded or does not fit the model.
  */
 export async function resolveInterventions(engine: Engine, specs: readonly InterventionSpec[], run: RunShape, opts: ResolveOptions = {}): Promise<Intervention[]> {
   const out: Intervention[] = [];
   for (let i = 0; i < specs.length; i++) {
     const label = opts.label?.(i) ?? `intervention ${i + 1}`;
     let spec = specs[i];
+    const saes = new Map<string, Sae>();
     try {
+      for (const ref of [spec.sae, isSaeFeatureRef(spec.vector) ? spec.vector.sae : undefined]) {
+        if (ref === undefined || saes.has(ref)) continue;
+        if (!opts.loadSae) throw new Error(`SAE "${ref}" cannot be loaded here`);
+        saes.set(ref, await opts.loadSae(ref));
+      }
       if (typeof spec.vector === 'string') {
         if (!opts.loadVector) throw new Error(`vector "${spec.vector}" is a file path; only the command-line runner reads vector files (pass the values inline)`);
         const file = spec.vector;
@@ -51,7 +61,7 @@ export async function resolveInterventions(engine: Engine, specs: readonly Inter
     } catch (e) {
       throw new Error(`${label}: ${(e as Error).message}`);
     }
-    out.push(toIntervention(spec, engine.spec, run, label));
+    out.push(toIntervention(spec, engine.spec, run, label, (ref) => saes.get(ref)!));
   }
   return out;
 }

@@ -134,7 +134,7 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
   }
   if (type !== 'sae_clamp') forbid(['sae', 'feature', 'value'], 'only sae_clamp takes sae, feature and value (an SAE feature as a vector is "vector": {"sae": PATH, "feature": F})');
   if (type !== 'ablate' && type !== 'patch' && type !== 'sae_clamp' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
-  if (has('vector') && isObj(o.vector) && !isSaeFeatureRef(o.vector)) fail(`"vector" as an object must be {"sae": PATH, "feature": F} with F a non-negative integer (got ${JSON.stringify(o.vector)})`);
+  if (has('vector') && isObj(o.vector) && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail(`"vector" as an object must be {"sae": PATH, "feature": F} with F a non-negative integer (got ${JSON.stringify(o.vector)})`);
   if (isSaeFeatureRef(o.vector) && (o.vector.feature < 0 || type === 'patch')) fail(type === 'patch' ? 'patch takes rows, not an SAE feature' : `"vector".feature must be non-negative (got ${o.vector.feature})`);
   if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail('"vector" must be an array of numbers, a file path, or {"sae": PATH, "feature": F}');
   if (has('head') && (!isInt(o.head) || (o.head as number) < 0)) fail(`"head" must be a non-negative integer (got ${JSON.stringify(o.head)})`);
