@@ -12,7 +12,8 @@ const PUBLIC = path.join(import.meta.dirname, 'public');
 
 /**
  * Test data only: serves the read-only golden data in ../shared (or $BRANCHPOINT_SHARED) under
- * /models/ (real models with their references) and /fixtures/ (tiny per-architecture models) in dev
+ * /models/ (real models with their references), /fixtures/ (tiny per-architecture models) and
+ * /saes/ (sparse autoencoders with their references) in dev
  * and preview, for the harness pages and benchmarks, with nothing copied into the repo. A path that
  * exists in public/ (the bundled model) is left to Vite, so the app sees exactly what a static host
  * serves. Supports HEAD and single-range GET, as the Hub does.
@@ -27,7 +28,7 @@ function goldenData(): Plugin {
       res.end('bad request: malformed URL encoding');
       return;
     }
-    const top = /^\/(models|fixtures)\//.exec(url);
+    const top = /^\/(models|fixtures|saes)\//.exec(url);
     if (!top || fs.existsSync(path.join(PUBLIC, url.slice(1)))) return next();
     const file = path.join(SHARED, url.slice(1));
     if (!file.startsWith(path.join(SHARED, top[1])) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {

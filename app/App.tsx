@@ -25,6 +25,7 @@ import { ProbeView } from './views/ProbeView';
 import { WindowView } from './views/WindowView';
 import { PatchingView } from './views/PatchingView';
 import { ReportView } from './views/ReportView';
+import { SaeView } from './views/SaeView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { appliedInterventions } from './lib/specs';
@@ -44,6 +45,7 @@ const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'batch', title: 'Batch' },
   { name: 'probe', title: 'Probes' },
   { name: 'window', title: 'Intervention window' },
+  { name: 'sae', title: 'SAE features' },
 ];
 
 function ActiveView({ view }: { view: ViewName }) {
@@ -61,6 +63,7 @@ function ActiveView({ view }: { view: ViewName }) {
     case 'window': return <WindowView />;
     case 'patching': return <PatchingView />;
     case 'report': return <ReportView />;
+    case 'sae': return <SaeView />;
   }
 }
 

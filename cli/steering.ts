@@ -27,8 +27,9 @@ Interventions (margins, generate): --intervention JSON, repeatable, applied in o
   type       ${INTERVENTION_TYPES.join(' | ')}
   vector     inline numbers, or a .npy/.safetensors/.json file path (width of the hook, or d_head with head),
              or an SAE feature {"sae": PATH, "feature": F}: its decoder row W_dec[F] scaled to unit norm
-  sae, feature, value   sae_clamp: clamp feature F of the SAE at PATH to c, keeping the SAE's error
-             term: x' = x + (c − f_F(x))·W_dec[F] (hook = the SAE's hook_name)
+  sae        sae_clamp: the SAE (a folder, an .npz, or a Hub path; hook = the SAE's hook_name)
+  feature    sae_clamp: the feature F
+  value      sae_clamp: the value c; the SAE's error term is kept: x' = x + (c − f_F(x))·W_dec[F]
   alpha      dose for add / add_norm_preserving: h += alpha·v
   theta | t  rotate: angle in radians toward v, or fraction t of the angle (t = 1 reaches v)
   mode       ablate: "zero" | "mean" (vector = the mean) | "project" (remove the vector's direction)

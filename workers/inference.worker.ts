@@ -22,6 +22,12 @@ import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings,
 import { patchingGrid } from './engine/analysis/patching';
 import { decisionReport } from './engine/analysis/report';
 import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingProgress, PatchingRequest, PromptInput, ReportProgress, ReportRequest, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import { analyseSae, featureInfo } from './engine/sae/analysis';
+import { assertSaeFits } from './engine/sae/estimate';
+import { readSae } from './engine/sae/files';
+import { Sae } from './engine/sae/sae';
+import { WebGpuBackend } from './engine/backend/webgpu';
+import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
 
 let engine: Engine | null = null;
 let lastAnalysed: AnalyseRequest | null = null;
@@ -30,6 +36,15 @@ let explorer: { x: BranchExplorer; req: PromptInput } | null = null;
 let abort: AbortController | null = null;
 let loading: AbortController | null = null;
 let deviceLostCallback: ((reason: string) => void) | null = null;
+/** Loaded SAEs by id; they live on the engine's backend and go with it. */
+const saes = new Map<string, Sae>();
+let saeCount = 0;
+
+function needSae(id: string): Sae {
+  const s = saes.get(id);
+  if (!s) throw new Error(`SAE "${id}" is not loaded (load it again in the SAE view)`);
+  return s;
+}
 
 function need(): Engine {
   if (!engine) throw new Error('no model is loaded: pick one first');
@@ -48,7 +63,7 @@ async function resolveSpecs<R extends PromptInput & SpecRequest & { intervention
   const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
   const parsed = specs.map((s, i) => parseSpec(s, label(i)));
   const run = { nPrompt: e.encodePrompt(req).length, chatTemplate: req.chatTemplate, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
-  const resolved = await resolveInterventions(e, parsed, run, { label });
+  const resolved = await resolveInterventions(e, parsed, run, { label, loadSae: needSae });
   return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
 }
 
@@ -139,6 +154,8 @@ const api: InferenceApi = {
     loading?.abort();
     const ctrl = new AbortController();
     loading = ctrl;
+    for (const s of saes.values()) s.release();
+    saes.clear();
     engine?.dispose();
     engine = null;
     lastAnalysed = null;
@@ -337,6 +354,40 @@ const api: InferenceApi = {
       if (ctrl.signal.aborted) throw new CancelledError('the decision-point report');
       throw err;
     }
+  },
+
+  async loadSae(source: SaeSource, hook?: string): Promise<SaeInfo> {
+    const e = need();
+    let files, path = '';
+    if (source.kind === 'hub') {
+      files = await filesFor({ kind: 'hub', repo: source.repo, revision: source.revision, endpoint: source.endpoint, token: source.token });
+      path = source.path;
+    } else {
+      files = await filesFor(source);
+      // picked files are keyed by base name: a SAELens folder reads from the root, a lone .npz by its name
+      const npz = source.kind === 'files' && !source.files.some((f) => f.path.endsWith('sae_weights.safetensors')) ? source.files.find((f) => /\.npz$/i.test(f.path)) : undefined;
+      if (npz) path = npz.path.split('/').slice(-1)[0];
+    }
+    const inUse = e.backend instanceof WebGpuBackend ? e.backend.memoryStats().bytes : 0;
+    await assertSaeFits(files, path, deviceLimits(e.backend), inUse);
+    const sae = new Sae(e.backend, await readSae(files, path, { hook }), e.spec);
+    const id = `sae${++saeCount}`;
+    saes.set(id, sae);
+    return { id, label: sae.label, cfg: sae.cfg };
+  },
+
+  async unloadSae(id: string) {
+    saes.get(id)?.release();
+    saes.delete(id);
+  },
+
+  async analyseSae(id: string, req: SaeAnalysisRequest) {
+    const r = await analyseSae(need(), needSae(id), req);
+    return Comlink.transfer(r, [r.topIndices.buffer, r.topValues.buffer, r.l0.buffer, r.mse.buffer, r.explainedVariancePerToken.buffer, r.pinnedActs.buffer]);
+  },
+
+  async saeFeature(id: string, feature: number, vectors: { name: string; vector: Float32Array }[]) {
+    return featureInfo(need(), needSae(id), feature, vectors);
   },
 
   cancel() {

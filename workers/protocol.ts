@@ -21,6 +21,8 @@ import type { ReportProgress, ReportRequest, ReportResult } from './engine/analy
 import type { VectorProvenance } from './engine/steering/vectors';
 import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/analysis/probe';
 import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/analysis/window';
+import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/sae/analysis';
+import type { SaeConfig } from './engine/sae/config';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
 export type { SinkStats } from './engine/api';
@@ -30,6 +32,24 @@ export type { CachedModel } from './engine/io/cache';
 export type { CatalogEntry } from './engine/io/catalog';
 export type { InterventionSpec, SweepProgress, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
 export type { AblateMode, InterventionType } from './engine/steering/spec';
+export type { SaeAnalysis, SaeAnalysisRequest, SaeConfig, SaeFeatureInfo };
+
+/** Where an SAE comes from (a SAELens folder, a Gemma Scope params.npz, or a folder holding one). */
+export type SaeSource =
+  /** Files the user picked: a SAELens folder (cfg.json, sae_weights.safetensors) or a params.npz. */
+  | { kind: 'files'; label: string; files: { path: string; file: Blob }[] }
+  /** A folder served over HTTP (a mirror prefix). */
+  | { kind: 'url'; url: string; label?: string }
+  /** A folder inside a Hub repo, e.g. repo "google/gemma-scope-2b-pt-res", path "layer_12/width_16k/average_l0_82". */
+  | { kind: 'hub'; repo: string; path: string; revision?: string; endpoint?: string; token?: string };
+
+/** A loaded SAE: the id specs and requests name it by ("vector": {"sae": id, …}, "sae_clamp"), and its configuration. */
+export interface SaeInfo {
+  id: string;
+  label: string;
+  cfg: SaeConfig;
+}
+
 export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress, BranchTree, DrawSettings, TopTokens, TreeNode };
 export type { BatchProgress, BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 
@@ -275,6 +295,24 @@ export interface InferenceApi {
    * @throws Error as patching does for the main prompt pair.
    */
   report(req: ReportRequest, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
+  /**
+   * Loads an SAE onto the model's backend. It is sized first (safetensors header or .npz size) and
+   * refused when it would not fit beside the model; then checked against the model (hook exists,
+   * d_in = the hook's width). Loading a model unloads every SAE.
+   * @param hook the hook of a Gemma Scope params.npz without a cfg.json beside it.
+   * @throws Error naming the file and the problem (missing layout or tensor, wrong shape, unknown
+   *   architecture, d_in or hook mismatch, too large).
+   */
+  loadSae(source: SaeSource, hook?: string): Promise<SaeInfo>;
+  /** Frees a loaded SAE. */
+  unloadSae(id: string): Promise<void>;
+  /**
+   * Per-token features, reconstruction statistics and (with both futures) margin attributions of
+   * the unsteered prompt with the SAE attached (engine/sae/analysis.ts).
+   */
+  analyseSae(id: string, req: SaeAnalysisRequest): Promise<SaeAnalysis>;
+  /** A feature's decoder-direction lens, cosines with the given vectors and Neuronpedia link. */
+  saeFeature(id: string, feature: number, vectors: { name: string; vector: Float32Array }[]): Promise<SaeFeatureInfo>;
   /** Cancels the running generation (it resolves with stop = 'cancelled'), sweep, branch, fork points, batch, probe, window, patching grid, report and any model download in flight. */
   cancel(): void;
   /** Hub models held in Cache Storage (repo, revision, endpoint, files, total bytes). */

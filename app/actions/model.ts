@@ -45,6 +45,7 @@ export async function loadModel(source: ModelSource, options: LoadOptions = {}):
     cancellable: true,
     retryFor: (e) => (e.name === 'ModelTooLargeError' ? { label: 'Load anyway', run: () => void loadModel(source, { ...options, checkFit: false }) } : undefined),
   });
+  useStore.getState().clearSaes(); // the worker unloads every SAE with the model it replaces
   // A Hub load fills the cache (partly, when it failed or was cancelled mid-download).
   if (source.kind === 'hub') void refreshCachedModels();
   if (!info) {

@@ -13,6 +13,7 @@ const TYPES: { type: InterventionType; title: string }[] = [
   { type: 'rotate', title: 'rotate ĥ toward v̂ (angle θ or fraction t)' },
   { type: 'ablate', title: 'ablate (zero, mean, project out v)' },
   { type: 'patch', title: 'patch from a source prompt' },
+  { type: 'sae_clamp', title: "clamp an SAE feature to c (x + (c − f(x))·W_dec[f])" },
 ];
 
 type PositionKind = 'all' | 'prompt' | 'generated' | 'explicit' | 'range';
@@ -118,6 +119,7 @@ export function InterventionEditor() {
   const vectors = useStore((s) => s.vectors);
   const setView = useStore((s) => s.setView);
   const update = useStore((s) => s.updateIntervention);
+  const saes = useStore((s) => s.saes);
   const maxNew = useStore((s) => s.generation.maxNewTokens);
   const n = list.findIndex((x) => x.id === id) + 1;
   const d = list[n - 1];
@@ -151,6 +153,13 @@ export function InterventionEditor() {
       {(d.type === 'add' || d.type === 'add_norm_preserving') && (
         <label>Dose α <NumberInput label="alpha" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
       )}
+      {d.type === 'sae_clamp' && (
+        <label>Value c <NumberInput label="value" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
+      )}
+      {d.saeFeature && (
+        <p className="hint" data-testid="editor-sae-feature">SAE feature {d.saeFeature.feature} ({saes.find((x) => x.id === d.saeFeature!.sae)?.label ?? 'SAE no longer loaded'}){d.type === 'sae_clamp' ? ': clamped to c, the SAE\'s error term kept' : ': its decoder row W_dec[f], scaled to unit norm, is the vector'}</p>
+      )}
+      {d.type === 'sae_clamp' && !d.saeFeature && <p className="note" data-testid="editor-note">A clamp names an SAE feature: place it from the SAE features view.</p>}
       {d.type === 'rotate' && (
         <span className="row">
           <select aria-label="rotate by" data-testid="editor-rotate-by" value={d.rotateBy} onChange={(e) => set({ rotateBy: e.target.value as 'theta' | 't' })}>

@@ -22,7 +22,7 @@ export function InterventionList() {
             <input type="checkbox" aria-label={`enable intervention #${n}`} data-testid={`intervention-${n}-enabled`} checked={d.enabled} onChange={(e) => updateIntervention(d.id, { enabled: e.target.checked })} />
             <button type="button" className="intervention-summary" data-testid={`intervention-${n}-open`} onClick={() => selectIntervention(d.id === selected ? null : d.id)} aria-expanded={d.id === selected}>
               <strong>#{n}</strong> {d.type} {doseText(d)} <span className="mono">{d.hook}</span>
-              <span className="muted"> · {positionsText(d.positions)} · {stepsText(d.steps)}{vector ? ` · ${vector.name}` : ''}{d.head !== null ? ` · head ${d.head}` : ''}</span>
+              <span className="muted"> · {positionsText(d.positions)} · {stepsText(d.steps)}{vector ? ` · ${vector.name}` : ''}{d.saeFeature ? ` · SAE feature ${d.saeFeature.feature}` : ''}{d.head !== null ? ` · head ${d.head}` : ''}</span>
               {d.enabled && before.length > 0 && <span className="order-note" data-testid={`intervention-${n}-order`}> · applies after {before.map((b) => `#${b.n}`).join(', ')} at this hook</span>}
             </button>
             <span className="intervention-buttons">

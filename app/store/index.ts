@@ -10,8 +10,9 @@ import { createBatchSlice, type BatchSlice } from './batch';
 import { createShareSlice, type ShareSlice } from './share';
 import { createDisplaySlice, type DisplaySlice } from './display';
 import { createQueuedSlice, type QueuedSlice } from './queued';
+import { createSaeSlice, type SaeSlice } from './sae';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -34,4 +35,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createShareSlice(...a),
   ...createDisplaySlice(...a),
   ...createQueuedSlice(...a),
+  ...createSaeSlice(...a),
 }));

@@ -26,6 +26,11 @@ export interface InterventionDraft {
   positions: PositionSelector;
   /** Generation steps [start, end) (0 = the prompt pass); end null = to the end; null = every step. */
   steps: { start: number; end: number | null } | null;
+  /**
+   * An SAE feature (placed from the SAE view): with type add its unit decoder row is the vector;
+   * with sae_clamp the feature is clamped to `dose`. `sae` is the loaded SAE's id.
+   */
+  saeFeature?: { sae: string; feature: number };
 }
 
 /** The dose–response sweep as set up in its view. */

@@ -1,11 +1,11 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 
-export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms' | 'activations' | 'dose' | 'vectors' | 'branches' | 'batch' | 'probe' | 'window' | 'patching' | 'report';
+export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms' | 'activations' | 'dose' | 'vectors' | 'branches' | 'batch' | 'probe' | 'window' | 'patching' | 'report' | 'sae';
 
 /** A long job running in the worker (one at a time: the worker runs jobs in order). */
 export interface Job {
-  kind: 'load' | 'analyse' | 'generate' | 'pattern' | 'activations' | 'vector' | 'import' | 'export' | 'sweep' | 'branch' | 'forks' | 'batch' | 'probe' | 'window' | 'patching' | 'report';
+  kind: 'load' | 'analyse' | 'generate' | 'pattern' | 'activations' | 'vector' | 'import' | 'export' | 'sweep' | 'branch' | 'forks' | 'batch' | 'probe' | 'window' | 'patching' | 'report' | 'sae';
   label: string;
   startedAt: number;
   cancellable: boolean;

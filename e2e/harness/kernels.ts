@@ -4,7 +4,7 @@
  * past > 0, sliding windows, GQA), plus the backend's own behaviour (limits, pooling, batching,
  * device loss, dispose), and the splitting of weights over the binding limit (on a second backend
  * whose weight buffer limit is set small). The ops with a kernel per KernelTuning (linear,
- * attention, logSoftmax, rowOp) run again on a backend with the tuning the adapter did not pick, so
+ * attention, logSoftmax, rowOp, saeActivation) run again on a backend with the tuning the adapter did not pick, so
  * both variants are tested on every adapter. Exposes `window.runKernelTests()` for kernels.spec.ts.
  */
 import type { Activation, AttentionParams, Backend, RowOp, Tensor } from '../../workers/engine/backend/backend';
@@ -344,6 +344,7 @@ async function elementwise(h: Harness): Promise<void> {
   // 256·65 537 elements: more than 65 535 workgroups, so the grid wraps into a second dimension
   const big = 256 * 65537 + 3;
   await h.case('add', `${big} (2-D grid)`, [h.x([big]), h.x([big])], (b, [x, y]) => b.add(x, y));
+  for (const n of [1, 257]) await h.case('sub', `${n}`, [h.x([n]), h.x([n])], (b, [x, y]) => b.sub(x, y));
 
   const special = [-100, -20, -5, -1e-4, 0, 1e-4, 5, 20, 100];
   const acts: Activation[] = ['silu', 'gelu', 'gelu_tanh', 'relu'];
@@ -355,6 +356,23 @@ async function elementwise(h: Harness): Promise<void> {
   }
   for (const [cap, scale] of [[5, 20], [30, 200], [50, 0.01]]) {
     await h.case('softcap', `cap ${cap}, x·${scale}`, [h.x([1000], scale)], (b, [t]) => b.softcap(t, cap));
+  }
+}
+
+/**
+ * SAE activations (JumpReLU with per-column thresholds, ReLU, TopK by radix selection) on widths
+ * around the workgroup's lanes and a Gemma Scope width, k from 1 to more than the positives.
+ */
+async function saeActivations(h: Harness): Promise<void> {
+  for (const [n, C] of [[1, 1], [3, 63], [2, 65], [5, 256], [2, 16384]] as const) {
+    const theta = h.x([C], 0.5);
+    theta.data.forEach((v, i) => { theta.data[i] = Math.abs(v); });
+    const zeros = { data: new Float32Array(C), shape: [C] };
+    await h.case('saeActivation', `jumprelu [${n},${C}]`, [h.x([n, C]), theta], (b, [x, t]) => b.saeActivation(x, t, 0));
+    await h.case('saeActivation', `relu [${n},${C}]`, [h.x([n, C]), zeros], (b, [x, t]) => b.saeActivation(x, t, 0));
+    for (const k of [1, 7, Math.max(1, Math.floor(C / 2)), C]) {
+      await h.case('saeActivation', `topk k=${k} [${n},${C}]`, [h.x([n, C]), zeros], (b, [x, t]) => b.saeActivation(x, t, k), 0);
+    }
   }
 }
 
@@ -688,10 +706,10 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   const h = new Harness(gpu);
   const o = new Harness(other, ` [${otherTuning} kernels]`);
   try {
-    for (const part of [copies, linear, linearFused, linearF16, tablesF16, elementwise, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearFused, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
-    for (const part of [linear, linearFused, linearF16, attention, logSoftmax, rowOps]) await part(o);
+    for (const part of [linear, linearFused, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
     await splitWeights(o, otherSplitting);
   } finally {
     for (const b of [gpu, other, splitting, otherSplitting]) b.dispose();

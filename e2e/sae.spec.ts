@@ -1,0 +1,59 @@
+import { test, expect } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SHARED, STORIES, parseShown } from './golden';
+
+/**
+ * The SAE view as a user works it: pick the ReLU SAE folder of ../shared/saes, read the features of
+ * the default prompt and futures, and check that every number shown (L0 and MSE per token, the
+ * explained variance, the spliced margin, the ablation Δ of the top feature) equals what the
+ * runner prints for the same model, SAE and prompt; then pin a feature, clamp it from the feature
+ * panel, and see the clamp in the intervention list.
+ */
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SAE = path.join(SHARED, 'saes', 'stories260K-blocks.2.hook_resid_post-relu');
+const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
+const SHOTS = '.artifacts/screenshots';
+
+test('SAE features: the view shows the runner\'s L0, MSE, explained variance, splice cost and ablation Δ, and a feature clamp can be placed', async ({ page }) => {
+  const runner = JSON.parse(execFileSync(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'sae', '--model', STORIES, '--sae', SAE, '--prompt', PROMPT, '--good', ' Tom', '--bad', ' Lily', '--top-k', '8'], { encoding: 'utf8' }));
+  await page.goto('/index.html');
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await page.getByTestId('tab-sae').click();
+  await page.getByTestId('sae-folder-input').setInputFiles(SAE);
+  await expect(page.getByTestId('sae-info')).toContainText('standard at blocks.2.hook_resid_post · d_in 64 · d_sae 256', { timeout: 60_000 });
+  await page.getByTestId('sae-read').click();
+  await expect(page.getByTestId('sae-token-table')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+
+  const l0 = await page.getByTestId('sae-l0').allTextContents();
+  expect(l0.map(Number)).toEqual(runner.l0);
+  const mse = (await page.getByTestId('sae-mse').allTextContents()).map(Number);
+  mse.forEach((m, t) => expect(Math.abs(m - runner.mse[t])).toBeLessThanOrEqual(1e-4));
+  expect(Math.abs(parseShown(await page.getByTestId('sae-ev').textContent()) - runner.explained_variance)).toBeLessThanOrEqual(1e-3);
+  expect(Math.abs(parseShown(await page.getByTestId('sae-spliced').textContent()) - runner.margin.spliced)).toBeLessThanOrEqual(2e-3);
+  const top = runner.margin.attributions[0];
+  const row = page.getByTestId('sae-attribution-row').first();
+  await expect(row).toHaveAttribute('data-feature', String(top.feature));
+  expect(Math.abs(parseShown(await row.getByTestId('sae-ablation').textContent()) - top.ablation_delta)).toBeLessThanOrEqual(2e-3);
+  // the first chip of the last token is the runner's top feature there
+  const lastChips = page.getByTestId('sae-token-row').last().getByTestId('sae-chip');
+  await expect(lastChips.first()).toHaveAttribute('data-feature', String(runner.top_features.at(-1).indices[0]));
+
+  await lastChips.first().click();
+  await expect(page.getByTestId('sae-feature')).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByTestId('sae-feature-lens')).toContainText('Promotes');
+  await page.getByTestId('sae-pin').click();
+  await expect(page.getByTestId('sae-heatmap')).toBeVisible({ timeout: 60_000 });
+  await page.getByTestId('sae-clamp-value').fill('5');
+  await page.getByTestId('sae-clamp').click();
+  await expect(page.getByTestId('intervention-1')).toContainText(`sae_clamp clamp to c = 5 blocks.2.hook_resid_post`);
+  await expect(page.getByTestId('intervention-1')).toContainText(`SAE feature ${runner.top_features.at(-1).indices[0]}`);
+  await page.screenshot({ path: `${SHOTS}/sae-view.png`, fullPage: true });
+  // the clamp runs in an analysis like any intervention
+  await page.getByTestId('analyse').click();
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+});
