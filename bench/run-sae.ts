@@ -1,0 +1,62 @@
+/**
+ * SAE benchmark: a Gemma-Scope-sized SAE (d_in 2304, d_sae 16384, random weights built in the page)
+ * on WebGPU in Chromium — its memory estimate against the GPU bytes it holds, load time, and the
+ * time to encode + decode 128 positions — printed with the load average (no assertions).
+ *
+ *   npx tsx bench/run-sae.ts [--reps 3] [--tokens 128] [--d-sae 16384] [--d-in 2304]
+ *
+ * Starts its own Vite dev server and Chromium (/usr/bin/chromium or $CHROMIUM_PATH, WebGPU flags
+ * of ../shared/TESTING.md) and closes both. The JSON goes to .artifacts/bench/sae.json.
+ */
+import { chromium } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer } from 'vite';
+import type { SaeBenchOptions, SaeBenchResult } from './sae_browser';
+
+const ROOT = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+const ARGS = ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox'];
+
+function options(argv: string[]): SaeBenchOptions {
+  const o: SaeBenchOptions = { dIn: 2304, dSae: 16384, tokens: 128, reps: 3 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const n = Number(argv[i + 1]);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${argv[i]} needs a positive integer`);
+    const key = ({ '--reps': 'reps', '--tokens': 'tokens', '--d-sae': 'dSae', '--d-in': 'dIn' } as const)[argv[i] as '--reps'];
+    if (!key) throw new Error(`unknown argument ${argv[i]} (see bench/run-sae.ts)`);
+    o[key] = n;
+  }
+  return o;
+}
+
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
+const o = options(process.argv.slice(2));
+const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', server: { host: '127.0.0.1', port: 5181, strictPort: false } });
+await server.listen();
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true, args: ARGS });
+try {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
+  await page.goto(`${server.resolvedUrls!.local[0]}bench/sae.html`);
+  await page.waitForFunction(() => typeof window.runSaeBench === 'function');
+  const loadBefore = load();
+  const r: SaeBenchResult = await page.evaluate((x) => window.runSaeBench(x), o);
+  const loadAfter = load();
+  const sorted = [...r.encodeMs].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  console.log(`adapter: ${r.adapter}`);
+  console.log(`SAE d_in ${o.dIn} × d_sae ${o.dSae} (random JumpReLU), ${o.tokens} positions, ${o.reps} reps`);
+  console.log(`memory estimate (assertSaeFits, ${mib(r.estimateBytes)} with 512-token activations; ${mib(r.estimateForTokens.totalBytes)} for ${o.tokens} tokens: weights ${mib(r.estimateForTokens.weightBytes)} + activations ${mib(r.estimateForTokens.activationBytes)})`);
+  console.log(`GPU bytes after load ${mib(r.loadedBytes)} (${(r.loadedBytes / r.estimateForTokens.weightBytes).toFixed(3)}× the weight estimate); extra during encode ${mib(r.peakEncodeBytes)} (${(r.peakEncodeBytes / r.estimateForTokens.activationBytes).toFixed(3)}× the activation estimate); load + encode within the estimate: ${r.loadedBytes + r.peakEncodeBytes <= r.estimateForTokens.totalBytes ? 'yes' : 'NO'}`);
+  console.log(`load ${r.loadMs.toFixed(0)} ms · encode+decode of ${o.tokens} positions: median ${median.toFixed(0)} ms (all: ${r.encodeMs.map((x) => x.toFixed(0)).join(', ')}) · ${((2 * 2 * o.tokens * o.dIn * o.dSae) / (median / 1000) / 1e9).toFixed(2)} GFLOP/s · mean L0 ${r.meanL0.toFixed(1)}`);
+  console.log(`load average (1/5/15 min): before ${loadBefore}, after ${loadAfter} (${os.cpus().length} CPUs)`);
+  fs.mkdirSync(path.join(ROOT, '.artifacts', 'bench'), { recursive: true });
+  fs.writeFileSync(path.join(ROOT, '.artifacts', 'bench', 'sae.json'), JSON.stringify({ ...r, loadBefore, loadAfter }, null, 1));
+} finally {
+  await browser.close();
+  await server.close();
+}
