@@ -115,7 +115,6 @@ export function SaeView() {
   const busy = useStore((s) => !!s.job);
   const topK = useStore((s) => s.saeTopK);
   const setTopK = useStore((s) => s.setSaeTopK);
-  const canvas = useRef<HTMLCanvasElement | null>(null);
   const [hover, setHover] = useState<Cell | null>(null);
   const a = r?.analysis;
   const T = a?.ids.length ?? 0;
@@ -131,7 +130,17 @@ export function SaeView() {
       <div className="row">
         <label>top-k per token <input className="short" type="number" min={1} max={64} data-testid="sae-topk" value={topK} onChange={(e) => setTopK(Math.max(1, Math.min(64, Number(e.target.value) || 1)))} /></label>
         <button type="button" className="primary" data-testid="sae-read" disabled={busy || !active} onClick={() => void readFeatures()}>Read features</button>
-        {a && r && <ExportButtons name={`sae-${r.modelLabel}`} json={() => saeJson(r)} csv={() => [['position', 'token', 'l0', 'mse', 'ev', 'features'], ...a.tokens.map((t, i) => [i, t, a.l0[i], a.mse[i], a.explainedVariancePerToken[i], topList(r, i).map(([f, v]) => `${f}:${v.toFixed(4)}`).join(' ')])]} picture={() => canvas.current} caption={[`SAE features · ${r.modelLabel}`, `prompt: “${r.prompt}”`]} />}
+        {a && r && (
+          <ExportButtons
+            name={`sae-${r.modelLabel}`} json={() => saeJson(r)}
+            csv={() => [['position', 'token', 'L0 (features > 0)', 'MSE per element', 'explained variance', 'top features (index:activation)'], ...a.tokens.map((t, i) => [i, t, a.l0[i], a.mse[i], a.explainedVariancePerToken[i], topList(r, i).map(([f, v]) => `${f}:${v.toFixed(4)}`).join(' ')])]}
+            figure={() => (a.pinned.length ? {
+              title: `SAE feature activations · ${r.modelLabel}`,
+              caption: [`pinned features of the SAE at ${a.hook}, at each prompt token`, `prompt: “${r.prompt}”`],
+              panels: [{ kind: 'heatmap', values: a.pinnedActs, nRows: a.pinned.length, nCols: T, rowLabels: a.pinned.map((f) => `f${f}`), colLabels: a.tokens.map(visibleToken), rowTitle: 'feature', colTitle: 'position · token', scale: { color, domain: [0, Math.max(max, 1e-6)], title: 'feature activation' } }],
+            } : null)}
+          />
+        )}
       </div>
       {a && r && (
         <>
@@ -162,7 +171,7 @@ export function SaeView() {
                 cellWidth={{ min: 14, max: 40 }} cellHeight={22} active={hover} onHover={setHover}
                 annotate={(c) => { const v = a.pinnedActs[c.row * T + c.col]; return v > 0 ? v.toFixed(1) : null; }}
                 onSelect={(c) => void openFeature(a.pinned[c.row], c.col)}
-                canvasRef={canvas} label="Activations of the pinned features at every token" testId="sae-heatmap"
+                label="Activations of the pinned features at every token" testId="sae-heatmap"
               />
               <ColorLegend color={color} domain={[0, Math.max(max, 1e-6)]} title="feature activation" testId="sae-legend" />
             </div>
