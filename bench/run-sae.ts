@@ -51,7 +51,9 @@ try {
   console.log(`adapter: ${r.adapter}`);
   console.log(`SAE d_in ${o.dIn} × d_sae ${o.dSae} (random JumpReLU), ${o.tokens} positions, ${o.reps} reps`);
   console.log(`memory estimate (assertSaeFits, ${mib(r.estimateBytes)} with 512-token activations; ${mib(r.estimateForTokens.totalBytes)} for ${o.tokens} tokens: weights ${mib(r.estimateForTokens.weightBytes)} + activations ${mib(r.estimateForTokens.activationBytes)})`);
-  console.log(`GPU bytes after load ${mib(r.loadedBytes)} (${(r.loadedBytes / r.estimateForTokens.weightBytes).toFixed(3)}× the weight estimate); extra during encode ${mib(r.peakEncodeBytes)} (${(r.peakEncodeBytes / r.estimateForTokens.activationBytes).toFixed(3)}× the activation estimate); load + encode within the estimate: ${r.loadedBytes + r.peakEncodeBytes <= r.estimateForTokens.totalBytes ? 'yes' : 'NO'}`);
+  const held = r.loadedBytes + r.peakEncodeBytes;
+  console.log(`GPU bytes after load ${mib(r.loadedBytes)} (${(r.loadedBytes / r.estimateForTokens.weightBytes).toFixed(5)}× the weight estimate: buffers are pooled in size classes); extra during encode ${mib(r.peakEncodeBytes)} (${(r.peakEncodeBytes / r.estimateForTokens.activationBytes).toFixed(5)}× the activation estimate)`);
+  console.log(`load + encode hold ${mib(held)} = ${(held / r.estimateBytes).toFixed(3)}× the estimate the SAE was admitted with (${mib(r.estimateBytes)}): ${held <= r.estimateBytes ? 'within it' : 'OVER it'}`);
   console.log(`load ${r.loadMs.toFixed(0)} ms · encode+decode of ${o.tokens} positions: median ${median.toFixed(0)} ms (all: ${r.encodeMs.map((x) => x.toFixed(0)).join(', ')}) · ${((2 * 2 * o.tokens * o.dIn * o.dSae) / (median / 1000) / 1e9).toFixed(2)} GFLOP/s · mean L0 ${r.meanL0.toFixed(1)}`);
   console.log(`load average (1/5/15 min): before ${loadBefore}, after ${loadAfter} (${os.cpus().length} CPUs)`);
   fs.mkdirSync(path.join(ROOT, '.artifacts', 'bench'), { recursive: true });
