@@ -31,7 +31,7 @@ beforeAll(async () => {
   (globalThis as unknown as { caches: CacheStorage }).caches = storage.asCacheStorage();
   hub = await startMockHub({ repos: defaultRepos() });
   ({ api, posted, close } = await inProcessWorker());
-});
+}, 60_000); // importing the whole worker takes over 10 s on a loaded 2-core machine
 afterAll(async () => {
   close();
   await hub.close();
