@@ -19,7 +19,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../api';
-import { logitLens } from '../analysis/lens';
+import { lensTopK } from '../analysis/lens';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu, topkCpu } from '../ops/logits.cpu';
 import { neuronpediaUrl } from './config';
@@ -238,16 +238,10 @@ export interface SaeFeatureInfo {
 export async function featureInfo(engine: Engine, sae: Sae, feature: number, vectors: readonly { name: string; vector: ArrayLike<number> }[] = [], topK = 10): Promise<SaeFeatureInfo> {
   sae.assertFeature(feature);
   const row = sae.decoderRow(feature);
-  const b = engine.backend;
   let lens = { ids: [] as number[], lps: [] as number[] };
   if (sae.cfg.dIn === engine.spec.dModel) {
-    const t = b.upload(row, [1, row.length]);
-    try {
-      const r = await logitLens(engine.model, t, [], Math.min(topK, engine.spec.dVocab));
-      lens = { ids: Array.from(r.topIds), lps: Array.from(r.topLogProbs) };
-    } finally {
-      b.release(t);
-    }
+    const [top] = await lensTopK(engine.model, row, Math.min(topK, engine.spec.dVocab));
+    lens = { ids: Array.from(top.ids), lps: Array.from(top.logProbs) };
   }
   const norm = Math.hypot(...row);
   const cosines = vectors.filter((v) => v.vector.length === row.length).map((v) => {
