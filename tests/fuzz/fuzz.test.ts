@@ -207,18 +207,19 @@ describe(`fuzz (seed ${SEED})`, () => {
     const vec = fc.oneof(fc.array(fc.double({ noNaN: false }), { maxLength: 70 }), fc.constant(new Array(64).fill(0)), fc.constant(new Array(64).fill(0.5)), fc.constant(new Array(172).fill(1)), fc.string({ maxLength: 8 }));
     const iv = fc.oneof(
       fc.record({
-        hook: hooks, type: fc.constantFrom('add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'x'), vector: vec,
+        hook: hooks, type: fc.constantFrom('add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp', 'x'), vector: fc.oneof(vec, fc.record({ sae: fc.string({ maxLength: 4 }), feature: fc.oneof(fc.integer({ min: -2, max: 300 }), fc.double()) }, { requiredKeys: [] })),
         alpha: fc.oneof(fc.double(), fc.string({ maxLength: 3 })), theta: fc.double(), t: fc.double(), mode: fc.constantFrom('zero', 'mean', 'project', 'q'),
         head: fc.oneof(fc.integer({ min: -2, max: 10 }), fc.double()), positions: fc.oneof(fc.constantFrom('all', 'prompt', 'generated', 'none'), fc.array(fc.integer({ min: -3, max: 20 }), { maxLength: 4 }), fc.record({ start: fc.integer({ min: -2, max: 20 }), end: fc.integer({ min: -2, max: 40 }) })),
         steps: fc.oneof(fc.record({ start: fc.integer({ min: -2, max: 9 }), end: fc.integer({ min: -2, max: 9 }) }), fc.anything()),
         source: fc.string({ maxLength: 5 }),
+        sae: fc.string({ maxLength: 4 }), feature: fc.oneof(fc.integer({ min: -2, max: 300 }), fc.double()), value: fc.oneof(fc.double(), fc.string({ maxLength: 3 })),
       }, { requiredKeys: [] }),
       fc.anything(),
     );
     fc.assert(fc.property(iv, fc.integer({ min: 1, max: 12 }), fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }), (j, nPrompt, maxNewTokens) => {
       runs++;
       const out = guarded('intervention', () => toIntervention(parseSpec(j), spec, { nPrompt, maxNewTokens }));
-      if (!out || out.op.kind === 'patch') return;
+      if (!out || out.op.kind === 'patch' || out.op.kind === 'sae_clamp') return; // an SAE reference never resolves here (no saeOf)
       const width = out.groups ? out.groups.size : out.hook.includes('mlp') ? spec.dMlp : out.hook.includes('hook_z') ? spec.nHeads * spec.dHead : spec.dModel;
       expect(out.op.v.length).toBe(width);
       expect(out.op.v.every(Number.isFinite)).toBe(true);
