@@ -8,6 +8,9 @@ import type { Analysis, Generation } from '../../workers/engine/api';
 import { json, modelFiles, putJson, putText, tensorsOf, withConfig, withTensors } from '../hardening/model_variants';
 import { encodeSafetensors } from '../../tools/safetensors_write';
 import { f32bytes, npy, oneTensor, rawSafetensors, stVector, text, type BadInputCase } from './inputs';
+import { zipSync } from 'fflate';
+import type { SaeConfig } from '../../workers/engine/sae/config';
+import { cfgWith, npzFromSafetensors, SAE_DIRS, saeFileMap, weightsWith } from '../sae/sae_files';
 
 const V64 = Array.from({ length: 64 }, (_, i) => Math.cos(i) / 4);
 const ZERO64 = new Array<number>(64).fill(0);
@@ -35,6 +38,15 @@ function sharded(edit: (wm: Record<string, string>) => Record<string, string> | 
   for (const t of b) wm[t.name] = 'model-00002-of-00002.safetensors';
   return putJson(f, 'model.safetensors.index.json', { metadata: {}, weight_map: edit(wm) ?? wm });
 }
+
+/** The shared JumpReLU SAE (SAELens folder + params.npz, ../shared/saes) with files replaced (null removes one). */
+const JR = SAE_DIRS.jumprelu;
+const saeCase = (id: string, what: string, changes: Record<string, Uint8Array | string | null>, error: RegExp, opts: { path?: string; hook?: string } = {}): BadInputCase =>
+  ({ id: `sae/${id}`, what, input: () => ({ kind: 'sae', files: saeFileMap(JR, changes), ...opts }), expect: { error } });
+const zeros = (shape: number[]) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
+/** Only a params.npz (no SAELens files), optionally with a cfg.json beside it. */
+const npzOnly = (npz: Uint8Array | string, keepCfg = false) => ({ 'sae_weights.safetensors': null, 'cfg.sae_lens_v6.json': null, ...(keepCfg ? {} : { 'cfg.json': null }), 'params.npz': npz });
+const isSaeCfg = (r: unknown): r is SaeConfig => typeof r === 'object' && r !== null && 'dSae' in r;
 
 const isAnalysis = (r: unknown): r is Analysis => typeof r === 'object' && r !== null && 'lensMargin' in r;
 const finiteAnalysis = (r: unknown) => isAnalysis(r) && Number.isFinite(r.sequenceMargin) && Array.from(r.lensMargin).every(Number.isFinite);
@@ -221,6 +233,39 @@ export const CASES: BadInputCase[] = [
   { id: 'hub/credentials-endpoint', what: 'an endpoint with user:password', input: () => ({ kind: 'hub', ref: 'org/name', endpoint: 'https://u:p@mirror.example' }), expect: { error: /must not hold credentials/ } },
   { id: 'hub/file-endpoint', what: 'a file:// endpoint', input: () => ({ kind: 'hub', ref: 'org/name', endpoint: 'file:///etc' }), expect: { error: /must be an http\(s\) URL/ } },
   { id: 'hub/ok', what: 'org/name@refs/pr/1 (control case: a valid ref)', input: () => ({ kind: 'hub', ref: 'org/name@refs/pr/1' }), expect: { ok: 'resolve URL stays under /org/name/resolve/refs%2Fpr%2F1/', check: (r) => r === 'https://huggingface.co/org/name/resolve/refs%2Fpr%2F1/config.json' } },
+
+  // ------------------------------------------------------------------ SAE files (issue #12)
+  saeCase('w-enc-shape', 'W_enc [64, 255] for d_sae 256', { 'sae_weights.safetensors': weightsWith(JR, { W_enc: zeros([64, 255]) }) }, /sae: sae_weights\.safetensors: "W_enc" has shape \[64, 255\], expected \[64, 256\] \(d_in = 64, d_sae = 256\)/),
+  saeCase('w-dec-transposed', 'W_dec stored transposed [64, 256]', { 'sae_weights.safetensors': weightsWith(JR, { W_dec: zeros([64, 256]) }) }, /"W_dec" has shape \[64, 256\], expected \[256, 64\]/),
+  saeCase('b-enc-shape', 'b_enc of 255 values', { 'sae_weights.safetensors': weightsWith(JR, { b_enc: zeros([255]) }) }, /"b_enc" has shape \[255\], expected \[256\]/),
+  saeCase('threshold-2d', 'threshold of shape [1, 256]', { 'sae_weights.safetensors': weightsWith(JR, { threshold: zeros([1, 256]) }) }, /"threshold" has shape \[1, 256\], expected \[256\]/),
+  saeCase('cfg-d-in-disagrees', 'cfg.json says d_in 32, the tensors are 64 wide', { 'cfg.json': cfgWith(JR, { d_in: 32 }) }, /"W_enc" has shape \[64, 256\], expected \[32, 256\] \(d_in = 32, d_sae = 256\)/),
+  saeCase('no-threshold', 'a JumpReLU without its threshold tensor', { 'sae_weights.safetensors': weightsWith(JR, { threshold: null }) }, /sae_weights\.safetensors has no tensor "threshold" \(it holds W_dec, W_enc, b_dec, b_enc\); a jumprelu SAE needs W_enc, W_dec, b_enc, b_dec, threshold/),
+  saeCase('no-w-enc', 'sae_weights.safetensors without W_enc', { 'sae_weights.safetensors': weightsWith(JR, { W_enc: null }) }, /has no tensor "W_enc" \(it holds W_dec, b_dec, b_enc, threshold\)/),
+  saeCase('nan-b-enc', 'NaN in b_enc[7]', { 'sae_weights.safetensors': weightsWith(JR, { b_enc: { data: Float32Array.from({ length: 256 }, (_, i) => (i === 7 ? NaN : 0)), shape: [256] } }) }, /"b_enc"\[7\] is NaN; SAE weights must be finite/),
+  saeCase('unknown-architecture', 'architecture "gated"', { 'cfg.json': cfgWith(JR, { architecture: 'gated' }) }, /cfg\.json: architecture "gated" is not supported \(supported: standard, jumprelu, topk\)/),
+  saeCase('topk-without-k', 'architecture "topk" with no k', { 'cfg.json': cfgWith(JR, { architecture: 'topk' }) }, /a topk SAE needs a positive integer k \(got undefined\)/),
+  saeCase('topk-k-too-large', 'topk with k 300 > d_sae 256', { 'cfg.json': cfgWith(JR, { architecture: 'topk', k: 300 }) }, /k = 300 is larger than d_sae = 256/),
+  saeCase('standard-gelu', 'a standard SAE with activation_fn_str "gelu"', { 'cfg.json': cfgWith(JR, { architecture: 'standard', activation_fn_str: 'gelu' }) }, /activation_fn_str "gelu" is not supported for a standard SAE/),
+  saeCase('normalize-layer-norm', 'normalize_activations "layer_norm"', { 'cfg.json': cfgWith(JR, { normalize_activations: 'layer_norm' }) }, /normalize_activations "layer_norm" is not supported \(only "none"/),
+  saeCase('no-hook-name', 'cfg.json without hook_name', { 'cfg.json': cfgWith(JR, { hook_name: undefined }) }, /cfg\.json: "hook_name" is missing/),
+  saeCase('head-index', 'hook_head_index 3 (an SAE on one head)', { 'cfg.json': cfgWith(JR, { hook_head_index: 3 }) }, /"hook_head_index" 3: SAEs on one head are not supported/),
+  saeCase('d-sae-string', 'd_sae given as the string "256"', { 'cfg.json': cfgWith(JR, { d_sae: '256' }) }, /"d_sae" must be a positive integer \(got "256"\)/),
+  saeCase('apply-b-dec-string', 'apply_b_dec_to_input "yes"', { 'cfg.json': cfgWith(JR, { apply_b_dec_to_input: 'yes' }) }, /"apply_b_dec_to_input" must be true or false \(got "yes"\)/),
+  saeCase('cfg-not-json', 'cfg.json cut off mid-object', { 'cfg.json': '{"d_in": 64,' }, /sae: cfg\.json is not valid JSON/),
+  saeCase('cfg-missing', 'sae_weights.safetensors with no cfg.json', { 'cfg.json': null, 'params.npz': null }, /cfg\.json is missing beside sae_weights\.safetensors/),
+  saeCase('truncated-safetensors', 'sae_weights.safetensors cut at 5000 bytes', { 'sae_weights.safetensors': saeFileMap(JR).get('sae_weights.safetensors')!.subarray(0, 5000) }, /sae_weights\.safetensors.*truncated/),
+  saeCase('neither-layout', 'a folder with neither layout', { 'sae_weights.safetensors': null, 'params.npz': null }, /no SAE found — expected cfg\.json \+ sae_weights\.safetensors \(SAELens\) or params\.npz \(Gemma Scope\)/),
+  saeCase('npz-not-zip', 'params.npz that is not a zip', npzOnly('not a zip', true), /params\.npz: not a valid \.npz \(zip\) file/),
+  saeCase('npz-no-w-dec', 'params.npz whose decoder is named "decoder"', npzOnly(npzFromSafetensors(`${JR}/sae_weights.safetensors`, { W_dec: 'decoder' }), true), /params\.npz has no tensor "W_dec" \(it holds decoder, W_enc, b_dec, b_enc, threshold\)/),
+  saeCase('npz-int-w-enc', 'params.npz with W_enc as int32', npzOnly(zipSync({ 'W_enc.npy': npy("{'descr': '<i4', 'fortran_order': False, 'shape': (64, 256), }", new Uint8Array(64 * 256 * 4)) }, { level: 0 }), true), /params\.npz\/W_enc\.npy: dtype <i4 is not supported; save the array as float32 or float64/),
+  saeCase('npz-no-hook', 'a bare params.npz: no cfg.json, no Gemma Scope path, no hook given', npzOnly(saeFileMap(JR).get('params.npz')!), /params\.npz has no config naming its hook \(Gemma Scope ships none\); give the hook, e\.g\. blocks\.12\.hook_resid_post/, { path: 'params.npz' }),
+  saeCase('npz-hook-typo', 'a bare params.npz given the hook "blocks.2.hook_resid"', npzOnly(saeFileMap(JR).get('params.npz')!), /reads blocks\.2\.hook_resid, which this model cannot give it/, { path: 'params.npz', hook: 'blocks.2.hook_resid' }),
+  saeCase('d-in-mismatch', 'an SAE with d_in 128 on d_model 64', { 'cfg.json': cfgWith(JR, { d_in: 128 }), 'sae_weights.safetensors': weightsWith(JR, { W_enc: zeros([128, 256]), W_dec: zeros([256, 128]), b_dec: zeros([128]) }) }, /has d_in = 128, but blocks\.2\.hook_resid_post is \[pos, d_model\] = 64 wide in this model \(llama, d_model 64\); it was trained on stories260K/),
+  saeCase('hook-layer-missing', 'hook blocks.9.hook_resid_post on a 5-layer model', { 'cfg.json': cfgWith(JR, { hook_name: 'blocks.9.hook_resid_post' }) }, /reads blocks\.9\.hook_resid_post, which this model cannot give it: .*layer 9 does not exist \(the model has layers 0\.\.4\)/),
+  saeCase('hook-width', 'a d_in 64 SAE at blocks.1.mlp.hook_post (d_mlp 172)', { 'cfg.json': cfgWith(JR, { hook_name: 'blocks.1.mlp.hook_post' }) }, /has d_in = 64, but blocks\.1\.mlp\.hook_post is \[pos, d_mlp\] = 172 wide/),
+  { id: 'sae/ok-sae-lens', what: 'the shared JumpReLU SAELens folder (control case)', input: () => ({ kind: 'sae', files: saeFileMap(JR, { 'params.npz': null }) }), expect: { ok: 'a jumprelu SAE, d_in 64, d_sae 256, at blocks.2.hook_resid_post, no b_dec subtraction', check: (r) => isSaeCfg(r) && r.architecture === 'jumprelu' && r.dIn === 64 && r.dSae === 256 && r.hookName === 'blocks.2.hook_resid_post' && !r.applyBDecToInput } },
+  { id: 'sae/ok-npz', what: 'the shared params.npz with its cfg.json beside it (control case)', input: () => ({ kind: 'sae', files: saeFileMap(JR, npzOnly(saeFileMap(JR).get('params.npz')!, true)), path: 'params.npz' }), expect: { ok: 'the same SAE read from Gemma Scope\'s layout', check: (r) => isSaeCfg(r) && r.architecture === 'jumprelu' && r.dSae === 256 && r.hookName === 'blocks.2.hook_resid_post' && r.layout === 'gemma_scope' } },
 
   // ------------------------------------------------------------------ generation
   { id: 'generate/temperature-nan', what: 'temperature NaN in a generation request', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 3, temperature: NaN }), expect: { error: /temperature must be a finite number ≥ 0 \(0 = greedy\), not NaN/ } },

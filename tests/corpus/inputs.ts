@@ -22,6 +22,11 @@ export type CaseInput =
   | { kind: 'sweep'; layers: number[]; doses: number[]; type?: string; vector?: number[] }
   /** A Hub repo reference as typed (CLI --model or the UI's Hub field): parseRepoRef + HubFiles. */
   | { kind: 'hub'; ref: string; endpoint?: string }
+  /**
+   * SAE files (a SAELens folder or a Gemma Scope .npz): readSae at `path`, then attached to
+   * stories260K (new Sae with the model's spec, which checks d_in and the hook); the result is its config.
+   */
+  | { kind: 'sae'; files: FileMap; path?: string; hook?: string }
   /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path. */
   | { kind: 'cli'; argv: string[]; folder?: FileMap };
 

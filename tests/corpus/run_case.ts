@@ -13,6 +13,8 @@ import { parseSafetensors } from '../../workers/engine/io/safetensors';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { assertVectorFits, readVectorFile } from '../../workers/engine/steering/vector_io';
 import { doseResponse } from '../../workers/engine/steering/sweep';
+import { readSae } from '../../workers/engine/sae/files';
+import { Sae } from '../../workers/engine/sae/sae';
 import { main } from '../../cli/main';
 import { sharedPath } from '../shared';
 import { CORPUS_PROMPT, type BadInputCase, type CaseInput } from './inputs';
@@ -103,6 +105,12 @@ async function run(input: CaseInput): Promise<unknown> {
       const ref = parseRepoRef(input.ref);
       if (!ref) throw new Error(`"${input.ref}" is not a Hub repo id`);
       return new HubFiles(ref.repo, { revision: ref.revision, endpoint: input.endpoint }).url('config.json');
+    }
+    case 'sae': {
+      const e = await baseEngine();
+      const sae = new Sae(e.backend, await readSae(new MemoryFiles('sae', input.files), input.path ?? '', { hook: input.hook }), e.spec);
+      sae.release();
+      return sae.cfg;
     }
     case 'cli':
       return runCli(input.argv, input.folder);
