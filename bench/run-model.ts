@@ -18,10 +18,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer, type Plugin } from 'vite';
+import { createServer } from 'vite';
 import { llamaOnnx } from '../tools/onnx_llama';
 import { fromF16Bits, toF16Bits } from '../workers/engine/backend/f16';
 import { llamaTensors, smolLM135MRandom, SMOLLM_135M } from './smollm_random';
+import { benchModels } from './serve_models';
 import type { Impl, ModelBenchOptions, ModelBenchResult, Row } from './model';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -54,27 +55,8 @@ function modelDir(): string {
   return dir;
 }
 
-/** Serves .artifacts/bench/ under /bench-models/ (404 for a missing file, which the engine's loader relies on). */
-function benchModels(): Plugin {
-  const root = path.join(ROOT, '.artifacts', 'bench');
-  return {
-    name: 'bench-models',
-    configureServer: (s) => {
-      s.middlewares.use((req, res, next) => {
-        const url = decodeURIComponent((req.url ?? '').split('?')[0]);
-        if (!url.startsWith('/bench-models/')) return next();
-        const file = path.join(root, url.slice('/bench-models/'.length));
-        if (!file.startsWith(root) || !fs.existsSync(file) || !fs.statSync(file).isFile()) { res.statusCode = 404; res.end('not found'); return; }
-        res.setHeader('content-length', String(fs.statSync(file).size));
-        if (req.method === 'HEAD') { res.end(); return; }
-        fs.createReadStream(file).pipe(res);
-      });
-    },
-  };
-}
-
 const dir = modelDir();
-const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', plugins: [benchModels()], server: { host: '127.0.0.1', port: 5190, strictPort: false } });
+const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', plugins: [benchModels(path.join(ROOT, '.artifacts', 'bench'))], server: { host: '127.0.0.1', port: 5190, strictPort: false } });
 await server.listen();
 const base = server.resolvedUrls?.local[0];
 if (!base) throw new Error('the Vite dev server reported no local URL');

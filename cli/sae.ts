@@ -23,7 +23,8 @@ export const SAE_USAGE = `  branchpoint sae      --model DIR --sae PATH --prompt
   file (Gemma Scope; --hook names its hook when no cfg.json is beside it), or a Hub path
   org/name/folder/…[@revision] (--endpoint, $HF_TOKEN as for --model).
   Prints ids, tokens, top_features (per token: indices, values), l0, mse (per element),
-  explained_variance (over the prompt) and per token; with --good/--bad the margin at the last
+  explained_variance (over the prompt) and per token; for --pin features their activation at every
+  token (pinned) and their max-activating tokens (max_activating: up to 5 positions, values); with --good/--bad the margin at the last
   position clean and with the SAE spliced in, and features ranked by direct logit attribution
   (final norm frozen: a linear approximation) with the ablation Δ margin of the top ones.`;
 
@@ -96,7 +97,13 @@ export async function saeCommand(engine: Engine, a: Args, required: (key: string
     l0: Array.from(r.l0), mse: Array.from(r.mse),
     explained_variance: finite(r.explainedVariance),
     explained_variance_per_token: Array.from(r.explainedVariancePerToken, finite),
-    ...(pinned.length ? { pinned: Object.fromEntries(pinned.map((f, k) => [f, Array.from(r.pinnedActs.subarray(k * r.ids.length, (k + 1) * r.ids.length))])) } : {}),
+    ...(pinned.length ? {
+      pinned: Object.fromEntries(pinned.map((f, k) => [f, Array.from(r.pinnedActs.subarray(k * r.ids.length, (k + 1) * r.ids.length))])),
+      max_activating: Object.fromEntries(pinned.map((f) => {
+        const pos = Array.from(r.maxPositions.subarray(f * r.maxK, (f + 1) * r.maxK)).filter((t) => t >= 0);
+        return [f, { positions: pos, values: Array.from(r.maxValues.subarray(f * r.maxK, f * r.maxK + pos.length)) }];
+      })),
+    } : {}),
     ...(r.margin ? {
       margin: {
         clean: r.margin.clean, spliced: r.margin.spliced, splice_cost: r.margin.spliced - r.margin.clean,

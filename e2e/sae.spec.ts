@@ -1,5 +1,6 @@
 import { test, expect } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SHARED, STORIES, parseShown } from './golden';
@@ -8,7 +9,8 @@ import { SHARED, STORIES, parseShown } from './golden';
  * The SAE view as a user works it: pick the ReLU SAE folder of ../shared/saes, read the features of
  * the default prompt and futures, and check that every number shown (L0 and MSE per token, the
  * explained variance, the spliced margin, the ablation Δ of the top feature) equals what the
- * runner prints for the same model, SAE and prompt; then pin a feature, clamp it from the feature
+ * runner prints for the same model, SAE and prompt; open the top feature of the last token and
+ * check its max-activating tokens against the runner's; then pin it, clamp it from the feature
  * panel, and see the clamp in the intervention list.
  */
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -17,7 +19,10 @@ const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
 const SHOTS = '.artifacts/screenshots';
 
 test('SAE features: the view shows the runner\'s L0, MSE, explained variance, splice cost and ablation Δ, and a feature clamp can be placed', async ({ page }) => {
-  const runner = JSON.parse(execFileSync(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'sae', '--model', STORIES, '--sae', SAE, '--prompt', PROMPT, '--good', ' Tom', '--bad', ' Lily', '--top-k', '8'], { encoding: 'utf8' }));
+  // the feature the view will open: the top one at the last token in the golden reference.json
+  const ref = JSON.parse(fs.readFileSync(path.join(SAE, 'reference.json'), 'utf8')) as { prompts: { key: string; positions: { top16_indices: number[] }[] }[] };
+  const F = ref.prompts.find((p) => p.key === 'lily_tom_ball')!.positions.at(-1)!.top16_indices[0];
+  const runner = JSON.parse(execFileSync(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'sae', '--model', STORIES, '--sae', SAE, '--prompt', PROMPT, '--good', ' Tom', '--bad', ' Lily', '--top-k', '8', '--pin', String(F)], { encoding: 'utf8' }));
   await page.goto('/index.html');
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
@@ -40,17 +45,24 @@ test('SAE features: the view shows the runner\'s L0, MSE, explained variance, sp
   expect(Math.abs(parseShown(await row.getByTestId('sae-ablation').textContent()) - top.ablation_delta)).toBeLessThanOrEqual(2e-3);
   // the first chip of the last token is the runner's top feature there
   const lastChips = page.getByTestId('sae-token-row').last().getByTestId('sae-chip');
-  await expect(lastChips.first()).toHaveAttribute('data-feature', String(runner.top_features.at(-1).indices[0]));
+  await expect(lastChips.first()).toHaveAttribute('data-feature', String(F));
 
   await lastChips.first().click();
   await expect(page.getByTestId('sae-feature')).toBeVisible({ timeout: 60_000 });
   await expect(page.getByTestId('sae-feature-lens')).toContainText('Promotes');
+  // the feature's max-activating tokens in the prompt: the runner's, in its order, with its values
+  const maxChips = page.getByTestId('sae-max-token');
+  const want = runner.max_activating[F] as { positions: number[]; values: number[] };
+  expect(want.positions.length).toBeGreaterThan(0);
+  expect((await maxChips.evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-position')))))).toEqual(want.positions);
+  const shownValues = (await maxChips.allTextContents()).map((t) => parseShown(t.split(' ').at(-1)!));
+  shownValues.forEach((v, k) => expect(Math.abs(v - want.values[k])).toBeLessThanOrEqual(1e-3));
   await page.getByTestId('sae-pin').click();
   await expect(page.getByTestId('sae-heatmap')).toBeVisible({ timeout: 60_000 });
   await page.getByTestId('sae-clamp-value').fill('5');
   await page.getByTestId('sae-clamp').click();
   await expect(page.getByTestId('intervention-1')).toContainText(`sae_clamp clamp to c = 5 blocks.2.hook_resid_post`);
-  await expect(page.getByTestId('intervention-1')).toContainText(`SAE feature ${runner.top_features.at(-1).indices[0]}`);
+  await expect(page.getByTestId('intervention-1')).toContainText(`SAE feature ${F}`);
   await page.screenshot({ path: `${SHOTS}/sae-view.png`, fullPage: true });
   // the clamp runs in an analysis like any intervention
   await page.getByTestId('analyse').click();

@@ -383,7 +383,7 @@ const api: InferenceApi = {
 
   async analyseSae(id: string, req: SaeAnalysisRequest) {
     const r = await analyseSae(need(), needSae(id), req);
-    return Comlink.transfer(r, [r.topIndices.buffer, r.topValues.buffer, r.l0.buffer, r.mse.buffer, r.explainedVariancePerToken.buffer, r.pinnedActs.buffer]);
+    return Comlink.transfer(r, [r.topIndices.buffer, r.topValues.buffer, r.l0.buffer, r.mse.buffer, r.explainedVariancePerToken.buffer, r.pinnedActs.buffer, r.maxPositions.buffer, r.maxValues.buffer]);
   },
 
   async saeFeature(id: string, feature: number, vectors: { name: string; vector: Float32Array }[]) {

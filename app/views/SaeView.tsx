@@ -68,14 +68,20 @@ function FeaturePanel({ r }: { r: SaeResult }) {
   const T = r.analysis.ids.length;
   const positions = where === 'token' && position !== null ? [position] : 'all';
   const act = position !== null ? featureAt(r, info.feature, position) : null;
+  const fires = maxTokens(r, info.feature);
   return (
     <section className="subview sae-feature" data-testid="sae-feature" data-feature={info.feature}>
       <h4>Feature {info.feature}{position !== null ? ` at token ${position} “${visibleToken(r.analysis.tokens[position])}”` : ''}</h4>
       <p>
-        ‖W_dec[f]‖ = {fixed(info.decoderNorm, 3)}{act !== null ? ` · activation here ${fixed(act, 3)}` : ''}
+        ‖W_dec[f]‖ = {fixed(info.decoderNorm, 3)}{position !== null ? ` · activation here ${act !== null ? fixed(act, 3) : 'below the top-k (pin it to see every token)'}` : ''}
         {info.neuronpedia && <> · <a href={info.neuronpedia} target="_blank" rel="noreferrer" data-testid="sae-neuronpedia">Neuronpedia</a></>}
       </p>
-      <p data-testid="sae-feature-lens">Promotes (logit lens of W_dec[f], final norm recomputed): {info.lensTokens.map((t, i) => <span key={i} className="chip">{visibleToken(t)} <span className="muted">{fixed(info.lensLogProbs[i], 2)}</span></span>)}</p>
+      <p data-testid="sae-feature-max">
+        {fires.length ? <>Fires most in this prompt at: {fires.map(([t, v]) => (
+          <button key={t} type="button" className="chip" data-testid="sae-max-token" data-position={t} onClick={() => void openFeature(info.feature, t)}>{t} “{visibleToken(r.analysis.tokens[t])}” {fixed(v, 3)}</button>
+        ))}</> : 'Does not fire anywhere in this prompt.'}
+      </p>
+      <p data-testid="sae-feature-lens">Promotes (logit lens of W_dec[f], final norm recomputed; log-probs in nats): {info.lensTokens.map((t, i) => <span key={i}>{i ? ' · ' : ''}<span className="chip">“{visibleToken(t)}” <span className="muted">{fixed(info.lensLogProbs[i], 2)}</span></span></span>)}</p>
       {info.cosines.length > 0 && <p data-testid="sae-feature-cosines">cos with library vectors: {info.cosines.map((c) => `${c.name} ${signed(c.cosine, 3)}`).join(' · ')}</p>}
       <div className="row">
         <button type="button" data-testid="sae-pin" onClick={() => void togglePin(info.feature)}>{pinned.includes(info.feature) ? 'Unpin' : 'Pin to heatmap'}</button>
@@ -94,12 +100,22 @@ function FeaturePanel({ r }: { r: SaeResult }) {
   );
 }
 
-function featureAt(r: SaeResult, f: number, t: number): number {
+/** f's activation at position t when the analysis holds it (pinned, top-k there, or a max-activating token); else null. */
+function featureAt(r: SaeResult, f: number, t: number): number | null {
   const a = r.analysis;
   const k = a.pinned.indexOf(f);
   if (k >= 0) return a.pinnedActs[k * a.ids.length + t];
   for (let j = 0; j < a.topK; j++) if (a.topIndices[t * a.topK + j] === f) return a.topValues[t * a.topK + j];
-  return 0;
+  const m = maxTokens(r, f);
+  if (m.length < a.maxK || m.some(([p]) => p === t)) return m.find(([p]) => p === t)?.[1] ?? 0;
+  return null;
+}
+
+/** (position, activation) of f's max-activating tokens in the prompt, largest first. */
+function maxTokens(r: SaeResult, f: number): [number, number][] {
+  const a = r.analysis, out: [number, number][] = [];
+  for (let j = 0; j < a.maxK; j++) if (a.maxPositions[f * a.maxK + j] >= 0) out.push([a.maxPositions[f * a.maxK + j], a.maxValues[f * a.maxK + j]]);
+  return out;
 }
 
 const actColor = (max: number) => scaleSequential(interpolateOranges).domain([0, Math.max(max, 1e-6)]);

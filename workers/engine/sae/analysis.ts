@@ -37,6 +37,8 @@ export interface SaeAnalysisRequest extends PromptInput {
   attributionTop?: number;
   /** Of those, how many are ablated (one forward pass each; default 5). */
   ablateTop?: number;
+  /** Positions kept per feature in maxPositions (default 5). */
+  maxK?: number;
 }
 
 export interface SaeFeatureAttribution {
@@ -69,6 +71,15 @@ export interface SaeAnalysis {
   pinned: number[];
   /** Activations of the pinned features [pinned.length · T] (feature-major). */
   pinnedActs: Float32Array;
+  /** Positions kept per feature in maxPositions / maxValues. */
+  maxK: number;
+  /**
+   * Max-activating tokens of the prompt: per feature, the positions where f > 0 is largest
+   * (descending; ties by position; −1 pads where it fires at fewer) [d_sae · maxK].
+   */
+  maxPositions: Int32Array;
+  /** f at those positions (0 where padded) [d_sae · maxK]. */
+  maxValues: Float32Array;
   /** Present when both futures are given. */
   margin?: {
     /** Δ at the last position without the SAE. */
@@ -120,10 +131,13 @@ export async function analyseSae(engine: Engine, sae: Sae, req: SaeAnalysisReque
   const pinnedActs = new Float32Array(pinned.length * T);
   pinned.forEach((p, k) => { for (let t = 0; t < T; t++) pinnedActs[k * T + t] = f[t * dSae + p]; });
 
+  const maxK = Math.min(req.maxK ?? 5, T);
+  const { positions: maxPositions, values: maxValues } = maxActivating(f, T, dSae, maxK);
+
   const out: SaeAnalysis = {
     ids, tokens: engine.tokenStrings(ids), hook, dSae, topK,
     topIndices: top.indices, topValues: top.values, l0, mse, explainedVariancePerToken: evTok,
-    explainedVariance: varSum > 0 ? 1 - errSum / varSum : NaN, pinned, pinnedActs,
+    explainedVariance: varSum > 0 ? 1 - errSum / varSum : NaN, pinned, pinnedActs, maxK, maxPositions, maxValues,
   };
   if (!req.good || !req.bad) return out;
 
@@ -162,6 +176,33 @@ export async function analyseSae(engine: Engine, sae: Sae, req: SaeAnalysisReque
   }
   out.margin = { clean, spliced, attributions, dlaTotal: dla.reduce((a, v) => a + v, 0) };
   return out;
+}
+
+/**
+ * Per feature, the k positions with the largest activation > 0 (descending, ties by the earlier
+ * position), by insertion into a k-slot list per feature: one pass over f.
+ * @param f activations [T, d_sae].
+ * @returns positions (−1 pads) and values (0 pads), each [d_sae · k].
+ */
+export function maxActivating(f: Float32Array, T: number, dSae: number, k: number): { positions: Int32Array; values: Float32Array } {
+  const positions = new Int32Array(dSae * k).fill(-1), values = new Float32Array(dSae * k);
+  if (k === 0) return { positions, values };
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < dSae; i++) {
+      const v = f[t * dSae + i];
+      const base = i * k;
+      if (!(v > 0) || (positions[base + k - 1] >= 0 && v <= values[base + k - 1])) continue;
+      let j = k - 1;
+      while (j > 0 && (positions[base + j - 1] < 0 || v > values[base + j - 1])) {
+        positions[base + j] = positions[base + j - 1];
+        values[base + j] = values[base + j - 1];
+        j--;
+      }
+      positions[base + j] = t;
+      values[base + j] = v;
+    }
+  }
+  return { positions, values };
 }
 
 /**
