@@ -36,11 +36,11 @@ export class RunContext {
   }
 
   /**
-   * True when hook `name` is captured or has an intervention active in this call: the forward pass
-   * must then materialise the hook's value (no fused kernel may skip over it).
+   * True when hook `name` is captured, has an intervention active in this call or an SAE attached:
+   * the forward pass must then materialise the hook's value (no fused kernel may skip over it).
    */
   touches(name: string): boolean {
-    return this.capture(name) || this.byHook.has(name);
+    return this.capture(name) || this.byHook.has(name) || this.saes.has(name);
   }
 
   /**
