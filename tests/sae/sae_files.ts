@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { zipSync } from 'fflate';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
-import { writeNpyArray } from '../../workers/engine/steering/vector_io';
+import { writeNpyArray } from '../../workers/engine/io/npy';
 import { encodeSafetensors } from '../../tools/safetensors_write';
 import { readReference, sharedPath } from '../shared';
 
