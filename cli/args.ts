@@ -65,3 +65,8 @@ export function numberFlag(a: Args, key: string, fallback: number, rule: NumberR
   if (!Number.isFinite(v) || (int && !Number.isInteger(v)) || v < min || v > max) throw new Error(`--${key} "${text}": expected ${expected}`);
   return v;
 }
+
+/** An optional whole-number flag (numberFlag's checks); undefined when absent. @throws Error naming the flag. */
+export function intFlag(a: Args, key: string): number | undefined {
+  return a.flags.has(key) ? numberFlag(a, key, 0, { int: true }) : undefined;
+}

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
 import { probeLayers, type ProbePosition } from '../workers/engine/analysis/probe';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
-import type { Args } from './args';
+import { intFlag, type Args } from './args';
 
 export const PROBE_USAGE = `  branchpoint probe    --model DIR --set FILE.json|.jsonl|.csv [--position last|INDEX]
                        [--folds 5] [--seed 0] [--l2 1] [--chat-template true]
@@ -21,15 +21,6 @@ export function parsePosition(text: string): ProbePosition {
   if (text === 'last') return 'last';
   const n = Number(text);
   if (!Number.isInteger(n)) throw new Error(`--position ${text}: give "last" or a token index (negative counts from the end: -1 = last)`);
-  return n;
-}
-
-/** An optional integer flag. @throws Error naming the flag for a non-integer. */
-function intFlag(a: Args, key: string): number | undefined {
-  const v = a.flags.get(key);
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw new Error(`--${key} ${v}: give an integer`);
   return n;
 }
 

@@ -21,7 +21,7 @@ import { interventionWindow } from './engine/analysis/window';
 import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ProbeProgress, ProbeRequest, WindowJob, WindowProgress } from './protocol';
 import { patchingGrid } from './engine/analysis/patching';
 import { decisionReport } from './engine/analysis/report';
-import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingProgress, PatchingRequest, PromptInput, ReportProgress, ReportRequest, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingProgress, PatchingRequest, PromptInput, ReportJob, ReportProgress, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 import { analyseSae, featureInfo } from './engine/sae/analysis';
 import { assertSaeFits } from './engine/sae/estimate';
 import { readSae } from './engine/sae/files';
@@ -346,14 +346,13 @@ const api: InferenceApi = {
     }
   },
 
-  async report(req: ReportRequest, onProgress?: (p: ReportProgress) => void) {
-    const ctrl = newJob();
-    try {
-      return await decisionReport(need(), req, quiet(onProgress), ctrl.signal);
-    } catch (err) {
-      if (ctrl.signal.aborted) throw new CancelledError('the decision-point report');
-      throw err;
-    }
+  async report(req: ReportJob, onProgress?: (p: ReportProgress) => void) {
+    return cancellableJob('the decision-point report', (signal) => {
+      const e = need();
+      const { window: w, ...rest } = req;
+      const window = w && { ...w, interventions: (p: PromptInput) => specInterventions(e, p, { specs: w.specs, specLabels: w.specLabels }, w.maxNewTokens) };
+      return decisionReport(e, { ...rest, window }, quiet(onProgress), signal);
+    });
   },
 
   async loadSae(source: SaeSource, hook?: string): Promise<SaeInfo> {

@@ -63,13 +63,16 @@ export interface BatchJob {
   sinkEps?: number;
 }
 export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
-export type { ReportPrompt } from './engine/analysis/report';
+export type { ReportPrompt, ReportLabelledSet } from './engine/analysis/report';
 export type { PatchDirection, PatchHook, PatchMetric } from './engine/analysis/patching';
 
 export type { ProbeProgress, ProbeRequest, ProbeResult, WindowContinuation, WindowProgress, WindowResult, WindowScore };
 
 /** An intervention window as the UI asks for it: the intervention(s) as specs (SpecRequest), resolved in the worker. */
 export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
+
+/** A decision-point report as the UI asks for it: the changeable panel's intervention(s) as specs, resolved in the worker per prompt. */
+export type ReportJob = Omit<ReportRequest, 'window'> & { window?: Omit<NonNullable<ReportRequest['window']>, 'interventions'> & SpecRequest };
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -292,9 +295,10 @@ export interface InferenceApi {
   /**
    * Decision-point report (analysis/report.ts): visible / causal / changeable on one layer axis,
    * onProgress per prompt and stage; cancel() stops it (CancelledError).
-   * @throws Error as patching does for the main prompt pair.
+   * @throws Error as patching does for the main prompt pair, as the window does for an intervention
+   *   that does not fit the main prompt, as the probe does for a labelled set it refuses.
    */
-  report(req: ReportRequest, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
+  report(req: ReportJob, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
   /**
    * Loads an SAE onto the model's backend. It is sized first (safetensors header or .npz size) and
    * refused when it would not fit beside the model; then checked against the model (hook exists,

@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { ProbeProgress, ProbeRequest } from '../../workers/protocol';
+import type { ProbeProgress, ProbeRequest, ReportLabelledSet } from '../../workers/protocol';
 import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
 import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
@@ -54,19 +54,27 @@ export function probePosition(text: string): ProbeRequest['position'] {
 }
 
 /**
+ * The labelled set as edited in the Probes view (shared with the report's prompt set).
+ * @throws Error for a bad position.
+ */
+export function probeSet(): ReportLabelledSet & { classes: [string, string]; source: string } {
+  const set = useStore.getState().probeSettings;
+  return { positive: lines(set.positive), negative: lines(set.negative), classes: set.classes, position: probePosition(set.position), source: set.source || 'pasted' };
+}
+
+/**
  * Runs the probes of the view's set (DESIGN.md §3 "Linear probes per layer"): progress counts
  * prompts read and layers probed; Cancel stops it and keeps the probes on display.
  */
 export async function runProbe(): Promise<void> {
   await runJob('probe', 'Linear probes per layer', 'Could not run the probes', async () => {
     const s = useStore.getState();
-    const set = s.probeSettings;
-    const positive = lines(set.positive), negative = lines(set.negative);
-    const req: ProbeRequest = { positive, negative, classes: set.classes, position: probePosition(set.position), chatTemplate: s.chatTemplate, folds: set.folds, seed: set.seed };
+    const { positive, negative, classes, position, source } = probeSet();
+    const req: ProbeRequest = { positive, negative, classes, position, chatTemplate: s.chatTemplate, folds: s.probeSettings.folds, seed: s.probeSettings.seed };
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
     const onProgress = Comlink.proxy((p: ProbeProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));
-    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', source: set.source || 'pasted', positive, negative, chatTemplate: s.chatTemplate });
+    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
   }, { cancellable: true });
 }
 

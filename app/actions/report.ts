@@ -1,38 +1,39 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { ReportPrompt, ReportProgress, ReportRequest } from '../../workers/protocol';
+import type { ReportJob, ReportProgress } from '../../workers/protocol';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
+import { probeSet } from './probe';
+import { windowSetup } from './window';
 import { inOrder } from './worker';
 
 /**
- * Prompt pairs typed one per line as "clean | corrupted" (a line without "|" is a clean prompt
- * read by the lens only). @throws Error naming the line of a pair with an empty side.
- */
-export function parsePromptPairs(text: string): ReportPrompt[] {
-  return text.split('\n').map((l) => l.trim()).filter(Boolean).map((line, i) => {
-    const parts = line.split('|').map((x) => x.trim());
-    if (parts.length > 2 || parts.some((x) => x === '')) throw new Error(`prompt set, line ${i + 1}: write "clean prompt | corrupted prompt" (got "${line}")`);
-    return { clean: parts[0], corrupt: parts[1] ?? null };
-  });
-}
-
-/**
  * Runs the decision-point report (DESIGN.md §3) on the Patching view's prompts and the experiment's
- * futures; progress counts stages (lens and patching per prompt); Cancel keeps the previous report.
+ * futures; with "changeable" on and an intervention placed, the Window view's setup runs on every
+ * prompt; with "prompt set" on, the Probes view's labelled set joins (probe + bootstrap intervals).
+ * Progress counts stages (lens, patching, window per prompt; the probes); Cancel keeps the previous report.
  */
 export async function runReport(): Promise<void> {
   await runJob('report', 'Decision-point report', 'Could not build the decision-point report', async () => {
     const s = useStore.getState();
     const { clean, corrupt } = s.patchingSettings;
-    const set = parsePromptPairs(s.reportSettings.set);
-    const req: ReportRequest = {
-      clean, corrupt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad),
-      threshold: s.reportSettings.threshold, ...(set.length ? { set } : {}),
+    const rs = s.reportSettings;
+    const withWindow = rs.changeable && s.interventions.length > 0;
+    const setup = withWindow ? windowSetup() : null;
+    const set = rs.useSet ? probeSet() : null;
+    const req: ReportJob = {
+      clean, corrupt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), threshold: rs.threshold,
+      ...(setup ? { window: { specs: setup.specs, specLabels: setup.specLabels, maxNewTokens: setup.maxNewTokens, kMax: setup.kMax, score: setup.score } } : {}),
+      ...(set ? { labelled: { positive: set.positive, negative: set.negative, classes: set.classes, position: set.position }, probe: { folds: s.probeSettings.folds, seed: s.probeSettings.seed } } : {}),
     };
-    s.setJobSteps({ done: 0, total: 2 * (1 + set.length) });
+    const nPrompts = 1 + (set ? set.positive.length + set.negative.length : 0);
+    s.setJobSteps({ done: 0, total: nPrompts * (setup ? 3 : 2) + (set ? 1 : 0) });
     const onProgress = Comlink.proxy((p: ReportProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.report(req, onProgress));
-    useStore.getState().setReport({ result, modelLabel: s.modelLabel ?? '', clean, corrupt, good: s.good.value, bad: s.bad.value });
+    useStore.getState().setReport({
+      result, modelLabel: s.modelLabel ?? '', clean, corrupt, good: s.good.value, bad: s.bad.value,
+      steering: setup ? setup.steering.map((a) => `${a.draft.type} at ${a.draft.hook}`).join(', ') : null, scoreLabel: setup?.scoreLabel ?? null,
+      setSource: set ? set.source : null,
+    });
   }, { cancellable: true });
 }

@@ -2,6 +2,7 @@ import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { WindowJob, WindowProgress, WindowScore } from '../../workers/protocol';
 import type { WindowSettings } from '../store/window';
+import type { AppliedIntervention } from '../store/results';
 import { futureInput } from '../lib/futures';
 import { appliedInterventions, interventionLabel, toSpec } from '../lib/specs';
 import { runJob } from './job';
@@ -30,6 +31,31 @@ export function windowScore(set: WindowSettings, N: number): { score: WindowScor
 }
 
 /**
+ * The window as set up in the Window view's fields (shared with the report's changeable panel):
+ * the chosen intervention(s) as specs with their labels, N, K and the score.
+ * @throws Error when no intervention is placed, or for a bad score argument.
+ */
+export function windowSetup(): Pick<WindowJob, 'specs' | 'specLabels' | 'maxNewTokens' | 'kMax' | 'score'> & { steering: AppliedIntervention[]; scoreLabel: string } {
+  const s = useStore.getState();
+  const set = s.windowSettings;
+  const chosen = set.interventionId === null ? s.interventions : s.interventions.filter((d) => d.id === set.interventionId);
+  const applied = appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === set.interventionId })));
+  if (!applied.length) throw new Error('place an intervention first (Steering panel, or click a heatmap cell): the window switches it on from step k');
+  const steering = applied.map((a) => ({ ...a, n: s.interventions.findIndex((d) => d.id === a.draft.id) + 1 }));
+  const N = set.maxNewTokens;
+  const { score, label } = windowScore(set, N);
+  return {
+    specs: steering.map((a) => toSpec(a, s.vectors)), specLabels: steering.map((a) => interventionLabel(a.n)),
+    maxNewTokens: N, kMax: set.kMax.trim() === '' ? undefined : Number(set.kMax), score, steering, scoreLabel: label,
+  };
+}
+
+/** Token passes of a window of N steps and start steps 0..K: the unsteered run, its prefill, and N − k per start step. */
+export function windowPasses(N: number, K: number): number {
+  return N + 1 + Array.from({ length: K + 1 }, (_, k) => N - k).reduce((a, b) => a + b, 0);
+}
+
+/**
  * Runs the intervention window as set up in its view (DESIGN.md §3 "Intervention window") on the
  * experiment's prompt and futures: progress counts token passes; Cancel stops it between passes
  * and keeps the window on display.
@@ -37,23 +63,14 @@ export function windowScore(set: WindowSettings, N: number): { score: WindowScor
 export async function runWindow(): Promise<void> {
   await runJob('window', 'Intervention window', 'Could not run the intervention window', async () => {
     const s = useStore.getState();
-    const set = s.windowSettings;
-    const chosen = set.interventionId === null ? s.interventions : s.interventions.filter((d) => d.id === set.interventionId);
-    const applied = appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === set.interventionId })));
-    if (!applied.length) throw new Error('place an intervention first (Steering panel, or click a heatmap cell): the window switches it on from step k');
-    const numbered = applied.map((a) => ({ ...a, n: s.interventions.findIndex((d) => d.id === a.draft.id) + 1 }));
-    const specs = numbered.map((a) => toSpec(a, s.vectors));
-    const N = set.maxNewTokens;
-    const { score, label } = windowScore(set, N);
-    const kMax = set.kMax.trim() === '' ? undefined : Number(set.kMax);
-    const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: N, kMax, score, specs, specLabels: numbered.map((a) => interventionLabel(a.n)) };
-    const K = kMax ?? N - 1;
-    s.setJobSteps({ done: 0, total: N + 1 + Array.from({ length: K + 1 }, (_, k) => N - k).reduce((a, b) => a + b, 0) });
+    const { steering, scoreLabel, ...setup } = windowSetup();
+    const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), ...setup };
+    s.setJobSteps({ done: 0, total: windowPasses(setup.maxNewTokens, setup.kMax ?? setup.maxNewTokens - 1) });
     const onProgress = Comlink.proxy((p: WindowProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.interventionWindow(req, onProgress));
     useStore.getState().setWindowRun({
       result, modelLabel: s.modelLabel ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value,
-      steering: numbered, scoreLabel: label, picked: result.pointOfNoReturn ?? 0,
+      steering, scoreLabel, picked: result.pointOfNoReturn ?? 0,
     });
   }, { cancellable: true });
 }

@@ -8,8 +8,11 @@ export interface ReportPanel {
   /** y per x = 0 … n−1. */
   curve: readonly number[];
   band?: readonly [readonly number[], readonly number[]] | null;
-  /** Second curve on the same y scale (e.g. probe accuracy), dashed. */
-  extra?: { name: string; curve: readonly number[] } | null;
+  /**
+   * Second curve (e.g. probe accuracy), dashed, on its own scale `domain` with a right axis, its
+   * band and its own marked x (e.g. the probe's first layer at 95 % of its best).
+   */
+  extra?: { name: string; curve: readonly number[]; domain: [number, number]; band?: readonly [readonly number[], readonly number[]] | null; mark?: { x: number | null; label: string } } | null;
   /** Horizontal reference (threshold). */
   reference: { y: number; label: string };
   /** The answer: marked x (null: not reached), with its interval. */
@@ -19,14 +22,33 @@ export interface ReportPanel {
   testId: string;
 }
 
-const W = 640, PANEL_H = 150, M = { top: 26, right: 20, bottom: 34, left: 60 };
+const W = 640, PANEL_H = 150, M = { top: 26, right: 28, bottom: 34, left: 60 };
 const INK = '#1f2328', MUTED = '#57606a', GRID = '#eaeef2', LINE = '#0969da', MARK = '#d9480f';
 const num = (v: number) => String(+v.toFixed(2)).replace('-', '−');
+
+const EXTRA = '#8250df';
+
+/** The panel's second curve on its own y scale (right axis), with its band and marked x. */
+function Extra({ e, x, top }: { e: NonNullable<ReportPanel['extra']>; x: (v: number) => number; top: number }) {
+  const y = scaleLinear().domain(e.domain).range([top + PANEL_H - M.bottom, top + M.top]);
+  const path = line<number>().x((_, i) => x(i)).y((v) => y(v)).defined(Number.isFinite);
+  const band = e.band ? area<number>().x((_, i) => x(i)).y0((_, i) => y(e.band![0][i])).y1((_, i) => y(e.band![1][i]))(e.curve.map((_, i) => i)) : null;
+  return (
+    <g data-testid="report-extra" data-mark={e.mark?.x ?? 'none'}>
+      {band && <path d={band} fill={EXTRA} opacity={0.12} />}
+      <path d={path(e.curve as number[]) ?? ''} fill="none" stroke={EXTRA} strokeWidth={1.5} strokeDasharray="5 3" />
+      {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA}><title>{`${e.name}, row ${i}: ${num(v)}`}</title></circle>)}
+      {y.ticks(3).map((t) => <text key={t} x={W - M.right + 3} y={y(t)} dominantBaseline="middle" fill={EXTRA} fontSize="10">{num(t)}</text>)}
+      <text x={M.left + 4} y={top + M.top + 10} fill={EXTRA} fontSize="11">{e.name}{e.mark ? ` · ${e.mark.label}` : ''}</text>
+      {e.mark && e.mark.x !== null && <line x1={x(e.mark.x)} x2={x(e.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={EXTRA} strokeWidth={2} strokeDasharray="3 2" />}
+    </g>
+  );
+}
 
 /** One panel at vertical offset `top`; its x axis spans `xMax` + 1 integer positions. */
 function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: number; xLabel: (x: number) => string }) {
   const x = scaleLinear().domain([-0.5, xMax + 0.5]).range([M.left, W - M.right]);
-  const ys = [...p.curve, ...(p.band ? [...p.band[0], ...p.band[1]] : []), ...(p.extra?.curve ?? []), p.reference.y, 0].filter(Number.isFinite);
+  const ys = [...p.curve, ...(p.band ? [...p.band[0], ...p.band[1]] : []), p.reference.y, 0].filter(Number.isFinite);
   const lo = Math.min(...ys), hi = Math.max(...ys), pad = (hi - lo) * 0.08 || 1;
   const y = scaleLinear().domain([lo - pad, hi + pad]).nice().range([top + PANEL_H - M.bottom, top + M.top]);
   const pts = p.curve.map((v, i) => [i, v] as [number, number]);
@@ -53,8 +75,7 @@ function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: nu
           <text x={W - M.right - 2} y={y(p.reference.y) - 4} textAnchor="end" fill={MUTED} fontSize="11">{p.reference.label}</text>
           <path d={path(pts) ?? ''} fill="none" stroke={LINE} strokeWidth={2} />
           {pts.map(([i, v]) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={3} fill={LINE}><title>{`${xLabel(i)}: ${num(v)}`}</title></circle>)}
-          {p.extra && <path d={path(p.extra.curve.map((v, i) => [i, v] as [number, number])) ?? ''} fill="none" stroke="#8250df" strokeWidth={1.5} strokeDasharray="5 3" />}
-          {p.extra && <text x={M.left + 4} y={top + M.top + 10} fill="#8250df" fontSize="11">{p.extra.name}</text>}
+          {p.extra && <Extra e={p.extra} x={x} top={top} />}
           {p.mark.x !== null && <line x1={x(p.mark.x)} x2={x(p.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={MARK} strokeWidth={2} />}
           {ticks.map((t) => <text key={t} x={x(t)} y={top + PANEL_H - M.bottom + 14} textAnchor="middle" fill={MUTED} fontSize="11">{xLabel(t)}</text>)}
         </>

@@ -2,12 +2,17 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import type { ReportResult } from '../../workers/protocol';
 
-/** The report as set up in its view; the prompts are the Patching view's, the futures the experiment's. */
+/**
+ * The report as set up in its view. The prompts are the Patching view's, the futures the
+ * experiment's, the intervention window the Window view's setup and the prompt set the Probes view's.
+ */
 export interface ReportSettings {
   /** |Δ| (nats) the lens margin must reach to count as visible. */
   threshold: number;
-  /** More prompt pairs, one per line "clean | corrupted" (empty: one prompt). */
-  set: string;
+  /** Run the intervention window (when an intervention is placed). */
+  changeable: boolean;
+  /** Add the labelled prompt set: the probe, and bootstrap intervals over its prompts. */
+  useSet: boolean;
 }
 
 /** A report on display, with what it was run on. */
@@ -18,6 +23,11 @@ export interface ReportDisplay {
   corrupt: string;
   good: string;
   bad: string;
+  /** The interventions of the window, in words (null: no window). */
+  steering: string | null;
+  scoreLabel: string | null;
+  /** Where the labelled set came from (null: none). */
+  setSource: string | null;
 }
 
 export interface ReportSlice {
@@ -28,7 +38,7 @@ export interface ReportSlice {
 }
 
 export const createReportSlice: StateCreator<AppState, [], [], ReportSlice> = (set) => ({
-  reportSettings: { threshold: 0.1, set: '' },
+  reportSettings: { threshold: 0.1, changeable: true, useSet: false },
   report: null,
   setReportSettings: (patch) => set((s) => ({ reportSettings: { ...s.reportSettings, ...patch } })),
   setReport: (report) => set({ report }),

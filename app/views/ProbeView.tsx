@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
-import { loadProbeExample, loadProbeFile, PROBE_EXAMPLES, runProbe, sendProbeDirection } from '../actions/probe';
+import { loadProbeExample, PROBE_EXAMPLES, runProbe, sendProbeDirection } from '../actions/probe';
+import { LabelledSetSource } from '../components/LabelledSetSource';
 import { LineChart, type Series } from '../components/LineChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
@@ -16,25 +17,13 @@ function ProbeForm() {
   const update = useStore((s) => s.setProbeSettings);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const [example, setExample] = useState(PROBE_EXAMPLES[0].file);
   useEffect(() => {
     if (!useStore.getState().probeSettings.positive) void loadProbeExample(PROBE_EXAMPLES[0].file);
   }, []);
   const className = (i: 0 | 1, name: string) => update({ classes: i === 0 ? [name, set.classes[1]] : [set.classes[0], name] });
   return (
     <form className="settings probe-form" onSubmit={(e) => { e.preventDefault(); if (!job) void runProbe(); }}>
-      <div className="row">
-        <label>Example
-          <select data-testid="probe-example" value={example} onChange={(e) => setExample(e.target.value)}>
-            {PROBE_EXAMPLES.map((x) => <option key={x.file} value={x.file}>{x.name}</option>)}
-          </select>
-        </label>
-        <button type="button" className="small" data-testid="probe-load-example" onClick={() => void loadProbeExample(example)}>Load</button>
-        <label className="file-pick">Open a set (.json, .jsonl, .csv)
-          <input type="file" data-testid="probe-file" accept=".json,.jsonl,.ndjson,.csv" onChange={(e) => { const f = e.target.files?.[0]; if (f) void loadProbeFile(f); e.target.value = ''; }} />
-        </label>
-        <span className="muted" data-testid="probe-source">{set.source ? `from ${set.source}` : ''}</span>
-      </div>
+      <LabelledSetSource prefix="probe" />
       <div className="probe-sets">
         {([1, 0] as const).map((i) => (
           <div key={i}>

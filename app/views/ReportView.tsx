@@ -1,4 +1,4 @@
-import { useRef } from 'react';
+import { useEffect, useRef } from 'react';
 import { useStore } from '../store';
 import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
 import { ExportButtons } from '../components/ExportButtons';
@@ -6,29 +6,61 @@ import { ResultStatus } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { runReport } from '../actions/report';
+import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
+import { WindowSetupFields } from '../components/WindowSetupFields';
+import { LabelledSetSource } from '../components/LabelledSetSource';
 import { reportJson } from '../../workers/engine/analysis/report_json';
 import type { ReportDisplay } from '../store/report';
 
 const rowName = (l: number, L: number) => (l === 0 ? 'row 0 (embeddings)' : l === L ? `row ${l} (final)` : `row ${l} (entering block ${l})`);
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
 
-/** The report's setup: threshold and an optional prompt set; the prompts are the Patching view's. */
+const lineCount = (t: string) => t.split(/\r?\n/).filter((x) => x.trim()).length;
+
+/**
+ * The report's setup: threshold; the changeable panel's window (the Window view's setup, edited
+ * here too) and the optional labelled prompt set (the Probes view's set). The prompts are the
+ * Patching view's.
+ */
 function ReportForm() {
   const set = useStore((s) => s.reportSettings);
   const update = useStore((s) => s.setReportSettings);
   const prompts = useStore((s) => s.patchingSettings);
+  const probe = useStore((s) => s.probeSettings);
+  const nIv = useStore((s) => s.interventions.length);
   const setView = useStore((s) => s.setView);
   const job = useStore((s) => s.job);
   const info = useStore((s) => s.info);
+  useEffect(() => {
+    if (!useStore.getState().probeSettings.positive) void loadProbeExample(PROBE_EXAMPLES[0].file);
+  }, []);
   return (
     <form className="settings patching-form" onSubmit={(e) => { e.preventDefault(); if (!job) void runReport(); }}>
       <p className="muted">
         Clean <span className="mono">“{prompts.clean}”</span>, corrupted <span className="mono">“{prompts.corrupt}”</span>{' '}
         <button type="button" className="small" onClick={() => setView('patching')}>Edit in Patching…</button>
       </p>
-      <label className="wide">More prompt pairs (optional, one per line: clean | corrupted) — with them each answer gets a bootstrap interval
-        <textarea data-testid="report-set" rows={3} value={set.set} onChange={(e) => update({ set: e.target.value })} spellCheck={false} />
-      </label>
+      <fieldset className="report-part">
+        <legend><label><input type="checkbox" data-testid="report-use-window" checked={set.changeable} onChange={(e) => update({ changeable: e.target.checked })} /> Changeable: the intervention window</label></legend>
+        {set.changeable && (
+          <div className="row">
+            <WindowSetupFields prefix="report-window" />
+            {nIv > 0 && <span className="muted">(the Window view’s setup)</span>}
+          </div>
+        )}
+      </fieldset>
+      <fieldset className="report-part">
+        <legend><label><input type="checkbox" data-testid="report-use-set" checked={set.useSet} onChange={(e) => update({ useSet: e.target.checked })} /> Prompt set: a probe per layer, and bootstrap intervals over its prompts</label></legend>
+        {set.useSet && (
+          <>
+            <LabelledSetSource prefix="report-set" />
+            <p className="muted" data-testid="report-set-size">
+              {lineCount(probe.positive)} “{probe.classes[1]}” + {lineCount(probe.negative)} “{probe.classes[0]}” prompts (each patched against the other class’s prompt at the same index when their token lengths agree){' '}
+              <button type="button" className="small" onClick={() => setView('probe')}>Edit in Probes…</button>
+            </p>
+          </>
+        )}
+      </fieldset>
       <div className="row">
         <label title="|Δ| in nats the lens margin must reach (with its final sign) to count as visible">Visible at |Δ| ≥
           <input data-testid="report-threshold" className="short" type="number" step="0.05" min="0" value={set.threshold} onChange={(e) => update({ threshold: Number(e.target.value) })} />
@@ -53,9 +85,16 @@ function Answers({ d }: { d: ReportDisplay }) {
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
         {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
       </dd>
+      <dt>Visible (probe)</dt>
+      <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>
+        {r.probe ? <>{rowName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first row where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
+      </dd>
       <dt>Changeable</dt>
       <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
-        {r.changeable ? (r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}`) : 'point of no return: not computed (the intervention window is not wired into the report yet)'}
+        {r.changeable
+          ? <>{r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}${interval(r.changeable.interval)}`} · {d.steering} from step k, N = {r.changeable.maxNewTokens}, outcome: {d.scoreLabel}
+            {r.nPrompts > 1 ? ' (toward each prompt’s unsteered outcome)' : ''} · unsteered {signed(r.changeable.unsteered, 3)}{r.changeable.skipped ? ` · ${r.changeable.skipped} prompts without a window` : ''}</>
+          : 'not computed: place an intervention (Steering panel) and tick “Changeable”'}
       </dd>
     </dl>
   );
@@ -86,12 +125,15 @@ export function ReportView() {
       testId: 'report-panel-causal',
     },
   ] : [];
+  if (r?.probe && panels[0]) panels[0].extra = { name: 'probe held-out accuracy (right axis)', curve: r.probe.accuracy, band: r.probe.band, domain: [0, 1], mark: { x: r.probe.firstLayer95, label: `95 % of best from row ${r.probe.firstLayer95}` } };
   const w = r?.changeable ?? null;
   const step: ReportPanel = {
-    title: 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], reference: { y: 0, label: 'sign change' },
-    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? 'never flips' : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —' },
-    empty: w ? undefined : 'Not computed: the intervention window is not wired into the report yet.', testId: 'report-panel-changeable',
+    title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
+    reference: { y: 0, label: 'sign change' },
+    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? 'never flips' : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
+    empty: w ? undefined : 'Not computed: place an intervention (Steering panel) and tick “Changeable”.', testId: 'report-panel-changeable',
   };
+  const nRows = Math.max(r ? L + 1 : 0, w ? w.ks.length : 0);
   return (
     <section className="view" data-testid="report-view">
       <header className="view-head">
@@ -113,10 +155,16 @@ export function ReportView() {
             <ExportButtons
               name={`report-${d.modelLabel}`}
               json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good, bad: d.bad, ...reportJson(r) })}
-              csv={() => [['layer (residual row)', 'lens margin toward the final answer (nats)', 'lens band low', 'lens band high', 'max recovery r over positions', 'recovery band low', 'recovery band high'], ...r.visible.curve.map((v, l) => [l, v, r.visible.band?.[0][l] ?? '', r.visible.band?.[1][l] ?? '', r.causal.curve[l] ?? '', r.causal.band?.[0][l] ?? '', r.causal.band?.[1][l] ?? ''])]}
+              csv={() => [['layer (residual row)', 'lens margin toward the final answer (nats)', 'lens band low', 'lens band high', 'max recovery r over positions', 'recovery band low', 'recovery band high', 'probe held-out accuracy', 'probe band low', 'probe band high', 'step k (intervention on from k)', `window outcome (${d.scoreLabel ?? 'none'})`, 'outcome band low', 'outcome band high'],
+                ...Array.from({ length: nRows }, (_, i) => [
+                  ...(i <= L ? [i, r.visible.curve[i], r.visible.band?.[0][i] ?? '', r.visible.band?.[1][i] ?? '', r.causal.curve[i] ?? '', r.causal.band?.[0][i] ?? '', r.causal.band?.[1][i] ?? '', r.probe?.accuracy[i] ?? '', r.probe?.band[0][i] ?? '', r.probe?.band[1][i] ?? ''] : Array<string>(10).fill('')),
+                  ...(w && i < w.ks.length ? [w.ks[i], w.outcome[i], w.band?.[0][i] ?? '', w.band?.[1][i] ?? ''] : ['', '', '', '']),
+                ])]}
               figure={() => (svg.current ? {
                 title: `Decision-point report · ${d.modelLabel}`,
-                caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good)}) − log p(${visibleToken(d.bad)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`],
+                caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good)}) − log p(${visibleToken(d.bad)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`,
+                  ...(d.setSource ? [`prompt set: ${d.setSource}; probe: ${r.probe ? `first row at 95 % of the best held-out accuracy ${r.probe.firstLayer95}` : '—'}`] : []),
+                  w ? `changeable: ${d.steering} from step k, N = ${w.maxNewTokens}, outcome ${d.scoreLabel}; point of no return ${w.pointOfNoReturn ?? 'none'}` : 'changeable: not computed (no intervention)'],
                 panels: [{ kind: 'svg', element: svg.current }],
               } : null)}
             />
@@ -127,8 +175,15 @@ export function ReportView() {
             <ReportFigure layerPanels={panels} stepPanel={step} nLayers={L} svgRef={svg} testId="report-figure" />
           </div>
           {showTables && (
-            <DataTable caption="Per layer: lens margin toward the final answer and best recovery" rowHeader="row" rowLabels={r.visible.curve.map((_, l) => String(l))}
-              colLabels={['lens Δ', 'max r']} cell={(l, c) => (c === 0 ? fixed(r.visible.curve[l], 4) : l < L ? fixed(r.causal.curve[l], 4) : '')} cellTestId={(l, c) => `report-cell-${l}-${c}`} testId="report-table" />
+            <>
+              <DataTable caption="Per layer: lens margin toward the final answer, best recovery and probe accuracy" rowHeader="row" rowLabels={r.visible.curve.map((_, l) => String(l))}
+                colLabels={['lens Δ', 'max r', 'probe accuracy']} cell={(l, c) => (c === 0 ? fixed(r.visible.curve[l], 4) : c === 1 ? (l < L ? fixed(r.causal.curve[l], 4) : '') : r.probe ? fixed(r.probe.accuracy[l], 4) : '—')}
+                cellTestId={(l, c) => `report-cell-${l}-${c}`} testId="report-table" />
+              {w && (
+                <DataTable caption="Per start step k: the window's outcome" rowHeader="k" rowLabels={w.ks.map(String)} colLabels={['outcome']}
+                  cell={(i) => fixed(w.outcome[i], 4)} cellTestId={(i) => `report-step-cell-${i}`} testId="report-step-table" />
+              )}
+            </>
           )}
         </>
       ) : <p className="placeholder">Build the report to see, on one page, where the decision becomes visible, when it becomes causal and whether there is still time to change it.</p>}

@@ -7,46 +7,18 @@ import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { interventionLabel } from '../lib/specs';
-import type { WindowDisplay, WindowSettings } from '../store/window';
-
-const SCORES: { kind: WindowSettings['score']; title: string; arg: string; hint: string }[] = [
-  { kind: 'mean', title: 'mean margin over the last M steps', arg: 'M', hint: 'all N' },
-  { kind: 'margin', title: 'margin at step S', arg: 'S', hint: 'a step 0 … N − 1' },
-  { kind: 'contains', title: 'the text contains…', arg: 'text', hint: '+1 when it appears, −1 when not' },
-];
+import type { WindowDisplay } from '../store/window';
+import { WindowSetupFields } from '../components/WindowSetupFields';
 
 /** Which intervention, how long a generation, which start steps and which outcome score; Run (progress and Cancel in the job bar). */
 function WindowForm() {
-  const set = useStore((s) => s.windowSettings);
-  const update = useStore((s) => s.setWindowSettings);
   const list = useStore((s) => s.interventions);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const score = SCORES.find((x) => x.kind === set.score)!;
   return (
     <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runWindow(); }}>
-      <label>Intervention
-        <select data-testid="window-intervention" value={set.interventionId ?? ''} onChange={(e) => update({ interventionId: e.target.value === '' ? null : Number(e.target.value) })}>
-          <option value="">every enabled one</option>
-          {list.map((d, i) => <option key={d.id} value={d.id}>{interventionLabel(i + 1)}: {d.type} at {d.hook}</option>)}
-        </select>
-      </label>
-      <label title="N: new tokens of each continuation">New tokens N
-        <input type="number" min={1} max={256} className="short" data-testid="window-n" value={set.maxNewTokens} onChange={(e) => update({ maxNewTokens: Number(e.target.value) })} />
-      </label>
-      <label title="Last start step K (empty = N − 1)">Last start K
-        <input className="short" data-testid="window-k" value={set.kMax} placeholder="N − 1" onChange={(e) => update({ kMax: e.target.value })} />
-      </label>
-      <label>Outcome
-        <select data-testid="window-score" value={set.score} onChange={(e) => update({ score: e.target.value as WindowSettings['score'], scoreArg: '' })}>
-          {SCORES.map((x) => <option key={x.kind} value={x.kind}>{x.title}</option>)}
-        </select>
-      </label>
-      <label title={score.hint}>{score.arg}
-        <input className={set.score === 'contains' ? undefined : 'short'} data-testid="window-score-arg" value={set.scoreArg} placeholder={score.hint} onChange={(e) => update({ scoreArg: e.target.value })} spellCheck={false} />
-      </label>
+      <WindowSetupFields prefix="window" />
       <button type="submit" className="primary" data-testid="run-window" disabled={!!job || !ready || list.length === 0}>Run window</button>
-      {list.length === 0 && <span className="muted">Place an intervention first (Steering panel).</span>}
     </form>
   );
 }

@@ -51,6 +51,8 @@ export interface ProbeScores {
   controlAuroc: number[];
   /** mean(positive) − mean(negative) per row, [rows][d]. */
   directions: Float32Array[];
+  /** Held-out decision value w·z + b of each example per row, [rows][n] (> 0 predicts the positive class). */
+  heldOut: Float64Array[];
   /** Highest accuracy over rows. */
   bestAccuracy: number;
   /** First row with accuracy ≥ 0.95 · bestAccuracy. */
@@ -98,12 +100,13 @@ export function probeActivations(rows: readonly Float32Array[], labels: ArrayLik
   const fold = stratifiedFolds(labels, folds, seed);
   const shuffled = shuffle(Array.from(labels), seededRandom(seed + 0x9e3779b9));
   const controlFold = stratifiedFolds(shuffled, folds, seed + 1);
-  const out: ProbeScores = { accuracy: [], auroc: [], controlAccuracy: [], controlAuroc: [], directions: [], bestAccuracy: 0, firstLayer95: 0, folds };
+  const out: ProbeScores = { accuracy: [], auroc: [], controlAccuracy: [], controlAuroc: [], directions: [], heldOut: [], bestAccuracy: 0, firstLayer95: 0, folds };
   for (const [r, X] of rows.entries()) {
     const cv = crossValidate(X, labels, n, d, fold, l2);
     const ctl = crossValidate(X, shuffled, n, d, controlFold, l2);
     out.accuracy.push(cv.accuracy);
     out.auroc.push(cv.auroc);
+    out.heldOut.push(cv.scores);
     out.controlAccuracy.push(ctl.accuracy);
     out.controlAuroc.push(ctl.auroc);
     const dir = new Float64Array(d);

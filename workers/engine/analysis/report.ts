@@ -15,22 +15,58 @@
  *   flips the outcome), when an intervention is given.
  * Over a prompt set each prompt's lens curve is multiplied by its final sign (margin toward its own
  * answer) and curves are averaged; the headline row is the rule on the mean curve, with a
- * percentile-bootstrap interval over prompts (batch/bootstrap.ts). Over one prompt it says so.
+ * percentile-bootstrap interval over prompts (batch/bootstrap.ts); the same for the recovery curve,
+ * the window's outcome per step (toward each prompt's unsteered outcome) and the probe's held-out
+ * accuracy per row (over the labelled examples). Over one prompt it says so.
  */
 import type { Engine } from '../engine';
-import type { FutureInput } from '../api';
+import type { FutureInput, PromptInput } from '../api';
+import type { Intervention } from '../model/intervention';
 import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../batch/bootstrap';
 import { patchingGrid, type PatchingResult } from './patching';
+import { probeLayers, type ProbeOptions, type ProbePosition } from './probe';
+import { interventionWindow, pointOfNoReturn, type WindowScore } from './window';
 
 /** A prompt pair of the report: the clean prompt, and its corruption for patching (null: lens only). */
 export interface ReportPrompt { clean: string; corrupt: string | null }
+
+/** A labelled prompt set (io/prompt_set.ts): the probe's two classes, and the prompts of the intervals. */
+export interface ReportLabelledSet {
+  positive: readonly string[];
+  negative: readonly string[];
+  /** Class names [negative, positive]. */
+  classes?: [string, string];
+  /** Token the probe reads (default the last). */
+  position?: ProbePosition;
+}
+
+/** The changeable panel's intervention window (analysis/window.ts), run on every prompt. */
+export interface ReportWindow {
+  /** The intervention(s) switched on from step k, resolved for one prompt (its token length and N). */
+  interventions: (p: PromptInput & { nPrompt: number }) => Promise<Intervention[]> | Intervention[];
+  /** N: new tokens per continuation. */
+  maxNewTokens: number;
+  /** Last start step K (default N − 1). */
+  kMax?: number;
+  /** Default: the mean margin over all N steps. */
+  score?: WindowScore;
+}
 
 export interface ReportRequest {
   /** The prompt the report is about (its patching grid is shown). */
   clean: string;
   corrupt: string;
-  /** More prompts: with them the report gives bootstrap intervals over all of them. */
+  /** More prompt pairs: with them the report gives bootstrap intervals over all of them. */
   set?: readonly ReportPrompt[];
+  /**
+   * A labelled set: the probe of the visible panel runs on it, and its prompts join `set`, each
+   * paired for patching with the prompt of the other class at the same index (labelledPairs).
+   */
+  labelled?: ReportLabelledSet;
+  /** Probe settings (folds, seed, λ), as in analysis/probe.ts. */
+  probe?: ProbeOptions;
+  /** The intervention window of the changeable panel (absent: not computed). */
+  window?: ReportWindow;
   chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
@@ -40,6 +76,13 @@ export interface ReportRequest {
 }
 
 export const CAUSAL_RECOVERY = 0.5;
+
+/** One prompt's intervention window: outcome per start step k and without the intervention. */
+export interface PromptWindow {
+  outcome: number[];
+  unsteered: number;
+  pointOfNoReturn: number | null;
+}
 
 /** One prompt's numbers. */
 export interface PromptNumbers {
@@ -55,6 +98,8 @@ export interface PromptNumbers {
   maxRecovery: number[] | null;
   causalLayer: number | null;
   causalPositions: number[];
+  /** The intervention window on this prompt (null: no window asked, or it could not run here). */
+  window: PromptWindow | null;
 }
 
 export interface ReportResult {
@@ -83,15 +128,42 @@ export interface ReportResult {
     skipped: number;
   };
   /**
-   * Probe curve on this layer axis (analysis/probe.ts probeLayers over a labelled set: its rows are
-   * already 0 = embeddings, l + 1 = after block l) — null until the probe module is wired in here.
+   * Linear probes on the labelled set (analysis/probe.ts), on the lens's row axis (0 = embeddings,
+   * l + 1 = after block l); null without a labelled set. Band and interval: percentile bootstrap
+   * over the examples of their held-out predictions (the folds' fits are not redone).
    */
-  probe: { firstLayer95: number | null; accuracy: number[]; controlAccuracy: number[] } | null;
+  probe: {
+    firstLayer95: number;
+    /** Held-out accuracy per row [n_layers + 1], its band, and the shuffled-label control. */
+    accuracy: number[];
+    band: [number[], number[]];
+    interval: [number, number] | null;
+    controlAccuracy: number[];
+    auroc: number[];
+    classes: [string, string];
+    nPositive: number;
+    nNegative: number;
+    folds: number;
+  } | null;
   /**
-   * The intervention window (analysis/window.ts interventionWindow: outcome per start step k and
-   * the point of no return) — null until the window module is wired in here.
+   * The intervention window (analysis/window.ts); null without one. One prompt: its outcome per
+   * start step k as the window computes it. A set: the mean over prompts of outcome × sign(unsteered
+   * outcome) (toward each prompt's own unsteered outcome, so a flip is < 0), with a band per k and a
+   * bootstrap interval of the point of no return.
    */
-  changeable: { pointOfNoReturn: number | null; ks: number[]; outcome: number[] } | null;
+  changeable: {
+    pointOfNoReturn: number | null;
+    ks: number[];
+    outcome: number[];
+    /** The unsteered outcome (one prompt), or the mean |unsteered outcome| (a set). */
+    unsteered: number;
+    band: [number[], number[]] | null;
+    interval: [number, number] | null;
+    score: WindowScore;
+    maxNewTokens: number;
+    /** Prompts of the set whose window could not run (intervention does not fit) or whose unsteered outcome is 0. */
+    skipped: number;
+  } | null;
   /** The main prompt pair's resid_pre denoising grid (the causal panel's heatmap). */
   patching: PatchingResult;
   prompts: PromptNumbers[];
@@ -115,22 +187,46 @@ function firstAtLeast(xs: readonly number[], at: number): number | null {
   return i < 0 ? null : i;
 }
 
+/** First row whose value reaches 95 % of the best row's (the probe's rule, analysis/probe.ts). */
+export function firstAt95(xs: readonly number[]): number {
+  const best = Math.max(...xs);
+  return xs.findIndex((x) => x >= 0.95 * best);
+}
+
+/**
+ * The report's prompt pairs of a labelled set: every prompt, paired for patching with the prompt of
+ * the other class at the same index (positive i ↔ negative i: in public/probes/he_she.json that is
+ * the same sentence with the name swapped); a prompt without a partner is lens only. Pairs of
+ * different token lengths are skipped by the report (counted in causal.skipped).
+ */
+export function labelledPairs(set: ReportLabelledSet): ReportPrompt[] {
+  return [
+    ...set.positive.map((clean, i) => ({ clean, corrupt: set.negative[i] ?? null })),
+    ...set.negative.map((clean, i) => ({ clean, corrupt: set.positive[i] ?? null })),
+  ];
+}
+
 /**
  * Builds the report.
- * @param onProgress per prompt and stage.
- * @param signal checked between prompts and inside each patching grid.
- * @throws Error for a bad prompt or future, or a main prompt pair of different token lengths.
+ * @param onProgress per prompt and stage (lens, patching, window), and once for the probes.
+ * @param signal checked between prompts and inside each patching grid, window and probe.
+ * @throws Error for a bad prompt or future, a main prompt pair of different token lengths, an
+ *   intervention that does not fit the main prompt, or a labelled set the probe refuses (fewer
+ *   than 2 prompts in a class, a position outside a prompt).
  */
 export async function decisionReport(engine: Engine, req: ReportRequest, onProgress?: (p: ReportProgress) => void, signal?: AbortSignal): Promise<ReportResult> {
   const L = engine.spec.nLayers;
   const threshold = req.threshold ?? 0.1;
   if (!(threshold >= 0)) throw new Error(`threshold ${threshold}: give |Δ| in nats, ≥ 0`);
-  const prompts: ReportPrompt[] = [{ clean: req.clean, corrupt: req.corrupt }, ...(req.set ?? [])];
-  const total = prompts.length * 2;
+  const prompts: ReportPrompt[] = [{ clean: req.clean, corrupt: req.corrupt }, ...(req.set ?? []), ...(req.labelled ? labelledPairs(req.labelled) : [])];
+  const win = req.window;
+  const stages = win ? 3 : 2;
+  const total = prompts.length * stages + (req.labelled ? 1 : 0);
   let done = 0;
   const numbers: PromptNumbers[] = [];
   let main: PatchingResult | null = null;
-  let skipped = 0;
+  let skipped = 0, windowSkipped = 0;
+  let windowMeta: { ks: number[]; score: WindowScore; maxNewTokens: number } | null = null;
   for (const [i, p] of prompts.entries()) {
     signal?.throwIfAborted();
     const a = await engine.analyse({ prompt: p.clean, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad });
@@ -156,7 +252,21 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
       skipped++;
     }
     onProgress?.({ done: ++done, total, stage: `patching ${i + 1}/${prompts.length}` });
-    numbers.push({ clean: p.clean, corrupt: p.corrupt, lensLast, finalSign, visibleLayer, visibleToken, maxRecovery, causalLayer, causalPositions });
+    let window: PromptWindow | null = null;
+    if (win) {
+      try {
+        const input = { prompt: p.clean, chatTemplate: req.chatTemplate };
+        const interventions = await win.interventions({ ...input, nPrompt: T });
+        const w = await interventionWindow(engine, { ...input, good: req.good, bad: req.bad, interventions, maxNewTokens: win.maxNewTokens, kMax: win.kMax, score: win.score }, undefined, signal);
+        window = { outcome: w.outcome, unsteered: w.unsteered.outcome, pointOfNoReturn: w.pointOfNoReturn };
+        windowMeta ??= { ks: w.ks, score: w.score, maxNewTokens: w.maxNewTokens };
+      } catch (e) {
+        if (i === 0 || signal?.aborted) throw e;
+        windowSkipped++; // an intervention that does not fit this prompt (positions, context): no window here
+      }
+      onProgress?.({ done: ++done, total, stage: `window ${i + 1}/${prompts.length}` });
+    }
+    numbers.push({ clean: p.clean, corrupt: p.corrupt, lensLast, finalSign, visibleLayer, visibleToken, maxRecovery, causalLayer, causalPositions, window });
   }
   const g = main!;
   const set = numbers.length > 1;
@@ -171,6 +281,45 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   };
   const visibleCurve = meanCurve(aligned), causalCurve = meanCurve(recov);
   const m = numbers[0];
+
+  let probe: ReportResult['probe'] = null;
+  if (req.labelled) {
+    signal?.throwIfAborted();
+    const ls = req.labelled;
+    const pr = await probeLayers(engine, { ...req.probe, positive: ls.positive, negative: ls.negative, classes: ls.classes, position: ls.position, chatTemplate: req.chatTemplate }, undefined, signal);
+    onProgress?.({ done: ++done, total, stage: 'probes' });
+    // Per example, 1 where its held-out prediction is right, per row: the curves the bootstrap resamples.
+    const correct = Array.from({ length: ls.positive.length + ls.negative.length }, (_, i) => {
+      const y = i < ls.positive.length ? 1 : 0;
+      return pr.heldOut.map((s) => ((s[i] > 0 ? 1 : 0) === y ? 1 : 0));
+    });
+    probe = {
+      firstLayer95: pr.firstLayer95, accuracy: pr.accuracy, band: band(correct),
+      interval: bootstrapStatistic(correct, firstAt95, opts).interval,
+      controlAccuracy: pr.controlAccuracy, auroc: pr.auroc, classes: pr.classes, nPositive: pr.nPositive, nNegative: pr.nNegative, folds: pr.folds,
+    };
+  }
+
+  let changeable: ReportResult['changeable'] = null;
+  if (win && windowMeta) {
+    const { ks } = windowMeta;
+    if (!set) {
+      const w = m.window!;
+      changeable = { ...windowMeta, pointOfNoReturn: w.pointOfNoReturn, outcome: w.outcome, unsteered: w.unsteered, band: null, interval: null, skipped: 0 };
+    } else {
+      // Toward each prompt's own unsteered outcome: positive = not flipped, negative = flipped.
+      const ws = numbers.flatMap((n) => (n.window && n.window.unsteered !== 0 ? [n.window] : []));
+      const curves = ws.map((w) => w.outcome.map((o) => o * Math.sign(w.unsteered)));
+      const unsteered = ws.reduce((acc, w) => acc + Math.abs(w.unsteered), 0) / ws.length;
+      const outcome = meanCurve(curves);
+      changeable = {
+        ...windowMeta, outcome, unsteered, pointOfNoReturn: pointOfNoReturn(ks, outcome, unsteered),
+        band: band(curves), interval: bootstrapStatistic(curves, (c) => pointOfNoReturn(ks, c, 1), opts).interval,
+        skipped: windowSkipped + numbers.filter((n) => n.window?.unsteered === 0).length,
+      };
+    }
+  }
+
   return {
     nPrompts: numbers.length,
     label: set ? `${numbers.length} prompts: means with 95 % percentile-bootstrap intervals over prompts (${opts.resamples ?? 2000} resamples)` : 'one prompt: no interval (give a prompt set for bootstrap intervals)',
@@ -190,8 +339,8 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
       interval: recov.length > 1 ? bootstrapStatistic(recov, (c) => firstAtLeast(c, CAUSAL_RECOVERY), opts).interval : null,
       skipped,
     },
-    probe: null,
-    changeable: null,
+    probe,
+    changeable,
     patching: g,
     prompts: numbers,
   };

@@ -29,9 +29,13 @@ export function reportJson(r: ReportResult): Record<string, unknown> {
     lens_margin: r.visible.curve, lens_margin_band: r.visible.band,
     causal_layer: r.causal.layer, causal_positions: r.causal.positions, causal_interval: r.causal.interval,
     max_recovery: r.causal.curve, max_recovery_band: r.causal.band, patch_skipped: r.causal.skipped,
-    first_layer_95: r.probe?.firstLayer95 ?? null, probe_accuracy: r.probe?.accuracy ?? null,
-    point_of_no_return: r.changeable?.pointOfNoReturn ?? null, window_ks: r.changeable?.ks ?? null, window_outcome: r.changeable?.outcome ?? null,
+    first_layer_95: r.probe?.firstLayer95 ?? null, first_layer_95_interval: r.probe?.interval ?? null,
+    probe_accuracy: r.probe?.accuracy ?? null, probe_accuracy_band: r.probe?.band ?? null, probe_control_accuracy: r.probe?.controlAccuracy ?? null,
+    probe_classes: r.probe?.classes ?? null,
+    point_of_no_return: r.changeable?.pointOfNoReturn ?? null, point_of_no_return_interval: r.changeable?.interval ?? null,
+    window_ks: r.changeable?.ks ?? null, window_outcome: r.changeable?.outcome ?? null, window_outcome_band: r.changeable?.band ?? null,
+    window_unsteered_outcome: r.changeable?.unsteered ?? null, window_score: r.changeable?.score ?? null, window_skipped: r.changeable?.skipped ?? null,
     patch: patchJson(r.patching),
-    prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer })),
+    prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer, point_of_no_return: p.window?.pointOfNoReturn ?? null })),
   };
 }
