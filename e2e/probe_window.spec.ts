@@ -2,6 +2,7 @@ import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { STORIES } from './golden';
+import { open, settled } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -41,25 +42,12 @@ test.beforeAll(async () => {
   }
 });
 
-async function openWorkbench(page: Page) {
-  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
-  await page.setViewportSize({ width: 1500, height: 1000 });
-  await page.goto('/');
-  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-}
-
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
-
 /** The y values of a LineChart series, in x order. */
 const seriesY = (page: Page, chart: string, name: string) =>
   page.getByTestId(chart).locator(`g.series[data-series="${name}"] circle`).evaluateAll((cs) => cs.map((c) => Number(c.getAttribute('data-y'))));
 
 test('probe curve of the he/she example: chance at the embeddings, separable at the last layer, as the engine computes it', async ({ page }) => {
-  await openWorkbench(page);
+  await open(page, { width: 1500, height: 1000 });
   await page.getByTestId('tab-probe').click();
   await expect(page.getByTestId('probe-positive')).toHaveValue(PROBE_SET.positive.join('\n'));
   await expect(page.getByTestId('probe-class-1')).toHaveValue('boy');
@@ -82,7 +70,7 @@ test('probe curve of the he/she example: chance at the embeddings, separable at 
 });
 
 test('intervention window of the happy − sad vector: outcome per start step and the point of no return, as the engine computes them', async ({ page }) => {
-  await openWorkbench(page);
+  await open(page, { width: 1500, height: 1000 });
   // The CAA vector, built in the Vectors tab with the set's suggested prompt and futures.
   await page.getByTestId('tab-vectors').click();
   await page.getByTestId('use-suggested').click();

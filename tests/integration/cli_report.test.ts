@@ -21,7 +21,7 @@ const CLEAN = 'Lily and Tom went to the park. Lily gave the ball to';
 const CORRUPT = 'Tom and Lily went to the park. Lily gave the ball to';
 const HOOK = 'blocks.3.hook_resid_post';
 const N = 5;
-const SET = { classes: ['girl', 'boy'], positive: ['Tom went to the park. Then', 'Ben found a big red ball. Then', 'Tim saw a little dog. Then'], negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then', 'Mia saw a little dog. Then'] };
+const SET = { classes: ['girl', 'boy'] as [string, string], positive: ['Tom went to the park. Then', 'Ben found a big red ball. Then', 'Tim saw a little dog. Then'], negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then', 'Mia saw a little dog. Then'] };
 let e: Engine;
 let dir: string;
 let girl: number[];
@@ -68,7 +68,7 @@ describe('branchpoint report with an intervention and a labelled set', () => {
     expect(err).toBe('');
     expect(code).toBe(0);
     const r = JSON.parse(out) as { n_prompts: number; first_layer_95: number; first_layer_95_interval: [number, number]; probe_accuracy: number[]; probe_classes: string[]; visible_interval: unknown; point_of_no_return: null };
-    const p = await probeLayers(e, SET as never);
+    const p = await probeLayers(e, SET);
     expect(r.probe_accuracy).toEqual(p.accuracy);
     expect(r.first_layer_95).toBe(firstAt95(p.accuracy));
     expect(r.probe_classes).toEqual(['girl', 'boy']);
