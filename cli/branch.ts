@@ -9,12 +9,14 @@ import { pathOf, type DrawSettings } from '../workers/engine/branching/tree';
 import type { Args } from './args';
 import { interventionsFromArgs } from './steering';
 
-export const BRANCH_USAGE = `  branchpoint branch   --model DIR --prompt TEXT --at K --alt TEXT [--max-new-tokens N]
+export const BRANCH_USAGE = `  branchpoint branch   --model DIR --prompt TEXT (--at K | --at-prompt P) --alt TEXT [--max-new-tokens N]
                        [--good TEXT --bad TEXT] [--temperature T --top-k K --seed S] [--intervention JSON]
     generates the trunk (N new tokens), replaces new token K (0-based) by the alternative's first token
     (tokenized in context) and continues to N tokens, reusing the KV cache of the shared prefix. Prints
     trunk_ids, branch_ids (new tokens, N each), their texts, alt_id, forwarded (positions each run
-    computed), and trunk_margins / branch_margins per step when --good/--bad are given.
+    computed), and trunk_margins / branch_margins per step when --good/--bad are given. --at-prompt P
+    forks at prompt token P instead (1 ≤ P < n_prompt): prompt[0..P) + alternative, continued to the
+    trunk's length n_prompt + N; branch_ids then start at the fork (the forced token first).
   branchpoint forks    --model DIR --prompt TEXT --good TEXT --bad TEXT --samples S [--max-new-tokens N]
                        [--alternatives 1 --temperature 1 --seed 0 --horizon H --max-gap 1] [--intervention JSON]
     greedy trunk, then per generated position: gap = p(top-1) − p(top-2), and for the chosen token and
@@ -39,29 +41,38 @@ async function setup(engine: Engine, a: Args, prompt: string, futuresRequired: b
   return { req, interventions, futures: Boolean(good && bad) };
 }
 
-/** `branch`: trunk and one fork. @throws Error for a bad --at, an empty --alt, or the errors of the explorer. */
+/**
+ * `branch`: trunk and one fork, at new token K (--at) or at prompt token P (--at-prompt).
+ * @throws Error for a bad --at / --at-prompt (or both, or neither), an empty --alt, or the errors of the explorer.
+ */
 export async function branchCommand(engine: Engine, a: Args, prompt: string): Promise<unknown> {
   const { req, interventions, futures } = await setup(engine, a, prompt, false);
-  const at = num(a, 'at', NaN);
   const N = req.maxNewTokens;
-  if (!Number.isInteger(at) || at < 0 || at >= N) throw new Error(`--at must be a new-token index 0..${N - 1} (got ${a.flags.get('at')})`);
+  const onPrompt = a.flags.has('at-prompt');
+  if (onPrompt === a.flags.has('at')) throw new Error('give --at K (new token K, 0-based) or --at-prompt P (prompt token P, 1-based position after <s>), not both');
+  const at = onPrompt ? num(a, 'at-prompt', NaN) : num(a, 'at', NaN);
+  const T0 = engine.encodePrompt(req).length;
+  if (onPrompt && !(Number.isInteger(at) && at >= 1 && at < T0)) throw new Error(`--at-prompt must be a prompt position 1..${T0 - 1} (position 0 starts the sequence; got ${a.flags.get('at-prompt')})`);
+  if (!onPrompt && !(Number.isInteger(at) && at >= 0 && at < N)) throw new Error(`--at must be a new-token index 0..${N - 1} (got ${a.flags.get('at')})`);
   const altText = a.flags.get('alt');
-  if (!altText) throw new Error('--alt is required: the text whose first token replaces new token K');
+  if (!altText) throw new Error(`--alt is required: the text whose first token replaces ${onPrompt ? 'prompt token P' : 'new token K'}`);
   const draw: DrawSettings = { temperature: num(a, 'temperature', 0), topK: num(a, 'top-k', 0), seed: num(a, 'seed', 0), steered: interventions.length > 0 };
   const x = await BranchExplorer.start(engine, { ...req, stopAtEos: false }, draw, interventions);
   const T = x.tree.promptIds.length;
   const trunk = pathOf(x.tree, 0);
-  const prefixIds = trunk.ids.slice(0, T + at);
-  const alt = firstTokenInContext(engine, prefixIds, altText);
-  const node = await x.fork(0, T + at, alt, draw, interventions);
+  const position = onPrompt ? at : T + at;
+  const alt = firstTokenInContext(engine, trunk.ids.slice(0, position), altText);
+  const node = await x.fork(0, position, alt, draw, interventions);
   const branch = pathOf(x.tree, node.id);
-  const trunkIds = trunk.ids.slice(T), branchIds = branch.ids.slice(T);
+  // New tokens for a fork after the prompt; from the fork position on (forced token first) for a prompt fork.
+  const from = onPrompt ? position : T;
+  const trunkIds = trunk.ids.slice(T), branchIds = branch.ids.slice(from);
   return {
-    prompt_ids: x.tree.promptIds, at, alt_id: alt, alt_token: node.tokens[0], alt_prob: Math.exp(node.logProbs[0]),
+    prompt_ids: x.tree.promptIds, ...(onPrompt ? { at_prompt: at, branch_from: position } : { at }), alt_id: alt, alt_token: node.tokens[0], alt_prob: Math.exp(node.logProbs[0]),
     trunk_ids: trunkIds, branch_ids: branchIds,
-    trunk_text: engine.continuationText(x.tree.promptIds, trunkIds), branch_text: engine.continuationText(x.tree.promptIds, branchIds),
+    trunk_text: engine.continuationText(x.tree.promptIds, trunkIds), branch_text: engine.continuationText(branch.ids.slice(0, from), branchIds),
     forwarded: { trunk: x.tree.nodes[0].forwarded, branch: node.forwarded },
-    ...(futures ? { trunk_margins: trunk.margins.slice(T), branch_margins: branch.margins.slice(T) } : {}),
+    ...(futures ? { trunk_margins: trunk.margins.slice(T), branch_margins: branch.margins.slice(from) } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import { test, expect, type Page } from '@playwright/test';
+import { test, expect } from '@playwright/test';
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { csvParse } from 'd3';
 import { STORIES, referencePrompt } from './golden';
+import { open, settled } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -20,20 +21,6 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SHOTS = '.artifacts/screenshots';
 const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
 const N = 12, K = 4;
-
-/** Opens the workbench and waits for stories260K on WebGPU. */
-async function open(page: Page) {
-  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
-  await page.setViewportSize({ width: 1400, height: 1000 });
-  await page.goto('/');
-  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-}
-
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
 
 test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
@@ -66,13 +53,33 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
   expect(branch[T + K]).toBe(alt);
 
   const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
-  try {
-    const seq = branch.slice(0, T + K + 1);
+  /** Greedy decoding of a prefix to T + N tokens by full recomputation (no KV cache). */
+  const greedy = async (prefix: number[]) => {
+    const seq = [...prefix];
     while (seq.length < T + N) {
       const { logits } = await e.run(seq, { logits: 'last' });
       seq.push(logits.indexOf(Math.max(...logits)));
     }
-    expect(branch).toEqual(seq);
+    return seq;
+  };
+  try {
+    expect(branch).toEqual(await greedy(branch.slice(0, T + K + 1)));
+    // A fork from a prompt token (position 3 of the trunk): prompt[0..3) + its second alternative, continued to T + N.
+    await page.getByTestId('tree-node-0').click();
+    await page.locator('[data-testid="path-token"][data-position="3"]').click();
+    await expect(page.getByTestId('fork-panel')).toHaveAttribute('data-position', '3');
+    const promptAlt = Number(await page.getByTestId('alternative-1').getAttribute('data-id'));
+    await page.getByTestId('fork-1').click();
+    await settled(page);
+    const pnode = page.getByTestId('tree-node-2');
+    await expect(pnode).toHaveAttribute('data-start', '3');
+    await expect(pnode).toHaveAttribute('data-parent', '0');
+    await expect(pnode).toHaveAttribute('data-forwarded', String(T + N - 1 - 3)); // positions 3 .. T + N − 2; 0..2 from the cache
+    const pbranch = await page.getByTestId('path-token').evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.id)));
+    expect(pbranch.slice(0, 3)).toEqual(trunk.slice(0, 3));
+    expect(pbranch[3]).toBe(promptAlt);
+    expect(pbranch).toEqual(await greedy(pbranch.slice(0, 4)));
+    await page.getByTestId('tree-node-1').dispatchEvent('click'); // back to the first fork (the prompt fork's row lies over its label)
   } finally {
     e.dispose();
   }

@@ -12,7 +12,7 @@ import type { VectorFormat } from './engine/steering/vector_io';
 import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/branching/explorer';
 import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/branching/forks';
 import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/branching/tree';
-import type { BatchProgress, BatchResult, BatchRow } from './engine/batch/batch';
+import type { BatchProgress, BatchRequest, BatchResult, BatchRow } from './engine/batch/batch';
 import type { BatchMetric } from './engine/batch/metrics';
 import type { StudyTemplate } from './engine/batch/template';
 import type { ValuesTable } from './engine/batch/values';
@@ -61,6 +61,9 @@ export interface BatchJob {
   metrics?: BatchMetric[];
   visibleThreshold?: number;
   sinkEps?: number;
+  /** probe_score's direction and hook; patch_recovery's cell (batch/batch.ts BatchRequest). */
+  probe?: BatchRequest['probe'];
+  patchCell?: BatchRequest['patchCell'];
 }
 export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
 export type { ReportPrompt, ReportLabelledSet } from './engine/analysis/report';

@@ -46,7 +46,7 @@ export async function runBatch(): Promise<void> {
     const template = parseTemplate(s.batchTemplate);
     const values = parseValues(s.batchValues, (s.batchValuesName && formatOfName(s.batchValuesName)) || undefined);
     const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
-    const job: BatchJob & { specs?: typeof specs; specLabels?: string[] } = { template, values, chatTemplate: s.chatTemplate, ...(applied.length ? { specs, specLabels } : {}) };
+    const job: BatchJob & { specs?: typeof specs; specLabels?: string[] } = { template, values, chatTemplate: s.chatTemplate, ...(applied.length ? { specs, specLabels } : {}), ...batchColumns() };
     s.startBatchRows(s.modelLabel ?? '');
     if (!s.batchX || !values.columns.includes(s.batchX)) s.setBatchPlot({ x: template.x ?? values.columns[0] });
     s.setJobSteps({ done: 0, total: values.rows.length });
@@ -55,6 +55,24 @@ export async function runBatch(): Promise<void> {
     const result = await inOrder((w) => w.batch(job, onRow, onProgress));
     useStore.getState().setBatchResult(result);
   }, { cancellable: true });
+}
+
+/**
+ * The probe_score direction (a library vector, read at its hook) and the patch_recovery cell, as
+ * set in the view. @throws Error for a library vector without a hook, or a cell without a corrupt template.
+ */
+function batchColumns(): Pick<BatchJob, 'probe' | 'patchCell'> {
+  const s = useStore.getState();
+  const c = s.batchColumns;
+  const out: Pick<BatchJob, 'probe' | 'patchCell'> = {};
+  if (c.probeVectorId) {
+    const v = s.vectors.find((x) => x.id === c.probeVectorId);
+    if (!v) throw new Error('the probe-score vector is no longer in the library: choose another one');
+    if (!v.hook) throw new Error(`vector “${v.name}” names no hook to read the probe score at: build it (or a probe direction) at a hook`);
+    out.probe = { hook: v.hook, vector: v.vector.slice() };
+  }
+  if (c.patch) out.patchCell = { hook: c.patchHook, layer: c.patchLayer, position: c.patchPosition };
+  return out;
 }
 
 /** Opens one prompt of the study in the workbench: its prompt and futures, analysed, on the margin heatmap. */

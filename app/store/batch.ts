@@ -1,6 +1,17 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { BatchMetric, BatchResult, BatchRow } from '../../workers/protocol';
+import type { BatchMetric, BatchResult, BatchRow, PatchHook } from '../../workers/protocol';
+
+/** The batch columns that need settings: a probe direction (a library vector) and a patch cell. */
+export interface BatchColumns {
+  /** Library vector whose projection is probe_score (null: no probe_score column). */
+  probeVectorId: string | null;
+  /** Add patch_recovery at (hook, layer, position; negative counts from the end). */
+  patch: boolean;
+  patchHook: PatchHook;
+  patchLayer: number;
+  patchPosition: number;
+}
 
 /** A batch study as edited in its view, and its results (rows stream in while it runs). */
 export interface BatchSlice {
@@ -19,6 +30,8 @@ export interface BatchSlice {
   /** Table: sort column and direction, and a text filter over every cell. */
   batchSort: { key: string; desc: boolean } | null;
   batchFilter: string;
+  batchColumns: BatchColumns;
+  setBatchColumns(patch: Partial<BatchColumns>): void;
   setBatchInput(patch: { template?: string; values?: string; valuesName?: string | null }): void;
   startBatchRows(model: string): void;
   addBatchRow(r: BatchRow): void;
@@ -39,6 +52,8 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
   batchY: 'final_margin',
   batchSort: null,
   batchFilter: '',
+  batchColumns: { probeVectorId: null, patch: false, patchHook: 'resid_pre', patchLayer: 0, patchPosition: -1 },
+  setBatchColumns: (p) => set((s) => ({ batchColumns: { ...s.batchColumns, ...p } })),
   setBatchInput: (p) => set((s) => ({
     batchTemplate: p.template ?? s.batchTemplate,
     batchValues: p.values ?? s.batchValues,

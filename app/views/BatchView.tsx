@@ -2,12 +2,42 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { loadExample, openRow, runBatch, studyExamples, type StudyExample } from '../actions/batch';
 import { ExportButtons } from '../components/ExportButtons';
+import { FilePickButton } from '../components/FilePickButton';
 import { IntervalChart } from '../components/IntervalChart';
-import { fixed } from '../lib/format';
+import { fixed, vectorLabel } from '../lib/format';
 import { flatRow } from '../../workers/engine/batch/batch';
 import { summarize } from '../../workers/engine/batch/aggregate';
 import { parseTemplate } from '../../workers/engine/batch/template';
-import { BATCH_METRICS, METRIC_DOCS, type BatchMetric } from '../../workers/engine/batch/metrics';
+import { ANALYSIS_METRICS, METRIC_DOCS, type BatchMetric } from '../../workers/engine/batch/metrics';
+import { PATCH_HOOKS, type PatchHook } from '../../workers/engine/analysis/patching';
+
+/** The columns that need settings: probe_score (a library vector at its hook) and patch_recovery (a cell). */
+function ExtraColumns() {
+  const c = useStore((s) => s.batchColumns);
+  const update = useStore((s) => s.setBatchColumns);
+  const vectors = useStore((s) => s.vectors);
+  const nLayers = useStore((s) => s.info?.nLayers ?? 1);
+  return (
+    <div className="row settings" data-testid="batch-columns">
+      <label title={METRIC_DOCS.probe_score}>probe_score of
+        <select data-testid="batch-probe-vector" value={c.probeVectorId ?? ''} onChange={(e) => update({ probeVectorId: e.target.value || null })}>
+          <option value="">— (no column)</option>
+          {vectors.map((v) => <option key={v.id} value={v.id} disabled={!v.hook}>{vectorLabel(v)}</option>)}
+        </select>
+      </label>
+      {vectors.length === 0 && <span className="muted">(build a vector or send a probe direction to the library first)</span>}
+      <label title={METRIC_DOCS.patch_recovery}>
+        <input type="checkbox" data-testid="batch-patch" checked={c.patch} onChange={(e) => update({ patch: e.target.checked })} /> patch_recovery at
+      </label>
+      <select data-testid="batch-patch-hook" aria-label="patched hook" value={c.patchHook} disabled={!c.patch} onChange={(e) => update({ patchHook: e.target.value as PatchHook })}>
+        {Object.keys(PATCH_HOOKS).map((h) => <option key={h} value={h}>{h}</option>)}
+      </select>
+      <label>layer <input type="number" className="short" min={0} max={nLayers - 1} data-testid="batch-patch-layer" value={c.patchLayer} disabled={!c.patch} onChange={(e) => update({ patchLayer: Number(e.target.value) })} /></label>
+      <label title="token position (−1 = the last), or the head for z">{c.patchHook === 'z' ? 'head' : 'position'} <input type="number" className="short" data-testid="batch-patch-position" value={c.patchPosition} disabled={!c.patch} onChange={(e) => update({ patchPosition: Number(e.target.value) })} /></label>
+      {c.patch && <span className="muted">(each prompt patched into its template's “corrupt” variant)</span>}
+    </div>
+  );
+}
 
 /** The template and values editors, the shipped examples, Run. */
 function StudyForm() {
@@ -19,7 +49,6 @@ function StudyForm() {
   const ready = useStore((s) => s.modelStatus === 'ready');
   const [examples, setExamples] = useState<StudyExample[]>([]);
   const [problem, setProblem] = useState<string | null>(null);
-  const file = useRef<HTMLInputElement | null>(null);
   useEffect(() => { studyExamples().then(setExamples, (e: Error) => setProblem(`the examples could not be listed: ${e.message}`)); }, []);
   const description = useMemo(() => { try { return parseTemplate(template).description ?? null; } catch { return null; } }, [template]);
   return (
@@ -30,7 +59,7 @@ function StudyForm() {
         {problem && <span className="export-problem">{problem}</span>}
       </div>
       <div className="row study-inputs">
-        <label className="grow">Template <span className="muted">{'JSON: {"prompt": "…{var}…", "good": " {a}", "bad": " {b}", "x": "var"}'}</span>
+        <label className="grow">Template <span className="muted">{'JSON: {"prompt": "…{var}…", "good": " {a}", "bad": " {b}", "corrupt": "…", "x": "var"}'}</span>
           <textarea data-testid="batch-template" rows={7} spellCheck={false} value={template} onChange={(e) => setInput({ template: e.target.value })} />
         </label>
         <label className="grow">Values <span className="muted">{valuesName ? `from ${valuesName}` : 'CSV, TSV, JSON Lines or a JSON array; one row per prompt'}</span>
@@ -38,10 +67,9 @@ function StudyForm() {
         </label>
       </div>
       {description && <p className="hint" data-testid="batch-description">{description}</p>}
+      <ExtraColumns />
       <div className="row">
-        <button type="button" onClick={() => file.current?.click()} disabled={!!job}>Load values file…</button>
-        <input ref={file} type="file" hidden accept=".csv,.tsv,.jsonl,.ndjson,.json" data-testid="batch-values-file"
-          onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void f.text().then((t) => setInput({ values: t, valuesName: f.name })); }} />
+        <FilePickButton label="Load values file…" accept=".csv,.tsv,.jsonl,.ndjson,.json" testId="batch-values-file" disabled={!!job} onFile={(f) => void f.text().then((t) => setInput({ values: t, valuesName: f.name }))} />
         <button type="button" className="primary" data-testid="run-batch" disabled={!!job || !ready} onClick={() => void runBatch()}>Run batch</button>
         <span className="hint">Runs every row with the model loaded (and the enabled interventions); Cancel keeps the rows done.</span>
       </div>
@@ -69,7 +97,7 @@ export function BatchView() {
   const job = useStore((s) => s.job);
   const svg = useRef<SVGSVGElement | null>(null);
   const columns = useMemo(() => [...new Set(rows.flatMap((r) => Object.keys(r.vars)))], [rows]);
-  const metrics: BatchMetric[] = result?.metrics ?? [...BATCH_METRICS];
+  const metrics: BatchMetric[] = result?.metrics ?? (rows[0] ? (Object.keys(rows[0].metrics) as BatchMetric[]) : [...ANALYSIS_METRICS]);
   const records = useMemo(() => rows.map((r) => ({ row: r, flat: flatRow(r, columns, metrics) })), [rows, columns, metrics]);
   const x = xVar && columns.includes(xVar) ? xVar : columns[0] ?? null;
   const summary = useMemo(() => (x && rows.length ? summarize(rows, [yMetric], x) : null), [rows, x, yMetric]);

@@ -5,6 +5,7 @@ import { findForkPoints, forkTo, pickForkSite, restoreTree, startTree } from '..
 import { BranchTreeChart, nodeColourScale, nodeValue } from '../components/BranchTreeChart';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
+import { FilePickButton } from '../components/FilePickButton';
 import { LineChart, type Series } from '../components/LineChart';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
@@ -33,7 +34,6 @@ function TreeForm() {
   const setGeneration = useStore((s) => s.setGeneration);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const file = useRef<HTMLInputElement | null>(null);
   const num = (v: string, f: (n: number) => void) => { const n = Number(v); if (Number.isFinite(n)) f(n); };
   return (
     <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job && ready) void startTree(); }}>
@@ -52,8 +52,7 @@ function TreeForm() {
       </label>
       <span className="actions">
         <button type="submit" className="primary" data-testid="branch-start" disabled={!!job || !ready}>Generate trunk</button>
-        <button type="button" onClick={() => file.current?.click()} disabled={!!job || !ready}>Open tree…</button>
-        <input ref={file} type="file" accept=".json,application/json" hidden data-testid="branch-restore" onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void restoreTree(f); }} />
+        <FilePickButton label="Open tree…" accept=".json,application/json" testId="branch-restore" disabled={!!job || !ready} onFile={(f) => void restoreTree(f)} />
       </span>
     </form>
   );

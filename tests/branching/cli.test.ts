@@ -38,9 +38,33 @@ describe('branchpoint branch', () => {
     expect(out.forwarded.branch).toBeLessThanOrEqual(N - K);
   });
 
+  it('--at-prompt P forks at a prompt token: prompt[0..P) + the alternative, then greedy decoding by full recomputation to n_prompt + N', async () => {
+    const N = 6, P = 4;
+    const r = await runCli(['branch', '--model', MODEL, '--prompt', lily.prompt, '--at-prompt', String(P), '--alt', ' dog', '--max-new-tokens', String(N), '--good', ' Tom', '--bad', ' Lily']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out.trunk_ids).toEqual(lily.greedy_ids.slice(0, N));
+    const head = e.tokenizer.decode(lily.input_ids.slice(0, P), { skip_special_tokens: true });
+    expect(out.alt_id).toBe(e.tokenizer.encode(head + ' dog').slice(P)[0]);
+    expect(out.alt_id).not.toBe(lily.input_ids[P]);
+    expect(out.branch_from).toBe(P);
+    const seq = [...lily.input_ids.slice(0, P), out.alt_id];
+    while (seq.length < lily.n_prompt + N) {
+      const { logits } = await e.run(seq, { logits: 'last' });
+      seq.push(logits.indexOf(Math.max(...logits)));
+    }
+    expect(out.branch_ids).toEqual(seq.slice(P));
+    expect(out.branch_margins).toHaveLength(lily.n_prompt + N - P);
+    expect(out.forwarded.branch).toBeLessThanOrEqual(lily.n_prompt + N - P); // the prefix prompt[0..P) is read from the cache
+  });
+
   it('refuses --at outside the new tokens with a readable message', async () => {
     const r = await runCli(['branch', '--model', MODEL, '--prompt', 'Once upon a time', '--at', '9', '--alt', ' dog', '--max-new-tokens', '4']);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/--at must be a new-token index 0\.\.3/);
+    const p = await runCli(['branch', '--model', MODEL, '--prompt', 'Once upon a time', '--at-prompt', '0', '--alt', ' dog', '--max-new-tokens', '4']);
+    expect(p.code).toBe(1);
+    expect(p.err).toMatch(/--at-prompt must be a prompt position 1\.\./);
   });
 });

@@ -54,6 +54,11 @@ export interface PatchingRequest {
   metric?: PatchMetric;
   /** false: one full forward per cell (the naive loop). Default true (prefix KV reuse). */
   reuse?: boolean;
+  /**
+   * Run this one cell only (layer, column = position or head; a negative column counts from the
+   * end: −1 = the last position): the other cells and the whole-layer patches are NaN.
+   */
+  only?: { layer: number; col: number };
 }
 
 export interface PatchingResult {
@@ -76,7 +81,7 @@ export interface PatchingResult {
   /** Δ of the unpatched clean and corrupted runs (nats). */
   cleanMargin: number;
   corruptMargin: number;
-  /** Δ with one cell patched [n_layers·n_cols], row-major (layer, column). */
+  /** Δ with one cell patched [n_layers·n_cols], row-major (layer, column); NaN where not run (`only`). */
   patchedMargin: Float32Array;
   /** r per cell [n_layers·n_cols]. */
   recovery: Float32Array;
@@ -103,7 +108,8 @@ interface Cell { layer: number; col: number; iv: Intervention; from: number }
  * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
  * @param signal checked between runs; when aborted the job throws signal.reason.
  * @throws Error for prompts of different token lengths (both lengths named), equal clean and
- *   corrupted margins (r undefined), an unknown hook, a bad future, or a prompt too long.
+ *   corrupted margins (r undefined), an unknown hook, a bad future, a prompt too long, or an
+ *   `only` cell outside the grid.
  */
 export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: PatchingProgress) => void, signal?: AbortSignal): Promise<PatchingResult> {
   const s = engine.spec, L = s.nLayers;
@@ -172,14 +178,24 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   const spanFrom = (from: number) => (reuse && Number.isFinite(from) ? { start: from, end: T } : 'all' as const);
   const cells: Cell[] = [];
   const layerCells: Cell[] = [];
+  let only: { layer: number; col: number } | null = null;
+  if (req.only) {
+    const col = req.only.col < 0 ? C + req.only.col : req.only.col;
+    if (!Number.isInteger(req.only.layer) || req.only.layer < 0 || req.only.layer >= L) throw new Error(`patch cell: layer ${req.only.layer} is outside 0..${L - 1}`);
+    if (!Number.isInteger(col) || col < 0 || col >= C) throw new Error(`patch cell: ${heads ? 'head' : 'position'} ${req.only.col} is outside the ${C} ${heads ? 'heads' : `positions of “${req.clean}”`} (negative counts from the end)`);
+    only = { layer: req.only.layer, col };
+  }
   for (let l = 0; l < L; l++) {
+    if (only && l !== only.layer) continue;
     for (let c = 0; c < C; c++) {
+      if (only && c !== only.col) continue;
       const from = heads ? firstDiff(l, c * s.dHead, (c + 1) * s.dHead) : firstDiff(l, 0, width, c, c + 1);
       const iv: Intervention = heads
         ? { hook: hooks[l], op: patchOp(l), positions: spanFrom(from), groups: { size: s.dHead, indices: [c] } }
         : { hook: hooks[l], op: patchOp(l), positions: [c] };
       cells.push({ layer: l, col: c, iv, from });
     }
+    if (only) continue;
     const from = firstDiff(l, 0, width);
     const all: Intervention = { hook: hooks[l], op: patchOp(l), positions: spanFrom(from) };
     layerCells.push({ layer: l, col: -1, iv: heads ? { ...all, groups: { size: s.dHead, indices: Array.from({ length: C }, (_, h) => h) } } : all, from });
@@ -206,8 +222,8 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   };
   // Latest start first: each run then finds its prefix rows still holding the reference.
   const order = reuse ? [...cells, ...layerCells].sort((a, b) => (Number.isFinite(b.from) ? b.from : T) - (Number.isFinite(a.from) ? a.from : T)) : [...cells, ...layerCells];
-  const patchedMargin = new Array<number>(L * C).fill(0);
-  const layerPatched = new Array<number>(L).fill(0);
+  const patchedMargin = new Array<number>(L * C).fill(only ? NaN : 0);
+  const layerPatched = new Array<number>(L).fill(only ? NaN : 0);
   for (const cell of order) {
     await step();
     const m = await patched(cell);

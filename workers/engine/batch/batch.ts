@@ -8,16 +8,25 @@
 import type { Engine } from '../engine';
 import type { PromptInput } from '../api';
 import type { Intervention } from '../model/intervention';
+import { hookWidth } from '../steering/hook_width';
+import { patchingGrid, type PatchHook } from '../analysis/patching';
 import { expandStudy, type BatchPrompt, type StudyTemplate } from './template';
-import { BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
+import { ANALYSIS_METRICS, BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
 import type { ValueRow, ValuesTable } from './values';
 
 export interface BatchRequest {
   template: StudyTemplate;
   values: ValuesTable;
   chatTemplate?: boolean;
-  /** Columns to keep (default all of BATCH_METRICS). */
+  /** Columns to keep (default the Analysis metrics, plus probe_score / patch_recovery when set up). */
   metrics?: BatchMetric[];
+  /** probe_score: the direction v [width of hook] read at `hook` (e.g. a probe's difference of means). */
+  probe?: { hook: string; vector: Float32Array };
+  /**
+   * patch_recovery: the cell (hook of analysis/patching.ts, layer, position; a negative position
+   * counts from the end) patched from each clean prompt into its corrupt variant (template.corrupt).
+   */
+  patchCell?: { hook: PatchHook; layer: number; position: number };
   /** |Δ| threshold of lens_visible_layer, nats (default 1). */
   visibleThreshold?: number;
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
@@ -53,6 +62,11 @@ export interface BatchResult {
 
 export interface BatchProgress { done: number; total: number }
 
+/** The columns of a study: the asked ones, else the Analysis metrics plus probe_score / patch_recovery when set up. */
+export function batchMetrics(req: Pick<BatchRequest, 'metrics' | 'probe' | 'patchCell'>): BatchMetric[] {
+  return req.metrics ?? [...ANALYSIS_METRICS, ...(req.probe ? ['probe_score' as const] : []), ...(req.patchCell ? ['patch_recovery' as const] : [])];
+}
+
 /**
  * Runs the study.
  * @param onRow called with each finished row, in order (the UI fills its table as they come).
@@ -64,8 +78,20 @@ export interface BatchProgress { done: number; total: number }
  */
 export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void, signal?: AbortSignal): Promise<BatchResult> {
   const prompts: BatchPrompt[] = expandStudy(req.template, req.values);
-  const metrics = req.metrics ?? [...BATCH_METRICS];
+  const metrics = batchMetrics(req);
   for (const m of metrics) if (!(BATCH_METRICS as readonly string[]).includes(m)) throw new Error(`unknown metric "${m}" (known: ${BATCH_METRICS.join(', ')})`);
+  const probe = metrics.includes('probe_score') ? req.probe : undefined;
+  if (metrics.includes('probe_score')) {
+    if (!probe) throw new Error('probe_score needs a direction and the hook it is read at (e.g. a probe direction from the vector library)');
+    const w = hookWidth(engine.spec, probe.hook).width;
+    if (probe.vector.length !== w) throw new Error(`probe_score: the direction has ${probe.vector.length} values; ${probe.hook} is ${w} wide`);
+  }
+  if (metrics.includes('patch_recovery')) {
+    if (!req.patchCell) throw new Error('patch_recovery needs a cell: the hook, layer and position to patch');
+    if (!req.template.corrupt) throw new Error('patch_recovery needs the corrupted variant of each prompt: a "corrupt" template (or a corrupt column in a prompt list)');
+  }
+  const norm = probe ? Math.hypot(...probe.vector) : 1;
+  if (probe && !(norm > 0)) throw new Error('probe_score: the direction is the zero vector');
   const visibleThreshold = req.visibleThreshold ?? 1;
   const sinkEps = req.sinkEps ?? 0.3;
   const rows: BatchRow[] = [];
@@ -79,8 +105,22 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       row.nTokens = engine.encodePrompt(input).length;
       const interventions = req.interventions ? await req.interventions({ ...input, nPrompt: row.nTokens }) : [];
       const a = await engine.analyse({ ...input, good: { text: p.good }, bad: { text: p.bad }, interventions, sinkEps });
-      const all = metricsOf(a, visibleThreshold);
-      row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m]]));
+      const all: Partial<Record<BatchMetric, number | null>> = metricsOf(a, visibleThreshold);
+      if (probe) {
+        // The residual stream at the last prompt token, under the same interventions, projected on v/‖v‖.
+        const ids = engine.encodePrompt(input);
+        const h = (await engine.run(ids, { capture: [probe.hook], interventions, logits: 'last' })).captured.get(probe.hook)!;
+        const d = probe.vector.length, t = ids.length - 1;
+        let dot = 0;
+        for (let j = 0; j < d; j++) dot += h[t * d + j] * probe.vector[j];
+        all.probe_score = dot / norm;
+      }
+      if (req.patchCell && metrics.includes('patch_recovery')) {
+        const c = req.patchCell;
+        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate: req.chatTemplate, good: { text: p.good }, bad: { text: p.bad }, hook: c.hook, only: { layer: c.layer, col: c.position } });
+        all.patch_recovery = g.recovery.find((r) => !Number.isNaN(r)) ?? null;
+      }
+      row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m] ?? null]));
     } catch (e) {
       row.error = (e as Error).message;
       row.metrics = Object.fromEntries(metrics.map((m) => [m, null]));

@@ -1,10 +1,14 @@
 /**
- * The scalar columns of a batch study, each computed from one prompt's Analysis (DESIGN.md §3).
+ * The scalar columns of a batch study (DESIGN.md §3). The first four come from one prompt's
+ * Analysis (metricsOf); probe_score and patch_recovery need a direction or a patch cell and are
+ * computed in batch.ts (analysis/patching.ts, a captured hook).
  */
 import type { Analysis } from '../api';
 
-export const BATCH_METRICS = ['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate'] as const;
+export const BATCH_METRICS = ['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate', 'probe_score', 'patch_recovery'] as const;
 export type BatchMetric = (typeof BATCH_METRICS)[number];
+/** The columns every prompt's Analysis gives, without further settings. */
+export const ANALYSIS_METRICS = ['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate'] as const satisfies readonly BatchMetric[];
 
 /** What each column means (the runner's help, the table's header titles). */
 export const METRIC_DOCS: Record<BatchMetric, string> = {
@@ -12,6 +16,8 @@ export const METRIC_DOCS: Record<BatchMetric, string> = {
   sequence_margin: 'teacher-forced Δ of the whole futures (sum of the branch tokens\' log-probs; nats)',
   lens_visible_layer: 'earliest lens layer (0 = embeddings) from which Δ at the last prompt token keeps its final sign with |Δ| ≥ the threshold; empty when the final |Δ| is below it',
   sink_rate: 'fraction of heads with α_0 > ε, averaged over layers (Gu et al. 2024, arXiv 2410.10781)',
+  probe_score: 'projection h·v/‖v‖ of the residual stream at the last prompt token on a direction v read at its hook (e.g. a probe\'s difference of means; Alain & Bengio arXiv 1610.01644); units of the hook\'s activations',
+  patch_recovery: 'normalised recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) when the clean prompt\'s value at one (hook, layer, position) is patched into the template\'s corrupt variant (final margin, denoising; Heimersheim & Nanda arXiv 2404.15255)',
 };
 
 /** Reads a `--metric` list: names separated by commas, or "all". @throws Error naming an unknown metric. */
@@ -40,8 +46,8 @@ export function lensVisibleLayer(lensMargin: Float32Array, nLayers: number, T: n
   return l;
 }
 
-/** Every metric of one analysed prompt (the last prompt token is the decision position). */
-export function metricsOf(a: Analysis, visibleThreshold: number): Record<BatchMetric, number | null> {
+/** Every Analysis metric of one analysed prompt (the last prompt token is the decision position). */
+export function metricsOf(a: Analysis, visibleThreshold: number): Record<(typeof ANALYSIS_METRICS)[number], number | null> {
   const T = a.ids.length;
   const rates = Array.from(a.sinks.sinkRate);
   return {

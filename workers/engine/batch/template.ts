@@ -10,6 +10,11 @@ export interface StudyTemplate {
   prompt: string;
   good: string;
   bad: string;
+  /**
+   * The corrupted variant of the prompt (patch_recovery: the clean prompt's value at the chosen
+   * cell is patched into it), e.g. the prompt with the names swapped; same token length.
+   */
+  corrupt?: string;
   /** The variable a plot puts on its x axis by default (e.g. "n"). */
   x?: string;
   /** The metric a plot shows by default (e.g. "sequence_margin"). */
@@ -18,8 +23,13 @@ export interface StudyTemplate {
   description?: string;
 }
 
-/** A list of prompts with their own futures: columns prompt, good, bad. */
+/** A list of prompts with their own futures: columns prompt, good, bad (and corrupt, when the table has it). */
 export const PROMPT_LIST_TEMPLATE: StudyTemplate = { prompt: '{prompt}', good: '{good}', bad: '{bad}' };
+
+/** The prompt-list template for a table: with a `corrupt` column, each prompt's corrupted variant. */
+export function promptListTemplate(columns: readonly string[]): StudyTemplate {
+  return columns.includes('corrupt') ? { ...PROMPT_LIST_TEMPLATE, corrupt: '{corrupt}' } : PROMPT_LIST_TEMPLATE;
+}
 
 /** One prompt of the batch: the row's variables and the filled-in texts. */
 export interface BatchPrompt {
@@ -29,6 +39,8 @@ export interface BatchPrompt {
   prompt: string;
   good: string;
   bad: string;
+  /** The filled-in corrupted variant (template.corrupt), if the template has one. */
+  corrupt?: string;
 }
 
 const SLOT = /\{\{|\}\}|\{([^{}]*)\}/g;
@@ -55,7 +67,7 @@ export function fill(text: string, row: ValueRow, what = 'template'): string {
 }
 
 /**
- * Parses a template file: JSON {"prompt", "good", "bad", "x"?, "description"?}.
+ * Parses a template file: JSON {"prompt", "good", "bad", "corrupt"?, "x"?, "y"?, "description"?}.
  * @throws Error for invalid JSON or a missing or non-text field.
  */
 export function parseTemplate(text: string): StudyTemplate {
@@ -66,8 +78,8 @@ export function parseTemplate(text: string): StudyTemplate {
   for (const k of ['prompt', 'good', 'bad']) {
     if (typeof r[k] !== 'string' || (r[k] as string).length === 0) throw new Error(`template: "${k}" must be non-empty text`);
   }
-  for (const k of ['x', 'y', 'description']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new Error(`template: "${k}" must be text`);
-  return { prompt: r.prompt as string, good: r.good as string, bad: r.bad as string, ...(r.x ? { x: r.x as string } : {}), ...(r.y ? { y: r.y as string } : {}), ...(r.description ? { description: r.description as string } : {}) };
+  for (const k of ['x', 'y', 'description', 'corrupt']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new Error(`template: "${k}" must be text`);
+  return { prompt: r.prompt as string, good: r.good as string, bad: r.bad as string, ...(r.x ? { x: r.x as string } : {}), ...(r.y ? { y: r.y as string } : {}), ...(r.description ? { description: r.description as string } : {}), ...(r.corrupt ? { corrupt: r.corrupt as string } : {}) };
 }
 
 /**
@@ -76,13 +88,13 @@ export function parseTemplate(text: string): StudyTemplate {
  *   or a filled-in prompt or future is empty (naming the row).
  */
 export function expandStudy(t: StudyTemplate, table: ValuesTable): BatchPrompt[] {
-  for (const [what, text] of [['template', t.prompt], ['good future', t.good], ['bad future', t.bad]] as const) {
+  for (const [what, text] of [['template', t.prompt], ['good future', t.good], ['bad future', t.bad], ['corrupt template', t.corrupt ?? '']] as const) {
     const missing = templateVariables(text).filter((v) => v && !table.columns.includes(v));
     if (missing.length) throw new Error(`${what}: ${missing.map((v) => `{${v}}`).join(', ')} ${missing.length === 1 ? 'has' : 'have'} no column in the values table (columns: ${table.columns.join(', ')})`);
   }
   if (t.x !== undefined && !table.columns.includes(t.x)) throw new Error(`template: the plot variable "${t.x}" is not a column of the values table`);
   return table.rows.map((vars, index) => {
-    const p = { index, vars, prompt: fill(t.prompt, vars), good: fill(t.good, vars, 'good future'), bad: fill(t.bad, vars, 'bad future') };
+    const p: BatchPrompt = { index, vars, prompt: fill(t.prompt, vars), good: fill(t.good, vars, 'good future'), bad: fill(t.bad, vars, 'bad future'), ...(t.corrupt ? { corrupt: fill(t.corrupt, vars, 'corrupt template') } : {}) };
     for (const k of ['prompt', 'good', 'bad'] as const) if (p[k].length === 0) throw new Error(`values row ${index + 1}: the ${k === 'prompt' ? 'prompt' : `${k} future`} is empty`);
     return p;
   });
