@@ -25,7 +25,9 @@ const N = 12, K = 4;
 test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
 test('fork a stories260K generation at new token 4 to the second alternative: the branch joins the tree with its margin curve, its prefix is not recomputed, and it equals greedy decoding of prompt + prefix + alternative', async ({ page }) => {
+  await page.setViewportSize({ width: 1400, height: 1000 });
   await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   await page.getByTestId('prompt').fill(PROMPT);
   await page.getByTestId('tab-branches').click();
   await page.getByTestId('branch-max-new').fill(String(N));
@@ -104,7 +106,9 @@ test('the distractor example runs as a batch: one point per n with an interval, 
   const studies = path.join(ROOT, 'public', 'studies');
   const runner = promisify(execFile)(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'batch', '--model', STORIES,
     '--template', path.join(studies, 'distractor.template.json'), '--values', path.join(studies, 'distractor.values.jsonl')], { maxBuffer: 64 << 20 });
+  await page.setViewportSize({ width: 1400, height: 1000 });
   await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   await page.getByTestId('tab-batch').click();
   await page.getByTestId('example-distractor').click();
   await expect(page.getByTestId('batch-template')).toHaveValue(/distractors/);

@@ -47,7 +47,9 @@ const seriesY = (page: Page, chart: string, name: string) =>
   page.getByTestId(chart).locator(`g.series[data-series="${name}"] circle`).evaluateAll((cs) => cs.map((c) => Number(c.getAttribute('data-y'))));
 
 test('probe curve of the he/she example: chance at the embeddings, separable at the last layer, as the engine computes it', async ({ page }) => {
-  await open(page, { width: 1500, height: 1000 });
+  await page.setViewportSize({ width: 1500, height: 1000 });
+  await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   await page.getByTestId('tab-probe').click();
   await expect(page.getByTestId('probe-positive')).toHaveValue(PROBE_SET.positive.join('\n'));
   await expect(page.getByTestId('probe-class-1')).toHaveValue('boy');
@@ -70,7 +72,9 @@ test('probe curve of the he/she example: chance at the embeddings, separable at 
 });
 
 test('intervention window of the happy − sad vector: outcome per start step and the point of no return, as the engine computes them', async ({ page }) => {
-  await open(page, { width: 1500, height: 1000 });
+  await page.setViewportSize({ width: 1500, height: 1000 });
+  await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   // The CAA vector, built in the Vectors tab with the set's suggested prompt and futures.
   await page.getByTestId('tab-vectors').click();
   await page.getByTestId('use-suggested').click();

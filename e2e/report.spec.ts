@@ -54,6 +54,7 @@ const num = (s: string | null) => Number((s ?? '').replace('−', '-'));
 test('the Lily/Tom decision-point report shows the runner’s visible row, causal block and positions, and says it is one prompt', async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 1000 });
   await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   await page.getByTestId('tab-report').click();
   await page.getByTestId('run-report').click();
   await expect(page.getByTestId('progress-detail')).toContainText('stages', { timeout: 60_000 });
@@ -84,6 +85,7 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
 test('with a he/she prompt set and the probe’s direction on from step k: the probe’s first row, the window’s outcome per step and the point of no return agree with the runner', async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 1000 });
   await open(page);
+  await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   // The set, in the Probes view; its direction at blocks.3.hook_resid_post goes to the vector library.
   await page.getByTestId('tab-probe').click();
   await page.getByTestId('probe-positive').fill(SET.positive.join('\n'));
