@@ -66,6 +66,22 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
   };
   try {
     expect(branch).toEqual(await greedy(branch.slice(0, T + K + 1)));
+    // Trunk and branch are compared, their margin curves aligned at the fork.
+    const curve = page.getByTestId('compare-curve');
+    await expect(curve.locator('g.series')).toHaveCount(2);
+    await expect(curve.locator('g.series').nth(1).locator('circle[data-x="0"]')).toHaveCount(1);
+    await page.screenshot({ path: `${SHOTS}/branches-fork.png`, fullPage: true });
+
+    // Fork points of the branch: every new token scored from two continuations per forced token.
+    await page.getByTestId('fork-samples').fill('2');
+    await page.getByTestId('find-forks').click();
+    await settled(page);
+    const rows = page.getByTestId('fork-row');
+    await expect(rows).toHaveCount(N);
+    for (const s of await rows.evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.score)))) expect(Number.isFinite(s) && s >= 0).toBe(true);
+    await page.getByTestId('fork-points').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SHOTS}/branches-fork-points.png`, fullPage: true });
+
     // A fork from a prompt token (position 3 of the trunk): prompt[0..3) + its second alternative, continued to T + N.
     await page.getByTestId('tree-node-0').click();
     await page.locator('[data-testid="path-token"][data-position="3"]').click();
@@ -81,25 +97,9 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     expect(pbranch.slice(0, 3)).toEqual(trunk.slice(0, 3));
     expect(pbranch[3]).toBe(promptAlt);
     expect(pbranch).toEqual(await greedy(pbranch.slice(0, 4)));
-    await page.getByTestId('tree-node-1').dispatchEvent('click'); // back to the first fork (the prompt fork's row lies over its label)
   } finally {
     e.dispose();
   }
-  // Trunk and branch are compared, their margin curves aligned at the fork.
-  const curve = page.getByTestId('compare-curve');
-  await expect(curve.locator('g.series')).toHaveCount(2);
-  await expect(curve.locator('g.series').nth(1).locator('circle[data-x="0"]')).toHaveCount(1);
-  await page.screenshot({ path: `${SHOTS}/branches-fork.png`, fullPage: true });
-
-  // Fork points of the branch: every new token scored from two continuations per forced token.
-  await page.getByTestId('fork-samples').fill('2');
-  await page.getByTestId('find-forks').click();
-  await settled(page);
-  const rows = page.getByTestId('fork-row');
-  await expect(rows).toHaveCount(N);
-  for (const s of await rows.evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.score)))) expect(Number.isFinite(s) && s >= 0).toBe(true);
-  await page.getByTestId('fork-points').scrollIntoViewIfNeeded();
-  await page.screenshot({ path: `${SHOTS}/branches-fork-points.png`, fullPage: true });
 });
 
 test('the distractor example runs as a batch: one point per n with an interval, and its CSV export equals the runner\'s rows', async ({ page }) => {
