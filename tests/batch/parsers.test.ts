@@ -74,7 +74,7 @@ describe('statistics', () => {
     expect(lensVisibleLayer(Float32Array.from([2, -0.5, 1.5, 3]), 3, 1, 0, 1)).toBe(2);
     expect(lensVisibleLayer(Float32Array.from([2, 1, 1.5, 3]), 3, 1, 0, 1)).toBe(0);
     expect(lensVisibleLayer(Float32Array.from([2, 1, 1.5, 0.5]), 3, 1, 0, 1)).toBeNull();
-    expect(parseMetrics('all')).toHaveLength(4);
+    expect(parseMetrics('all')).toEqual(['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate', 'probe_score', 'patch_recovery']);
     expect(() => parseMetrics('final_margin,probe')).toThrow(/unknown metric "probe"/);
   });
 });
