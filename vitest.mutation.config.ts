@@ -12,7 +12,7 @@ const SUBSETS: Record<string, string[]> = {
   // caa_stories computes its vector in beforeAll (every mutant there would be "static": all tests per
   // mutant) and fixture_spec loads nine models per run; vectors_reference and properties cover the same code.
   steering: ['tests/steering/spec_errors.test.ts', 'tests/steering/vector_io.test.ts', 'tests/steering/sweep.test.ts', 'tests/steering/vectors_reference.test.ts', 'tests/steering/properties.test.ts'],
-  model: ['tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/steering/properties.test.ts'],
+  model: ['tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts'],
 };
 const target = process.env.MUTATION_TARGET ?? '';
 if (!SUBSETS[target]) throw new Error(`MUTATION_TARGET must be one of ${Object.keys(SUBSETS).join(', ')}`);
