@@ -1,9 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseSafetensors, decodeTensor } from '../workers/engine/io/safetensors';
 
-/** ../shared (or $BRANCHPOINT_SHARED); fails loudly when absent so CI never skips silently. */
-export const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(__dirname, '..', '..', 'shared'));
+/**
+ * ../shared (or $BRANCHPOINT_SHARED); fails loudly when absent so CI never skips silently. Found
+ * through import.meta.url, so Playwright's ESM loader can import this module too (e2e specs reach it
+ * through the bad-input corpus).
+ */
+export const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? fileURLToPath(new URL('../../shared', import.meta.url)));
 if (!fs.existsSync(path.join(SHARED, 'models'))) {
   throw new Error(`golden data not found at ${SHARED}: set BRANCHPOINT_SHARED to the shared/ folder`);
 }
