@@ -1,6 +1,7 @@
 import type { Activation, LinearFusion, Tensor } from '../backend/backend';
 import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
-import { ACT_LIB } from './activation.wgsl';
+import { ACT_LIB, gatedActGpu } from './activation.wgsl';
+import { addGpu } from './add.wgsl';
 import { GEMV_MAX_ROWS } from './linear.wgsl';
 import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
 
@@ -175,8 +176,9 @@ export function fusedMaxRows(_host: KernelHost): number {
  * @param f fusion options: `norm` {w [in], eps, offset}, `gateUp` {w [out, in], bias [out], act},
  *   `residual` [n, out].
  * @returns [n, out].
- * @throws Error on mismatched shapes, a row count above fusedMaxRows, a chunked weight with
- *   `gateUp`, or a grid over the device's workgroup limits.
+ * @throws Error on mismatched shapes, a row count above fusedMaxRows, or a grid over the device's
+ *   workgroup limits. (With `gateUp` and a weight split across buffers, gate and up run as two
+ *   passes and one gatedAct.)
  */
 export function linearFusedGpu(host: KernelHost, x: Tensor, w: Tensor, bias: Tensor | undefined, f: LinearFusion): GpuTensor {
   const gx = host.gpu(x);
@@ -192,8 +194,16 @@ export function linearFusedGpu(host: KernelHost, x: Tensor, w: Tensor, bias: Ten
   const up = f.gateUp ? host.rowParts(f.gateUp.w) : null;
   if (f.gateUp) {
     if (f.gateUp.w.shape[0] !== nOut || f.gateUp.w.shape[1] !== nIn) throw new Error(`linearFused: up weight [${f.gateUp.w.shape}] differs from the gate's [${w.shape}]`);
-    if (parts.length > 1 || up!.length > 1) throw new Error('linearFused: gate and up weights must each fit one buffer');
     if (f.gateUp.bias && f.gateUp.bias.size !== nOut) throw new Error(`linearFused: up bias has ${f.gateUp.bias.size} values, weight has ${nOut} outputs`);
+    if (parts.length > 1 || up!.length > 1) {
+      // a weight split across buffers (ChunkedTensor): gate and up each in their own (norm-fused) pass
+      const g = linearFusedGpu(host, x, w, bias, { norm: f.norm });
+      const u = linearFusedGpu(host, x, f.gateUp.w, f.gateUp.bias, { norm: f.norm });
+      let y = gatedActGpu(host, g, u, f.gateUp.act);
+      host.release(g); host.release(u);
+      if (f.residual) { const sum = addGpu(host, y, f.residual); host.release(y); y = sum; }
+      return y;
+    }
   }
   const y = host.alloc([n, nOut]);
   if (y.size === 0) return y;
