@@ -33,35 +33,43 @@ const stats: { target: string; runs: number; seconds: number }[] = [];
 
 const RAW_JS_ERRORS = [RangeError, TypeError, SyntaxError, ReferenceError];
 
-/** Runs f; true when it returned or threw a readable error of ours; rethrows raw runtime errors and slow inputs. */
+/** Rethrows e as a failure unless it is a readable error of ours (not a raw runtime error, not empty). */
+function expectReadable(what: string, e: unknown): void {
+  if (!(e instanceof Error) || RAW_JS_ERRORS.some((k) => e instanceof k) || e.message.length === 0) {
+    throw new Error(`${what}: unexpected ${e instanceof Error ? e.name : typeof e}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** Fails when more than 1 s of CPU time went by since t0 (process.cpuUsage()). */
+function expectFast(what: string, t0: NodeJS.CpuUsage): void {
+  const cpu = process.cpuUsage(t0);
+  const ms = (cpu.user + cpu.system) / 1000;
+  if (ms > 1000) throw new Error(`${what}: took ${ms.toFixed(0)} ms of CPU time (limit 1000 ms)`);
+}
+
+/** Runs f; its result, or undefined when it threw a readable error of ours; rethrows raw runtime errors and slow inputs. */
 function guarded<T>(what: string, f: () => T): T | undefined {
   const t0 = process.cpuUsage();
   try {
     return f();
   } catch (e) {
-    if (!(e instanceof Error) || RAW_JS_ERRORS.some((k) => e instanceof k) || e.message.length === 0) {
-      throw new Error(`${what}: unexpected ${e instanceof Error ? e.name : typeof e}: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    expectReadable(what, e);
     return undefined;
   } finally {
-    const cpu = process.cpuUsage(t0);
-    const ms = (cpu.user + cpu.system) / 1000;
-    if (ms > 1000) throw new Error(`${what}: took ${ms.toFixed(0)} ms of CPU time (limit 1000 ms)`);
+    expectFast(what, t0);
   }
 }
 
+/** guarded for an async f. */
 async function guardedAsync<T>(what: string, f: () => Promise<T>): Promise<T | undefined> {
   const t0 = process.cpuUsage();
   try {
     return await f();
   } catch (e) {
-    if (!(e instanceof Error) || RAW_JS_ERRORS.some((k) => e instanceof k) || e.message.length === 0) {
-      throw new Error(`${what}: unexpected ${e instanceof Error ? e.name : typeof e}: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    expectReadable(what, e);
     return undefined;
   } finally {
-    const cpu = process.cpuUsage(t0);
-    if ((cpu.user + cpu.system) / 1000 > 1000) throw new Error(`${what}: over 1 s of CPU time`);
+    expectFast(what, t0);
   }
 }
 
