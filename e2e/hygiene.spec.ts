@@ -1,7 +1,9 @@
 import { test, expect } from '@playwright/test';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CSP } from '../tools/csp';
+import { sharedPath } from '../tests/shared';
 
 /**
  * Issue #8 hygiene: the built site runs under a Content-Security-Policy (and still loads its model,
@@ -50,7 +52,20 @@ test('a malformed %-escape under /models/ is a 400 (preview and dev), and /@fs/ 
   const parentFile = path.join(path.dirname(REPO), path.basename(REPO), 'package.json'); // inside: allowed
   const inside = await request.get(`${dev}/@fs${parentFile}`);
   expect(inside.status(), '/@fs/ inside the repo').toBe(200);
-  const outside = await request.get(`${dev}/@fs${path.join(path.dirname(REPO), 'COMMON.md')}`);
-  expect(outside.status(), '/@fs/ of the parent folder').toBe(403);
-  expect(await outside.text()).not.toContain('Rules for every helper');
+  // a file that exists in the parent folder (a file that does not exist would fall through to the
+  // SPA's index.html with 200, so the check needs one that is really there): a marker written beside
+  // the checkout, or ../shared's DESIGN.md where the parent folder is read-only
+  const marker = path.join(path.dirname(REPO), `.bp-hygiene-${process.pid}-${Date.now()}.txt`);
+  let outsideFile = marker;
+  let secret = 'bp-hygiene-marker-must-not-be-served';
+  try { fs.writeFileSync(marker, secret); } catch { outsideFile = sharedPath('DESIGN.md'); secret = fs.readFileSync(outsideFile, 'utf8').slice(0, 60); }
+  try {
+    const outside = await request.get(`${dev}/@fs${outsideFile}`);
+    expect(outside.status(), `/@fs/ of ${outsideFile} (outside the repo)`).toBe(403);
+    expect(await outside.text()).not.toContain(secret);
+    const etc = await request.get(`${dev}/@fs/etc/passwd`);
+    expect(etc.status(), '/@fs/etc/passwd').toBe(403);
+  } finally {
+    if (outsideFile === marker) fs.rmSync(marker, { force: true });
+  }
 });
