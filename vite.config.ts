@@ -3,8 +3,8 @@ import react from '@vitejs/plugin-react';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { VitePWA } from 'vite-plugin-pwa';
-import { bundledModels } from './tools/bundled_models';
-import { contentSecurityPolicy } from './tools/csp';
+import { bundledModels } from './tools/bundled_models.ts';
+import { contentSecurityPolicy } from './tools/csp.ts';
 
 const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(import.meta.dirname, '..', 'shared'));
 
