@@ -58,7 +58,7 @@ export function saeLoader(engine: Engine, a: Args): (ref: string) => Promise<Sae
       p = (async () => {
         const { files, inner } = saeFiles(ref, a.flags.get('endpoint'));
         await assertSaeFits(files, inner, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' });
-        return new Sae(engine.backend, await readSae(files, inner, { hook: a.flags.get('hook') }), engine.spec);
+        return new Sae(engine.backend, await readSae(files, inner, { hook: a.flags.get('hook'), maxBytes: os.totalmem() }), engine.spec);
       })();
       cache.set(ref, p);
     }

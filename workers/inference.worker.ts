@@ -368,8 +368,9 @@ const api: InferenceApi = {
       if (npz) path = npz.path.split('/').slice(-1)[0];
     }
     const inUse = e.backend instanceof WebGpuBackend ? e.backend.memoryStats().bytes : 0;
-    await assertSaeFits(files, path, deviceLimits(e.backend), inUse);
-    const sae = new Sae(e.backend, await readSae(files, path, { hook }), e.spec);
+    const limits = deviceLimits(e.backend);
+    await assertSaeFits(files, path, limits, inUse);
+    const sae = new Sae(e.backend, await readSae(files, path, { hook, maxBytes: limits.memoryBudget - inUse }), e.spec);
     const id = `sae${++saeCount}`;
     saes.set(id, sae);
     return { id, label: sae.label, cfg: sae.cfg };

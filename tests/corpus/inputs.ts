@@ -26,7 +26,9 @@ export type CaseInput =
    * SAE files (a SAELens folder or a Gemma Scope .npz): readSae at `path`, then attached to
    * stories260K (new Sae with the model's spec, which checks d_in and the hook); the result is its config.
    */
-  | { kind: 'sae'; files: FileMap; path?: string; hook?: string }
+  | { kind: 'sae'; files: FileMap; path?: string; hook?: string;
+      /** The memory budget left, as the worker and the runner pass it to readSae (default: no bound). */
+      maxBytes?: number }
   /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path. */
   | { kind: 'cli'; argv: string[]; folder?: FileMap };
 

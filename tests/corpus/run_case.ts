@@ -108,7 +108,7 @@ async function run(input: CaseInput): Promise<unknown> {
     }
     case 'sae': {
       const e = await baseEngine();
-      const sae = new Sae(e.backend, await readSae(new MemoryFiles('sae', input.files), input.path ?? '', { hook: input.hook }), e.spec);
+      const sae = new Sae(e.backend, await readSae(new MemoryFiles('sae', input.files), input.path ?? '', { hook: input.hook, maxBytes: input.maxBytes }), e.spec);
       sae.release();
       return sae.cfg;
     }

@@ -8,6 +8,7 @@
  * .npz's size, so a caller can refuse it against a memory budget (see estimate.ts).
  */
 import { unzipSync } from 'fflate';
+import { formatBytes } from '../io/estimate';
 import type { ModelFiles } from '../io/model_files';
 import { decodeTensor, parseHeader, parseSafetensors, readHeaderLength } from '../io/safetensors';
 import { readNpyArray } from '../steering/vector_io';
@@ -102,13 +103,23 @@ function assemble(cfg: SaeConfig, label: string, file: string, get: (name: strin
 
 /**
  * Reads an .npz (a zip of .npy files; numpy.savez or savez_compressed) into named arrays.
- * @throws Error naming the file when it is not a zip or an array is not a float .npy.
+ * The unpacked sizes are read from the zip's directory first, so a highly compressed file (a few
+ * kB that would unpack to gigabytes) is refused before anything is inflated.
+ * @param maxBytes bytes the unpacked .npy entries may take (the memory budget left); Infinity = no bound.
+ * @throws Error naming the file when it is not a zip, unpacks to more than `maxBytes`, or an array
+ *   is not a float .npy.
  */
-export function readNpz(bytes: Uint8Array, name = 'params.npz'): Map<string, { data: Float32Array; shape: number[] }> {
+export function readNpz(bytes: Uint8Array, name = 'params.npz', maxBytes = Infinity): Map<string, { data: Float32Array; shape: number[] }> {
   let entries: Record<string, Uint8Array>;
   try {
-    entries = unzipSync(bytes);
+    let unpacked = 0;
+    unzipSync(bytes, { filter: (f) => { if (f.name.endsWith('.npy')) unpacked += f.originalSize; return false; } });
+    if (unpacked > maxBytes) {
+      throw new NpzTooLarge(`${name}: its arrays unpack to ${formatBytes(unpacked)} (the file is ${formatBytes(bytes.byteLength)}), more than the ${formatBytes(maxBytes)} the memory budget has left`);
+    }
+    entries = unzipSync(bytes, { filter: (f) => f.name.endsWith('.npy') });
   } catch (e) {
+    if (e instanceof NpzTooLarge) throw new Error(e.message);
     throw new Error(`${name}: not a valid .npz (zip) file (${(e as Error).message})`);
   }
   const out = new Map<string, { data: Float32Array; shape: number[] }>();
@@ -119,12 +130,16 @@ export function readNpz(bytes: Uint8Array, name = 'params.npz'): Map<string, { d
   return out;
 }
 
+class NpzTooLarge extends Error {}
+
 /** Options of readSae. */
 export interface ReadSaeOptions {
   /** Hook for a Gemma Scope .npz that has no cfg.json beside it and no Gemma Scope path. */
   hook?: string;
   /** Download progress of the weight file. */
   onProgress?: (loaded: number, total: number) => void;
+  /** Bytes an .npz's arrays may unpack to (the memory budget left); refused before inflating when more. */
+  maxBytes?: number;
 }
 
 /**
@@ -151,7 +166,7 @@ export async function readSae(files: ModelFiles, path = '', opts: ReadSaeOptions
     return assemble(cfg, label, 'sae_weights.safetensors', get, [...h.tensors.keys()]);
   }
   const site = await npzSite(files, loc, opts.hook);
-  const arrays = readNpz(await files.bytes(loc.npz!, opts.onProgress), loc.npz);
+  const arrays = readNpz(await files.bytes(loc.npz!, opts.onProgress), loc.npz, opts.maxBytes);
   const wEnc = arrays.get('W_enc');
   if (!wEnc || wEnc.shape.length !== 2) throw new Error(`${label}: ${loc.npz} needs a 2-D "W_enc" [d_in, d_sae] (it holds ${[...arrays.keys()].join(', ') || 'nothing'})`);
   const cfg = gemmaScopeConfig(wEnc.shape[0], wEnc.shape[1], site.hookName, site.neuronpediaId);
