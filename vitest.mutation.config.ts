@@ -11,7 +11,11 @@ const SUBSETS: Record<string, string[]> = {
   analysis: ['tests/analysis/definitions.test.ts', 'tests/analysis/sampling.test.ts'],
   // caa_stories computes its vector in beforeAll (every mutant there would be "static": all tests per
   // mutant) and fixture_spec loads nine models per run; vectors_reference and properties cover the same code.
-  steering: ['tests/steering/spec_errors.test.ts', 'tests/steering/vector_io.test.ts', 'tests/steering/sweep.test.ts', 'tests/steering/vectors_reference.test.ts', 'tests/steering/properties.test.ts'],
+  steering: [
+    'tests/steering/spec_errors.test.ts', 'tests/steering/spec_parse.test.ts', 'tests/steering/vector_io.test.ts', 'tests/steering/vector_files_malformed.test.ts',
+    'tests/steering/sweep.test.ts', 'tests/steering/vectors_reference.test.ts', 'tests/steering/vectors_requests.test.ts', 'tests/steering/properties.test.ts',
+    'tests/steering/resolve.test.ts',
+  ],
   model: ['tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts'],
 };
 const target = process.env.MUTATION_TARGET ?? '';
