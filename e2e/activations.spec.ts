@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { open, analysed } from './app_page';
 import { STORIES, readTensors, referencePrompt } from './golden';
+import { readNpy } from './export_files';
 
 /**
  * Any hook, inspectable: the activations view captures a hook for the analysed prompt and saves it as
@@ -10,23 +11,6 @@ import { STORIES, readTensors, referencePrompt } from './golden';
  * resid_post of stories260K (reference/README.md: resid_post [n_layers, n_positions, d_model]).
  */
 const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
-
-/** A float32 little-endian C-order .npy file (format 1.0–3.0) as its shape and values. */
-function readNpy(b: Buffer): { shape: number[]; data: Float32Array } {
-  expect(b.subarray(0, 6).toString('latin1')).toBe('\x93NUMPY');
-  const major = b[6];
-  const hlen = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = b.subarray(start, start + hlen).toString('latin1');
-  expect(header).toContain("'descr': '<f4'");
-  expect(header).toContain("'fortran_order': False");
-  const shape = /'shape': \(([^)]*)\)/.exec(header)![1].split(',').map((s) => s.trim()).filter(Boolean).map(Number);
-  const off = start + hlen;
-  expect(off % 64, 'numpy aligns the data to 64 bytes').toBe(0);
-  const n = shape.reduce((a, c) => a * c, 1);
-  expect(b.length - off).toBe(4 * n);
-  return { shape, data: new Float32Array(b.buffer.slice(b.byteOffset + off, b.byteOffset + off + 4 * n)) };
-}
 
 async function save(page: Page, testId: string): Promise<Buffer> {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);

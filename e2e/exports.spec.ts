@@ -1,6 +1,7 @@
-import { test, expect, type Page, type Locator } from '@playwright/test';
+import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import { parseShown } from './golden';
+import { parseCsv, parseSvg, pngSize, save } from './export_files';
 
 /**
  * Print-quality exports as a user saves them: each view's SVG parses and holds the plotted values,
@@ -8,48 +9,6 @@ import { parseShown } from './golden';
  */
 const PROMPT = 'The little girl saw a dog. Then';
 const SHOTS = '.artifacts/screenshots';
-
-/** Clicks an export button of a view and returns the saved file's bytes and name. */
-async function save(page: Page, view: Locator, name: string): Promise<{ bytes: Buffer; file: string }> {
-  const [dl] = await Promise.all([page.waitForEvent('download'), view.getByRole('button', { name, exact: true }).first().click()]);
-  return { bytes: fs.readFileSync(await dl.path()), file: dl.suggestedFilename() };
-}
-
-/** Width and height from a PNG's IHDR chunk. */
-function pngSize(b: Buffer): { width: number; height: number } {
-  expect(b.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
-  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-}
-
-/** RFC 4180 CSV (quoted fields, doubled quotes, CRLF) into rows of strings. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [], cell = '', quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell.replace(/\r$/, '')); rows.push(row); row = []; cell = ''; } else cell += ch;
-  }
-  return rows;
-}
-
-/** Parses an SVG in the page (the browser's XML parser) and returns its size and the named attribute of every match. */
-async function parseSvg(page: Page, svg: string, selector: string, attrs: string[]) {
-  return page.evaluate(({ svg, selector, attrs }) => {
-    const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
-    const err = doc.querySelector('parsererror');
-    const root = doc.documentElement;
-    return {
-      error: err ? err.textContent : null,
-      width: Number(root.getAttribute('width')), height: Number(root.getAttribute('height')),
-      texts: Array.from(root.querySelectorAll('text'), (t) => t.textContent ?? ''),
-      items: Array.from(root.querySelectorAll(selector), (e) => attrs.map((a) => e.getAttribute(a) ?? '')),
-      images: root.querySelectorAll('image, foreignObject').length,
-    };
-  }, { svg, selector, attrs });
-}
 
 test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
 

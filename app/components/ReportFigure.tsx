@@ -37,7 +37,7 @@ function Extra({ e, x, top }: { e: NonNullable<ReportPanel['extra']>; x: (v: num
     <g data-testid="report-extra" data-mark={e.mark?.x ?? 'none'}>
       {band && <path d={band} fill={EXTRA} opacity={0.12} />}
       <path d={path(e.curve as number[]) ?? ''} fill="none" stroke={EXTRA} strokeWidth={1.5} strokeDasharray="5 3" />
-      {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA}><title>{`${e.name}, row ${i}: ${num(v)}`}</title></circle>)}
+      {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA} data-x={i} data-y={v}><title>{`${e.name}, row ${i}: ${num(v)}`}</title></circle>)}
       {y.ticks(3).map((t) => <text key={t} x={W - M.right + 3} y={y(t)} dominantBaseline="middle" fill={EXTRA} fontSize="10">{num(t)}</text>)}
       <text x={M.left + 4} y={top + M.top + 10} fill={EXTRA} fontSize="11">{e.name}{e.mark ? ` · ${e.mark.label}` : ''}</text>
       {e.mark && e.mark.x !== null && <line x1={x(e.mark.x)} x2={x(e.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={EXTRA} strokeWidth={2} strokeDasharray="3 2" />}
@@ -74,7 +74,7 @@ function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: nu
           <line x1={M.left} x2={W - M.right} y1={y(p.reference.y)} y2={y(p.reference.y)} stroke={MUTED} strokeDasharray="4 3" />
           <text x={W - M.right - 2} y={y(p.reference.y) - 4} textAnchor="end" fill={MUTED} fontSize="11">{p.reference.label}</text>
           <path d={path(pts) ?? ''} fill="none" stroke={LINE} strokeWidth={2} />
-          {pts.map(([i, v]) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={3} fill={LINE}><title>{`${xLabel(i)}: ${num(v)}`}</title></circle>)}
+          {pts.map(([i, v]) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={3} fill={LINE} data-x={i} data-y={v}><title>{`${xLabel(i)}: ${num(v)}`}</title></circle>)}
           {p.extra && <Extra e={p.extra} x={x} top={top} />}
           {p.mark.x !== null && <line x1={x(p.mark.x)} x2={x(p.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={MARK} strokeWidth={2} />}
           {ticks.map((t) => <text key={t} x={x(t)} y={top + PANEL_H - M.bottom + 14} textAnchor="middle" fill={MUTED} fontSize="11">{xLabel(t)}</text>)}
