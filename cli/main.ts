@@ -17,6 +17,7 @@ import { PATCHING_USAGE, patchCommand } from './patching';
 import { REPORT_USAGE, reportCommand } from './report';
 import { applyExperimentFlags, EXPERIMENT_USAGE } from './experiment';
 import { SAE_USAGE, saeCommand, saeLoader } from './sae';
+import { storageLine, weightsFlag, WEIGHTS_USAGE } from './weights';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -34,6 +35,7 @@ ${WINDOW_USAGE}
 ${PATCHING_USAGE}
 ${REPORT_USAGE}
 ${SAE_USAGE}
+${WEIGHTS_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -61,7 +63,7 @@ async function openModel(a: Args): Promise<ModelFiles> {
     onDownload: process.stderr.isTTY ? showDownload : undefined,
   });
   if (process.env.HF_TOKEN && hub.endpoint.startsWith('http://')) process.stderr.write(`warning: HF_TOKEN is sent unencrypted to ${hub.endpoint} (plain http); use an https mirror or unset HF_TOKEN\n`);
-  await assertFits(hub, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' });
+  await assertFits(hub, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' }, { weightDtype: weightsFlag(a) });
   return hub;
 }
 
@@ -103,7 +105,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     applyExperimentFlags(a);
-    const engine = await Engine.load(await openModel(a), new CpuBackend());
+    const weightDtype = weightsFlag(a);
+    const engine = await Engine.load(await openModel(a), new CpuBackend(), undefined, { weightDtype });
+    if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
     const need = (key: string) => required(a, key);
     const loadSae = saeLoader(engine, a);
     const own: Record<string, typeof vectorCommand> = { vector: vectorCommand, probe: probeCommand, window: windowCommand, patch: patchCommand, report: reportCommand };

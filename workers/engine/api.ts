@@ -2,6 +2,7 @@
  * Public types of the engine: what the worker, the runner and the UI exchange. Arrays are flat
  * typed arrays (row-major) so they cross worker boundaries as transferables.
  */
+import type { WeightStorage } from './model/quant_error';
 import type { Intervention } from './model/intervention';
 import type { ModelSpec } from './model/spec';
 
@@ -33,6 +34,8 @@ export interface ModelInfo extends Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[nu
   hasChatTemplate: boolean;
   /** Byte-fallback tokens ("<0xE2>"): token id → byte value, so a byte that forms no character can be shown as itself. */
   byteTokens: Record<number, number>;
+  /** Weight storage (float32, binary16, Q8_0, Q4_0) and, when quantised, the measured logit error against float32. */
+  weights: WeightStorage;
 }
 
 export interface PromptInput {

@@ -6,7 +6,8 @@ import { MODEL_INFO_FIELDS } from './api';
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
 import { assertHook, hookNames } from './hooks';
 import type { ModelFiles } from './io/model_files';
-import { loadTransformer, type LoadProgress, type TransformerOptions } from './model/load';
+import type { LoadProgress } from './model/load';
+import { loadWithStorage, type StorageLoadOptions, type WeightStorage } from './model/quant_error';
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
@@ -88,17 +89,25 @@ export class Engine {
    * @throws Error (readable) for a missing tokenizer/config/checkpoint, an unsupported model_type,
    *   a malformed safetensors file, or a contextLength that is not a positive integer.
    */
-  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<Engine> {
+  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: StorageLoadOptions = {}): Promise<Engine> {
     if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
-    const { config, model } = await loadTransformer(files, backend, onProgress, options);
+    let tokenizer: PreTrainedTokenizer | null = null;
+    // a quantised load tokenises its probe prompt first (model/quant_error.ts)
+    const encode = (text: string): number[] => tokenizer!.encode(text, { add_special_tokens: true });
+    if (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') tokenizer = await loadTokenizer(files);
+    const { config, model, storage } = await loadWithStorage(files, backend, encode, onProgress, options);
     onProgress?.({ stage: 'tokenizer' });
-    const tokenizer = await loadTokenizer(files);
+    tokenizer ??= await loadTokenizer(files);
     const loadWarnings = checkVocabulary(tokenizer, model.spec.dVocab, files.label);
     onProgress?.({ stage: 'ready' });
     const e = new Engine(backend, model, config, tokenizer, files.label);
     e.loadWarnings.push(...loadWarnings);
+    e.weightStorage = storage;
     return e;
   }
+
+  /** How the weights are stored and, when quantised, the measured logit error against float32. */
+  weightStorage: WeightStorage = { dtype: 'f32', description: 'float32' };
 
   /**
    * Why the GPU device was lost (driver reset, another tab's crash, device.destroy()), or null
@@ -124,6 +133,7 @@ export class Engine {
       hookNames: hookNames(s),
       hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),
       byteTokens: this.byteTokens(),
+      weights: this.weightStorage,
     };
   }
 

@@ -1,3 +1,5 @@
+import type { QuantizedMatrix } from './quant';
+
 /**
  * The op interface every backend implements (CPU reference in TypeScript, WebGPU in WGSL).
  *
@@ -119,6 +121,11 @@ export interface Backend {
 
   /** Copies host data into a new tensor. Throws if data.length ≠ product(shape). */
   upload(data: Float32Array, shape: readonly number[]): Tensor;
+  /**
+   * Stores a block-quantised weight [out, in] (Q8_0/Q4_0, backend/quant.ts) in its packed form; only
+   * linear() accepts the result (as its weight), dequantising inside the matmul; read() dequantises.
+   */
+  uploadQuant(q: QuantizedMatrix): Tensor;
   /** Allocates a zero-filled tensor. */
   zeros(shape: readonly number[]): Tensor;
   /** Reads the tensor back to the host. */

@@ -9,6 +9,8 @@ import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
 import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
+import { dequantise, dequantiseRows, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
+import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
 
 class CpuTensor implements Tensor {
   readonly size: number;
@@ -46,7 +48,24 @@ class CpuTensor implements Tensor {
   }
 }
 
+/**
+ * A block-quantised weight (backend/quant.ts) kept in its packed words on the JS heap: only linear()
+ * accepts it (as its weight), dequantising a slab of rows at a time; read() returns the dequantised values.
+ */
+class CpuQuantTensor implements Tensor {
+  readonly size: number;
+  readonly shape: readonly number[];
+  released = false;
+  constructor(readonly q: QuantizedMatrix) {
+    this.shape = q.shape;
+    this.size = q.shape[0] * q.shape[1];
+  }
+  /** Bytes of the packed storage. */
+  get bytes(): number { return quantBytes(this.q.format, this.q.shape[0], this.q.shape[1]); }
+}
+
 function d(t: Tensor): Float32Array {
+  if (t instanceof CpuQuantTensor) throw new Error(`tensor [${t.shape}] is stored as ${formatLabel(t.q.format)}, which only linear() accepts (as its weight)`);
   if (!(t instanceof CpuTensor)) throw new Error('tensor belongs to another backend');
   return t.data;
 }
@@ -93,8 +112,29 @@ export class CpuBackend implements Backend {
 
   upload(data: Float32Array, shape: readonly number[]): Tensor { return this.t(new Float32Array(data), shape); }
   zeros(shape: readonly number[]): Tensor { return this.t(new Float32Array(shapeSize(shape)), shape); }
-  async read(t: Tensor): Promise<Float32Array> { return new Float32Array(d(t)); }
+  async read(t: Tensor): Promise<Float32Array> {
+    if (t instanceof CpuQuantTensor) {
+      if (t.released) throw new Error('tensor was released');
+      return dequantise(t.q);
+    }
+    return new Float32Array(d(t));
+  }
+
+  /**
+   * Keeps a block-quantised weight [out, in] in its packed form (memory: quantBytes); only linear()
+   * accepts the result, as its weight.
+   */
+  uploadQuant(q: QuantizedMatrix): Tensor {
+    this.live++;
+    return new CpuQuantTensor({ ...q, words: new Uint32Array(q.words) });
+  }
+
   release(t: Tensor): void {
+    if (t instanceof CpuQuantTensor) {
+      if (!t.released) this.live--;
+      t.released = true;
+      return;
+    }
     const c = t as CpuTensor;
     if (!c.released) this.live--;
     c.release();
@@ -138,9 +178,19 @@ export class CpuBackend implements Backend {
     const [nOut, nIn] = w.shape;
     if (cols(x) !== nIn) throw new Error(`linear: x has ${cols(x)} columns, weight expects ${nIn}`);
     const n = rowsOf(x);
+    if (w instanceof CpuQuantTensor) return this.t(this.linearQuant(x, w, bias, n), [n, nOut]);
     const resident = this.arena && (w as CpuTensor).place();
     const y = resident && this.arena!.linear(() => d(x), resident, bias && (() => d(bias)), n, nIn, nOut);
     return this.t(y ?? linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
+  }
+
+  /** x · dequant(w)ᵀ + bias, dequantising a slab of weight rows at a time (WASM SIMD product where available). */
+  private linearQuant(x: Tensor, w: CpuQuantTensor, bias: Tensor | undefined, n: number): Float32Array {
+    if (w.released) throw new Error('tensor was released');
+    const [nOut, nIn] = w.shape;
+    const fill = (dst: Float32Array, row0: number, rows: number) => dequantiseRows(w.q, row0, rows, dst);
+    const y = this.arena?.linearRows(() => d(x), fill, bias && (() => d(bias)), n, nIn, nOut, quantSlabRows(nIn));
+    return y ?? linearQuantCpu(d(x), w.q, bias && d(bias), n);
   }
 
   sliceCols(x: Tensor, start: number, width: number): Tensor {

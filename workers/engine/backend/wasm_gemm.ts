@@ -118,4 +118,26 @@ export class WasmGemm {
     this.gemm(sx, k, w.offset, k, sy, m, n, k, m);
     return y.slice();
   }
+
+  /**
+   * y [n, m] = x [n, k] · wᵀ + bias for a weight that is not resident but produced `slab` rows at a
+   * time by `fill(dst [rows, k], row0, rows)` into scratch space (a block-quantised weight
+   * dequantised on the fly: memory stays at its stored size plus one slab).
+   * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
+   */
+  linearRows(x: () => Float32Array, fill: (dst: Float32Array, row0: number, rows: number) => void, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, slab: number): Float32Array | null {
+    const sx = this.top, sy = sx + align(n * k * 4), sw = sy + align(n * m * 4);
+    if (!this.reserve(sw + slab * k * 4)) return null;
+    const f = this.view();
+    f.set(x(), sx / 4);
+    const y = f.subarray(sy / 4, sy / 4 + n * m);
+    if (bias) { const b = bias(); for (let r = 0; r < n; r++) y.set(b, r * m); }
+    else y.fill(0);
+    for (let r0 = 0; r0 < m; r0 += slab) {
+      const rows = Math.min(slab, m - r0);
+      fill(f.subarray(sw / 4, sw / 4 + rows * k), r0, rows);
+      this.gemm(sx, k, sw, k, sy + r0 * 4, m, n, k, rows);
+    }
+    return y.slice();
+  }
 }

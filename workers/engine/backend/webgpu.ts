@@ -1,6 +1,7 @@
 import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
+import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
 import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu, subGpu } from '../ops/add.wgsl';
@@ -9,6 +10,8 @@ import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
 import { embedGpu } from '../ops/embed.wgsl';
 import { linearGpu } from '../ops/linear.wgsl';
 import { fusedMaxRows, linearFusedGpu } from '../ops/linear_fused.wgsl';
+import { isQuantTensor, linearQuantGpu } from '../ops/linear_quant.wgsl';
+import { linearUnfused } from '../ops/linear_unfused';
 import { logSoftmaxGpu, softcapGpu, topkGpu } from '../ops/logits.wgsl';
 import { layerNormGpu, rmsNormGpu } from '../ops/norm.wgsl';
 import { ropeGpu, ropeTable } from '../ops/rope.wgsl';
@@ -133,7 +136,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
-    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu', linear: (x, w, bias, f) => linearFusedGpu(this, x, w, bias, f) };
+    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu', linear: (x, w, bias, f) => (isQuantTensor(w) || (f.gateUp && isQuantTensor(f.gateUp.w)) ? linearUnfused(this, x, w, bias, f) : linearFusedGpu(this, x, w, bias, f)) };
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
       this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;
@@ -243,6 +246,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     }
     if (!(t instanceof GpuTensor) || t.owner !== this) throw new Error('tensor belongs to another backend');
     if (t.released) throw new Error(`tensor [${t.shape}] was released`);
+    if ((t.dtype === 'q8_0' || t.dtype === 'q4_0') && !allowF16) throw new Error(`tensor [${t.shape}] is stored as ${formatLabel(t.dtype)}, which only linear() accepts (as its weight)`);
     if (t.dtype === 'f16' && !allowF16) throw new Error(`tensor [${t.shape}] is stored as f16, which only linear() (as its weight), embed() and sliceRows() (as the table) accept`);
     return t;
   }
@@ -368,6 +372,21 @@ export class WebGpuBackend implements Backend, KernelHost {
     return this.uploadAs(data, shape, 'f16');
   }
 
+  /**
+   * Uploads a block-quantised weight [out, in] in its packed words (Q8_0 8.5 / Q4_0 4.5 bits per
+   * weight, backend/quant.ts); linear() dequantises in its kernel (ops/linear_quant.wgsl.ts), read()
+   * on the host. One buffer: a matrix larger than weightBufferLimit is refused (not split).
+   * @throws Error when the packed words exceed the limit.
+   */
+  uploadQuant(q: QuantizedMatrix): Tensor {
+    this.alive();
+    this.checkLimit(quantBytes(q.format, q.shape[0], q.shape[1]), q.shape, this.weightBufferLimit);
+    const { buffer, fresh } = this.storage(q.words.byteLength, q.shape);
+    const t = new GpuTensor(q.shape, buffer, this, q.format);
+    this.write(t, fresh, q.words);
+    return t;
+  }
+
   private uploadAs(data: Float32Array, shape: readonly number[], dtype: 'f32' | 'f16'): Tensor {
     this.alive();
     const size = shapeSize(shape);
@@ -431,7 +450,9 @@ export class WebGpuBackend implements Backend, KernelHost {
     }
     const raw = st.getMappedRange(0, bytes).slice(0, g.bytes);
     st.unmap();
-    const out = g.dtype === 'f16' ? unpackF16(new Uint32Array(raw), g.size) : new Float32Array(raw);
+    const out = g.dtype === 'f16' ? unpackF16(new Uint32Array(raw), g.size)
+      : g.dtype === 'q8_0' || g.dtype === 'q4_0' ? dequantise({ format: g.dtype, shape: [g.shape[0], g.shape[1]], words: new Uint32Array(raw) })
+        : new Float32Array(raw);
     const list = this.readPool.get(cls) ?? [];
     list.push(st);
     this.readPool.set(cls, list);
@@ -522,7 +543,7 @@ export class WebGpuBackend implements Backend, KernelHost {
   // ---------------------------------------------------------------- Backend: kernels
 
   embed(table: Tensor, ids: Int32Array, scale: number): Tensor { return embedGpu(this, table, ids, scale); }
-  linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor { return linearGpu(this, x, w, bias); }
+  linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor { return isQuantTensor(w) ? linearQuantGpu(this, x, w, bias) : linearGpu(this, x, w, bias); }
   /** Fused decode kernels (ops/linear_fused.wgsl.ts), unless WebGpuOptions.fusedKernels is false. */
   readonly fused?: FusedOps;
   sliceCols(x: Tensor, start: number, width: number): Tensor { return sliceColsGpu(this, x, start, width); }

@@ -1,5 +1,9 @@
 import type { Tensor } from './backend';
 import { shapeSize } from './backend';
+import { quantBytes, type QuantFormat } from './quant';
+
+/** How a GpuTensor's values are stored: float32, packed binary16 pairs, or ggml blocks (quant.ts). */
+export type GpuDtype = 'f32' | 'f16' | QuantFormat;
 
 /**
  * A tensor living in a GPU storage buffer. The buffer comes from the backend's pool and may be
@@ -10,11 +14,12 @@ import { shapeSize } from './backend';
 export class GpuTensor implements Tensor {
   readonly size: number;
   released = false;
-  constructor(readonly shape: readonly number[], readonly buffer: GPUBuffer, readonly owner: object, readonly dtype: 'f32' | 'f16' = 'f32') {
+  constructor(readonly shape: readonly number[], readonly buffer: GPUBuffer, readonly owner: object, readonly dtype: GpuDtype = 'f32') {
     this.size = shapeSize(shape);
   }
-  /** Bytes the tensor's values occupy (4 per value; f16: 4 per pair of values). */
+  /** Bytes the tensor's values occupy (4 per value; f16: 4 per pair of values; quantised: quantBytes). */
   get bytes(): number {
+    if (this.dtype === 'q8_0' || this.dtype === 'q4_0') return quantBytes(this.dtype, this.shape[0], this.shape[1]);
     return this.dtype === 'f16' ? Math.ceil(this.size / 2) * 4 : this.size * 4;
   }
 }
@@ -35,7 +40,7 @@ export class ChunkedTensor implements Tensor {
     let r = 0;
     this.rowStart = parts.map((p) => { const s = r; r += p.shape[0]; return s; });
   }
-  get dtype(): 'f32' | 'f16' { return this.parts[0].dtype; }
+  get dtype(): GpuDtype { return this.parts[0].dtype; }
 }
 
 /**

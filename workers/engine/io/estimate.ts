@@ -7,6 +7,8 @@ import { architectureFor } from '../arch/registry';
 import { workingContext, type TransformerOptions, type WeightDtype } from '../model/load';
 import { readJson, type ModelFiles } from './model_files';
 import { parseHeader, readHeaderLength, type SafetensorsDtype } from './safetensors';
+import { quantBytes } from '../backend/quant';
+import { isQuantFormat, quantisedTensor } from '../model/quant_storage';
 
 /** What the device allows; every size in bytes. */
 export interface DeviceLimits {
@@ -30,7 +32,9 @@ export interface MemoryEstimate {
   paramsByDtype: Partial<Record<SafetensorsDtype, number>>;
   /**
    * Weight bytes as stored on GPU: float32 (F16 and BF16 are widened on load), or with
-   * weightDtype 'f16' 2 bytes per element of every 2-D weight (norms and biases stay float32).
+   * weightDtype 'f16' 2 bytes per element of every 2-D weight (norms and biases stay float32), or
+   * with 'q8_0' / 'q4_0' the linear weights' packed blocks (backend/quant.ts quantBytes: 8.5 / 4.5
+   * bits per weight; embeddings and unembedding stay float32).
    */
   weightBytes: number;
   /** How the matrices are stored (model/load.ts WeightOptions). */
@@ -106,7 +110,8 @@ export async function estimateModel(files: ModelFiles, opts: TransformerOptions 
       params += count;
       paramsByDtype[t.dtype] = (paramsByDtype[t.dtype] ?? 0) + count;
       const matrix = t.shape.length === 2;
-      const bytes = count * (matrix && weightDtype === 'f16' ? 2 : 4);
+      const bytes = isQuantFormat(weightDtype) && quantisedTensor(t.name, t.shape) ? quantBytes(weightDtype, t.shape[0], t.shape[1])
+        : count * (matrix && weightDtype === 'f16' ? 2 : 4);
       weightBytes += bytes;
       if (bytes > largest.bytes) largest = { name: t.name, shape: t.shape, bytes };
       const part = matrix ? { name: `one row of ${t.name}`, shape: [1, t.shape[1]], bytes: bytes / t.shape[0] } : { name: t.name, shape: t.shape, bytes };

@@ -3,6 +3,8 @@ import { architectureFor } from '../arch/registry';
 import type { HFConfig, Upload } from '../arch/types';
 import { WebGpuBackend } from '../backend/webgpu';
 import { packF16, unpackF16 } from '../backend/f16';
+import { quantise, type QuantFormat } from '../backend/quant';
+import { isQuantFormat, quantisedTensor } from './quant_storage';
 import { openCheckpoint } from '../io/checkpoint';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
@@ -20,7 +22,7 @@ export interface LoadProgress {
 }
 
 /** Storage of the weight matrices (see WeightOptions). */
-export type WeightDtype = 'f32' | 'f16';
+export type WeightDtype = 'f32' | 'f16' | QuantFormat;
 
 /** How the weights are stored on the backend. */
 export interface WeightOptions {
@@ -31,6 +33,9 @@ export interface WeightOptions {
    * biases stay float32. On WebGPU the halves are stored (WebGpuBackend.uploadF16); the CPU
    * backend keeps float32 storage but rounds those weights to binary16, so both backends compute
    * with the same weights (parity, not memory savings).
+   * 'q8_0' / 'q4_0' quantise the blocks' linear weights on load into ggml's Q8_0 / Q4_0 blocks
+   * (backend/quant.ts; 8.5 / 4.5 bits per weight, on both backends), dequantised inside the matmul;
+   * embeddings, unembedding, norms and biases stay float32 (model/quant_storage.ts).
    */
   weightDtype?: WeightDtype;
 }
@@ -57,6 +62,15 @@ export function workingContext(nCtx: number, contextLength = DEFAULT_CONTEXT_LEN
   return Math.min(nCtx, contextLength);
 }
 
+/** Every weight storage a load accepts. */
+export const WEIGHT_DTYPES: readonly WeightDtype[] = ['f32', 'f16', 'q8_0', 'q4_0'];
+
+/** @throws Error naming the accepted storages when `dtype` is not one of them. */
+export function checkWeightDtype(dtype: string): WeightDtype {
+  if (!(WEIGHT_DTYPES as readonly string[]).includes(dtype)) throw new Error(`weight storage "${dtype}" is not one of ${WEIGHT_DTYPES.join(', ')}`);
+  return dtype as WeightDtype;
+}
+
 /** Largest finite IEEE binary16 value. */
 export const F16_MAX = 65504;
 
@@ -67,6 +81,9 @@ export const F16_MAX = 65504;
  */
 function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
   if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
+  if (isQuantFormat(dtype)) {
+    return (data, shape, name) => (quantisedTensor(name, shape) ? backend.uploadQuant(quantise(dtype, data, shape[0], shape[1])) : backend.upload(data, shape));
+  }
   return (data, shape, name) => {
     if (shape.length !== 2) return backend.upload(data, shape);
     const i = data.findIndex((x) => Math.abs(x) > F16_MAX);
@@ -78,13 +95,15 @@ function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
 
 /**
  * Reads config.json, picks the architecture, opens the checkpoint and uploads the weights
- * (as float32, or matrices as binary16 with `weightDtype: 'f16'`), and allocates the KV cache for
+ * (as float32, matrices as binary16 with `weightDtype: 'f16'`, linear weights block-quantised with
+ * 'q8_0' / 'q4_0'), and allocates the KV cache for
  * workingContext(n_ctx, `contextLength`) positions.
  * @throws Error with a readable message for an unknown model_type (listing the supported ones),
  *   a missing/malformed config or checkpoint, a tensor the architecture expects but cannot find,
  *   or a contextLength that is not a positive integer (before any weight is read).
  */
 export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<{ config: HFConfig; model: Transformer }> {
+  const dtype = checkWeightDtype(options.weightDtype ?? 'f32');
   onProgress?.({ stage: 'config' });
   const config = await readJson(files, 'config.json');
   const arch = architectureFor(config.model_type);
@@ -95,6 +114,6 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
   const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) }));
   checkLayersAgainstCheckpoint(spec, src, files.label);
   onProgress?.({ stage: 'upload' });
-  const weights = arch.weights(spec, src, weightUploader(backend, options.weightDtype ?? 'f32'), config);
+  const weights = arch.weights(spec, src, weightUploader(backend, dtype), config);
   return { config, model: new Transformer(backend, spec, weights, contextLength) };
 }

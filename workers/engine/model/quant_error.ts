@@ -1,0 +1,121 @@
+/**
+ * How far block-quantised weights move the logits: the model's logits on a fixed probe prompt
+ * with its float32 weights against the same prompt with quantised weights, max |Δlogit| over every
+ * position and the vocabulary. The float32 pass runs first and is released before the quantised
+ * weights are uploaded, so the peak memory is that of the float32 model alone.
+ */
+import type { Backend } from '../backend/backend';
+import { formatLabel } from '../backend/quant';
+import type { HFConfig } from '../arch/types';
+import type { ModelFiles } from '../io/model_files';
+import { loadTransformer, type LoadProgress, type TransformerOptions, type WeightDtype } from './load';
+import { isQuantFormat } from './quant_storage';
+import { RunContext } from './run_context';
+import type { Transformer } from './transformer';
+
+/** The probe prompt (plain English; its tokens are capped at PROBE_MAX_TOKENS and the context length). */
+export const PROBE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog.';
+/** Most probe positions compared. */
+export const PROBE_MAX_TOKENS = 32;
+
+/** Logit error of the loaded weights against float32 (ModelInfo.weights.logitError). */
+export interface LogitError {
+  /** The probe's token ids (PROBE_TEXT, truncated). */
+  ids: number[];
+  /** max |z_quant − z_f32| over every probe position and vocabulary entry (logits, nats). */
+  maxAbs: number;
+  /** The same at the last probe position only. */
+  lastMaxAbs: number;
+  /** max |z_f32| on the probe, for scale. */
+  maxLogit: number;
+}
+
+/** How the loaded model stores its weights and, when quantised, what that costs in logits. */
+export interface WeightStorage {
+  dtype: WeightDtype;
+  /** "Q8_0 linear weights (embeddings, unembedding and norms float32)", "float32", … */
+  description: string;
+  /** The measured logit error (quantised storage only), or why it was not measured. */
+  logitError?: LogitError;
+  unmeasured?: string;
+}
+
+/** Logits [n, d_vocab] of one no-cache forward over `ids`. */
+export async function probeLogits(backend: Backend, model: Transformer, ids: readonly number[]): Promise<Float32Array> {
+  const ctx = new RunContext(backend, { pos0: 0, n: ids.length, nPrompt: ids.length, step: 0 });
+  const t = model.forward(Int32Array.from(ids), ctx, 'all')!;
+  const out = await backend.read(t);
+  backend.release(t);
+  ctx.release();
+  return out;
+}
+
+/**
+ * The float32 model's probe logits: loads the checkpoint with float32 weights (KV cache for the
+ * probe only), runs the probe and frees every tensor again.
+ * @throws the load's errors (missing tensors, too little memory).
+ */
+export async function float32ProbeLogits(files: ModelFiles, backend: Backend, ids: readonly number[]): Promise<Float32Array> {
+  const { model } = await loadTransformer(files, backend, undefined, { weightDtype: 'f32', contextLength: ids.length });
+  try {
+    return await probeLogits(backend, model, ids);
+  } finally {
+    model.dispose();
+  }
+}
+
+/**
+ * Compares the loaded model's probe logits with the float32 ones.
+ * @param ref float32 logits [ids.length, d_vocab] from float32ProbeLogits.
+ */
+export async function logitError(backend: Backend, model: Transformer, ids: readonly number[], ref: Float32Array): Promise<LogitError> {
+  const z = await probeLogits(backend, model, ids);
+  const V = model.spec.dVocab, last = (ids.length - 1) * V;
+  let maxAbs = 0, lastMaxAbs = 0, maxLogit = 0;
+  for (let i = 0; i < z.length; i++) {
+    const d = Math.abs(z[i] - ref[i]);
+    maxAbs = Math.max(maxAbs, d);
+    if (i >= last) lastMaxAbs = Math.max(lastMaxAbs, d);
+    maxLogit = Math.max(maxLogit, Math.abs(ref[i]));
+  }
+  return { ids: [...ids], maxAbs, lastMaxAbs, maxLogit };
+}
+
+/** A sentence for the model info: the storage and, where quantised, what stays float. */
+export function describeStorage(dtype: WeightDtype): string {
+  if (isQuantFormat(dtype)) return `${formatLabel(dtype)} linear weights (${dtype === 'q8_0' ? '8.5' : '4.5'} bits per weight; embeddings, unembedding and norms float32)`;
+  return dtype === 'f16' ? 'binary16 matrices (norms and biases float32)' : 'float32';
+}
+
+/** Options of loadWithStorage: the load's own, and whether to measure a quantised load's logit error. */
+export interface StorageLoadOptions extends TransformerOptions {
+  /**
+   * With quantised storage, run the probe with float32 weights first and report the logit error
+   * (default true). false skips it (a model whose float32 weights would not fit).
+   */
+  measureLogitError?: boolean;
+}
+
+/**
+ * loadTransformer, and with quantised storage the logit error on the probe prompt against the same
+ * checkpoint's float32 weights (the float32 pass first, released before the quantised upload).
+ * @param encode the tokenizer's text → ids (the probe is tokenised with it).
+ * @throws loadTransformer's errors.
+ */
+export async function loadWithStorage(
+  files: ModelFiles, backend: Backend, encode: (text: string) => number[], onProgress: ((p: LoadProgress) => void) | undefined, options: StorageLoadOptions,
+): Promise<{ config: HFConfig; model: Transformer; storage: WeightStorage }> {
+  const dtype = options.weightDtype ?? 'f32';
+  const storage: WeightStorage = { dtype, description: describeStorage(dtype) };
+  let probe: { ids: number[]; ref: Float32Array } | null = null;
+  if (isQuantFormat(dtype)) {
+    if (options.measureLogitError === false) storage.unmeasured = 'the float32 weights would not fit beside the budget, so the logit error was not measured';
+    else {
+      const ids = encode(PROBE_TEXT).slice(0, Math.min(PROBE_MAX_TOKENS, options.contextLength ?? PROBE_MAX_TOKENS));
+      probe = { ids, ref: await float32ProbeLogits(files, backend, ids) };
+    }
+  }
+  const { config, model } = await loadTransformer(files, backend, onProgress, options);
+  if (probe) storage.logitError = await logitError(backend, model, probe.ids, probe.ref);
+  return { config, model, storage };
+}
