@@ -10,6 +10,9 @@ import { parseTemplate } from '../../workers/engine/batch/template';
 import { parseValues } from '../../workers/engine/batch/values';
 import { patchingGrid } from '../../workers/engine/analysis/patching';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
+import { rowMargin } from '../../workers/engine/analysis/margin';
+import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
+import type { Intervention } from '../../workers/engine/model/intervention';
 import { runCli } from '../cli_run';
 import { readReference, sharedPath } from '../shared';
 
@@ -60,6 +63,29 @@ describe('batch columns probe_score and patch_recovery', () => {
     const z = await runBatch(e, { template: NAME_SWAP, values: parseValues('first,second,giver,receiver,giver_is\nLily,Tom,Lily,Tom,first\n', 'csv'), patchCell: { hook: 'z', layer: 1, position: 3 }, metrics: ['patch_recovery'] });
     const gz = await patchingGrid(e, { clean: z.rows[0].prompt, corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' Tom' }, bad: { text: ' Lily' }, hook: 'z', reuse: false });
     expect(z.rows[0].metrics.patch_recovery).toBeCloseTo(gz.recovery[1 * gz.nCols + 3], 5);
+  });
+
+  it('patch_recovery applies the study’s interventions in the clean, corrupted and patched runs: r from three plain forwards under them', async () => {
+    const values = parseValues('first,second,giver,receiver,giver_is\nLily,Tom,Lily,Tom,first\n', 'csv');
+    const steer: Intervention = { hook: 'blocks.1.hook_resid_post', op: { kind: 'add', v: direction(11), alpha: 3 }, positions: 'all' };
+    const cell = { hook: 'resid_pre' as const, layer: 2, position: -1 };
+    const steered = await runBatch(e, { template: NAME_SWAP, values, patchCell: cell, metrics: ['patch_recovery'], interventions: () => [steer] });
+    const plain = await runBatch(e, { template: NAME_SWAP, values, patchCell: cell, metrics: ['patch_recovery'] });
+    const clean = steered.rows[0].prompt, corrupt = 'Tom and Lily went to the park. Lily gave the ball to';
+    const cleanIds = e.encodePrompt({ prompt: clean }), corruptIds = e.encodePrompt({ prompt: corrupt });
+    const T = cleanIds.length;
+    const good = e.resolveFuture(cleanIds, { text: steered.rows[0].good }, { prompt: clean }).firstIds;
+    const bad = e.resolveFuture(cleanIds, { text: steered.rows[0].bad }, { prompt: clean }).firstIds;
+    const delta = (logits: Float32Array) => rowMargin(logSoftmaxCpu(logits, logits.length), good, bad);
+    const hook = 'blocks.2.hook_resid_pre';
+    const c = await e.run(cleanIds, { capture: [hook], interventions: [steer], logits: 'last' });
+    const k = await e.run(corruptIds, { interventions: [steer], logits: 'last' });
+    const patch: Intervention = { hook, op: { kind: 'patch', replacement: c.captured.get(hook)! }, positions: [T - 1] };
+    const p = await e.run(corruptIds, { interventions: [steer, patch], logits: 'last' });
+    const want = (delta(p.logits) - delta(k.logits)) / (delta(c.logits) - delta(k.logits));
+    expect(steered.rows[0].metrics.patch_recovery).toBeCloseTo(want, 4);
+    // the intervention matters here, so a batch that dropped it would fail the line above
+    expect(Math.abs(plain.rows[0].metrics.patch_recovery! - want)).toBeGreaterThan(1e-2);
   });
 
   it('refuses the columns without their settings, before anything runs; a cell outside a prompt is that row’s error', async () => {

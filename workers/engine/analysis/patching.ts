@@ -59,6 +59,12 @@ export interface PatchingRequest {
    * end: −1 = the last position): the other cells and the whole-layer patches are NaN.
    */
   only?: { layer: number; col: number };
+  /**
+   * Interventions applied in every run (clean, corrupted and each patched one), before the patch at
+   * the same hook: the patch then writes the source run's value as it was under them (values are
+   * captured after a hook's interventions). Positions are prompt positions of both prompts.
+   */
+  interventions?: Intervention[];
 }
 
 export interface PatchingResult {
@@ -151,12 +157,13 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   };
 
   // The source run: its values at every layer, and its margin.
-  const src = await engine.run(srcIds, { capture: hooks, logits: 'last' });
-  const srcMargin = await margin(src.logits, srcIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, logits: 'all' })).logits!);
+  const base = req.interventions ?? [];
+  const src = await engine.run(srcIds, { capture: hooks, interventions: base, logits: 'last' });
+  const srcMargin = await margin(src.logits, srcIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
   // The run to patch, as the reference whose cache rows the cells reuse.
   const kv = new PrefixCache(engine.model);
-  const ref = await kv.reference(runIds, { nPrompt: T, capture: hooks, logits: 'last' });
-  const runMargin = await margin(ref.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, logits: 'all' })).logits!);
+  const ref = await kv.reference(runIds, { nPrompt: T, capture: hooks, interventions: base, logits: 'last' });
+  const runMargin = await margin(ref.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
   const [cleanMargin, corruptMargin] = direction === 'denoise' ? [srcMargin, runMargin] : [runMargin, srcMargin];
   if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
     throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
@@ -206,12 +213,12 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
     if (reuse && !Number.isFinite(cell.from)) { cellsSkipped++; return runMargin; }
     if (!reuse) {
       positionsComputed += T;
-      const out = await engine.run(runIds, { interventions: [cell.iv], logits: 'last' });
-      return margin(out.logits, runIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, interventions: [cell.iv], logits: 'all' })).logits!);
+      const out = await engine.run(runIds, { interventions: [...base, cell.iv], logits: 'last' });
+      return margin(out.logits, runIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, interventions: [...base, cell.iv], logits: 'all' })).logits!);
     }
     positionsComputed += T - cell.from;
-    const out = await kv.runFrom(cell.from, runIds, { nPrompt: T, interventions: [cell.iv], logits: 'last' });
-    return margin(out.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: [cell.iv], logits: 'all' })).logits!);
+    const out = await kv.runFrom(cell.from, runIds, { nPrompt: T, interventions: [...base, cell.iv], logits: 'last' });
+    return margin(out.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: [...base, cell.iv], logits: 'all' })).logits!);
   };
 
   const total = cells.length + layerCells.length;

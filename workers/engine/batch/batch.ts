@@ -24,7 +24,8 @@ export interface BatchRequest {
   probe?: { hook: string; vector: Float32Array };
   /**
    * patch_recovery: the cell (hook of analysis/patching.ts, layer, position; a negative position
-   * counts from the end) patched from each clean prompt into its corrupt variant (template.corrupt).
+   * counts from the end) patched from each clean prompt into its corrupt variant (template.corrupt),
+   * with the prompt's interventions applied in the clean, corrupted and patched runs.
    */
   patchCell?: { hook: PatchHook; layer: number; position: number };
   /** |Δ| threshold of lens_visible_layer, nats (default 1). */
@@ -117,7 +118,7 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       }
       if (req.patchCell && metrics.includes('patch_recovery')) {
         const c = req.patchCell;
-        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate: req.chatTemplate, good: { text: p.good }, bad: { text: p.bad }, hook: c.hook, only: { layer: c.layer, col: c.position } });
+        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate: req.chatTemplate, good: { text: p.good }, bad: { text: p.bad }, hook: c.hook, only: { layer: c.layer, col: c.position }, interventions });
         all.patch_recovery = g.recovery.find((r) => !Number.isNaN(r)) ?? null;
       }
       row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m] ?? null]));
