@@ -6,6 +6,7 @@ import { startMockHub, type MockHub } from '../tools/mock-hub';
 import { CATALOG } from '../workers/engine/io/catalog';
 import { bytes, paramCount } from '../app/lib/format';
 import { SHARED } from './golden';
+import { open } from './app_page';
 
 /**
  * The model picker's curated Hub list and the browser's model cache, in the production build.
@@ -71,10 +72,7 @@ async function routeHuggingFaceToMock(context: BrowserContext): Promise<void> {
 
 /** Opens the app, waits for its start-up load (stories260K from /models/), and unfolds the Hub section. */
 async function openHubSection(page: Page): Promise<void> {
-  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
-  await page.goto('/');
-  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await open(page);
   await page.locator('details.hub summary').click();
 }
 

@@ -1,5 +1,6 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
+import { settled } from './app_page';
 
 /**
  * Layout on small laptop screens, on the production build with stories260K: with every view
@@ -13,11 +14,6 @@ const VIEWS = ['margins', 'sinks', 'generation', 'norms', 'dose', 'vectors', 'pr
 test.beforeAll(() => fs.mkdirSync(SHOTS, { recursive: true }));
 
 /** Waits for the running job to end without an error banner. */
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
-
 /** How many pixels the page is wider than the window's layout width (0 or less: no sideways scroll). */
 const overflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultRepos, llamaTensors, startMockHub, writeSparseModel, type MockHub } from '../tools/mock-hub';
+import { open } from './app_page';
 
 /**
  * Loading from the Hugging Face Hub in the production build, against the mock Hub
@@ -66,12 +67,6 @@ async function routeHuggingFaceToMock(context: BrowserContext): Promise<void> {
 }
 
 /** Opens the app and waits for its start-up load (stories260K from /models/) to finish. */
-async function openApp(page: Page): Promise<void> {
-  await page.goto('/');
-  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-}
-
 /** Unfolds the Hub form (a <details>) unless it is open. */
 async function openHubForm(page: Page): Promise<void> {
   const form = page.locator('details.hub');
@@ -91,7 +86,7 @@ const weightRequests = (log: MockHub['log']) => log.filter((r) => /\.safetensors
 test('a Hub model loads in the worker, and after a reload loads again offline from Cache Storage', async ({ page, context }) => {
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   await routeHuggingFaceToMock(context);
-  await openApp(page);
+  await open(page);
   const from = hub.log.length;
   await loadFromHub(page, 'fixtures/qwen3-tiny');
   await expect(page.getByTestId('model-info')).toContainText('hf.co/fixtures/qwen3-tiny@main', { timeout: 120_000 });
@@ -128,7 +123,7 @@ function onlyHeadersRead(from: number): void {
 
 test('a buffer over the adapter\'s binding limit is refused before the weights are downloaded, naming the limit', async ({ page, context }) => {
   await routeHuggingFaceToMock(context);
-  await openApp(page);
+  await open(page);
   await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   const from = hub.log.length;
   await loadFromHub(page, 'big/kv');
@@ -141,7 +136,7 @@ test('a buffer over the adapter\'s binding limit is refused before the weights a
 
 test('weights over the memory budget are refused before download, itemised, with the KV cache sized for the working context', async ({ page, context }) => {
   await routeHuggingFaceToMock(context);
-  await openApp(page);
+  await open(page);
   const from = hub.log.length;
   await loadFromHub(page, 'big/weights');
   await expect(page.getByTestId('error-banner')).toBeVisible({ timeout: 120_000 });
@@ -152,7 +147,7 @@ test('weights over the memory budget are refused before download, itemised, with
 });
 
 test('a mirror endpoint (HF_ENDPOINT-style base URL) serves the same layout', async ({ page }) => {
-  await openApp(page);
+  await open(page);
   const from = hub.log.length;
   await loadFromHub(page, 'models/stories260K', hub.url);
   const host = new URL(hub.url).host;

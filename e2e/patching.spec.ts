@@ -1,4 +1,4 @@
-import { test, expect, type Page } from '@playwright/test';
+import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import { STORIES, referencePrompt } from './golden';
 import { CpuBackend } from '../workers/engine/backend/cpu';
@@ -6,6 +6,7 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../workers/engine/ops/logits.cpu';
 import { patchingGrid, type PatchingResult } from '../workers/engine/analysis/patching';
+import { settled } from './app_page';
 
 /**
  * The Lily/Tom name-swap patching heatmap through the UI on the production build (WebGPU on
@@ -31,11 +32,6 @@ test.beforeAll(async () => {
   const lp = logSoftmaxCpu(Float32Array.from(g.last_prompt_position_logits), 512);
   goldenClean = lp[want.good.firstIds[0]] - lp[want.bad.firstIds[0]];
 });
-
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
 
 const num = (s: string | null) => Number((s ?? '').replace('−', '-').replace('+', ''));
 

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { STORIES, firstTokenAfter, referencePrompt } from './golden';
+import { settled } from './app_page';
 
 /**
  * Results that no longer answer the experiment say so, on the production build with stories260K:
@@ -20,11 +21,6 @@ test.beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-stale-'));
 });
 test.afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
 
 /** Clicks heatmap cell (row, col) using the geometry the canvas publishes. */
 async function clickCell(page: Page, row: number, col: number) {

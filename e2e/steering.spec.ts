@@ -12,6 +12,7 @@ import { toIntervention } from '../workers/engine/steering/spec';
 import { doseResponse, type SweepResult } from '../workers/engine/steering/sweep';
 import { caaVector, type CaaVector } from '../workers/engine/steering/vectors';
 import { readNpy, writeNpy } from '../workers/engine/steering/vector_io';
+import { settled } from './app_page';
 
 /**
  * Steering through the UI on the production build (WebGPU on SwiftShader), checked against the
@@ -79,11 +80,6 @@ async function openWorkbench(page: Page) {
 }
 
 /** Waits for the running job to end without an error banner. */
-async function settled(page: Page) {
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
-}
-
 /** Builds the CAA vector of the default set at HOOK through the Vectors tab, with the set's prompt and futures. */
 async function buildCaa(page: Page) {
   await page.getByTestId('tab-vectors').click();
