@@ -37,6 +37,7 @@ describe('parseSpec returns exactly the keys given', () => {
     [{ hook: H, type: 'patch', vector: [v64], steps: { start: 2, end: 5 } }],
     [{ hook: H, type: 'sae_clamp', sae: 'relu', feature: 0, value: 0 }],
     [{ hook: H, type: 'add', vector: { sae: 'relu', feature: 3 }, alpha: 1, positions: 'all' }],
+    [{ hook: H, type: 'rotate', vector: { sae: 'relu', feature: 0 }, t: 0.5 }],
   ])('%j', (json) => {
     const got = parse(JSON.parse(JSON.stringify(json)));
     expect(got).toStrictEqual(json);

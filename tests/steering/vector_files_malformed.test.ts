@@ -112,6 +112,18 @@ describe('.npy by the format spec', () => {
     expect(() => readNpy(npy(dict('<f8', '(2,)'), f8([1])), 't.npy')).toThrow('t.npy: shape (2,) needs 16 data bytes but the file has 8 (truncated)');
   });
 
+  it('headers as Python literals: any spacing, a descr without a byte-order mark, a size of two digits, empty dimensions', () => {
+    expect(readNpy(npy(`{'descr':'<f4','fortran_order':False,'shape':(2,)}`, f4([1, 2])))).toEqual(Float32Array.from([1, 2]));
+    expect(readNpy(npy(`{'descr'  :  '<f4',  'fortran_order' :  False, 'shape'  :  (2,) }`, f4([1, 2])))).toEqual(Float32Array.from([1, 2]));
+    expect(readNpy(npy(dict('f4', '(2,)'), f4([5, 6])))).toEqual(Float32Array.from([5, 6]));
+    expect(() => readNpy(npy(dict('<c16', '(1,)'), f8([1, 0])), 'c.npy')).toThrow('c.npy: dtype <c16 is not supported; save the vector as float32 or float64');
+    expect(() => readNpy(npy(dict('<f', '(1,)'), f4([1])), 'c.npy')).toThrow('c.npy: dtype <f is not supported');
+    expect(readNpyArray(npy(dict('<f4', '(0,)'), new Uint8Array(0)))).toEqual({ data: new Float32Array(0), shape: [0] });
+    expect(readNpyArray(npy(dict('<f4', '(2, 0)'), new Uint8Array(0)))).toEqual({ data: new Float32Array(0), shape: [2, 0] });
+    // the smallest version-1 file: 10 bytes, an empty header
+    expect(() => readNpy(npy('', new Uint8Array(0), 1), 'e.npy')).toThrow('e.npy: malformed .npy header');
+  });
+
   it('readVectorFile names the file in every .npy message', () => {
     expect(() => readVectorFile('dir/x.npy', npy(dict('<i8', '(1,)'), f8([1])))).toThrow('dir/x.npy: dtype <i8 is not supported');
   });
