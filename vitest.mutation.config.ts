@@ -14,7 +14,7 @@ const SUBSETS: Record<string, string[]> = {
   steering: [
     'tests/steering/spec_errors.test.ts', 'tests/steering/spec_parse.test.ts', 'tests/steering/vector_io.test.ts', 'tests/steering/vector_files_malformed.test.ts',
     'tests/steering/sweep.test.ts', 'tests/steering/vectors_reference.test.ts', 'tests/steering/vectors_requests.test.ts', 'tests/steering/properties.test.ts',
-    'tests/steering/resolve.test.ts',
+    'tests/steering/resolve.test.ts', 'tests/steering/sweep_request.test.ts',
   ],
   model: ['tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts'],
 };
