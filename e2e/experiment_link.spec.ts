@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import LZString from 'lz-string';
 import { serveStatic, type StaticServer } from '../tools/static_server';
-import { STORIES, parseShown } from './golden';
+import { STORIES, parseShown, readTensors, referencePrompt } from './golden';
+import { readNpy, save } from './export_files';
 import { runCli } from '../tests/cli_run';
 import { analysed as waitAnalysed, settled } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
@@ -194,4 +195,37 @@ test('the saved sink threshold ε and heatmap colour scale are applied on restor
   await page.getByTestId('sink-eps-apply').click();
   await expect(page.getByTestId('sink-view')).toContainText('α₀ > ε = 0.5', { timeout: 120_000 });
   await expect.poll(() => page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '')).toMatch(/"sinkEps": ?0\.5.*"heatmapScale": ?"robust"/s);
+});
+
+test('version 2: the activations view\'s hook, the token selection and the colour scale are restored, recaptured, and saved again', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  const LILY = 'Lily and Tom went to the park. Lily gave the ball to';
+  const golden = referencePrompt(LILY);
+  const ref = readTensors(path.join(STORIES, 'reference', `${golden.name}.safetensors`)).get('resid_post')!;
+  const [, TP, D] = ref.shape;
+  const view = { name: 'activations', heatmapScale: 'max', hook: 'blocks.2.hook_resid_post', selection: { start: 2, end: 5 } };
+  await page.goto(link(experiment({ version: 2, prompt: LILY, good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, interventions: [], vectors: [], view })));
+  await expect(page.getByTestId('activations-heatmap')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  await expect(page.getByTestId('activations-hook')).toHaveValue('blocks.2.hook_resid_post');
+  await expect(page.getByTestId('activations-scale')).toHaveValue('max');
+  await expect(page.getByTestId('activations-shape')).toContainText(`blocks.2.hook_resid_post: [3 tokens, ${D} values]`);
+  await expect(page.getByTestId('activations-shape')).toContainText('tokens 2–4 (the selection on the token strip)');
+  await expect(page.getByTestId('activations-shape')).toContainText('largest |value|');
+  // The .npy holds exactly the selected rows of the golden resid_post of layer 2.
+  const npy = readNpy((await save(page, page.getByTestId('activations-view'), '.npy')).bytes);
+  expect(npy.shape).toEqual([3, D]);
+  let worst = 0;
+  for (let i = 0; i < 3; i++) for (let d = 0; d < D; d++) worst = Math.max(worst, Math.abs(npy.data[i * D + d] - ref.data[(2 * TP + 2 + i) * D + d]));
+  expect(worst, 'selected rows vs golden resid_post').toBeLessThanOrEqual(1e-3);
+
+  // A new hook and selection go into the link and local storage, and come back after a reload.
+  await page.getByTestId('activations-hook').selectOption('blocks.1.hook_mlp_out');
+  await expect.poll(() => page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '')).toMatch(/"hook": ?"blocks\.1\.hook_mlp_out"/);
+  const stored = JSON.parse(await page.evaluate(() => localStorage.getItem('branchpoint.experiment')!)) as { version: number; view: { selection: unknown } };
+  expect(stored.version).toBe(2);
+  expect(stored.view.selection).toEqual({ start: 2, end: 5 });
+  await page.reload();
+  await expect(page.getByTestId('activations-shape')).toContainText('blocks.1.hook_mlp_out: [3 tokens', { timeout: 120_000 });
+  await expect(page.getByTestId('activations-hook')).toHaveValue('blocks.1.hook_mlp_out');
 });

@@ -7,6 +7,8 @@ import { analyse } from './analyse';
 import { generate } from './generate';
 import { bundledModelNames, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
 import { runSweep } from './sweep';
+import { captureActivations } from './activations';
+import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
 
 /** The views an experiment can open (App's tabs). */
 const KNOWN_VIEWS: readonly ViewName[] = ['margins', 'sinks', 'generation', 'norms', 'activations', 'dose', 'vectors', 'branches', 'batch', 'probe', 'window'];
@@ -48,6 +50,8 @@ function applyExperiment(e: Experiment): string[] {
   s.setShowDifference(e.view.showDifference);
   s.setSinkEps(e.view.sinkEps);
   s.setHeatmapScale(e.view.heatmapScale);
+  s.setActivationsHook(e.view.hook ?? DEFAULT_ACTIVATIONS_HOOK);
+  s.setCaptured(null);
   return missing;
 }
 
@@ -106,13 +110,21 @@ export async function restoreExperiment(e: Experiment, origin: string): Promise<
     }
     if (!ok) return;
     await analyse();
+    restoreSelection(e.view.selection);
     const view = useStore.getState().view;
     if (view === 'generation') await generate();
+    if (view === 'activations') await captureActivations();
     if (view === 'dose' && useStore.getState().sweepSettings.vectorId) await runSweep();
   } finally {
     useStore.getState().setRestoring(false);
     saveToLink();
   }
+}
+
+/** The saved token-strip selection, put back once the analysis has tokenized the prompt (kept only where it fits its tokens). */
+function restoreSelection(sel: Experiment['view']['selection']): void {
+  const n = useStore.getState().promptTokens?.ids.length ?? 0;
+  useStore.getState().setTokenSelection(sel && sel.end <= n ? sel : null);
 }
 
 /** Shows why a link, file or stored experiment could not be read. */
@@ -202,7 +214,8 @@ export function followExperiment(): () => void {
     const changed = s.prompt !== prev.prompt || s.chatTemplate !== prev.chatTemplate || s.good !== prev.good || s.bad !== prev.bad
       || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
       || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad
-      || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale;
+      || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale
+      || s.activationsHook !== prev.activationsHook || s.tokenSelection !== prev.tokenSelection;
     if (!changed) return;
     clearTimeout(timer);
     timer = setTimeout(saveToLink, 300);

@@ -44,6 +44,7 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
     })),
     view: {
       name: s.view, showDifference: s.showDifference, showTables: s.showTables, sinkEps: s.sinkEps, heatmapScale: s.heatmapScale,
+      hook: s.activationsHook, selection: s.tokenSelection,
       sweep: { layers: s.sweepSettings.layers, doses: s.sweepSettings.doses, site: s.sweepSettings.site, type: s.sweepSettings.type, vector: index(s.sweepSettings.vectorId) },
     },
   };

@@ -11,8 +11,9 @@ import { createShareSlice, type ShareSlice } from './share';
 import { createDisplaySlice, type DisplaySlice } from './display';
 import { createQueuedSlice, type QueuedSlice } from './queued';
 import { createSaeSlice, type SaeSlice } from './sae';
+import { createActivationsSlice, type ActivationsSlice } from './activations';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -36,4 +37,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createDisplaySlice(...a),
   ...createQueuedSlice(...a),
   ...createSaeSlice(...a),
+  ...createActivationsSlice(...a),
 }));

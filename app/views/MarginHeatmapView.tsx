@@ -16,7 +16,7 @@ import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultS
 import { InputWarnings } from '../components/InputWarnings';
 import type { InterventionDraft } from '../store/steering';
 import { steeringName, steeringNow } from '../lib/stale';
-import { divergingScale, rangeNote, symmetricRange, type HeatmapScale } from '../lib/color_scale';
+import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 
 /** Steered − unsteered, cell by cell (for display; both grids come from the engine). */
 function difference(steered: Float32Array, unsteered: Float32Array): Float32Array {
@@ -90,12 +90,7 @@ export function MarginHeatmapView() {
   const [hover, point] = useTokenCellHover();
   const diff = showDifference && r?.baseline ? r.baseline : null;
   const values = useMemo(() => (r && diff ? difference(r.analysis.lensMargin, diff.lensMargin) : r?.analysis.lensMargin ?? new Float32Array()), [r, diff]);
-  const scaleMode = useStore((s) => s.heatmapScale);
-  const setScaleMode = useStore((s) => s.setHeatmapScale);
-  const scale = useMemo(() => {
-    const range = symmetricRange(values, scaleMode);
-    return { m: range.m, color: divergingScale(range.m), note: rangeNote(range, scaleMode, 'Δ') };
-  }, [values, scaleMode]);
+  const scale = useHeatmapColour(values, 'Δ');
   const marks = useMemo(() => (r ? steeringMarks(r, list) : { rows: new Map<number, string>(), cells: [] }), [r, list]);
   if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
   const a = r.analysis;
@@ -130,12 +125,7 @@ export function MarginHeatmapView() {
             Show steered − unsteered
           </label>
         )}
-        <label className="toggle">Colour scale
-          <select data-testid="heatmap-scale" value={scaleMode} onChange={(e) => setScaleMode(e.target.value as HeatmapScale)}>
-            <option value="robust">robust (98th percentile of |Δ|)</option>
-            <option value="max">largest |Δ|</option>
-          </select>
-        </label>
+        <ScaleControl what="Δ" />
         <ExportButtons
           name={`margins-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, ids: a.ids, good: a.good, bad: a.bad, layers: rowLabels, shown: what, lensMargin: rows(), finalMargin: Array.from(a.finalMargin), sequenceMargin: a.sequenceMargin, interventions: r.steering, unsteeredFinalMargin: unsteered ? Array.from(unsteered.finalMargin) : null })}
@@ -145,7 +135,7 @@ export function MarginHeatmapView() {
             caption: [`${what === 'Δ' ? '' : `${what}, with `}Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}” · colour ${scale.note}`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)],
             panels: [{
               kind: 'heatmap', values, nRows: L1, nCols: T, rowLabels, colLabels, rowTitle: 'layer', colTitle: 'position · token', rowsUpward: true,
-              scale: { color: scale.color, domain: [-scale.m, scale.m], title: `${what} (nats)`, lowNote: `← favours ${visibleToken(bad)}`, highNote: `favours ${visibleToken(good)} →` },
+              scale: { color: scale.color, domain: scale.domain, title: `${what} (nats)`, lowNote: `← favours ${visibleToken(bad)}`, highNote: `favours ${visibleToken(good)} →` },
             }],
           })}
         />
@@ -161,7 +151,7 @@ export function MarginHeatmapView() {
             rowMarks={marks.rows} markedCells={marks.cells}
             label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
-          <ColorLegend color={scale.color} domain={[-scale.m, scale.m]} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
+          <ColorLegend color={scale.color} domain={scale.domain} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
           <p className="muted scale-note" data-testid="margin-scale-note">Colour {scale.note}.</p>
           {locked
             ? <p className="hint" data-testid="margin-locked">This heatmap is of {stale.includes('prompt') ? 'an earlier prompt' : 'the previous model'}: press Analyse before placing interventions from it.</p>

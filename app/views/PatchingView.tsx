@@ -1,8 +1,8 @@
 import { useEffect, useMemo, useState } from 'react';
-import { interpolateRdBu, scaleDiverging } from 'd3';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
+import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
@@ -18,9 +18,6 @@ const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'mlp_out', title: 'blocks.{l}.hook_mlp_out (layer × position)' },
   { hook: 'z', title: 'blocks.{l}.attn.hook_z (layer × head)' },
 ];
-
-/** Recovery colours: red below 0, white at 0, blue at 1 and above (clamped to [−1, 1]). */
-const color = scaleDiverging<string>((t) => interpolateRdBu(t)).domain([-1, 0, 1]).clamp(true);
 
 /** Token counts of the clean and corrupted prompts as the worker tokenizes them (null while unknown). */
 function useLengths(clean: string, corrupt: string, chatTemplate: boolean): { clean: number; corrupt: number } | null {
@@ -145,6 +142,8 @@ export function PatchingView() {
     }
     return out;
   }, [p]);
+  // Recovery colours: red below 0, white at 0, blue toward ±m (the shared colour-scale setting; r can pass 1).
+  const scale = useHeatmapColour(values, 'r');
   const r = p?.result;
   const openedAt = opened ? list.findIndex((d) => d.id === opened.id) + 1 : 0;
   const C = r ? r.nCols + 1 : 0;
@@ -180,7 +179,7 @@ export function PatchingView() {
                 panels: [{
                   kind: 'heatmap', values, nRows: r.nLayers, nCols: C, rowLabels, colLabels: cols, rowTitle: 'layer', colTitle: r.columns === 'head' ? 'head' : 'position · token (clean/corrupted)', rowsUpward: true,
                   annotate: (row, col) => fixed(values[row * C + col], 2),
-                  scale: { color, domain: [-1, 1], title: 'recovery r (colours clamped to [−1, 1])', lowNote: '← moves away from clean', highNote: 'restores clean →' },
+                  scale: { color: scale.color, domain: scale.domain, title: `recovery r (colour ${scale.note})`, lowNote: '← moves away from clean', highNote: 'restores clean →' },
                 }],
               })}
             />
@@ -193,8 +192,9 @@ export function PatchingView() {
           )}
           <div className="view-body">
             <div className="figure">
+              <ScaleControl what="r" testId="patching-scale" />
               <Heatmap
-                values={values} nRows={r.nLayers} nCols={C} color={color}
+                values={values} nRows={r.nLayers} nCols={C} color={scale.color}
                 rowLabels={rowLabels} colLabels={cols} rowTitle="layer" colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
                 rowsUpward cellWidth={{ min: 16, max: 56 }} cellHeight={30}
                 annotate={(c) => { const v = values[c.row * C + c.col]; return Math.abs(v) >= 0.095 ? v.toFixed(1) : null; }}
@@ -202,7 +202,8 @@ export function PatchingView() {
                 onSelect={busy ? undefined : (c) => setOpened(openPatchCell(c.row, c.col === r.nCols ? 'all' : c.col))}
                 label={`Recovery per layer and ${r.columns}, ${r.direction}`} testId="patching-heatmap"
               />
-              <ColorLegend color={color} domain={[-1, 1]} title="recovery r" lowNote="← moves away from clean" highNote="restores clean →" testId="patching-legend" />
+              <ColorLegend color={scale.color} domain={scale.domain} title="recovery r" lowNote="← moves away from clean" highNote="restores clean →" testId="patching-legend" />
+              <p className="muted scale-note" data-testid="patching-scale-note">Colour {scale.note}.</p>
               <p className="hint">Click a cell to add that patch to the interventions (a <code>patch</code> from the {r.direction === 'denoise' ? 'clean' : 'corrupted'} prompt at that hook and {r.columns}); the last column patches the whole layer.</p>
             </div>
             <Readout p={p} cell={hover} />

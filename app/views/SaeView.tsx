@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from 'react';
-import { interpolateOranges, scaleSequential } from 'd3';
 import { useStore } from '../store';
 import { loadSae, openFeature, placeFeature, readFeatures, saeSourceFromFiles, togglePin } from '../actions/sae';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
+import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { fixed, signed, visibleToken } from '../lib/format';
 import type { SaeResult } from '../store/sae';
 
@@ -118,7 +118,7 @@ function maxTokens(r: SaeResult, f: number): [number, number][] {
   return out;
 }
 
-const actColor = (max: number) => scaleSequential(interpolateOranges).domain([0, Math.max(max, 1e-6)]);
+const NONE = new Float32Array();
 
 /**
  * SAE features of the prompt: per token the top features with their activations, L0, MSE and
@@ -134,8 +134,8 @@ export function SaeView() {
   const [hover, setHover] = useState<Cell | null>(null);
   const a = r?.analysis;
   const T = a?.ids.length ?? 0;
-  const max = a ? Math.max(0, ...a.pinnedActs) : 0;
-  const color = actColor(max);
+  const scale = useHeatmapColour(a?.pinnedActs ?? NONE, 'activation', 'nonnegative');
+  const color = scale.color;
   return (
     <div className="view" data-testid="sae-view">
       <header className="view-head">
@@ -153,7 +153,7 @@ export function SaeView() {
             figure={() => (a.pinned.length ? {
               title: `SAE feature activations · ${r.modelLabel}`,
               caption: [`pinned features of the SAE at ${a.hook}, at each prompt token`, `prompt: “${r.prompt}”`],
-              panels: [{ kind: 'heatmap', values: a.pinnedActs, nRows: a.pinned.length, nCols: T, rowLabels: a.pinned.map((f) => `f${f}`), colLabels: a.tokens.map(visibleToken), rowTitle: 'feature', colTitle: 'position · token', scale: { color, domain: [0, Math.max(max, 1e-6)], title: 'feature activation' } }],
+              panels: [{ kind: 'heatmap', values: a.pinnedActs, nRows: a.pinned.length, nCols: T, rowLabels: a.pinned.map((f) => `f${f}`), colLabels: a.tokens.map(visibleToken), rowTitle: 'feature', colTitle: 'position · token', scale: { color, domain: scale.domain, title: `feature activation (colour ${scale.note})` } }],
             } : null)}
           />
         )}
@@ -189,7 +189,9 @@ export function SaeView() {
                 onSelect={(c) => void openFeature(a.pinned[c.row], c.col)}
                 label="Activations of the pinned features at every token" testId="sae-heatmap"
               />
-              <ColorLegend color={color} domain={[0, Math.max(max, 1e-6)]} title="feature activation" testId="sae-legend" />
+              <ScaleControl what="activation" testId="sae-scale" />
+              <ColorLegend color={color} domain={scale.domain} title="feature activation" testId="sae-legend" />
+              <p className="muted scale-note" data-testid="sae-scale-note">Colour {scale.note}.</p>
             </div>
           )}
           {a.margin && (

@@ -23,12 +23,25 @@ describe('experiment file (docs/experiment-format.md)', () => {
   });
 
   it('refuses a newer version by number, and names each invalid field', () => {
-    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 1/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 2/);
     expect(kindOf(() => readExperiment('{"format": "branchpoint-experiment", '))).toMatch(/^corrupt: /);
     expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\.0\.type/);
     expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\.0\.vector: refers to vector 2 but the file has 0/);
     expect(kindOf(() => parseExperiment({ ...base, vectors: [{ ...vec(0, [1, 2]), dModel: 3 }] }))).toMatch(/values must have dModel entries/);
     expect(kindOf(() => parseExperiment({ ...base, format: 'something-else' }))).toMatch(/^invalid: not a Branchpoint experiment/);
+  });
+
+  it('version 2 carries the activations hook and the token selection; a version 1 file still reads, without them', () => {
+    const v2 = parseExperiment({ ...base, version: 2, view: { name: 'activations', hook: 'blocks.2.attn.hook_z', selection: { start: 3, end: 7 } } });
+    expect(v2.view.hook).toBe('blocks.2.attn.hook_z');
+    expect(v2.view.selection).toEqual({ start: 3, end: 7 });
+    expect(experimentFromHash(experimentHash(v2).hash)?.view).toEqual(v2.view);
+    const v1 = parseExperiment(base);
+    expect(v1.version).toBe(1);
+    expect(v1.view.selection).toBeNull();
+    expect(v1.view.hook).toBeUndefined();
+    expect(kindOf(() => parseExperiment({ ...base, version: 2, view: { selection: { start: 4, end: 4 } } }))).toMatch(/^invalid: .*view\.selection.*end must be greater than start/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 0 }))).toMatch(/^invalid: .*version/);
   });
 
   it('turns interventions into engine specs with the vector inline, and says which vector a link left out', () => {

@@ -16,8 +16,14 @@ z.config({ jitless: true });
 
 /** The format tag every experiment carries. */
 export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
-/** The newest version this code reads and the one it writes. */
-export const EXPERIMENT_VERSION = 1;
+/**
+ * The newest version this code reads and the one it writes. Version 2 added `view.selection` (the
+ * token-strip selection) and the activations view's hook (`view.hook`) being written; version 1
+ * files read as before (both absent).
+ */
+export const EXPERIMENT_VERSION = 2;
+/** Every version this code reads. */
+export const EXPERIMENT_VERSIONS = [1, 2] as const;
 
 /** Why an experiment could not be read: 'corrupt' (not JSON / not decodable), 'version' (newer than this app), 'invalid' (schema). */
 export class ExperimentError extends Error {
@@ -92,8 +98,10 @@ const view = z.object({
   sinkEps: z.number().min(0).max(1).default(0.3),
   /** Heatmap colour scale: 'robust' (98th percentile of |value| over the cells shown, app/lib/color_scale.ts) or 'max' (largest |value|). */
   heatmapScale: z.enum(['robust', 'max']).default('robust'),
-  /** Activations view: the hook captured. */
+  /** Activations view: the hook captured (TransformerLens name). */
   hook: z.string().optional(),
+  /** Prompt positions [start, end) selected on the token strip (the activations view shows and saves only those); null: none. (v2) */
+  selection: z.object({ start: int, end: int }).refine((x) => x.end > x.start, { message: 'end must be greater than start' }).nullable().default(null),
   sweep: z.object({
     layers: z.string(),
     doses: z.string(),
@@ -101,11 +109,11 @@ const view = z.object({
     type: z.enum(['add', 'add_norm_preserving', 'rotate']),
     vector: int.nullable(),
   }).optional(),
-}).default({ name: 'margins', showDifference: false, showTables: false, sinkEps: 0.3, heatmapScale: 'robust' });
+}).default({ name: 'margins', showDifference: false, showTables: false, sinkEps: 0.3, heatmapScale: 'robust', selection: null });
 
 export const experimentSchema = z.object({
   format: z.literal(EXPERIMENT_FORMAT),
-  version: z.literal(EXPERIMENT_VERSION),
+  version: z.union(EXPERIMENT_VERSIONS.map((v) => z.literal(v))),
   /** Optional title (poster decks show it). */
   title: z.string().optional(),
   /** Optional one-line note of what to look at. */
