@@ -14,6 +14,7 @@ import { ChunkedTensor, type KernelTuning } from '../../workers/engine/backend/w
 import { fromF16Bits, packF16, toF16Bits, unpackF16 } from '../../workers/engine/backend/f16';
 import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
+import { linearQuant } from './kernels_quant';
 
 /** One op on one input: the WebGPU result's difference from the CPU reference. */
 export interface KernelCase {
@@ -716,9 +717,11 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   try {
     for (const part of [copies, linear, linearFused, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
+    await linearQuant(gpu, h.cpu, h.cases);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
     for (const part of [linear, linearFused, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
     await splitWeights(o, otherSplitting);
+    await linearQuant(other, o.cpu, o.cases);
   } finally {
     for (const b of [gpu, other, splitting, otherSplitting]) b.dispose();
   }

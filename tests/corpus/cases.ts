@@ -5,6 +5,7 @@
  * through the browser (keep those to about a third).
  */
 import type { Analysis, Generation } from '../../workers/engine/api';
+import { ggufFolder, replaceAscii, setTensorOffset, setTensorType } from './gguf_bytes';
 import { json, modelFiles, putJson, putText, tensorsOf, withConfig, withTensors } from '../hardening/model_variants';
 import { encodeSafetensors } from '../../tools/safetensors_write';
 import { f32bytes, npy, oneTensor, rawSafetensors, stVector, text, type BadInputCase } from './inputs';
@@ -122,6 +123,14 @@ export const CASES: BadInputCase[] = [
   { id: 'weights/extra-tensor', what: 'an unused tensor in the checkpoint', input: () => ({ kind: 'model', files: withTensors((ts) => [...ts, { name: 'model.extra.weight', shape: [2], dtype: 'F32', data: new Float32Array(2) }]) }), expect: { error: /model\.extra\.weight/ }, ui: true },
   { id: 'weights/no-checkpoint', what: 'no safetensors file (pickle only)', input: () => { const f = modelFiles(); f.delete('model.safetensors'); f.set('pytorch_model.bin', new Uint8Array(4)); return { kind: 'model', files: f }; }, expect: { error: /no model\.safetensors or model\.safetensors\.index\.json/ }, ui: true },
   { id: 'weights/truncated', what: 'model.safetensors cut in half', input: () => { const f = modelFiles(); const b = f.get('model.safetensors')!; return { kind: 'model', files: f.set('model.safetensors', b.subarray(0, b.length >> 1)) }; }, expect: { error: /model\.safetensors: tensor ".*": data_offsets .* run past the end of the data/ }, ui: true },
+  { id: 'gguf/loads', what: 'stories260K as a Q8_0 GGUF file with its tokenizer (no config.json)', input: () => ({ kind: 'model', files: ggufFolder() }), expect: { ok: 'a finite analysis', check: finiteAnalysis } },
+  { id: 'gguf/wrong-magic', what: 'model.gguf not starting with "GGUF"', input: () => ({ kind: 'model', files: ggufFolder((b) => replaceAscii(b, 'GGUF', 'GGML')) }), expect: { error: /model\.gguf: not a readable GGUF file \(not a valid gguf file: not starting with GGUF magic number\)/ } },
+  { id: 'gguf/truncated-header', what: 'model.gguf cut inside its metadata', input: () => ({ kind: 'model', files: ggufFolder((b) => b.slice(0, 200)) }), expect: { error: /model\.gguf: the header runs past the end of the file \(200 bytes; truncated\?\)/ } },
+  { id: 'gguf/truncated-data', what: 'model.gguf cut in half', input: () => ({ kind: 'model', files: ggufFolder((b) => b.slice(0, b.length >> 1)) }), expect: { error: /model\.gguf: tensor "[\w.]+" spans bytes \[\d+, \d+\) of the data section, which has \d+ bytes \(truncated file or an offset out of range\)/ } },
+  { id: 'gguf/unknown-type', what: 'a tensor of type Q4_K (12)', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorType(b, 'blk.1.ffn_up.weight', 12)) }), expect: { error: /tensor "blk\.1\.ffn_up\.weight" is Q4_K: only F32, F16, Q8_0 and Q4_0 tensors are read/ } },
+  { id: 'gguf/bad-type-number', what: 'a tensor type number GGML does not define (999)', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorType(b, 'output_norm.weight', 999)) }), expect: { error: /tensor "output_norm\.weight" is type 999: only F32, F16, Q8_0 and Q4_0/ } },
+  { id: 'gguf/offset-out-of-range', what: 'a tensor offset of 2^40', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorOffset(b, 'blk.0.attn_q.weight', 2n ** 40n)) }), expect: { error: /tensor "blk\.0\.attn_q\.weight" spans bytes \[1099511627776, \d+\) of the data section/ } },
+  { id: 'gguf/architecture', what: 'general.architecture "gpt2x"', input: () => ({ kind: 'model', files: ggufFolder((b) => replaceAscii(b, 'llama', 'gpt2x')) }), expect: { error: /general\.architecture is "gpt2x": only "llama" GGUF files are imported/ } },
 
   // ------------------------------------------------------------------ sharded indexes
   { id: 'index/ok', what: 'a well-formed two-shard checkpoint (control case)', input: () => ({ kind: 'model', files: sharded() }), expect: { ok: 'loads and analyses with finite margins', check: finiteAnalysis } },

@@ -1,4 +1,5 @@
 import type { Tensor } from '../backend/backend';
+import type { QuantizedMatrix } from '../backend/quant';
 import type { ModelSpec, ModelWeights } from '../model/spec';
 
 /** A Hugging Face `config.json`, as parsed JSON. */
@@ -10,11 +11,18 @@ export interface WeightSource {
   /** @throws Error naming the tensor when it is absent. */
   get(name: string): { data: Float32Array; shape: number[] };
   names(): string[];
+  /**
+   * The tensor in block-quantised storage when the checkpoint holds it that way (a GGUF Q8_0 /
+   * Q4_0 matrix, already in HF layout), else undefined: it is then uploaded as stored.
+   */
+  quant?(name: string): QuantizedMatrix | undefined;
 }
 
-/** Uploads one host tensor to the backend. */
-/** Uploads a weight; `name` is the checkpoint tensor it came from (named in errors, e.g. an f16 range check). */
-export type Upload = (data: Float32Array, shape: number[], name?: string) => Tensor;
+/**
+ * Uploads a weight; `name` is the checkpoint tensor it came from (named in errors, e.g. an f16 range
+ * check); `quant`, when the checkpoint stores it block-quantised (then `data` is empty).
+ */
+export type Upload = (data: Float32Array, shape: number[], name?: string, quant?: QuantizedMatrix) => Tensor;
 
 /**
  * One architecture family, declared as what differs from the shared block (STYLE.md: TransformerLens

@@ -1,9 +1,22 @@
 import type { Tensor } from '../backend/backend';
 import type { LinearWeights, NormWeights } from '../model/spec';
 import type { Upload, WeightSource } from './types';
+import type { QuantizedMatrix } from '../backend/quant';
 
 /** A tensor on the host, as read from the checkpoint (float32, row-major). */
-export interface HostTensor { data: Float32Array; shape: number[]; /** checkpoint tensor name, kept through layout changes for error messages */ name?: string }
+export interface HostTensor {
+  data: Float32Array;
+  shape: number[];
+  /** checkpoint tensor name, kept through layout changes for error messages */
+  name?: string;
+  /** Set (and `data` empty) when the checkpoint stores the matrix block-quantised (GGUF Q8_0 / Q4_0). */
+  quant?: QuantizedMatrix;
+}
+
+/** @throws Error when t is block-quantised: layout changes need float weights. */
+function assertFloat(t: HostTensor, what: string): void {
+  if (t.quant) throw new Error(`tensor "${t.name}" is stored block-quantised, and ${what} needs float weights (this architecture cannot load it from a quantised checkpoint)`);
+}
 
 /**
  * Transposes a 2-D tensor: GPT-2's Conv1D stores weights [in, out] (y = x·W + b), the engine wants
@@ -11,6 +24,7 @@ export interface HostTensor { data: Float32Array; shape: number[]; /** checkpoin
  * @throws Error when t is not 2-D.
  */
 export function transpose2d(t: HostTensor): HostTensor {
+  assertFloat(t, 'transposing');
   if (t.shape.length !== 2) throw new Error(`transpose expects a 2-D tensor, got shape [${t.shape}]`);
   const [r, c] = t.shape;
   const out = new Float32Array(r * c);
@@ -23,6 +37,7 @@ export function transpose2d(t: HostTensor): HostTensor {
  * @throws Error on a row outside [0, t.shape[0]).
  */
 export function gatherRows(t: HostTensor, rows: readonly number[]): HostTensor {
+  assertFloat(t, 'splitting a fused projection');
   const width = t.data.length / t.shape[0];
   const out = new Float32Array(rows.length * width);
   rows.forEach((r, i) => {
@@ -73,7 +88,8 @@ export class WeightReader {
    * @throws Error when the tensor is absent or its shape differs from `shape`.
    */
   host(name: string, shape?: readonly number[]): HostTensor {
-    const t = this.src.get(name);
+    const q = this.src.quant?.(name);
+    const t = q ? { data: new Float32Array(0), shape: q.shape, quant: q } : this.src.get(name);
     if (shape && (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))) {
       throw new Error(`tensor "${name}" has shape [${t.shape}], config.json implies [${shape}]`);
     }
@@ -82,7 +98,7 @@ export class WeightReader {
   }
 
   upload(t: HostTensor): Tensor {
-    return this.up(t.data, t.shape, t.name);
+    return this.up(t.data, t.shape, t.name, t.quant);
   }
 
   /** Uploads tensor `name` as stored. @throws Error when absent or of another shape. */

@@ -6,6 +6,7 @@ import { packF16, unpackF16 } from '../backend/f16';
 import { quantise, type QuantFormat } from '../backend/quant';
 import { isQuantFormat, quantisedTensor } from './quant_storage';
 import { openCheckpoint } from '../io/checkpoint';
+import { GGUF_FILE, openGguf } from '../io/gguf';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
 import { DEFAULT_CONTEXT_LENGTH, Transformer } from './transformer';
@@ -62,6 +63,14 @@ export function workingContext(nCtx: number, contextLength = DEFAULT_CONTEXT_LEN
   return Math.min(nCtx, contextLength);
 }
 
+/**
+ * Whether the folder's checkpoint is a GGUF file: it holds model.gguf and no safetensors
+ * (model.safetensors or an index), which win when both are present.
+ */
+export async function isGgufFolder(files: ModelFiles): Promise<boolean> {
+  return (await files.has(GGUF_FILE)) && !(await files.has('model.safetensors')) && !(await files.has('model.safetensors.index.json'));
+}
+
 /** Every weight storage a load accepts. */
 export const WEIGHT_DTYPES: readonly WeightDtype[] = ['f32', 'f16', 'q8_0', 'q4_0'];
 
@@ -80,6 +89,12 @@ export const F16_MAX = 65504;
  *   beyond ±65504 (binary16 would store ±Infinity and every logit would become NaN).
  */
 function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
+  const up = floatUploader(backend, dtype);
+  // a matrix the checkpoint stores quantised (GGUF) is uploaded as stored, whatever dtype says
+  return (data, shape, name, quant) => (quant ? backend.uploadQuant(quant) : up(data, shape, name));
+}
+
+function floatUploader(backend: Backend, dtype: WeightDtype): Upload {
   if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
   if (isQuantFormat(dtype)) {
     return (data, shape, name) => (quantisedTensor(name, shape) ? backend.uploadQuant(quantise(dtype, data, shape[0], shape[1])) : backend.upload(data, shape));
@@ -102,18 +117,21 @@ function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
  *   a missing/malformed config or checkpoint, a tensor the architecture expects but cannot find,
  *   or a contextLength that is not a positive integer (before any weight is read).
  */
-export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<{ config: HFConfig; model: Transformer }> {
+export async function loadTransformer(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: TransformerOptions = {}): Promise<{ config: HFConfig; model: Transformer; ggufTypes?: Record<string, number> }> {
   const dtype = checkWeightDtype(options.weightDtype ?? 'f32');
   onProgress?.({ stage: 'config' });
-  const config = await readJson(files, 'config.json');
+  const meter = new RateMeter();
+  const progress = (loaded: number, total: number) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) });
+  // a GGUF folder carries its config in the file's metadata and is read before the config is known
+  const gguf = (await isGgufFolder(files)) ? await openGguf(files, progress) : null;
+  const config = gguf ? gguf.config : await readJson(files, 'config.json');
   const arch = architectureFor(config.model_type);
   const spec = arch.spec(config);
   checkSpec(spec);
   const contextLength = workingContext(spec.nCtx, options.contextLength);
-  const meter = new RateMeter();
-  const src = await openCheckpoint(files, (loaded, total) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) }));
+  const src = gguf ? gguf.source : await openCheckpoint(files, progress);
   checkLayersAgainstCheckpoint(spec, src, files.label);
   onProgress?.({ stage: 'upload' });
   const weights = arch.weights(spec, src, weightUploader(backend, dtype), config);
-  return { config, model: new Transformer(backend, spec, weights, contextLength) };
+  return { config, model: new Transformer(backend, spec, weights, contextLength), ggufTypes: gguf?.types };
 }

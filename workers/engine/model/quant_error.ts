@@ -8,7 +8,7 @@ import type { Backend } from '../backend/backend';
 import { formatLabel } from '../backend/quant';
 import type { HFConfig } from '../arch/types';
 import type { ModelFiles } from '../io/model_files';
-import { loadTransformer, type LoadProgress, type TransformerOptions, type WeightDtype } from './load';
+import { isGgufFolder, loadTransformer, type LoadProgress, type TransformerOptions, type WeightDtype } from './load';
 import { isQuantFormat } from './quant_storage';
 import { RunContext } from './run_context';
 import type { Transformer } from './transformer';
@@ -108,14 +108,21 @@ export async function loadWithStorage(
   const dtype = options.weightDtype ?? 'f32';
   const storage: WeightStorage = { dtype, description: describeStorage(dtype) };
   let probe: { ids: number[]; ref: Float32Array } | null = null;
-  if (isQuantFormat(dtype)) {
+  const gguf = await isGgufFolder(files);
+  if (isQuantFormat(dtype) && !gguf) {
     if (options.measureLogitError === false) storage.unmeasured = 'the float32 weights would not fit beside the budget, so the logit error was not measured';
     else {
       const ids = encode(PROBE_TEXT).slice(0, Math.min(PROBE_MAX_TOKENS, options.contextLength ?? PROBE_MAX_TOKENS));
       probe = { ids, ref: await float32ProbeLogits(files, backend, ids) };
     }
   }
-  const { config, model } = await loadTransformer(files, backend, onProgress, options);
+  const { config, model, ggufTypes } = await loadTransformer(files, backend, onProgress, options);
   if (probe) storage.logitError = await logitError(backend, model, probe.ids, probe.ref);
+  if (ggufTypes) {
+    const stored = Object.keys(ggufTypes).find((t) => t === 'Q8_0' || t === 'Q4_0');
+    if (stored) storage.dtype = stored.toLowerCase() as WeightDtype;
+    storage.description = `GGUF tensors ${Object.entries(ggufTypes).map(([t, n]) => `${t} ×${n}`).join(', ')}${stored ? ' (quantised matrices kept as stored; a quantised token_embd widened to float32)' : ''}`;
+    if (stored) storage.unmeasured = 'the GGUF file holds quantised weights: there are no float32 weights to compare with';
+  }
   return { config, model, storage };
 }

@@ -1,0 +1,252 @@
+/**
+ * GGUF checkpoints (llama.cpp's format, https://github.com/ggml-org/ggml/blob/master/docs/gguf.md):
+ * the header (metadata key/values and tensor infos) is parsed with `@huggingface/gguf`; the tensor
+ * data is read here from the offsets it gives (relative to the aligned data section).
+ *
+ * Supported: the Llama architecture (`general.architecture` = "llama", which llama.cpp also uses
+ * for Mistral and SmolLM), tensors of type F32, F16, Q8_0 and Q4_0. llama.cpp's tensor names are
+ * mapped to HF Llama names (LLAMA_NAMES below), and the rows of attn_q / attn_k are put back in
+ * HF order: convert_hf_to_gguf.py permutes them for GGML's interleaved RoPE (LlamaModel.permute:
+ * reshape(n_head, 2, d_head/2, in).swapaxes(1, 2)). Q8_0 / Q4_0 matrices stay quantised (their
+ * blocks are repacked, never re-quantised); a quantised embedding (token_embd) is dequantised to
+ * float32, because the embedding is gathered by row.
+ */
+import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
+import type { HFConfig, WeightSource } from '../arch/types';
+import { fromF16Bits } from '../backend/f16';
+import { dequantise, fromGgmlBlocks, GGML_BLOCK_BYTES, permuteRows, QK, type QuantFormat, type QuantizedMatrix } from '../backend/quant';
+import type { ModelFiles } from './model_files';
+
+/** The checkpoint file a GGUF model folder holds. */
+export const GGUF_FILE = 'model.gguf';
+
+/** Thrown for a malformed or unsupported GGUF file; the message says what and where. */
+export class GgufError extends Error {
+  constructor(file: string, what: string) {
+    super(`${file}: ${what}`);
+    this.name = 'GgufError';
+  }
+}
+
+/** GGML tensor types this engine reads, with their storage. */
+const TYPES: Partial<Record<number, 'F32' | 'F16' | QuantFormat>> = {
+  [GGMLQuantizationType.F32]: 'F32',
+  [GGMLQuantizationType.F16]: 'F16',
+  [GGMLQuantizationType.Q8_0]: 'q8_0',
+  [GGMLQuantizationType.Q4_0]: 'q4_0',
+};
+
+/** llama.cpp tensor name → HF Llama state_dict name (`{l}` = block index). */
+const LLAMA_NAMES: Record<string, string> = {
+  'token_embd.weight': 'model.embed_tokens.weight',
+  'output_norm.weight': 'model.norm.weight',
+  'output.weight': 'lm_head.weight',
+  'blk.{l}.attn_norm.weight': 'model.layers.{l}.input_layernorm.weight',
+  'blk.{l}.attn_q.weight': 'model.layers.{l}.self_attn.q_proj.weight',
+  'blk.{l}.attn_k.weight': 'model.layers.{l}.self_attn.k_proj.weight',
+  'blk.{l}.attn_v.weight': 'model.layers.{l}.self_attn.v_proj.weight',
+  'blk.{l}.attn_output.weight': 'model.layers.{l}.self_attn.o_proj.weight',
+  'blk.{l}.ffn_norm.weight': 'model.layers.{l}.post_attention_layernorm.weight',
+  'blk.{l}.ffn_gate.weight': 'model.layers.{l}.mlp.gate_proj.weight',
+  'blk.{l}.ffn_up.weight': 'model.layers.{l}.mlp.up_proj.weight',
+  'blk.{l}.ffn_down.weight': 'model.layers.{l}.mlp.down_proj.weight',
+};
+
+/**
+ * The HF name of a llama.cpp tensor name, or null when it has none.
+ * (Exported for the test writer, tools/gguf_write.ts, which maps the other way.)
+ */
+export function hfName(ggufName: string): string | null {
+  const m = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
+  const key = m ? `blk.{l}.${m[2]}` : ggufName;
+  const hf = LLAMA_NAMES[key];
+  return hf ? hf.replace('{l}', m ? m[1] : '') : null;
+}
+
+/** HF name → llama.cpp name (inverse of hfName). */
+export function ggufName(hf: string): string | null {
+  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hf);
+  for (const [g, h] of Object.entries(LLAMA_NAMES)) {
+    if (m ? h === `model.layers.{l}.${m[2]}` : h === hf) return g.replace('{l}', m ? m[1] : '');
+  }
+  return null;
+}
+
+/**
+ * llama.cpp's Q/K row order (convert_hf_to_gguf.py LlamaModel.permute): HF row h·d + t·d/2 + j
+ * (head h, half t, j < d/2) is stored at row h·d + 2j + t. perm[i] = the GGUF row holding HF row i
+ * (for permuteRows); applying the inverse map writes a GGUF file.
+ */
+export function ropeRowOrder(nHeads: number, dHead: number): number[] {
+  const half = dHead / 2;
+  const perm: number[] = [];
+  for (let h = 0; h < nHeads; h++) for (let t = 0; t < 2; t++) for (let j = 0; j < half; j++) perm.push(h * dHead + 2 * j + t);
+  return perm;
+}
+
+interface Entry { name: string; type: 'F32' | 'F16' | QuantFormat; shape: number[]; begin: number; end: number }
+
+/** Bytes of a tensor of `count` values in `type`. */
+function byteLength(type: Entry['type'], count: number): number {
+  if (type === 'F32') return 4 * count;
+  if (type === 'F16') return 2 * count;
+  return (count / QK) * GGML_BLOCK_BYTES[type];
+}
+
+/** A GGUF checkpoint opened for loading. */
+export interface GgufCheckpoint {
+  /** HF config.json keys derived from the metadata (llama.*, tokenizer.ggml.*). */
+  config: HFConfig;
+  /** Tensors under HF Llama names; Q8_0 / Q4_0 matrices also through `quant`. */
+  source: WeightSource;
+  /** GGUF tensor types, counted ("Q8_0": 154, "F32": 61). */
+  types: Record<string, number>;
+}
+
+/** A numeric metadata value (u32, u64 as bigint, f32). */
+function num(meta: Record<string, unknown>, key: string, file: string, fallback?: number): number {
+  const v = meta[key];
+  if (v === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new GgufError(file, `metadata key "${key}" is missing (it is needed to build the model's config)`);
+  }
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n)) throw new GgufError(file, `metadata key "${key}" is ${String(v)}, not a number`);
+  return n;
+}
+
+/** Parses the header from bytes held in memory through @huggingface/gguf (its reader fetches byte ranges). */
+async function parseHeader(bytes: Uint8Array, file: string): Promise<GGUFParseOutput> {
+  const serve = async (_: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const m = /bytes=(\d+)-(\d+)/.exec(String((init?.headers as Record<string, string> | undefined)?.Range ?? ''));
+    const start = m ? Number(m[1]) : 0, end = m ? Math.min(Number(m[2]) + 1, bytes.length) : bytes.length;
+    const body = bytes.slice(Math.min(start, bytes.length), end);
+    return new Response(body, { status: 206, headers: { 'content-range': `bytes ${start}-${end - 1}/${bytes.length}` } });
+  };
+  if (bytes.length < 8) throw new GgufError(file, `file is ${bytes.length} bytes, too short for a GGUF header (truncated?)`);
+  try {
+    return await gguf(`https://branchpoint.invalid/${encodeURIComponent(file)}`, { fetch: serve as typeof fetch });
+  } catch (e) {
+    const msg = (e as Error).message;
+    if (e instanceof RangeError || /outside the bounds|out of range|beyond/i.test(msg)) throw new GgufError(file, `the header runs past the end of the file (${bytes.length} bytes; truncated?)`);
+    throw new GgufError(file, `not a readable GGUF file (${msg})`);
+  }
+}
+
+/**
+ * Reads a GGUF file and checks it: Llama architecture, supported tensor types, every tensor inside
+ * the data section, no two overlapping, quantised rows a multiple of 32.
+ * @param onProgress bytes read so far and in all.
+ * @throws GgufError naming the file and the problem (wrong magic, truncation, an unsupported
+ *   architecture or tensor type, offsets out of range, a tensor with no Llama counterpart).
+ */
+export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, total: number) => void, file = GGUF_FILE): Promise<GgufCheckpoint> {
+  const bytes = await files.bytes(file, onProgress);
+  const label = `${files.label}/${file}`;
+  const head = await parseHeader(bytes, label);
+  const meta = head.metadata as unknown as Record<string, unknown>;
+  // the reader pads what it fetched with zeros, so a cut header parses: its end must lie in the file
+  if (head.tensorInfoByteRange[1] > bytes.length) throw new GgufError(label, `the header runs past the end of the file (${bytes.length} bytes; truncated?)`);
+  if (!head.littleEndian) throw new GgufError(label, 'big-endian GGUF files are not supported');
+  const arch = meta['general.architecture'];
+  if (arch !== 'llama') throw new GgufError(label, `general.architecture is "${String(arch)}": only "llama" GGUF files are imported (Llama, Mistral, SmolLM, TinyLlama); convert other models from their safetensors`);
+  const dataStart = Number(head.tensorDataOffset);
+  if (dataStart > bytes.length) throw new GgufError(label, `the tensor data would start at byte ${dataStart}, past the end of the file (${bytes.length} bytes; truncated?)`);
+  const dataSize = bytes.length - dataStart;
+  const entries = new Map<string, Entry>();
+  const types: Record<string, number> = {};
+  for (const t of head.tensorInfos) {
+    const type = TYPES[t.dtype];
+    const typeName = GGMLQuantizationType[t.dtype] ?? `type ${t.dtype}`;
+    if (!type) throw new GgufError(label, `tensor "${t.name}" is ${typeName}: only F32, F16, Q8_0 and Q4_0 tensors are read (re-quantise with llama-quantize to Q8_0 or Q4_0)`);
+    types[typeName] = (types[typeName] ?? 0) + 1;
+    const hf = hfName(t.name);
+    if (!hf) {
+      if (t.name === 'rope_freqs.weight') throw new GgufError(label, 'tensor "rope_freqs.weight" (Llama 3.1 RoPE scaling) is not supported in GGUF imports; load the safetensors checkpoint instead');
+      throw new GgufError(label, `tensor "${t.name}" has no Llama counterpart (is general.architecture right?)`);
+    }
+    const shape = t.shape.map(Number).reverse(); // GGUF lists ne[0] (the contiguous axis) first
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (type !== 'F32' && type !== 'F16' && shape[shape.length - 1] % QK !== 0) throw new GgufError(label, `tensor "${t.name}" is ${typeName} with rows of ${shape[shape.length - 1]} values, not a multiple of ${QK}`);
+    const begin = Number(t.offset), end = begin + byteLength(type, count);
+    if (!Number.isSafeInteger(begin) || end > dataSize) throw new GgufError(label, `tensor "${t.name}" spans bytes [${begin}, ${end}) of the data section, which has ${dataSize} bytes (truncated file or an offset out of range)`);
+    if (entries.has(hf)) throw new GgufError(label, `tensor "${t.name}" appears twice`);
+    entries.set(hf, { name: t.name, type, shape, begin, end });
+  }
+  const sorted = [...entries.values()].sort((a, b) => a.begin - b.begin);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i].begin < sorted[i - 1].end) throw new GgufError(label, `tensors "${sorted[i - 1].name}" and "${sorted[i].name}" overlap`);
+  }
+  const embd = entries.get('model.embed_tokens.weight');
+  if (!embd) throw new GgufError(label, 'tensor "token_embd.weight" is missing');
+
+  const nHeads = num(meta, 'llama.attention.head_count', label);
+  const nKv = num(meta, 'llama.attention.head_count_kv', label, nHeads);
+  const dModel = num(meta, 'llama.embedding_length', label);
+  const dHead = num(meta, 'llama.attention.key_length', label, dModel / nHeads);
+  const scaling = meta['llama.rope.scaling.type'];
+  if (scaling !== undefined && scaling !== 'none') throw new GgufError(label, `llama.rope.scaling.type "${String(scaling)}" is not supported in GGUF imports`);
+  const config: HFConfig = {
+    model_type: 'llama',
+    hidden_size: dModel,
+    num_hidden_layers: num(meta, 'llama.block_count', label),
+    intermediate_size: num(meta, 'llama.feed_forward_length', label),
+    num_attention_heads: nHeads,
+    num_key_value_heads: nKv,
+    head_dim: dHead,
+    vocab_size: embd.shape[0],
+    max_position_embeddings: num(meta, 'llama.context_length', label),
+    rms_norm_eps: num(meta, 'llama.attention.layer_norm_rms_epsilon', label),
+    rope_theta: num(meta, 'llama.rope.freq_base', label, 10000),
+    tie_word_embeddings: !entries.has('lm_head.weight'),
+    bos_token_id: meta['tokenizer.ggml.bos_token_id'] === undefined ? null : num(meta, 'tokenizer.ggml.bos_token_id', label),
+    eos_token_id: meta['tokenizer.ggml.eos_token_id'] === undefined ? null : num(meta, 'tokenizer.ggml.eos_token_id', label),
+    hidden_act: 'silu',
+  };
+
+  /** GGUF row order of the HF rows of q_proj / k_proj (identity elsewhere). */
+  const rowOrder = (hf: string): number[] | null => {
+    if (/self_attn\.q_proj\.weight$/.test(hf)) return ropeRowOrder(nHeads, dHead);
+    if (/self_attn\.k_proj\.weight$/.test(hf)) return ropeRowOrder(nKv, dHead);
+    return null;
+  };
+  const raw = (e: Entry) => bytes.subarray(dataStart + e.begin, dataStart + e.end);
+  const entry = (name: string): Entry => {
+    const e = entries.get(name);
+    if (!e) throw new Error(`${label}: has no tensor for "${name}" (llama.cpp name "${ggufName(name) ?? '?'}")`);
+    return e;
+  };
+  const quantOf = (e: Entry, hf: string): QuantizedMatrix => {
+    const [rows, cols] = e.shape;
+    const q = fromGgmlBlocks(e.type as QuantFormat, raw(e), rows, cols);
+    const order = rowOrder(hf);
+    return order ? permuteRows(q, order) : q;
+  };
+  const source: WeightSource & { quant(name: string): QuantizedMatrix | undefined } = {
+    has: (name) => entries.has(name),
+    names: () => [...entries.keys()],
+    get(name) {
+      const e = entry(name);
+      let data: Float32Array;
+      if (e.type === 'F32') data = new Float32Array(raw(e).slice().buffer);
+      else if (e.type === 'F16') {
+        const r = raw(e), dv = new DataView(r.buffer, r.byteOffset, r.byteLength);
+        data = Float32Array.from({ length: r.length / 2 }, (_, i) => fromF16Bits(dv.getUint16(2 * i, true)));
+      } else return { data: dequantise(quantOf(e, name)), shape: e.shape };
+      const order = rowOrder(name);
+      if (order) {
+        const w = e.shape[1], out = new Float32Array(data.length);
+        order.forEach((src, i) => out.set(data.subarray(src * w, (src + 1) * w), i * w));
+        data = out;
+      }
+      const bad = data.findIndex((x) => !Number.isFinite(x));
+      if (bad >= 0) throw new Error(`${label}: tensor "${e.name}" holds ${data[bad]} at index ${bad}: weights must be finite`);
+      return { data, shape: e.shape };
+    },
+    quant(name) {
+      const e = entries.get(name);
+      return e && e.type !== 'F32' && e.type !== 'F16' && name !== 'model.embed_tokens.weight' ? quantOf(e, name) : undefined;
+    },
+  };
+  return { config, source, types };
+}
