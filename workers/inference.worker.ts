@@ -1,4 +1,5 @@
 /// <reference lib="webworker" />
+import { float32ProbeFits } from './engine/model/quant_error';
 import * as Comlink from 'comlink';
 import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
@@ -164,7 +165,8 @@ const api: InferenceApi = {
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength });
+      const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') ? await float32ProbeFits(files, limits) : true;
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError });
       // a proxy whose page is gone rejects: nothing is left to tell
       engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
     } catch (e) {

@@ -97,7 +97,9 @@ export interface LoadOptions {
   /**
    * 'f16' stores the weight matrices as binary16 on WebGPU (half the memory; norms and biases stay
    * float32; logits move by up to ~5e-2); the CPU backend rounds them to binary16 for parity.
-   * Default 'f32'. The pre-download estimate counts 2 bytes per matrix element with 'f16'.
+   * 'q8_0' / 'q4_0' quantise the linear weights into ggml blocks on either backend (8.5 / 4.5 bits
+   * per weight) and ModelInfo.weights reports the measured logit error against float32.
+   * Default 'f32'. The pre-download estimate counts the stored bytes of each choice.
    */
   weightDtype?: WeightDtype;
   /**

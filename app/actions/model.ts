@@ -33,8 +33,9 @@ function labelOf(source: ModelSource): string {
  * model shows as loading, so Generate and Analyse stay disabled until it is ready. On failure the banner says why (with "Load anyway" when the size check refused it)
  * and the previous results stay on screen.
  */
-export async function loadModel(source: ModelSource, options: LoadOptions = {}): Promise<boolean> {
+export async function loadModel(source: ModelSource, loadOptions: LoadOptions = {}): Promise<boolean> {
   const s = useStore.getState();
+  const options: LoadOptions = { weightDtype: s.weightDtype, ...loadOptions };
   const label = labelOf(source);
   // A running generation (or sweep, tree, batch…) is cancelled now rather than finished first: the
   // page sends worker calls in order, so without this the load would wait behind it.

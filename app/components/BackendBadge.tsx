@@ -1,5 +1,6 @@
 import { useStore } from '../store';
 import type { ModelInfo } from '../../workers/protocol';
+import { WeightStorageInfo } from './WeightStorage';
 
 /** The backend's own description ("WebGPU: <adapter>", "CPU fallback (<reason>)"), prefixed with its kind when it does not say it. */
 function badgeText({ kind, description }: ModelInfo['backend']): string {
@@ -26,6 +27,7 @@ export function BackendBadge() {
       <div className={`badge ${gpu ? 'badge-gpu' : 'badge-cpu'}`} data-testid="backend-badge" data-kind={info.backend.kind} title={info.backend.description}>
         {badgeText(info.backend)}
       </div>
+      <WeightStorageInfo weights={info.weights} />
     </div>
   );
 }

@@ -6,6 +6,7 @@ import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
+import { WeightStorageChoice } from './WeightStorage';
 import { loadBlocked, loadCancels } from '../lib/job_rules';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
@@ -109,6 +110,7 @@ export function ModelPicker() {
             <option value="cpu">CPU reference</option>
           </select>
         </label>
+        <WeightStorageChoice />
       </div>
       <CachedModelOffer />
       <details className="hub">

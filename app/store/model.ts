@@ -1,6 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
-import type { BackendChoice, CachedModel, LoadOptions, LoadProgress, ModelInfo, ModelSource } from '../../workers/protocol';
+import type { BackendChoice, CachedModel, LoadOptions, LoadProgress, ModelInfo, ModelSource, WeightDtype } from '../../workers/protocol';
 
 /** The model slice: what is loaded, what is loading, and where models can come from. */
 export interface ModelSlice {
@@ -12,6 +12,8 @@ export interface ModelSlice {
   info: ModelInfo | null;
   loadProgress: LoadProgress | null;
   backendChoice: BackendChoice;
+  /** Weight storage for the next load: float32, binary16, or Q8_0 / Q4_0 blocks (model/load.ts WeightOptions). */
+  weightDtype: WeightDtype;
   /** The source and options of the last load, for "Reload model" after a device loss. */
   lastLoad: { source: ModelSource; options: LoadOptions } | null;
   /** Why the loaded model's GPU device was lost, or null. */
@@ -20,6 +22,7 @@ export interface ModelSlice {
   cachedModels: CachedModel[] | null;
   setLocalModels(names: string[]): void;
   setBackendChoice(choice: BackendChoice): void;
+  setWeightDtype(dtype: WeightDtype): void;
   loadStarted(label: string, source: ModelSource, options: LoadOptions): void;
   loadProgressed(p: LoadProgress): void;
   loadFinished(info: ModelInfo): void;
@@ -35,11 +38,13 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   info: null,
   loadProgress: null,
   backendChoice: 'auto',
+  weightDtype: 'f32',
   lastLoad: null,
   deviceLost: null,
   cachedModels: null,
   setLocalModels: (localModels) => set({ localModels }),
   setBackendChoice: (backendChoice) => set({ backendChoice }),
+  setWeightDtype: (weightDtype) => set({ weightDtype }),
   loadStarted: (modelLabel, source, options) => set({ modelLabel, modelStatus: 'loading', info: null, loadProgress: null, lastLoad: { source, options }, deviceLost: null }),
   loadProgressed: (loadProgress) => set({ loadProgress }),
   loadFinished: (info) => set({ info, modelStatus: 'ready', loadProgress: null }),

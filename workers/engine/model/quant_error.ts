@@ -8,6 +8,7 @@ import type { Backend } from '../backend/backend';
 import { formatLabel } from '../backend/quant';
 import type { HFConfig } from '../arch/types';
 import type { ModelFiles } from '../io/model_files';
+import { estimateModel, judge, type DeviceLimits } from '../io/estimate';
 import { isGgufFolder, loadTransformer, type LoadProgress, type TransformerOptions, type WeightDtype } from './load';
 import { isQuantFormat } from './quant_storage';
 import { RunContext } from './run_context';
@@ -125,4 +126,16 @@ export async function loadWithStorage(
     if (stored) storage.unmeasured = 'the GGUF file holds quantised weights: there are no float32 weights to compare with';
   }
   return { config, model, storage };
+}
+
+/**
+ * Whether the float32 probe pass fits the device (io/estimate.ts, float32 weights and a KV cache for
+ * the probe only); false when the estimate cannot be made (a GGUF folder, which is never probed).
+ */
+export async function float32ProbeFits(files: ModelFiles, limits: DeviceLimits): Promise<boolean> {
+  try {
+    return judge(await estimateModel(files, { weightDtype: 'f32', contextLength: PROBE_MAX_TOKENS }), limits).fits;
+  } catch {
+    return false;
+  }
 }
