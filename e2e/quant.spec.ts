@@ -1,5 +1,10 @@
 import { test, expect } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { analysed, open } from './app_page';
+import { SHARED } from './golden';
+import { llamaToGguf } from '../tools/gguf_write';
 
 test('Q8_0 weights from the load control: the model info names the storage and the measured logit error, and Analyse works', async ({ page }) => {
   test.setTimeout(240_000);
@@ -21,4 +26,31 @@ test('Q8_0 weights from the load control: the model info names the storage and t
   await page.getByTestId('analyse').click();
   await analysed(page);
   await page.getByTestId('model-status').screenshot({ path: '.artifacts/screenshots/quant-model-info.png' });
+});
+
+test('a folder holding model.gguf (Q4_0) and tokenizer.json opens: the model info names the GGUF storage, and Analyse works', async ({ page }) => {
+  test.setTimeout(240_000);
+  const src = path.join(SHARED, 'models', 'stories260K');
+  const folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-gguf-')), 'stories260K-q4');
+  fs.mkdirSync(folder);
+  fs.writeFileSync(path.join(folder, 'model.gguf'), llamaToGguf(src, 'q4_0'));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(src, f), path.join(folder, f));
+  try {
+    await open(page);
+    await page.getByTestId('folder-input').setInputFiles(folder);
+    const storage = page.getByTestId('weight-storage');
+    await expect(storage).toHaveAttribute('data-dtype', 'q4_0', { timeout: 120_000 });
+    // 5 layers × q, k, v, o, gate, up in Q4_0; down_proj (rows of 172, not whole blocks), norms and the embedding F32
+    await expect(storage).toContainText('GGUF tensors');
+    await expect(storage).toContainText('Q4_0 ×30');
+    await expect(storage).toContainText('no float32 weights to compare with');
+    await expect(page.getByTestId('model-info')).toContainText('5 layers');
+    await page.getByTestId('prompt').fill('Once upon a time');
+    await page.getByTestId('good-future').fill(',');
+    await page.getByTestId('bad-future').fill(' there');
+    await page.getByTestId('analyse').click();
+    await analysed(page);
+  } finally {
+    fs.rmSync(path.dirname(folder), { recursive: true, force: true });
+  }
 });
