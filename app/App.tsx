@@ -6,6 +6,7 @@ import { ExperimentBar } from './components/ExperimentBar';
 import { PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
+import { ThemeToggle } from './components/ThemeToggle';
 import { Progress } from './components/Progress';
 import { AnalyseButton } from './components/AnalyseButton';
 import { ErrorBanner } from './components/ErrorBanner';
@@ -99,7 +100,7 @@ export function App() {
     <div className="app">
       <header className="top">
         <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
-        <BackendBadge />
+        <div className="row"><ThemeToggle /><BackendBadge /></div>
       </header>
       <ModelPicker />
       <ExperimentBar onPoster={() => setPoster('on')} />

@@ -2,6 +2,10 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
 import './styles.css';
+import { applyTheme, storedTheme } from './lib/theme';
+
+// Before the first render, so a dark page never flashes light.
+applyTheme(storedTheme(), false);
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

@@ -197,4 +197,21 @@ test('a model from a mirror endpoint is listed with that endpoint, apart from th
   await expect(page.getByTestId('cache-endpoint')).toHaveText(` from ${hub.url}`);
   await expect(page.getByTestId('cache-total')).toHaveAttribute('data-bytes', String(2 * chatRepoBytes));
   await page.getByTestId('cache-manager').screenshot({ path: `${SHOTS}/catalog-cache-mirror.png` });
+
+  // Back on the bundled model and reloaded: the start page offers the last-used cached model (the mirror's) first, labelled, then the other.
+  await page.getByTestId('load-local').click();
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await page.reload();
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  const last = page.getByTestId('cached-offer-last');
+  await expect(last).toHaveText(`Last used: ${CHAT.repo}@main`, { timeout: 60_000 });
+  await expect(last).toHaveAttribute('title', new RegExp(`from ${hub.url.replace(/[.:/]/g, '\\$&')}$`));
+  await expect(last).toHaveClass(/primary/);
+  await expect(page.getByTestId('cached-offer').locator('button').first()).toHaveAttribute('data-testid', 'cached-offer-last');
+  await expect(page.getByTestId('cached-offer-load')).toHaveCount(1);
+  await expect(page.getByTestId('cached-offer-load')).not.toHaveAttribute('title', /from /);
+  await page.getByTestId('cached-offer').screenshot({ path: `${SHOTS}/cached-offer-last.png` });
+  await last.click();
+  await expect(page.getByTestId('model-info')).toContainText(`${new URL(hub.url).host}/${CHAT.repo}@main`, { timeout: 120_000 });
 });

@@ -1,3 +1,4 @@
+import { noteModelUsed } from '../lib/recent_models';
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
@@ -67,6 +68,7 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
  */
 export async function loadHubModel(source: Extract<ModelSource, { kind: 'hub' }>): Promise<boolean> {
   if (!(await loadModel(source))) return false;
+  noteModelUsed(source);
   const st = useStore.getState();
   if (catalogEntry(source.repo)?.chat && st.info?.hasChatTemplate) st.setChatTemplate(true);
   return true;
