@@ -11,11 +11,14 @@ import { llamaSpec } from '../../workers/engine/arch/llama';
 import { json, modelFiles, putText } from '../hardening/model_variants';
 import { npy } from '../corpus/inputs';
 import { MAX_RENDERED_CHARS, renderChatTemplate } from '../../workers/engine/chat_template';
+import { openGguf } from '../../workers/engine/io/gguf';
+import { llamaToGguf } from '../../tools/gguf_write';
+import { sharedPath } from '../shared';
 
 /**
  * Bounded, seeded fuzzing (issue #8) of every parser that reads user files: the safetensors reader,
- * config.json → ModelSpec, tokenizer loading, steering-vector readers, intervention JSON and chat
- * templates (tokenizer_config.json chat_template, rendered under chat_template.ts's limits).
+ * config.json → ModelSpec, tokenizer loading, steering-vector readers, intervention JSON, the GGUF
+ * reader (io/gguf.ts) and chat templates (tokenizer_config.json chat_template, rendered under chat_template.ts's limits).
  * Properties, for every generated input:
  * - the reader returns, or throws one of our readable errors — never a raw RangeError, TypeError,
  *   SyntaxError or ReferenceError (those mean an unchecked input reached the JavaScript runtime);
@@ -268,6 +271,27 @@ describe(`fuzz chat templates (seed ${SEED})`, () => {
     }), params(3_000));
     record('chat templates', runs, t0);
   }, 60_000);
+
+  it('GGUF reader: a mutated or cut model.gguf gives a readable error, or tensors that all lie inside the file and read', async () => {
+    const base = llamaToGguf(sharedPath('fixtures', 'llama-tiny'), 'q4_0');
+    // byte edits in the header (metadata and tensor infos: the first ~2 KiB) and cuts anywhere
+    const mutated = fc.tuple(fc.array(fc.tuple(fc.nat(2047), fc.nat(255)), { minLength: 1, maxLength: 4 }), fc.option(fc.nat(base.length), { freq: 3 })).map(([edits, cut]) => {
+      const b = base.slice(0, cut ?? base.length);
+      for (const [i, v] of edits) if (i < b.length) b[i] = v;
+      return b;
+    });
+    let runs = 0;
+    const t0 = performance.now();
+    await fc.assert(fc.asyncProperty(mutated, async (bytes) => {
+      runs++;
+      const g = await guardedAsync('openGguf', () => openGguf(new MemoryFiles('fuzz', new Map([['model.gguf', bytes]]))));
+      if (!g) return;
+      for (const name of g.source.names()) {
+        guarded('GGUF tensor', () => g.source.quant?.(name) ?? g.source.get(name));
+      }
+    }), params(300));
+    record('GGUF reader', runs, t0);
+  }, 90_000);
 });
 
 afterAll(() => {
