@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import LZString from 'lz-string';
 import { serveStatic, type StaticServer } from '../tools/static_server';
+import { scanBundledModels } from '../tools/bundled_models';
 import { STORIES, parseShown, readTensors, referencePrompt } from './golden';
 import { readNpy, save } from './export_files';
 import { runCli } from '../tests/cli_run';
@@ -50,6 +51,15 @@ test.beforeAll(async () => {
 });
 test.afterAll(async () => site?.close());
 
+/** The model dropdown lists the bundled manifest (restoring an experiment once skipped filling it) and shows the restored model. */
+async function modelDropdownShowsRestored(page: Page): Promise<void> {
+  const bundled = scanBundledModels(fileURLToPath(new URL('../public/models/', import.meta.url))).map((m) => m.name).sort();
+  const select = page.getByTestId('model-select');
+  await expect(select).toBeEnabled();
+  expect((await select.locator('option').allTextContents()).sort()).toEqual(bundled);
+  await expect(select).toHaveValue('stories260K');
+}
+
 /** An experiment (docs/experiment-format.md) with the CAA vector inline. */
 function experiment(over: Record<string, unknown> = {}) {
   return {
@@ -73,6 +83,7 @@ test('a saved experiment link restores prompt, futures and intervention, reruns 
   await expect(page.getByTestId('bad-future')).toHaveValue(' sad');
   await expect(page.getByTestId('intervention-list')).toContainText(HOOK);
   await expect(page.getByTestId('experiment-notice')).toBeHidden();
+  await modelDropdownShowsRestored(page);
   const steered = parseShown(await page.getByTestId('final-margin-last').textContent());
   const unsteered = parseShown(await page.getByTestId('final-margin-last-unsteered').textContent());
   expect(Math.abs(steered - want.steered), `steered margin ${steered} vs the engine in Node ${want.steered}`).toBeLessThanOrEqual(1e-3);
@@ -99,6 +110,7 @@ test('a saved experiment link restores prompt, futures and intervention, reruns 
   await page.reload();
   await waitAnalysed(page);
   await expect(page.getByTestId('intervention-list')).toContainText(HOOK);
+  await modelDropdownShowsRestored(page);
   expect(Math.abs(parseShown(await page.getByTestId('final-margin-last').textContent()) - steered)).toBeLessThanOrEqual(1e-6);
 });
 

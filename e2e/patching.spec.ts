@@ -43,7 +43,8 @@ test('Lily/Tom name swap: the resid_pre recovery heatmap is computed and shown, 
   await settled(page);
   await page.getByTestId('tab-patching').click();
   await expect(page.getByTestId('patching-clean')).toHaveValue(CLEAN);
-  await expect(page.getByTestId('patching-corrupt')).toHaveValue(CORRUPT);
+  // The default corruption replaces " Tom" (lib/patching_prompts.ts: a large Δ_clean − Δ_corrupt); the name swap is typed below.
+  await expect(page.getByTestId('patching-corrupt')).toHaveValue('Lily and dad went to the park. Lily gave the ball to');
   await expect(page.getByTestId('patching-lengths')).toHaveAttribute('data-corrupt', '21');
 
   // A corruption of another length is refused before running, naming both lengths.
@@ -60,6 +61,10 @@ test('Lily/Tom name swap: the resid_pre recovery heatmap is computed and shown, 
   await expect(caption).toHaveAttribute('data-direction', 'denoise');
   expect(Math.abs(num(await page.getByTestId('patching-clean-margin').textContent()) - goldenClean)).toBeLessThan(TOL);
   expect(Math.abs(num(await page.getByTestId('patching-corrupt-margin').textContent()) - want.corruptMargin)).toBeLessThan(TOL);
+  // The name swap barely moves the margin on stories260K: the small-denominator warning states it and the threshold.
+  const denominator = page.getByTestId('patching-denominator');
+  await expect(denominator).toContainText('below the 0.5 nats');
+  expect(Math.abs(Number(await denominator.getAttribute('data-denominator')) - (want.cleanMargin - want.corruptMargin))).toBeLessThan(TOL);
 
   await page.getByTestId('show-tables').check();
   const C = want.nCols;

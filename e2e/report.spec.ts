@@ -20,7 +20,8 @@ import { probeLayers } from '../workers/engine/analysis/probe';
  * window's outcome per step and point of no return.
  */
 const CLEAN = 'Lily and Tom went to the park. Lily gave the ball to';
-const CORRUPT = 'Tom and Lily went to the park. Lily gave the ball to';
+/** The Patching view's default corruption (" Tom" replaced: |Δ_clean − Δ_corrupt| = 1.31 nats, lib/patching_prompts.ts). */
+const CORRUPT = 'Lily and dad went to the park. Lily gave the ball to';
 const SET = { classes: ['girl', 'boy'] as [string, string], positive: ['Tom went to the park. Then', 'Ben found a big red ball. Then', 'Tim saw a little dog. Then'], negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then', 'Mia saw a little dog. Then'] };
 const HOOK = 'blocks.3.hook_resid_post';
 const ALPHA = -20; // along mean(boy) − mean(girl): toward " Lily"
@@ -55,10 +56,18 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
   await page.setViewportSize({ width: 1280, height: 1000 });
   await open(page);
   await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
+  // Patching prompts that are not the experiment's prompt: the report says so, and one click makes them follow it.
+  await page.getByTestId('tab-patching').click();
+  await page.getByTestId('patching-clean').fill('The little girl felt very');
   await page.getByTestId('tab-report').click();
+  await expect(page.getByTestId('report-prompt-mismatch')).toContainText(`The experiment’s prompt is “${CLEAN}”`);
+  await page.getByTestId('report-follow-prompt').click();
+  await expect(page.getByTestId('report-prompt-mismatch')).toBeHidden();
+  await expect(page.getByTestId('report-view')).toContainText(`Clean “${CLEAN}”, corrupted “${CORRUPT}”`);
   await page.getByTestId('run-report').click();
   await expect(page.getByTestId('progress-detail')).toContainText('stages', { timeout: 60_000 });
   await settled(page);
+  await expect(page.getByTestId('report-denominator')).toBeHidden();
 
   await expect(page.getByTestId('report-label')).toContainText('one prompt');
   await expect(page.getByTestId('report-visible')).toHaveAttribute('data-layer', String(one.visible_layer ?? 'none'));

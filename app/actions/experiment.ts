@@ -5,7 +5,7 @@ import { experimentFromHash, experimentHash, experimentJson, modelOf, snapshot, 
 import { download } from '../lib/export';
 import { analyse } from './analyse';
 import { generate } from './generate';
-import { bundledModelNames, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
+import { bundledModelNames, listModels, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
 import { runSweep } from './sweep';
 import { captureActivations } from './activations';
 import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
@@ -157,6 +157,7 @@ async function experimentFromDeckHash(hash: string): Promise<Experiment | null> 
 
 /** On start: the experiment in the link (or a deck entry, `#deck=n`), else the last one (local storage), else the default model and prompt. */
 export async function startUp(): Promise<void> {
+  listModels();
   let fromLink: Experiment | null = null;
   try {
     fromLink = experimentFromHash(location.hash) ?? await experimentFromDeckHash(location.hash);

@@ -101,10 +101,19 @@ export async function sourceFromDirectory(dir: FileSystemDirectoryHandle): Promi
   return { kind: 'files', label: `${dir.name} (local folder)`, files };
 }
 
+/**
+ * Fills the picker's dropdown with the bundled manifest (the Hub models in this browser's cache are
+ * listed by CacheManager when it mounts). Every start path calls it (the default model, a link, the
+ * last experiment), so a restored experiment never leaves the dropdown empty.
+ */
+export function listModels(): void {
+  useStore.getState().setLocalModels(bundledModelNames());
+}
+
 /** On start: list the bundled models and load the default (stories260K when bundled). */
 export async function loadDefaultModel(preferred = 'stories260K'): Promise<void> {
+  listModels();
   const names = bundledModelNames();
-  useStore.getState().setLocalModels(names);
   const name = names.includes(preferred) ? preferred : names[0];
   if (name) await loadModel(localModelSource(name));
 }

@@ -40,9 +40,14 @@ export function ModelPicker() {
   useEffect(() => {
     folderInput.current?.setAttribute('webkitdirectory', '');
   }, []);
+  const loadedBundled = useStore((s) => (s.lastLoad?.source.kind === 'url' ? s.lastLoad.source.label ?? null : null));
   useEffect(() => {
     if (!local && localModels.length) setLocal(localModels.includes('stories260K') ? 'stories260K' : localModels[0]);
   }, [local, localModels]);
+  // The dropdown shows the bundled model that is loaded (also one a link or the last experiment restored).
+  useEffect(() => {
+    if (loadedBundled && localModels.includes(loadedBundled)) setLocal(loadedBundled);
+  }, [loadedBundled, localModels]);
 
   const openFolder = async () => {
     if (!picker) {

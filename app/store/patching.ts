@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { DEFAULT_PROMPT } from './experiment';
+import { KNOWN_CORRUPTIONS } from '../lib/patching_prompts';
 import type { PatchDirection, PatchHook, PatchingResult, PatchMetric } from '../../workers/protocol';
 
 /** The patching grid as set up in its view; the futures are the experiment's. */
@@ -33,8 +34,8 @@ export interface PatchingSlice {
   setPatching(p: PatchingDisplay | null): void;
 }
 
-/** The default corruption of the default prompt: the two names swapped (21 tokens each on stories260K). */
-export const DEFAULT_CORRUPT = 'Tom and Lily went to the park. Lily gave the ball to';
+/** The default corruption of the default prompt: " Tom" replaced by " dad" (21 tokens each on stories260K; lib/patching_prompts.ts says why). */
+export const DEFAULT_CORRUPT = KNOWN_CORRUPTIONS[DEFAULT_PROMPT];
 
 export const createPatchingSlice: StateCreator<AppState, [], [], PatchingSlice> = (set) => ({
   patchingSettings: { clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT, hook: 'resid_pre', direction: 'denoise', metric: 'final' },

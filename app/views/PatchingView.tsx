@@ -11,6 +11,8 @@ import { openPatchCell, runPatching } from '../actions/patching';
 import { inOrder } from '../actions/worker';
 import type { PatchingDisplay, PatchingSettings } from '../store/patching';
 import type { PatchHook } from '../../workers/protocol';
+import { DenominatorWarning } from '../components/DenominatorWarning';
+import { pairFor } from '../lib/patching_prompts';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'resid_pre', title: 'blocks.{l}.hook_resid_pre (layer × position)' },
@@ -52,7 +54,7 @@ function PatchingForm() {
       <label className="wide">Clean prompt
         <span className="row">
           <input data-testid="patching-clean" value={set.clean} onChange={(e) => update({ clean: e.target.value })} spellCheck={false} />
-          <button type="button" className="small" data-testid="patching-use-prompt" disabled={prompt === set.clean} onClick={() => update({ clean: prompt })} title="Copy the experiment’s prompt here">Use the experiment’s prompt</button>
+          <button type="button" className="small" data-testid="patching-use-prompt" disabled={prompt === set.clean} onClick={() => { const pair = pairFor(prompt, set); update({ clean: pair.clean, corrupt: pair.corrupt }); }} title="Copy the experiment’s prompt here (with its known corruption, for the shipped prompts)">Use the experiment’s prompt</button>
         </span>
       </label>
       <label className="wide">Corrupted prompt
@@ -185,6 +187,7 @@ export function PatchingView() {
             />
           </div>
           <ResultStatus model={p.modelLabel} testId="patching-status" />
+          <DenominatorWarning cleanMargin={r.cleanMargin} corruptMargin={r.corruptMargin} testId="patching-denominator" />
           {opened && openedAt > 0 && (
             <p className="note-ok" role="status" data-testid="patching-opened">
               Added #{openedAt}: {opened.text}, open in the editor.{opened.promptChanged && ' The prompt is now the patched run’s prompt.'} Press Analyse to see the margins under it.

@@ -8,9 +8,11 @@ import { fixed, signed, visibleToken } from '../lib/format';
 import { runReport } from '../actions/report';
 import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
+import { DenominatorWarning } from '../components/DenominatorWarning';
 import { LabelledSetSource } from '../components/LabelledSetSource';
 import { reportJson } from '../../workers/engine/analysis/report_json';
 import type { ReportDisplay } from '../store/report';
+import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
 
 const rowName = (l: number, L: number) => (l === 0 ? 'row 0 (embeddings)' : l === L ? `row ${l} (final)` : `row ${l} (entering block ${l})`);
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
@@ -40,6 +42,7 @@ function ReportForm() {
         Clean <span className="mono">“{prompts.clean}”</span>, corrupted <span className="mono">“{prompts.corrupt}”</span>{' '}
         <button type="button" className="small" onClick={() => setView('patching')}>Edit in Patching…</button>
       </p>
+      <PromptMismatchNote />
       <fieldset className="report-part">
         <legend><label><input type="checkbox" data-testid="report-use-window" checked={set.changeable} onChange={(e) => update({ changeable: e.target.checked })} /> Changeable: the intervention window</label></legend>
         {set.changeable && (
@@ -68,6 +71,35 @@ function ReportForm() {
         <button type="submit" className="primary" data-testid="run-report" disabled={!!job || !info}>Build report</button>
       </div>
     </form>
+  );
+}
+
+/**
+ * A warning when the experiment's prompt is not the Patching view's pair (the report would measure
+ * one prompt's futures on another prompt's patching pair), with the one-click fix: the experiment's
+ * prompt becomes the clean prompt (with its known corruption, else the Patching view opens to write one).
+ */
+function PromptMismatchNote() {
+  const experiment = useStore((s) => s.prompt);
+  const good = useStore((s) => s.good.value);
+  const bad = useStore((s) => s.bad.value);
+  const prompts = useStore((s) => s.patchingSettings);
+  const m = promptMismatch(experiment, prompts.clean, prompts.corrupt);
+  if (!m) return null;
+  const follow = () => {
+    const s = useStore.getState();
+    const pair = pairFor(s.prompt, s.patchingSettings);
+    s.setPatchingSettings({ clean: pair.clean, corrupt: pair.corrupt });
+    if (pair.corruptNeeded) s.setView('patching');
+  };
+  return (
+    <p className="warn report-mismatch" role="alert" data-testid="report-prompt-mismatch">
+      The experiment’s prompt is <span className="mono">“{m.experiment}”</span> (futures “{good}” vs “{bad}”), but the report would patch
+      <span className="mono"> “{m.clean}”</span> against <span className="mono">“{m.corrupt}”</span>: its causal panel would answer for another prompt than its futures were chosen for.{' '}
+      <button type="button" className="small" data-testid="report-follow-prompt" onClick={follow}>
+        {KNOWN_CORRUPTIONS[m.experiment] !== undefined ? 'Patch the experiment’s prompt' : 'Patch the experiment’s prompt (write its corrupted version in Patching)'}
+      </button>
+    </p>
   );
 }
 
@@ -170,6 +202,7 @@ export function ReportView() {
             />
           </div>
           <ResultStatus model={d.modelLabel} testId="report-status" />
+          <DenominatorWarning cleanMargin={r.patching.cleanMargin} corruptMargin={r.patching.corruptMargin} testId="report-denominator" />
           <Answers d={d} />
           <div className="figure">
             <ReportFigure layerPanels={panels} stepPanel={step} nLayers={L} svgRef={svg} testId="report-figure" />
