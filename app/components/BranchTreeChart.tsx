@@ -1,4 +1,5 @@
-import { hierarchy, interpolateRdBu, interpolateYlGnBu, scaleLinear, scaleSequential, type ScaleSequential } from 'd3';
+import { hierarchy, interpolateYlGnBu, scaleLinear, scaleSequential } from 'd3';
+import { divergingScale } from '../lib/color_scale';
 import type { RefObject } from 'react';
 import type { BranchTree, TreeNode } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
@@ -12,12 +13,25 @@ export function nodeValue(n: TreeNode, c: NodeColour): number {
   return xs.reduce((s, x) => s + x, 0) / xs.length;
 }
 
-/** The colour scale of a scalar over the tree: diverging around 0 for margins, sequential for entropy. */
-export function nodeColourScale(tree: BranchTree, c: NodeColour): ScaleSequential<string> {
+/** A node colour scale and the range its legend spans. */
+export interface NodeColourScale {
+  color: (v: number) => string;
+  domain: [number, number];
+}
+
+/**
+ * The colour scale of a scalar over the tree: for margins the margin heatmap's diverging scale
+ * (lib/color_scale.ts: Δ < 0 red, 0 neutral, Δ > 0 blue, symmetric over the largest |Δ|), so a
+ * margin has one colour in every view; sequential for entropy.
+ */
+export function nodeColourScale(tree: BranchTree, c: NodeColour): NodeColourScale {
   const vs = tree.nodes.map((n) => nodeValue(n, c)).filter(Number.isFinite);
-  if (c === 'mean_entropy') return scaleSequential(interpolateYlGnBu).domain([0, Math.max(1e-6, ...vs)]);
+  if (c === 'mean_entropy') {
+    const domain: [number, number] = [0, Math.max(1e-6, ...vs)];
+    return { color: scaleSequential(interpolateYlGnBu).domain(domain), domain };
+  }
   const m = Math.max(1e-6, ...vs.map(Math.abs));
-  return scaleSequential((t) => interpolateRdBu(1 - t)).domain([-m, m]);
+  return { color: divergingScale(m), domain: [-m, m] };
 }
 
 export interface BranchTreeChartProps {
@@ -48,7 +62,7 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
   const first = Math.min(T, ...tree.nodes.map((n) => n.start));
   const x = scaleLinear().domain([first, end]).range([LEFT, width - 12]);
   const cell = x(first + 1) - x(first);
-  const color = nodeColourScale(tree, colour);
+  const { color } = nodeColourScale(tree, colour);
   const rowOf = new Map(order.map((d, i) => [d.data.id, i]));
   const height = TOP + order.length * ROW + 10;
   const letter = (id: number) => (compare.indexOf(id) === 0 ? 'A' : compare.indexOf(id) === 1 ? 'B' : '');

@@ -271,7 +271,7 @@ export function BranchView() {
             <p className="muted" data-testid="branch-caption">{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{visibleToken(tree.good)}</b>) − log p(<b className="bad">{visibleToken(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
             <ExportButtons name={`branch-tree-${tree.model}`} json={() => tree}
               csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log p of the token (nats)', 'margin Δ of the futures (nats)', 'entropy (nats)'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
-              figure={() => svg.current && ({ title: `Branch tree · ${tree.model}`, caption: [`prompt: “${tree.prompt}” · Δ = log p(“${tree.good}”) − log p(“${tree.bad}”)`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title} (blue < 0 < red for margins, range ${fixed(scale.domain()[0], 2)} … ${fixed(scale.domain()[1], 2)}); edges: the forced token and its probability`], panels: [{ kind: 'svg', element: svg.current }] })} />
+              figure={() => svg.current && ({ title: `Branch tree · ${tree.model}`, caption: [`prompt: “${tree.prompt}” · Δ = log p(“${tree.good}”) − log p(“${tree.bad}”)`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title} (for margins red < 0 < blue, as in the margin heatmap; range ${fixed(scale.domain[0], 2)} … ${fixed(scale.domain[1], 2)}); edges: the forced token and its probability`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <div className="row settings">
             <label>Colour nodes by
@@ -279,7 +279,8 @@ export function BranchView() {
                 {COLOURS.map((c) => <option key={c.value} value={c.value}>{c.title}</option>)}
               </select>
             </label>
-            <ColorLegend color={scale} domain={scale.domain() as [number, number]} title={COLOURS.find((c) => c.value === colour)!.title} width={220} />
+            <ColorLegend color={scale.color} domain={scale.domain} title={COLOURS.find((c) => c.value === colour)!.title} width={220}
+              {...(colour === 'mean_entropy' ? {} : { lowNote: `← favours ${visibleToken(tree.bad)}`, highNote: `favours ${visibleToken(tree.good)} →` })} testId="branch-legend" />
           </div>
           <div className="table-scroll">
             <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
