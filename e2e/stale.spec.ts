@@ -37,17 +37,26 @@ test('edited prompt, futures and interventions mark the results stale; chips res
   await page.goto('/');
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await settled(page);
-  // A vector for the interventions placed below.
-  await page.getByTestId('tab-vectors').click();
-  await page.getByTestId('build-vector').click();
-  await settled(page);
-  await page.getByTestId('tab-margins').click();
   await page.getByTestId('prompt').fill(PROMPT);
   await page.getByTestId('good-future').fill(' Tom');
   await page.getByTestId('bad-future').fill(' Lily');
   await page.getByTestId('analyse').click();
   await settled(page);
   const status = page.getByTestId('margin-status');
+  await expect(status).toBeHidden();
+
+  // An empty vector library: a cell click places nothing (an `add` needs a vector) and offers one; the offer
+  // builds the happy/sad CAA vector at the cell's hook and places it there. It is the vector of the interventions below.
+  await clickCell(page, 4, T - 1);
+  await expect(page.getByTestId('vector-needed')).toContainText('blocks.3.hook_resid_post');
+  await expect(page.getByTestId('no-interventions')).toBeVisible();
+  await page.screenshot({ path: `${SHOTS}/vector-needed.png`, fullPage: true });
+  await page.getByTestId('vector-needed-build').click();
+  await settled(page);
+  await expect(page.getByTestId('vector-needed')).toBeHidden();
+  await expect(page.getByTestId('intervention-1')).toContainText(`positions ${T - 1}`);
+  await expect(page.getByTestId('editor-vector')).toHaveValue(/.+/);
+  await page.getByTestId('intervention-1-delete').click();
   await expect(status).toBeHidden();
 
   // A new future's chips resolve without Analyse, in the prompt's context; the analysis is stale for the futures.

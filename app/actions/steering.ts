@@ -6,13 +6,13 @@ import { useStore } from '../store';
 import type { PositionSelector } from '../../workers/protocol';
 import type { InterventionDraft } from '../store/steering';
 import { hookOfLensRow, vectorWidth } from '../lib/hooks';
+import { pickVector } from '../lib/pick_vector';
+import { buildVector, loadDefaultSet } from './vectors';
 
-/** The newest library vector that fits the hook's width (else the newest), for a new intervention. */
+/** The library vector a new intervention at `hook` starts with (lib/pick_vector.ts: one built at that hook first). */
 function defaultVector(hook: string): string | null {
   const { vectors, info } = useStore.getState();
-  const w = info ? vectorWidth(hook, info, false) : null;
-  const fits = vectors.filter((v) => v.dModel === w);
-  return (fits.at(-1) ?? vectors.at(-1))?.id ?? null;
+  return pickVector(vectors, hook, info ? vectorWidth(hook, info, false) : null);
 }
 
 /** A new `add` intervention (α = 1, every step) at a hook and positions. */
@@ -29,9 +29,34 @@ export function defaultHook(): string {
   return `blocks.${Math.max(0, n - 2)}.hook_resid_post`;
 }
 
-/** Adds an intervention at a cell of the margin heatmap: its layer's residual stream, at that token. */
-export function placeAtLensCell(row: number, col: number): void {
-  useStore.getState().addIntervention(draft(hookOfLensRow(row), [col]));
+/** What a click on a margin-heatmap cell did: placed an intervention, or placed nothing because the library has no vector. */
+export type LensCellPlacement = { placed: true; id: number; hook: string } | { placed: false; hook: string; row: number; col: number };
+
+/**
+ * Adds an `add` intervention at a cell of the margin heatmap: its layer's residual stream, at that
+ * token, with a vector built at that hook when the library has one. With an empty library it adds
+ * nothing (an `add` without a vector steers nothing and leaves the view stale): the caller offers
+ * to build or load one.
+ */
+export function placeAtLensCell(row: number, col: number): LensCellPlacement {
+  const hook = hookOfLensRow(row);
+  if (!useStore.getState().vectors.length) return { placed: false, hook, row, col };
+  return { placed: true, id: useStore.getState().addIntervention(draft(hook, [col])), hook };
+}
+
+/**
+ * For a heatmap cell clicked with an empty library: builds the CAA vector of the default contrastive
+ * set (public/steering/happy_sad.json) at the cell's hook, then places it at the cell.
+ * @returns the placement, or null when the set could not be loaded or the build failed (the banner says why).
+ */
+export async function buildDefaultAndPlace(row: number, col: number): Promise<LensCellPlacement | null> {
+  await loadDefaultSet();
+  const set = useStore.getState().contrastSet;
+  if (!set) return null;
+  const hook = hookOfLensRow(row);
+  const positive = set.positive.map((t) => t.trim()).filter(Boolean), negative = set.negative.map((t) => t.trim()).filter(Boolean);
+  const v = await buildVector({ method: 'caa', hook, positive, negative, position: 'last' }, `CAA ${set.name}`);
+  return v ? placeAtLensCell(row, col) : null;
 }
 
 /** Adds an intervention on a range of prompt tokens, at the hook of the intervention open in the editor (else the default). */

@@ -1,4 +1,4 @@
-import { useMemo } from 'react';
+import { useMemo, useState } from 'react';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { useTokenCellHover } from '../components/useTokenCellHover';
@@ -10,7 +10,8 @@ import type { AnalysisResult } from '../store/results';
 import { fixed, layerLabel, signed, visibleToken } from '../lib/format';
 import { lensRowOf } from '../lib/hooks';
 import { doseText, steeredPromptPositions } from '../lib/steered';
-import { placeAtLensCell } from '../actions/steering';
+import { placeAtLensCell, type LensCellPlacement } from '../actions/steering';
+import { VectorNeededNote } from '../components/VectorNeededNote';
 import { SteeredTag } from '../components/SteeredTag';
 import { ResultStatus, StaleOverlay, useStaleParts } from '../components/ResultStatus';
 import { InputWarnings } from '../components/InputWarnings';
@@ -88,6 +89,8 @@ export function MarginHeatmapView() {
   const list = useStore((s) => s.interventions);
   const stale = useStaleParts(r);
   const [hover, point] = useTokenCellHover();
+  /** A cell clicked with an empty vector library: nothing was placed, the note offers a vector. */
+  const [needsVector, setNeedsVector] = useState<Extract<LensCellPlacement, { placed: false }> | null>(null);
   const diff = showDifference && r?.baseline ? r.baseline : null;
   const values = useMemo(() => (r && diff ? difference(r.analysis.lensMargin, diff.lensMargin) : r?.analysis.lensMargin ?? new Float32Array()), [r, diff]);
   const scale = useHeatmapColour(values, 'Δ');
@@ -147,10 +150,11 @@ export function MarginHeatmapView() {
             values={values} nRows={L1} nCols={T} color={scale.color}
             rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34}
-            active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => placeAtLensCell(c.row, c.col)}
+            active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => { const p = placeAtLensCell(c.row, c.col); setNeedsVector(p.placed ? null : p); }}
             rowMarks={marks.rows} markedCells={marks.cells}
             label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
+          {needsVector && <VectorNeededNote hook={needsVector.hook} row={needsVector.row} col={needsVector.col} token={visibleToken(a.tokens[needsVector.col] ?? '')} onDone={() => setNeedsVector(null)} />}
           <ColorLegend color={scale.color} domain={scale.domain} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
           <p className="muted scale-note" data-testid="margin-scale-note">Colour {scale.note}.</p>
           {locked

@@ -1,0 +1,42 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { pickVector } from '../../app/lib/pick_vector';
+import { placeAtLensCell } from '../../app/actions/steering';
+import { useStore } from '../../app/store';
+import type { LibraryEntry } from '../../app/store/vectors';
+
+const vec = (id: string, hook: string | null, d = 64): LibraryEntry => ({
+  id, name: id, vector: new Float32Array(d), dModel: d, hook, model: null,
+  provenance: { method: 'caa', position: 'last', positive: [], negative: [] }, createdAt: '2026-01-01T00:00:00Z',
+});
+
+describe('the vector a heatmap-cell intervention starts with (lib/pick_vector.ts)', () => {
+  it('prefers the newest vector built at the cell’s hook over newer ones from other hooks', () => {
+    const lib = [vec('a', 'blocks.1.hook_resid_post'), vec('b', 'blocks.3.hook_resid_post'), vec('c', 'blocks.0.hook_resid_post')];
+    expect(pickVector(lib, 'blocks.1.hook_resid_post', 64)).toBe('a');
+    expect(pickVector(lib, 'blocks.3.hook_resid_post', 64)).toBe('b');
+  });
+
+  it('falls back to the newest vector of the hook’s width, then the newest; an empty library gives null', () => {
+    const lib = [vec('a', null), vec('b', 'blocks.0.attn.hook_z', 8)];
+    expect(pickVector(lib, 'blocks.2.hook_resid_post', 64)).toBe('a');
+    expect(pickVector(lib, 'blocks.2.hook_resid_post', 32)).toBe('b');
+    expect(pickVector([], 'blocks.2.hook_resid_post', 64)).toBeNull();
+  });
+});
+
+describe('a margin-heatmap cell click (actions/steering.ts placeAtLensCell)', () => {
+  beforeEach(() => useStore.setState({ vectors: [], interventions: [], selectedIntervention: null }));
+
+  it('with an empty library places nothing and names the hook a vector is needed at', () => {
+    expect(placeAtLensCell(4, 7)).toEqual({ placed: false, hook: 'blocks.3.hook_resid_post', row: 4, col: 7 });
+    expect(useStore.getState().interventions).toHaveLength(0);
+  });
+
+  it('with vectors places an add at that layer and token, with the vector built at that hook', () => {
+    useStore.setState({ vectors: [vec('here', 'blocks.3.hook_resid_post'), vec('newer', 'blocks.1.hook_resid_post')] });
+    const p = placeAtLensCell(4, 7);
+    expect(p.placed).toBe(true);
+    const [d] = useStore.getState().interventions;
+    expect(d).toMatchObject({ hook: 'blocks.3.hook_resid_post', type: 'add', positions: [7], vectorId: 'here' });
+  });
+});
