@@ -28,6 +28,9 @@ function labelOf(source: ModelSource): string {
   }
 }
 
+/** The latest load started; an earlier one that ends after it changes nothing. */
+let loadTicket = 0;
+
 /**
  * Loads a model in the worker (replacing the current one), with progress; a download can be
  * cancelled. A running cancellable job (a generation) is cancelled first (lib/job_rules.ts); the
@@ -38,15 +41,19 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   const s = useStore.getState();
   const options: LoadOptions = { weightDtype: s.weightDtype, ...loadOptions };
   const label = labelOf(source);
+  const ticket = ++loadTicket;
   // A running generation (or sweep, tree, batch…) is cancelled now rather than finished first: the
-  // page sends worker calls in order, so without this the load would wait behind it.
-  if (loadCancels(s.job)) void worker().cancel();
+  // page sends worker calls in order, so without this the load would wait behind it. An earlier
+  // load still running (a link opened while the start-up model loads) is cancelled too and its
+  // outcome ignored: the newest load decides what is loaded, never two racing.
+  if (loadCancels(s.job) || s.job?.kind === 'load') void worker().cancel();
   s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
     cancellable: true,
     retryFor: (e) => (e.name === 'ModelTooLargeError' ? { label: 'Load anyway', run: () => void loadModel(source, { ...options, checkFit: false }) } : undefined),
   });
+  if (ticket !== loadTicket) return false; // a newer load replaced this one: its end sets the store
   useStore.getState().clearSaes(); // the worker unloads every SAE with the model it replaces
   // A Hub load fills the cache (partly, when it failed or was cancelled mid-download).
   if (source.kind === 'hub') void refreshCachedModels();

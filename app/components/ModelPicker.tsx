@@ -7,7 +7,7 @@ import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
 import { WeightStorageChoice } from './WeightStorage';
-import { loadBlocked, loadCancels } from '../lib/job_rules';
+import { loadBlocked, loadCancels, waitingFor } from '../lib/job_rules';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
@@ -23,6 +23,8 @@ export function ModelPicker() {
   // A load cancels a running generation (sweep, tree…) rather than waiting for it (lib/job_rules.ts).
   const busy = loadBlocked(job);
   const cancels = loadCancels(job);
+  // Why Load is disabled or what it does now: a load never races another (it waits for it: Cancel stops it).
+  const loadTitle = cancels ? `Loading cancels “${job!.label}”` : busy ? `${waitingFor(job)}: one model load at a time` : undefined;
   const backendChoice = useStore((s) => s.backendChoice);
   const setBackendChoice = useStore((s) => s.setBackendChoice);
   const [local, setLocal] = useState('');
@@ -90,8 +92,8 @@ export function ModelPicker() {
             {localModels.map((m) => <option key={m} value={m}>{m}</option>)}
           </select>
         </label>
-        <button type="button" data-testid="load-local" disabled={busy || !local} title={cancels ? `Loading cancels “${job!.label}”` : undefined} onClick={() => void loadModel(localModelSource(local))}>Load</button>
-        <button type="button" data-testid="open-folder" disabled={busy} onClick={() => void openFolder()} title="A folder with config.json, tokenizer.json and model.safetensors">
+        <button type="button" data-testid="load-local" disabled={busy || !local} title={loadTitle} onClick={() => void loadModel(localModelSource(local))}>Load</button>
+        <button type="button" data-testid="open-folder" disabled={busy} onClick={() => void openFolder()} title={loadTitle ?? 'A folder with config.json, tokenizer.json and model.safetensors'}>
           Open folder…
         </button>
         <input
@@ -136,7 +138,7 @@ export function ModelPicker() {
           <label title="A mirror with the Hub's {repo}/resolve/{revision}/{file} layout (like HF_ENDPOINT); empty = huggingface.co">
             Endpoint <input data-testid="hub-endpoint" value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
           </label>
-          <button type="submit" data-testid="load-hub" disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
+          <button type="submit" data-testid="load-hub" title={loadTitle} disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
         </form>
         {hasToken && /^\s*http:\/\//i.test(endpoint) && (
           <p className="hint insecure-endpoint" data-testid="insecure-endpoint" role="alert">

@@ -47,6 +47,9 @@ export function Progress() {
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
+      <span className="muted" data-testid="progress-waiting">
+        Other actions wait for it (their buttons are disabled{job.kind === 'load' ? '; one model load at a time' : ''}){job.kind === 'load' ? '' : '; Analyse queues behind it'}.
+      </span>
       {queued && (
         <span className="queued" data-testid="queued">
           Queued: {queued.label} — runs when this ends, on the experiment as edited then.{' '}

@@ -21,3 +21,13 @@ export function analyseAction(job: Job | null, modelReady: boolean): 'run' | 'qu
   if (!modelReady || job?.kind === 'load') return 'unavailable';
   return job ? 'queue' : 'run';
 }
+
+/**
+ * Why an action's button is disabled while a job runs — "waiting for: Building the report" — for
+ * its title (tooltip); undefined when no job runs. A load that would cancel the job says so instead
+ * (the load buttons use loadCancels).
+ */
+export function waitingFor(job: Job | null): string | undefined {
+  if (!job) return undefined;
+  return `waiting for: ${job.label}${job.cancellable ? ' (Cancel it in the progress bar)' : ''}`;
+}

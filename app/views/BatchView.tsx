@@ -10,6 +10,7 @@ import { summarize } from '../../workers/engine/batch/aggregate';
 import { parseTemplate } from '../../workers/engine/batch/template';
 import { ANALYSIS_METRICS, METRIC_DOCS, type BatchMetric } from '../../workers/engine/batch/metrics';
 import { PATCH_HOOKS, type PatchHook } from '../../workers/engine/analysis/patching';
+import { waitingFor } from '../lib/job_rules';
 
 /** The columns that need settings: probe_score (a library vector at its hook) and patch_recovery (a cell). */
 function ExtraColumns() {
@@ -55,7 +56,7 @@ function StudyForm() {
     <div className="study-form">
       <div className="row settings">
         <span className="muted">Examples:</span>
-        {examples.map((ex) => <button key={ex.id} type="button" className="small" data-testid={`example-${ex.id}`} disabled={!!job} onClick={() => void loadExample(ex)}>{ex.title}</button>)}
+        {examples.map((ex) => <button key={ex.id} type="button" className="small" data-testid={`example-${ex.id}`} title={waitingFor(job)} disabled={!!job} onClick={() => void loadExample(ex)}>{ex.title}</button>)}
         {problem && <span className="export-problem">{problem}</span>}
       </div>
       <div className="row study-inputs">
@@ -70,7 +71,7 @@ function StudyForm() {
       <ExtraColumns />
       <div className="row">
         <FilePickButton label="Load values file…" accept=".csv,.tsv,.jsonl,.ndjson,.json" testId="batch-values-file" disabled={!!job} onFile={(f) => void f.text().then((t) => setInput({ values: t, valuesName: f.name }))} />
-        <button type="button" className="primary" data-testid="run-batch" disabled={!!job || !ready} onClick={() => void runBatch()}>Run batch</button>
+        <button type="button" className="primary" data-testid="run-batch" title={waitingFor(job)} disabled={!!job || !ready} onClick={() => void runBatch()}>Run batch</button>
         <span className="hint">Runs every row with the model loaded (and the enabled interventions); Cancel keeps the rows done.</span>
       </div>
     </div>

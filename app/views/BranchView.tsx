@@ -12,6 +12,7 @@ import { fixed, signed, visibleToken } from '../lib/format';
 import { pathOf, type TreePath } from '../../workers/engine/branching/tree';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
+import { waitingFor } from '../lib/job_rules';
 
 const COLOURS: { value: NodeColour; title: string }[] = [
   { value: 'final_margin', title: 'final Δ of the futures' },
@@ -51,7 +52,7 @@ function TreeForm() {
         with the interventions
       </label>
       <span className="actions">
-        <button type="submit" className="primary" data-testid="branch-start" disabled={!!job || !ready}>Generate trunk</button>
+        <button type="submit" className="primary" data-testid="branch-start" title={waitingFor(job)} disabled={!!job || !ready}>Generate trunk</button>
         <FilePickButton label="Open tree…" accept=".json,application/json" testId="branch-restore" disabled={!!job || !ready} onFile={(f) => void restoreTree(f)} />
       </span>
     </form>
@@ -115,7 +116,7 @@ function ForkPanel({ path }: { path: TreePath }) {
                 <td>{i + 1}</td>
                 <td className="mono">{visibleToken(a.token)}</td>
                 <td className="mono">{fixed(a.p, 4)}</td>
-                <td>{a.id === chosen ? <span className="muted">chosen</span> : <button type="button" className="small" data-testid={`fork-${i}`} disabled={!!job} onClick={() => void forkTo(a.id)}>Fork</button>}</td>
+                <td>{a.id === chosen ? <span className="muted">chosen</span> : <button type="button" className="small" data-testid={`fork-${i}`} title={waitingFor(job)} disabled={!!job} onClick={() => void forkTo(a.id)}>Fork</button>}</td>
               </tr>
             ))}
           </tbody>
@@ -208,7 +209,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <label>Continuations per token
           <input type="number" className="short" min={1} max={64} value={samples} data-testid="fork-samples" onChange={(e) => { const n = Number(e.target.value); if (Number.isInteger(n) && n >= 1) setSamples(n); }} />
         </label>
-        <button type="button" data-testid="find-forks" disabled={!!job} onClick={() => void findForkPoints()}>Find fork points</button>
+        <button type="button" data-testid="find-forks" title={waitingFor(job)} disabled={!!job} onClick={() => void findForkPoints()}>Find fork points</button>
       </div>
       <p className="hint">At each new token: force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
       {r && (

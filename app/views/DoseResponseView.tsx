@@ -11,6 +11,7 @@ import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
 import { steerableHooks } from '../lib/hooks';
 import type { SweepDisplay } from '../store/results';
 import type { SweepSettings } from '../store/steering';
+import { waitingFor } from '../lib/job_rules';
 
 const DOSE_TYPES: { type: SweepSettings['type']; title: string }[] = [
   { type: 'add', title: 'add (dose α)' },
@@ -56,7 +57,7 @@ function SweepForm() {
       <label title="Doses separated by commas">Doses
         <input data-testid="sweep-doses" value={set.doses} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
       </label>
-      <button type="submit" className="primary" data-testid="run-sweep" disabled={!!job || !info || !set.vectorId}>Run sweep</button>
+      <button type="submit" className="primary" data-testid="run-sweep" title={waitingFor(job)} disabled={!!job || !info || !set.vectorId}>Run sweep</button>
     </form>
   );
 }

@@ -11,6 +11,7 @@ import type { GenerationSettings } from '../store/experiment';
 import type { GenerationRun } from '../store/results';
 import { firstDivergence } from '../lib/divergence';
 import { doseText, drawnUnderSteering } from '../lib/steered';
+import { waitingFor } from '../lib/job_rules';
 
 function NumberField({ label, field, min, max, step, testId }: { label: string; field: keyof GenerationSettings; min: number; max: number; step: number; testId: string }) {
   const value = useStore((s) => s.generation[field]);
@@ -136,7 +137,7 @@ export function GenerationView() {
         <NumberField label="Top-k" field="topK" min={0} max={100000} step={1} testId="top-k" />
         <NumberField label="Seed" field="seed" min={0} max={2 ** 31 - 1} step={1} testId="seed" />
         <span className="actions">
-          <button type="submit" className="primary" data-testid="generate" disabled={!!job || !ready}>Generate</button>
+          <button type="submit" className="primary" data-testid="generate" title={waitingFor(job)} disabled={!!job || !ready}>Generate</button>
           <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
         </span>
       </form>

@@ -13,6 +13,7 @@ import type { PatchingDisplay, PatchingSettings } from '../store/patching';
 import type { PatchHook } from '../../workers/protocol';
 import { DenominatorWarning } from '../components/DenominatorWarning';
 import { pairFor } from '../lib/patching_prompts';
+import { waitingFor } from '../lib/job_rules';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'resid_pre', title: 'blocks.{l}.hook_resid_pre (layer × position)' },
@@ -85,7 +86,7 @@ function PatchingForm() {
             <option value="sequence">teacher-forced sequence margin</option>
           </select>
         </label>
-        <button type="submit" className="primary" data-testid="run-patching" disabled={!!job || !info || differ}>Run patching</button>
+        <button type="submit" className="primary" data-testid="run-patching" title={waitingFor(job)} disabled={!!job || !info || differ}>Run patching</button>
       </div>
     </form>
   );

@@ -8,6 +8,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, layerLabel } from '../lib/format';
 import type { ProbeDisplay } from '../store/probe';
+import { waitingFor } from '../lib/job_rules';
 
 const countLines = (t: string) => t.split(/\r?\n/).filter((x) => x.trim()).length;
 
@@ -49,7 +50,7 @@ function ProbeForm() {
         <label title="Seed of the fold assignment and of the control's label permutation">Seed
           <input type="number" className="short" value={set.seed} onChange={(e) => update({ seed: Number(e.target.value) })} />
         </label>
-        <button type="submit" className="primary" data-testid="run-probe" disabled={!!job || !ready}>Run probes</button>
+        <button type="submit" className="primary" data-testid="run-probe" title={waitingFor(job)} disabled={!!job || !ready}>Run probes</button>
       </div>
     </form>
   );

@@ -13,6 +13,7 @@ import { LabelledSetSource } from '../components/LabelledSetSource';
 import { reportJson } from '../../workers/engine/analysis/report_json';
 import type { ReportDisplay } from '../store/report';
 import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
+import { waitingFor } from '../lib/job_rules';
 
 const rowName = (l: number, L: number) => (l === 0 ? 'row 0 (embeddings)' : l === L ? `row ${l} (final)` : `row ${l} (entering block ${l})`);
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
@@ -68,7 +69,7 @@ function ReportForm() {
         <label title="|Δ| in nats the lens margin must reach (with its final sign) to count as visible">Visible at |Δ| ≥
           <input data-testid="report-threshold" className="short" type="number" step="0.05" min="0" value={set.threshold} onChange={(e) => update({ threshold: Number(e.target.value) })} />
         </label>
-        <button type="submit" className="primary" data-testid="run-report" disabled={!!job || !info}>Build report</button>
+        <button type="submit" className="primary" data-testid="run-report" title={waitingFor(job)} disabled={!!job || !info}>Build report</button>
       </div>
     </form>
   );

@@ -5,6 +5,7 @@ import { buildVector, exportVector, importVectorFile, loadDefaultSet, DEFAULT_SE
 import { defaultHook } from '../actions/steering';
 import { isPerHead, steerableHooks } from '../lib/hooks';
 import type { LibraryEntry } from '../store/vectors';
+import { waitingFor } from '../lib/job_rules';
 
 const FORMATS: VectorFormat[] = ['npy', 'safetensors', 'json'];
 
@@ -83,7 +84,7 @@ function Builder() {
             </select>
           </label>
         )}
-        <button type="button" className="primary" data-testid="build-vector" disabled={!!job || !info || !pos.length || !neg.length} onClick={build}>Build vector</button>
+        <button type="button" className="primary" data-testid="build-vector" title={waitingFor(job)} disabled={!!job || !info || !pos.length || !neg.length} onClick={build}>Build vector</button>
         <button type="button" className="small" onClick={() => setView('margins')}>Back to the heatmap</button>
       </div>
       <p className="hint">CAA: Rimsky et al., arXiv 2312.06681 (difference of means at one token). ActAdd: Turner et al., arXiv 2308.10248 (one prompt pair).</p>

@@ -9,6 +9,7 @@ import { fixed, signed, visibleToken } from '../lib/format';
 import { interventionLabel } from '../lib/specs';
 import type { WindowDisplay } from '../store/window';
 import { WindowSetupFields } from '../components/WindowSetupFields';
+import { waitingFor } from '../lib/job_rules';
 
 /** Which intervention, how long a generation, which start steps and which outcome score; Run (progress and Cancel in the job bar). */
 function WindowForm() {
@@ -18,7 +19,7 @@ function WindowForm() {
   return (
     <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runWindow(); }}>
       <WindowSetupFields prefix="window" />
-      <button type="submit" className="primary" data-testid="run-window" disabled={!!job || !ready || list.length === 0}>Run window</button>
+      <button type="submit" className="primary" data-testid="run-window" title={waitingFor(job)} disabled={!!job || !ready || list.length === 0}>Run window</button>
     </form>
   );
 }

@@ -143,3 +143,35 @@ describe('loading a model while a generation runs', () => {
     expect(useStore.getState().modelStatus).toBe('ready');
   });
 });
+
+describe('a model load started while another load runs', () => {
+  it('cancels the earlier one and ignores its outcome: the newest load decides what is loaded, never two racing', async () => {
+    const first = loadModel({ kind: 'url', url: 'http://x/models/first/', label: 'first' });
+    await flush();
+    expect(cancelled).toBe(0);
+    const second = loadModel({ kind: 'url', url: 'http://x/models/second/', label: 'second' });
+    expect(cancelled).toBe(1);
+    // The earlier load ends anyway (past the point a cancel can stop it): nothing of it reaches the store.
+    pending('load')[0].done.resolve({ label: 'first', hasChatTemplate: false });
+    expect(await first).toBe(false);
+    expect(useStore.getState().modelStatus).toBe('loading');
+    expect(useStore.getState().modelLabel).toBe('second');
+    expect(useStore.getState().job?.kind).toBe('load');
+    await flush();
+    expect(pending('load')).toHaveLength(2);
+    pending('load')[1].done.resolve({ label: 'second', hasChatTemplate: false });
+    expect(await second).toBe(true);
+    expect(useStore.getState().modelStatus).toBe('ready');
+    expect(useStore.getState().info).toMatchObject({ label: 'second' });
+    expect(useStore.getState().job).toBeNull();
+  });
+});
+
+describe('why a button is disabled while a job runs (lib/job_rules.ts waitingFor)', () => {
+  it('names the running job, and Cancel where the job can be cancelled; nothing when idle', async () => {
+    const { waitingFor } = await import('../../app/lib/job_rules');
+    expect(waitingFor(null)).toBeUndefined();
+    expect(waitingFor({ kind: 'analyse', label: 'Analyse', startedAt: 0, cancellable: false })).toBe('waiting for: Analyse');
+    expect(waitingFor({ kind: 'report', label: 'Decision-point report', startedAt: 0, cancellable: true })).toBe('waiting for: Decision-point report (Cancel it in the progress bar)');
+  });
+});
