@@ -136,6 +136,11 @@ export interface Backend {
   sync(): Promise<void>;
   /** Frees everything this backend allocated. */
   dispose(): void;
+  /**
+   * Frees the memory kept for reuse (WebGPU: the pooled buffers of released tensors), after the
+   * recorded work is done; absent where released memory is already given back.
+   */
+  trimPool?(): Promise<void>;
 
   /** A copy of t with the same shape. */
   clone(t: Tensor): Tensor;

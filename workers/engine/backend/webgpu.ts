@@ -483,6 +483,13 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.checkErrors();
   }
 
+  /** Destroys the pooled buffers of released tensors once the recorded work has finished (Backend.trimPool). */
+  async trimPool(): Promise<void> {
+    await this.sync();
+    for (const list of this.pool.values()) for (const b of list) this.destroyBuffer(b);
+    this.pool.clear();
+  }
+
   /** Destroys every buffer this backend created and the device itself. Idempotent. */
   dispose(): void {
     if (this.disposed) return;

@@ -2,9 +2,12 @@
  * How far block-quantised weights move the logits: the model's logits on a fixed probe prompt
  * with its float32 weights against the same prompt with quantised weights, max |Δlogit| over every
  * position and the vocabulary. The float32 pass runs first and is released before the quantised
- * weights are uploaded, so the peak memory is that of the float32 model alone.
+ * weights are uploaded, so the peak memory is that of the float32 model alone (and afterwards only the
+ * quantised weights are held: the float32 pass runs on its own CPU backend, or its WebGPU buffers
+ * are destroyed rather than pooled).
  */
 import type { Backend } from '../backend/backend';
+import { CpuBackend } from '../backend/cpu';
 import { formatLabel } from '../backend/quant';
 import type { HFConfig } from '../arch/types';
 import type { ModelFiles } from '../io/model_files';
@@ -57,11 +60,15 @@ export async function probeLogits(backend: Backend, model: Transformer, ids: rea
  * @throws the load's errors (missing tensors, too little memory).
  */
 export async function float32ProbeLogits(files: ModelFiles, backend: Backend, ids: readonly number[]): Promise<Float32Array> {
-  const { model } = await loadTransformer(files, backend, undefined, { weightDtype: 'f32', contextLength: ids.length });
+  // on the CPU a backend of its own, whose wasm memory (which never shrinks) goes with it
+  const b: Backend = backend.kind === 'cpu' ? new CpuBackend() : backend;
+  const { model } = await loadTransformer(files, b, undefined, { weightDtype: 'f32', contextLength: ids.length });
   try {
-    return await probeLogits(backend, model, ids);
+    return await probeLogits(b, model, ids);
   } finally {
     model.dispose();
+    if (b !== backend) b.dispose();
+    else await backend.trimPool?.(); // WebGPU: the float32 buffers leave the pool, not kept for reuse
   }
 }
 
