@@ -205,6 +205,65 @@ async function linearFused(h: Harness): Promise<void> {
   });
 }
 
+/**
+ * The fused QKV + RoPE + KV-cache write (backend.fused.qkv) against the CPU's ops composed (rmsNorm,
+ * linear ×3, rope ×2, writeRows ×2): q and both whole caches (rows outside pos0.. untouched), with
+ * GQA, partial rotary, no rotary, biases, Gemma's norm offset, scalar and vec4 widths, f16 weights.
+ */
+async function qkvRope(h: Harness): Promise<void> {
+  const rand = rng(20261201); // its own stream (see linearFused)
+  type Case = { n: number; nIn: number; H: number; kv: number; d: number; rot: number; pos0: number; norm?: number; bias?: boolean; f16?: boolean };
+  const cases: Case[] = [
+    { n: 1, nIn: 64, H: 4, kv: 2, d: 16, rot: 16, pos0: 5, norm: 0 },
+    { n: 1, nIn: 64, H: 4, kv: 4, d: 16, rot: 4, pos0: 300, bias: true },
+    { n: 3, nIn: 65, H: 3, kv: 1, d: 8, rot: 8, pos0: 0, norm: 1 },
+    { n: 4, nIn: 48, H: 2, kv: 2, d: 6, rot: 0, pos0: 2, bias: true },
+    { n: 2, nIn: 32, H: 9, kv: 3, d: 64, rot: 64, pos0: 7, bias: true, norm: 0, f16: true },
+  ];
+  for (const c of cases) {
+    const ctx = c.pos0 + c.n + 2, qW = c.H * c.d, kvW = c.kv * c.d;
+    const x = (shape: number[], scale = 1): Host => ({ data: randn(rand, shape.reduce((a, b) => a * b, 1), scale), shape });
+    const ws = [x([qW, c.nIn], 0.3), x([kvW, c.nIn], 0.3), x([kvW, c.nIn], 0.3)];
+    const round = (w: Host): Float32Array => (c.f16 ? unpackF16(packF16(w.data), w.data.length) : w.data);
+    const invFreq = Float32Array.from({ length: c.rot / 2 }, (_, j) => 10000 ** (-2 * j / c.rot));
+    const inputs = [x([c.n, c.nIn]), x([qW]), x([kvW]), x([kvW]), x([c.nIn]), x([ctx, kvW]), x([ctx, kvW])];
+    const name = `x[${c.n},${c.nIn}] ${c.H}/${c.kv} heads of ${c.d}, rotary ${c.rot}, pos0=${c.pos0}${c.norm !== undefined ? ` rms(+${c.norm})` : ''}${c.bias ? ' +b' : ''}${c.f16 ? ' f16' : ''}`;
+    await h.case('qkv rope', name, inputs, (b, [xt, bq, bk, bv, g, kc, vc]) => {
+      const [wq, wk, wv] = ws.map((w) => (b === h.gpu && c.f16 ? h.gpu.uploadF16(w.data, w.shape) : b.upload(round(w), w.shape)));
+      const norm = c.norm !== undefined ? { w: g, eps: 1e-5, offset: c.norm } : undefined;
+      const bias = (t: Tensor): Tensor | undefined => (c.bias ? t : undefined);
+      let q: Tensor | null = null;
+      if (b.fused) {
+        q = b.fused.qkv({ x: xt, q: { w: wq, b: bias(bq) }, k: { w: wk, b: bias(bk) }, v: { w: wv, b: bias(bv) }, norm, rope: c.rot ? { rotaryDims: c.rot, invFreq } : undefined, nHeads: c.H, nKvHeads: c.kv, headDim: c.d, kCache: kc, vCache: vc, pos0: c.pos0 });
+        if (!q) throw new Error('the fused QKV kernel declined a case it should take');
+      } else {
+        const xn = norm ? b.rmsNorm(xt, g, norm.eps, norm.offset) : xt;
+        q = b.linear(xn, wq, bias(bq));
+        let k = b.linear(xn, wk, bias(bk));
+        const v = b.linear(xn, wv, bias(bv));
+        if (c.rot) {
+          const qr = b.rope(q, c.H, c.d, c.rot, c.pos0, invFreq), kr = b.rope(k, c.kv, c.d, c.rot, c.pos0, invFreq);
+          b.release(q); b.release(k);
+          q = qr; k = kr;
+        }
+        b.writeRows(kc, k, c.pos0);
+        b.writeRows(vc, v, c.pos0);
+        b.release(k); b.release(v);
+        if (xn !== xt) b.release(xn);
+      }
+      for (const w of [wq, wk, wv]) b.release(w);
+      return [q, b.clone(kc), b.clone(vc)];
+    });
+  }
+  await h.check('fused QKV declines an odd head width (null, nothing recorded: the caller takes the split ops)', () => {
+    const g = h.gpu, xt = g.zeros([1, 4]), w = g.zeros([6, 4]), kc = g.zeros([4, 6]);
+    try {
+      const r = g.fused!.qkv({ x: xt, q: { w }, k: { w }, v: { w }, nHeads: 2, nKvHeads: 2, headDim: 3, kCache: kc, vCache: kc, pos0: 0 });
+      return r === null ? true : 'an odd head width was taken';
+    } finally { for (const t of [xt, w, kc]) g.release(t); }
+  });
+}
+
 /** f16 weight storage: the oracle is the CPU linear on the same weights rounded to binary16. */
 async function linearF16(h: Harness): Promise<void> {
   const shapes: [number, number, number, boolean][] = [
@@ -715,11 +774,11 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   const h = new Harness(gpu);
   const o = new Harness(other, ` [${otherTuning} kernels]`);
   try {
-    for (const part of [copies, linear, linearFused, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, linearFused, qkvRope, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
     await linearQuant(gpu, h.cpu, h.cases);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
-    for (const part of [linear, linearFused, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
+    for (const part of [linear, linearFused, qkvRope, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
     await splitWeights(o, otherSplitting);
     await linearQuant(other, o.cpu, o.cases);
   } finally {

@@ -55,6 +55,26 @@ export interface NumericsReport {
   generations: GenerationRow[];
   /** Fixtures whose model_type is not registered (with the reason), so the spec can list them. */
   skipped: string[];
+  /** Dispatches of one decode step per model (runNumerics only). */
+  decode?: DecodeDispatches[];
+}
+
+/** Dispatches of one decode step (n = 1 after the prompt), counted between each block's hook_resid_pre and hook_resid_post. */
+export interface DecodeDispatches {
+  model: string;
+  modelType: string;
+  /** Whole step, fused kernels. */
+  step: number;
+  /** Per layer, fused kernels. */
+  perLayer: number[];
+  /** Per layer with hook_q/k/v of layer `hookLayer` captured (that layer's QKV fusion split). */
+  perLayerHooked: number[];
+  hookLayer: number;
+  /** Whole step and per layer with every fusion split (all FUSION_SPLITTING_HOOKS captured). */
+  stepUnfused: number;
+  perLayerUnfused: number[];
+  /** Dispatches of the fused QKV + RoPE + KV-write kernel in the fused step. */
+  qkvKernels: number;
 }
 
 /** How the weights of a run are stored, and what is compared. */
@@ -120,7 +140,7 @@ const slab = (a: Float32Array, count: number, i: number): Float32Array => {
 
 
 /** Hooks a fused decode kernel skips over (model/transformer.ts): capturing them forces the unfused ops. */
-const FUSION_SPLITTING_HOOKS = /\.(ln1\.hook_normalized|ln2\.hook_normalized|hook_attn_out|mlp\.hook_pre|hook_mlp_out)$/;
+const FUSION_SPLITTING_HOOKS = /\.(ln1\.hook_normalized|attn\.hook_[qkv]|ln2\.hook_normalized|hook_attn_out|mlp\.hook_pre|hook_mlp_out)$/;
 
 /**
  * Greedy decoding through the KV cache: the prompt in one forward (step 0), then one forward per
@@ -164,6 +184,75 @@ async function fusedAgrees(b: Backend, model: Transformer, prompt: number[], nNe
   report.rows.push({ model: name, what: `${what}: fused decode kernels vs unfused ops, step logits (relative to max |logit|)`, maxAbs: worst, tol: FUSED_TOL });
 }
 
+/** A RunContext that notes the backend's dispatch count when each block starts and ends. */
+class CountingContext extends RunContext {
+  readonly marks = new Map<string, number>();
+  constructor(b: Backend, site: ConstructorParameters<typeof RunContext>[1], capture: ((name: string) => boolean) | undefined, readonly count: () => number) {
+    super(b, site, capture);
+  }
+  fire(name: string, t: Parameters<RunContext['fire']>[1]) {
+    if (/hook_resid_(pre|post)$/.test(name)) this.marks.set(name, this.count());
+    return super.fire(name, t);
+  }
+  perLayer(L: number): number[] {
+    return Array.from({ length: L }, (_, l) => this.marks.get(`blocks.${l}.hook_resid_post`)! - this.marks.get(`blocks.${l}.hook_resid_pre`)!);
+  }
+}
+
+/**
+ * One decode step after `prompt`, three times at the same position: fused; with hook_q/k/v of the
+ * middle layer captured; with every fusion split. Counts the dispatches of each (per layer), and
+ * checks that the captured hook_k and hook_v equal the rows the fused kernel wrote into the KV cache
+ * (a hook inside the fused region splits the fusion and yields the same value), and that the
+ * hooked step's logits equal the fused step's.
+ */
+async function decodeProbe(b: WebGpuBackend, model: Transformer, prompt: number[], name: string, report: NumericsReport): Promise<void> {
+  if (!b.fused) return;
+  const L = model.spec.nLayers, T = prompt.length, hl = Math.floor(L / 2), kvW = model.spec.nKvHeads * model.spec.dHead;
+  const pre = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 });
+  model.forward(Int32Array.from(prompt), pre, 'none');
+  pre.release();
+  const labels: string[] = [];
+  const dispatch = b.dispatch;
+  b.dispatch = (...a) => { labels.push(a[0].label); dispatch.apply(b, a); };
+  const step = async (capture?: (name: string) => boolean) => {
+    labels.length = 0;
+    const ctx = new CountingContext(b, { pos0: T, n: 1, nPrompt: T, step: 1 }, capture, () => labels.length);
+    const t = model.forward(Int32Array.of(prompt[T - 1]), ctx, 'last')!;
+    const out = { logits: await b.read(t), count: labels.length, perLayer: ctx.perLayer(L), qkv: labels.filter((k) => k.startsWith('qkv_rope')).length, captured: new Map<string, Float32Array>() };
+    b.release(t);
+    for (const [k, v] of ctx.captured) out.captured.set(k, await b.read(v));
+    ctx.release();
+    return out;
+  };
+  try {
+    const fused = await step();
+    const snap = model.snapshotKv(T + 1);
+    const [kRow, vRow] = [snap.k[hl], snap.v[hl]].map(async (t) => (await b.read(t)).subarray(T * kvW));
+    const cache = { k: await kRow, v: await vRow };
+    model.releaseKv(snap);
+    const hooked = await step((n) => new RegExp(`^blocks\\.${hl}\\.attn\\.hook_[qkv]$`).test(n));
+    const unfused = await step((n) => FUSION_SPLITTING_HOOKS.test(n));
+    for (const t of ['k', 'v'] as const) {
+      report.rows.push({ model: name, what: `decode: blocks.${hl}.attn.hook_${t} captured (fusion split) vs the KV-cache row the fused step wrote`, maxAbs: diff(hooked.captured.get(`blocks.${hl}.attn.hook_${t}`)!, cache[t]).maxAbs, tol: HOOK_TOL });
+    }
+    report.rows.push({ model: name, what: `decode: logits with blocks.${hl}.attn.hook_q/k/v captured vs fused (relative to max |logit|)`, maxAbs: diff(hooked.logits, fused.logits).maxAbs / fused.logits.reduce((m, v) => Math.max(m, Math.abs(v)), 0), tol: FUSED_TOL });
+    (report.decode ??= []).push({
+      model: name, modelType: model.spec.modelType, step: fused.count, perLayer: fused.perLayer, perLayerHooked: hooked.perLayer, hookLayer: hl,
+      stepUnfused: unfused.count, perLayerUnfused: unfused.perLayer, qkvKernels: fused.qkv,
+    });
+  } finally {
+    b.dispatch = dispatch;
+  }
+}
+
+/**
+ * Bound on a hook captured inside the fused region against the value the fused kernel computed: the
+ * split ops sum in the same order, so they agree to the last bits (a compiler may contract a·b + c
+ * into an FMA in one shader and not the other).
+ */
+const HOOK_TOL = 1e-6;
+
 interface ModelReference {
   n_gen: number;
   prompts: { name: string; input_ids: number[]; greedy_ids: number[]; sequence_ids: number[]; n_positions: number; file: string }[];
@@ -203,6 +292,7 @@ async function realModel(b: Backend, name: string, report: NumericsReport, v: Va
     report.rows.push({ model: name, what: `${v.tag}${p.name}: KV-cache step logits vs reference rows`, maxAbs: worst, tol: v.tol });
     await fusedAgrees(b, model, p.input_ids, ref.n_gen, g.stepLogits, `${v.tag}${p.name}`, name, report);
   }
+  if (report.decode && b instanceof WebGpuBackend) await decodeProbe(b, model, ref.prompts[0].input_ids, name, report);
   return model;
 }
 
@@ -250,6 +340,7 @@ async function fixture(b: Backend, dir: string, report: NumericsReport, v: Varia
     report.rows.push({ model: dir, what: `${v.tag}${s.name}: KV-cache step logits vs generate_step_logits`, maxAbs: worst, tol: v.tol });
     await fusedAgrees(b, model, s.input_ids, s.generated_ids.length, g.stepLogits, `${v.tag}${s.name}`, dir, report);
   }
+  if (report.decode && b instanceof WebGpuBackend) await decodeProbe(b, model, meta.sequences[0].input_ids, dir, report);
   model.dispose();
 }
 
@@ -271,7 +362,7 @@ async function f16Parity(gpu: Backend, base: string, label: string, ids: number[
 /** @param tuning the kernel variants to run (default: the adapter's own). */
 window.runNumerics = async (fixtures: string[], tuning?: KernelTuning): Promise<NumericsReport> => {
   const b = await WebGpuBackend.create({ tuning });
-  const report: NumericsReport = { adapter: b.description, tuning: b.tuning, rows: [], generations: [], skipped: [] };
+  const report: NumericsReport = { adapter: b.description, tuning: b.tuning, rows: [], generations: [], skipped: [], decode: [] };
   try {
     for (const name of ['stories260K', 'aidreams260K']) (await realModel(b, name, report)).dispose();
     for (const dir of fixtures) await fixture(b, dir, report);

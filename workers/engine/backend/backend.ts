@@ -91,6 +91,28 @@ export interface LinearFusion {
 }
 
 /**
+ * Inputs of FusedOps.qkv: the attention projections of x [n, d_model] with RoPE, k and v written
+ * into the KV cache at rows pos0..pos0+n−1 (the block's hooks hook_q/k/v then never materialise).
+ */
+export interface QkvFusion {
+  x: Tensor;
+  q: { w: Tensor; b?: Tensor };
+  k: { w: Tensor; b?: Tensor };
+  v: { w: Tensor; b?: Tensor };
+  /** RMSNorm prologue (ln1 folded), as LinearFusion.norm. */
+  norm?: LinearFusion['norm'];
+  /** Rotary embedding of q and k (rotate_half layout) at positions pos0..: as Backend.rope. */
+  rope?: { rotaryDims: number; invFreq: Float32Array };
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  /** [ctx, n_kv_heads·d_head] each. */
+  kCache: Tensor;
+  vCache: Tensor;
+  pos0: number;
+}
+
+/**
  * Fused kernels a backend may offer for few-row (decode) calls, where dispatches rather than
  * arithmetic bound a block. The forward pass uses them only where the hooks they fuse over are
  * neither captured nor intervened on (model/transformer.ts).
@@ -109,6 +131,13 @@ export interface FusedOps {
    * @throws Error on mismatched shapes or n > maxRows.
    */
   linear(x: Tensor, w: Tensor, bias: Tensor | undefined, f: LinearFusion): Tensor;
+  /**
+   * One dispatch for q = rope(x̂·W_qᵀ + b_q) [n, n_heads·d_head], writing rope(x̂·W_kᵀ + b_k) and
+   * x̂·W_vᵀ + b_v into the KV cache rows pos0.. (ops/qkv_rope.wgsl.ts).
+   * @returns q, or null when the kernel does not take this case (nothing recorded; take the split ops).
+   * @throws Error on mismatched shapes or cache rows out of range.
+   */
+  qkv(f: QkvFusion): Tensor | null;
 }
 
 export interface Backend {

@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, RowGroups, RowOp, Tensor } from './backend';
+import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, QkvFusion, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
@@ -14,7 +14,9 @@ import { isQuantTensor, linearQuantGpu } from '../ops/linear_quant.wgsl';
 import { linearUnfused } from '../ops/linear_unfused';
 import { logSoftmaxGpu, softcapGpu, topkGpu } from '../ops/logits.wgsl';
 import { layerNormGpu, rmsNormGpu } from '../ops/norm.wgsl';
-import { ropeGpu, ropeTable } from '../ops/rope.wgsl';
+import { ropeGpu, ropePositions } from '../ops/rope.wgsl';
+import { qkvRopeGpu } from '../ops/qkv_rope.wgsl';
+import { writeRowsGpu } from '../ops/write_rows.wgsl';
 import { rowOpGpu } from '../ops/row_op.wgsl';
 import { saeActivationGpu } from '../ops/sae_act.wgsl';
 
@@ -24,6 +26,8 @@ const BATCH_DISPATCHES = 256;
 const BATCH_STAGING_BYTES = 64 * 1024 * 1024;
 const STORAGE = 0x80 | 0x04 | 0x08; // GPUBufferUsage.STORAGE | COPY_SRC | COPY_DST
 const MIB = 1024 * 1024;
+/** Bind groups kept for reuse (BindGroupCache) before the cache starts over. */
+const BIND_GROUP_CACHE = 4096;
 
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => (cols(t) === 0 ? 0 : t.size / cols(t));
@@ -116,6 +120,11 @@ export class WebGpuBackend implements Backend, KernelHost {
   lostReason: string | null = null;
 
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Each pipeline's explicit bind group layout (binding 0: the uniform slot, with a dynamic offset). */
+  private readonly layouts = new Map<GPUComputePipeline, GPUBindGroupLayout>();
+  private readonly bindGroups = new BindGroupCache(BIND_GROUP_CACHE);
+  /** Bind groups created and reused since load (tests, bench/run-model.ts). */
+  readonly bindGroupStats = { created: 0, reused: 0 };
   private readonly pool = new Map<number, GPUBuffer[]>();
   private readonly readPool = new Map<number, GPUBuffer[]>();
   private readonly allBuffers = new Set<GPUBuffer>();
@@ -126,7 +135,10 @@ export class WebGpuBackend implements Backend, KernelHost {
   private dispatches = 0;
   private staging: GPUBuffer[] = [];
   private stagingBytes = 0;
-  private ropeCache: { invFreq: Float32Array; pos0: number; n: number; table: GpuTensor } | null = null;
+  /** (cos, sin) tables of positions 0..rows−1 per invFreq (ropePositions), most recently used last. */
+  private ropeTables: { invFreq: Float32Array; rows: number; table: GpuTensor }[] = [];
+  /** Concatenated q/k/v biases by the q bias tensor (qkvBias). */
+  private readonly qkvBiases = new WeakMap<Tensor, { k: Tensor; v: Tensor; cat: GpuTensor }>();
   private firstError: string | null = null;
   private disposed = false;
   /** The largest buffer one uploaded weight part may occupy, in bytes (see WebGpuOptions). */
@@ -136,7 +148,13 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
-    if (options.fusedKernels !== false) this.fused = { maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu', linear: (x, w, bias, f) => (isQuantTensor(w) || (f.gateUp && isQuantTensor(f.gateUp.w)) ? linearUnfused(this, x, w, bias, f) : linearFusedGpu(this, x, w, bias, f)) };
+    if (options.fusedKernels !== false) {
+      this.fused = {
+        maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu',
+        linear: (x, w, bias, f) => (isQuantTensor(w) || (f.gateUp && isQuantTensor(f.gateUp.w)) ? linearUnfused(this, x, w, bias, f) : linearFusedGpu(this, x, w, bias, f)),
+        qkv: (f: QkvFusion) => qkvRopeGpu(this, f, f.rope ? this.ropeTable(f.rope.invFreq, f.pos0 + rowsOf(f.x)) : null, f.q.b && f.k.b && f.v.b ? this.qkvBias(f.q.b, f.k.b, f.v.b) : null, device.limits.maxStorageBuffersPerShaderStage),
+      };
+    }
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
     this.lost = device.lost.then((info) => {
       this.lostReason = `${info.reason}${info.message ? `: ${info.message}` : ''}`;
@@ -168,6 +186,7 @@ export class WebGpuBackend implements Backend, KernelHost {
           maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
           maxBufferSize: l.maxBufferSize,
           maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+          maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
         },
       });
     } catch (e) {
@@ -201,6 +220,7 @@ export class WebGpuBackend implements Backend, KernelHost {
   }
 
   private destroyBuffer(b: GPUBuffer): void {
+    this.bindGroups.forget(b);
     this.allBuffers.delete(b);
     b.destroy();
   }
@@ -298,32 +318,61 @@ export class WebGpuBackend implements Backend, KernelHost {
     return t;
   }
 
+  /**
+   * Compiles `code` once per key with an explicit layout read from its declarations: binding 0 the
+   * uniform params (dynamic offset: each dispatch's slot of the per-batch arena), bindings 1.. storage
+   * buffers, read-only where declared `var<storage, read>`. The dynamic offset is what lets a bind
+   * group outlive one dispatch (dispatch()).
+   */
   pipeline(key: string, code: () => string): GPUComputePipeline {
     let p = this.pipelines.get(key);
     if (!p) {
-      const module = this.device.createShaderModule({ label: key, code: code() });
-      p = this.device.createComputePipeline({ label: key, layout: 'auto', compute: { module, entryPoint: 'main' } });
+      const src = code();
+      const module = this.device.createShaderModule({ label: key, code: src });
+      const entries: GPUBindGroupLayoutEntry[] = [];
+      for (const m of src.matchAll(/@binding\((\d+)\)\s*var<(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>/g)) {
+        const binding = Number(m[1]);
+        const type: GPUBufferBindingType = m[2] === 'uniform' ? 'uniform' : m[3] === 'read_write' ? 'storage' : 'read-only-storage';
+        entries.push({ binding, visibility: 0x4, buffer: { type, hasDynamicOffset: binding === 0 } }); // GPUShaderStage.COMPUTE
+      }
+      const layout = this.device.createBindGroupLayout({ label: key, entries });
+      p = this.device.createComputePipeline({ label: key, layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: 'main' } });
       this.pipelines.set(key, p);
+      this.layouts.set(p, layout);
     }
     return p;
   }
 
+  /**
+   * Records one dispatch. Its bind group is looked up by (pipeline, buffers, bound sizes) and made
+   * only on a miss: a decode step binds the same weights, KV cache and (pooled, reused in the same
+   * order) activation buffers every step, and the uniform slot is a dynamic offset, not part of it.
+   */
   dispatch(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, groups: Workgroups): void {
     this.alive();
     if (this.dispatches === BATCH_DISPATCHES) this.flush();
     const slot = this.dispatches++;
     this.uniformHost.set(params.bytes, slot * PARAMS_BYTES);
-    const bind = this.device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: [
-        { binding: 0, resource: { buffer: this.uniforms, offset: slot * PARAMS_BYTES, size: PARAMS_BYTES } },
-        ...tensors.map((t, i) => ({ binding: i + 1, resource: { buffer: t.buffer, offset: 0, size: Math.max(4, t.bytes) } })),
-      ],
-    });
+    const layout = this.layouts.get(pipeline);
+    if (!layout) throw new Error(`pipeline ${pipeline.label} was not made by this backend`);
+    const sizes = tensors.map((t) => Math.max(4, t.bytes));
+    let bind = this.bindGroups.get(pipeline, tensors.map((t) => t.buffer), sizes);
+    if (bind) this.bindGroupStats.reused++;
+    else {
+      bind = this.device.createBindGroup({
+        layout,
+        entries: [
+          { binding: 0, resource: { buffer: this.uniforms, offset: 0, size: PARAMS_BYTES } },
+          ...tensors.map((t, i) => ({ binding: i + 1, resource: { buffer: t.buffer, offset: 0, size: sizes[i] } })),
+        ],
+      });
+      this.bindGroups.set(pipeline, tensors.map((t) => t.buffer), sizes, bind);
+      this.bindGroupStats.created++;
+    }
     this.enc();
     this.pass ??= this.encoder!.beginComputePass();
     this.pass.setPipeline(pipeline);
-    this.pass.setBindGroup(0, bind);
+    this.pass.setBindGroup(0, bind, [slot * PARAMS_BYTES]);
     this.pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
   }
 
@@ -501,7 +550,9 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.pool.clear();
     this.readPool.clear();
     this.pipelines.clear();
-    this.ropeCache = null;
+    this.layouts.clear();
+    this.bindGroups.clear();
+    this.ropeTables = [];
     this.device.destroy();
   }
 
@@ -540,12 +591,8 @@ export class WebGpuBackend implements Backend, KernelHost {
     return y;
   }
 
-  writeRows(cache: Tensor, x: Tensor, offset: number): void {
-    const gc = this.gpu(cache), gx = this.gpu(x);
-    if (cols(cache) !== cols(x)) throw new Error('writeRows: widths differ');
-    if (offset < 0 || offset + rowsOf(x) > rowsOf(cache)) throw new Error(`writeRows: rows ${offset}..${offset + rowsOf(x)} exceed the cache (${rowsOf(cache)} rows)`);
-    this.copy(gx.buffer, 0, gc.buffer, offset * cols(cache) * 4, gx.bytes);
-  }
+  /** A dispatch, not a copy: the KV-cache writes of the split attention path keep the compute pass open. */
+  writeRows(cache: Tensor, x: Tensor, offset: number): void { writeRowsGpu(this, cache, x, offset); }
 
   // ---------------------------------------------------------------- Backend: kernels
 
@@ -559,17 +606,43 @@ export class WebGpuBackend implements Backend, KernelHost {
   rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor { return rmsNormGpu(this, x, w, eps, offset); }
   layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor { return layerNormGpu(this, x, w, b, eps); }
 
-  /** The (cos, sin) table is built on the host once per (invFreq, pos0, n): q and k of every layer share it. */
+  /**
+   * [b_q, b_k, b_v] in one buffer for the fused QKV kernel, made on first use (three copies) and
+   * kept, like the weights it is derived from, until dispose().
+   */
+  private qkvBias(bq: Tensor, bk: Tensor, bv: Tensor): GpuTensor {
+    const hit = this.qkvBiases.get(bq);
+    if (hit && hit.k === bk && hit.v === bv) return hit.cat;
+    const parts = [bq, bk, bv].map((t) => this.gpu(t));
+    const cat = this.alloc([bq.size + bk.size + bv.size]);
+    let o = 0;
+    for (const g of parts) { this.copy(g.buffer, 0, cat.buffer, o, g.bytes); o += g.bytes; }
+    this.qkvBiases.set(bq, { k: bk, v: bv, cat });
+    return cat;
+  }
+
+  /**
+   * The (cos, sin) table of positions 0.. for invFreq, covering at least `rows` positions: built on
+   * the host once and regrown (doubling) when a longer context is reached, so decode steps upload
+   * nothing. Up to 4 tables are kept (Gemma 3 has a local and a global invFreq).
+   */
+  private ropeTable(invFreq: Float32Array, rows: number): GpuTensor {
+    const i = this.ropeTables.findIndex((t) => t.invFreq === invFreq);
+    let entry = i >= 0 ? this.ropeTables.splice(i, 1)[0] : null;
+    if (!entry || entry.rows < rows) {
+      if (entry) this.release(entry.table);
+      const grown = Math.max(64, 2 ** Math.ceil(Math.log2(rows)), entry ? 2 * entry.rows : 0);
+      entry = { invFreq, rows: grown, table: this.hostData(ropePositions(grown, invFreq)) };
+    }
+    this.ropeTables.push(entry);
+    if (this.ropeTables.length > 4) this.release(this.ropeTables.shift()!.table);
+    return entry.table;
+  }
+
   rope(x: Tensor, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Tensor {
     this.alive();
     if (invFreq.length * 2 !== rotaryDims) throw new Error(`rope: invFreq has ${invFreq.length} entries, rotaryDims ${rotaryDims} needs ${rotaryDims / 2}`);
-    const n = rowsOf(x);
-    const c = this.ropeCache;
-    if (!c || c.invFreq !== invFreq || c.pos0 !== pos0 || c.n !== n) {
-      if (c) this.release(c.table);
-      this.ropeCache = { invFreq, pos0, n, table: this.hostData(ropeTable(n, pos0, invFreq)) };
-    }
-    return ropeGpu(this, x, nHeads, headDim, rotaryDims, this.ropeCache!.table);
+    return ropeGpu(this, x, nHeads, headDim, rotaryDims, pos0, this.ropeTable(invFreq, pos0 + rowsOf(x)));
   }
 
   attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult { return attentionGpu(this, q, kCache, vCache, p); }
@@ -581,4 +654,49 @@ export class WebGpuBackend implements Backend, KernelHost {
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
+}
+
+/**
+ * Bind groups by (pipeline, buffers, bound byte sizes). Buffers are named by a per-buffer id, so a
+ * buffer that is destroyed must be forgotten (forget) before a new buffer could take its place; at
+ * `capacity` entries the cache starts over (a bound on memory, not a correctness matter).
+ */
+class BindGroupCache {
+  private readonly ids = new WeakMap<object, number>();
+  private next = 0;
+  private readonly groups = new Map<string, GPUBindGroup>();
+  constructor(private readonly capacity: number) {}
+
+  private id(o: object): number {
+    let i = this.ids.get(o);
+    if (i === undefined) { i = this.next++; this.ids.set(o, i); }
+    return i;
+  }
+
+  private key(pipeline: GPUComputePipeline, buffers: readonly GPUBuffer[], sizes: readonly number[]): string {
+    let k = String(this.id(pipeline));
+    for (let i = 0; i < buffers.length; i++) k += `|${this.id(buffers[i])}:${sizes[i]}`;
+    return k;
+  }
+
+  get(pipeline: GPUComputePipeline, buffers: readonly GPUBuffer[], sizes: readonly number[]): GPUBindGroup | undefined {
+    return this.groups.get(this.key(pipeline, buffers, sizes));
+  }
+
+  set(pipeline: GPUComputePipeline, buffers: readonly GPUBuffer[], sizes: readonly number[], g: GPUBindGroup): void {
+    if (this.groups.size >= this.capacity) this.groups.clear();
+    this.groups.set(this.key(pipeline, buffers, sizes), g);
+  }
+
+  /** Drops every bind group that binds `b` (called before b is destroyed). */
+  forget(b: GPUBuffer): void {
+    const i = this.ids.get(b);
+    if (i === undefined) return;
+    for (const k of [...this.groups.keys()]) if (k.includes(`|${i}:`)) this.groups.delete(k);
+    this.ids.delete(b);
+  }
+
+  clear(): void {
+    this.groups.clear();
+  }
 }

@@ -123,26 +123,16 @@ export class Transformer {
     // --- attention ---
     const ln1 = foldNorm(`${h}ln1.hook_normalized`, bw.ln1);
     const n1 = ln1 ? x : ctx.fire(`${h}ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
-    const proj = (p: { w: Tensor; b?: Tensor }): Tensor => (ln1 ? fz!.linear(n1, p.w, p.b, { norm: ln1 }) : b.linear(n1, p.w, p.b));
-    let q = proj(bw.q); // [pos, n_heads·d_head]
-    let k = proj(bw.k); // [pos, n_kv_heads·d_head]
-    const v0 = proj(bw.v);
+    const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
+    // q, k, v, RoPE and the KV-cache write in one dispatch when hook_q/k/v are untouched (QK-norm
+    // models take the split ops: the per-head norm needs a whole head's outputs)
+    const splitQkv = !fz || !!bw.qNorm || ['q', 'k', 'v'].some((t) => ctx.touches(`${h}attn.hook_${t}`));
+    let q = splitQkv ? null : fz!.qkv({
+      x: n1, q: bw.q, k: bw.k, v: bw.v, norm: ln1, rope: s.positional === 'rotary' ? { rotaryDims: s.rotaryDims, invFreq } : undefined,
+      nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead, kCache: this.kCache[l], vCache: this.vCache[l], pos0,
+    });
+    if (!q) q = this.qkvSplit(l, n1, ln1, ctx);
     if (!ln1) b.release(n1);
-    if (bw.qNorm && bw.kNorm) {
-      q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
-      k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
-    }
-    if (s.positional === 'rotary') {
-      const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
-      q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, invFreq));
-      k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, invFreq));
-    }
-    q = ctx.fire(`${h}attn.hook_q`, q);
-    k = ctx.fire(`${h}attn.hook_k`, k);
-    const v = ctx.fire(`${h}attn.hook_v`, v0);
-    b.writeRows(this.kCache[l], k, pos0);
-    b.writeRows(this.vCache[l], v, pos0);
-    b.release(k); b.release(v);
     const wantPattern = ctx.wants(`${h}attn.hook_pattern`);
     const wantScores = ctx.wants(`${h}attn.hook_attn_scores`);
     const att = b.attention(q, this.kCache[l], this.vCache[l], {
@@ -216,6 +206,37 @@ export class Transformer {
     }
     b.release(post);
     return ctx.fire(`${h}hook_resid_post`, out); // [pos, d_model]
+  }
+
+  /**
+   * The attention input op by op: q/k/v projections (ln1 folded in when `ln1` is given), QK-norm,
+   * RoPE, the hooks hook_q/k/v, and k, v written into the KV cache rows pos0...
+   * @returns q [pos, n_heads·d_head] (after hook_q).
+   */
+  private qkvSplit(l: number, n1: Tensor, ln1: LinearFusion['norm'], ctx: RunContext): Tensor {
+    const s = this.spec, b = this.backend, bw = this.weights.blocks[l];
+    const h = `blocks.${l}.`;
+    const { pos0 } = ctx.site;
+    const proj = (p: { w: Tensor; b?: Tensor }): Tensor => (ln1 ? b.fused!.linear(n1, p.w, p.b, { norm: ln1 }) : b.linear(n1, p.w, p.b));
+    let q = proj(bw.q); // [pos, n_heads·d_head]
+    let k = proj(bw.k); // [pos, n_kv_heads·d_head]
+    const v0 = proj(bw.v);
+    if (bw.qNorm && bw.kNorm) {
+      q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
+      k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
+    }
+    if (s.positional === 'rotary') {
+      const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
+      q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, invFreq));
+      k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, invFreq));
+    }
+    q = ctx.fire(`${h}attn.hook_q`, q);
+    k = ctx.fire(`${h}attn.hook_k`, k);
+    const v = ctx.fire(`${h}attn.hook_v`, v0);
+    b.writeRows(this.kCache[l], k, pos0);
+    b.writeRows(this.vCache[l], v, pos0);
+    b.release(k); b.release(v);
+    return q;
   }
 
   /** Releases `old` and returns `next` (keeps the op chains above readable). */
