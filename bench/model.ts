@@ -12,7 +12,7 @@ import { AutoModelForCausalLM, env, type PreTrainedModel } from '@huggingface/tr
 import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import { CpuBackend } from '../workers/engine/backend/cpu';
-import { WebGpuBackend } from '../workers/engine/backend/webgpu';
+import { WebGpuBackend, type WebGpuOptions } from '../workers/engine/backend/webgpu';
 import type { Backend } from '../workers/engine/backend/backend';
 import { Engine } from '../workers/engine/engine';
 import { HttpFiles } from '../workers/engine/io/model_files';
@@ -20,8 +20,19 @@ import { RunContext } from '../workers/engine/model/run_context';
 import { decodeFlops, engineGreedy, hfGreedy, lensGrid, median, now, recordGpuWork, repeat, timed, type GreedyRun } from './page_tools';
 import { measureGpuPeak, type GpuPeak } from './gpu_peak';
 
-/** 'webgpu-unfused': our WebGPU backend without its fused decode kernels (WebGpuOptions.fusedKernels false). */
-export type Impl = 'webgpu' | 'webgpu-unfused' | 'cpu' | 'tjs-wasm' | 'tjs-webgpu';
+/**
+ * 'webgpu-prev': our WebGPU backend with the kernels it had before the fused QKV kernel, cached bind
+ * groups and the vec4 matmul (fused linear only, scalar tiled matmul, a bind group per dispatch);
+ * 'webgpu-unfused': without any fused decode kernel (WebGpuOptions.fusedKernels false).
+ */
+export type Impl = 'webgpu' | 'webgpu-prev' | 'webgpu-unfused' | 'cpu' | 'tjs-wasm' | 'tjs-webgpu';
+
+/** The WebGpuOptions of each of our WebGPU implementations. */
+const GPU_OPTIONS: Record<'webgpu' | 'webgpu-prev' | 'webgpu-unfused', WebGpuOptions> = {
+  webgpu: {},
+  'webgpu-prev': { fusedKernels: 'linear', vec4Matmul: false, cacheBindGroups: false },
+  'webgpu-unfused': { fusedKernels: false },
+};
 
 export interface ModelBenchOptions {
   /** URL of the model folder (HF layout) for our engine. */
@@ -53,6 +64,10 @@ export interface Row {
   forwardMs?: number;
   lensMs?: number;
   dispatchesPerDecodeStep?: number;
+  /** Dispatches of block 0 in that step (between its hook_resid_pre and hook_resid_post). */
+  dispatchesPerLayer?: number;
+  /** Bind groups created in that step (the rest were reused from the cache). */
+  bindGroupsPerDecodeStep?: number;
   /** Prompt + greedy ids (same prompt for every implementation: they should agree). */
   greedy: number[];
 }
@@ -87,7 +102,7 @@ function weightBytesOf(e: Engine): number {
   return 4 * (s.nLayers * (s.dModel * (s.nHeads + 2 * s.nKvHeads) * s.dHead + s.nHeads * s.dHead * s.dModel + (s.gatedMlp ? 3 : 2) * s.dModel * s.dMlp) + s.dModel * s.dVocab);
 }
 
-async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'webgpu-unfused' | 'cpu', backend: Backend, rows: Row[]): Promise<void> {
+async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'webgpu-prev' | 'webgpu-unfused' | 'cpu', backend: Backend, rows: Row[]): Promise<void> {
   const e = await Engine.load(new HttpFiles('bench model', o.modelUrl), backend, undefined, { contextLength: Math.max(...o.ts) + o.nDecode + 8 });
   const weightBytes = weightBytesOf(e);
   try {
@@ -107,14 +122,25 @@ async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'webgpu-unfused
         row.lensMs = median(await repeat(o, () => timed(() => lensGrid(e, ids, Int32Array.of(17, 42)))));
       }
       if (backend instanceof WebGpuBackend) {
+        // bindGroupStats counts every dispatch (a bind group made or reused): its total marks block 0's start and end
+        const stats = backend.bindGroupStats, total = () => stats.created + stats.reused;
+        const marks: number[] = [];
+        const created = stats.created;
         const work = await recordGpuWork(backend, async () => {
-          const ctx = new RunContext(backend, { pos0: T, n: 1, nPrompt: T, step: 1 });
+          const ctx = new (class extends RunContext {
+            fire(name: string, t: Parameters<RunContext['fire']>[1]) {
+              if (name === 'blocks.0.hook_resid_pre' || name === 'blocks.0.hook_resid_post') marks.push(total());
+              return super.fire(name, t);
+            }
+          })(backend, { pos0: T, n: 1, nPrompt: T, step: 1 });
           const out = e.model.forward(Int32Array.of(ids[T - 1]), ctx, 'last')!;
           await backend.read(out);
           backend.release(out);
           ctx.release();
         });
         row.dispatchesPerDecodeStep = work.dispatches.length;
+        row.dispatchesPerLayer = marks[1] - marks[0];
+        row.bindGroupsPerDecodeStep = backend.bindGroupStats.created - created;
       }
       rows.push(row);
     }
@@ -157,8 +183,8 @@ async function runModelBench(o: ModelBenchOptions): Promise<ModelBenchResult> {
   for (const impl of o.impls) {
     const t0 = now();
     try {
-      if (impl === 'webgpu' || impl === 'webgpu-unfused') {
-        const b = await WebGpuBackend.create({ fusedKernels: impl === 'webgpu' });
+      if (impl === 'webgpu' || impl === 'webgpu-prev' || impl === 'webgpu-unfused') {
+        const b = await WebGpuBackend.create(GPU_OPTIONS[impl]);
         adapter = b.description;
         peak ??= await measureGpuPeak(b.device, o.peakScale);
         await engineRows(o, impl, b, rows);

@@ -3,10 +3,12 @@
  * and its ONNX twin once (.artifacts/bench/, never committed), starts its own Vite dev server, opens
  * the page in Chromium and prints one table from one run — prefill and decode ms, GFLOP/s, decode
  * GB/s against the adapter's measured peaks, our engine against transformers.js on the same model
- * and adapter, lens/forward, WebGPU dispatches per decode step — with the load average.
+ * and adapter, our kernels against the previous ones (webgpu-prev: before the fused QKV kernel,
+ * cached bind groups and the vec4 matmul) and against no fusion, lens/forward, WebGPU dispatches per
+ * decode step and per layer, bind groups made per step — with the load average beside each ratio.
  *
  *   npx tsx bench/run-model.ts [--t 16,64] [--decode 8] [--reps 1] [--warmup 0]
- *        [--impls webgpu,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
+ *        [--impls webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
  *        [--layers 30] [--json out.json]
  *
  * --gpu: a real GPU (Chromium on Vulkan, GPU blocklist off) instead of SwiftShader; the peaks are then
@@ -35,7 +37,7 @@ const opts = {
   nDecode: Number(flag('decode', GPU ? '64' : '8')),
   reps: Number(flag('reps', GPU ? '3' : '1')),
   warmup: Number(flag('warmup', GPU ? '1' : '0')),
-  impls: flag('impls', 'webgpu,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu').split(',') as Impl[],
+  impls: flag('impls', 'webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu').split(',') as Impl[],
   lens: !args.includes('--no-lens'),
   peakScale: Number(flag('peak-scale', GPU ? '1' : '0.02')),
 };
@@ -83,8 +85,8 @@ const loadAfter = load();
 const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(d));
 console.log(`\nmodel: ${LAYERS} layers of SmolLM-135M's widths, random weights · adapter: ${result.adapter} · crossOriginIsolated ${result.crossOriginIsolated}`);
 if (result.peak) console.log(`adapter peaks (measured): copy ${f(result.peak.copyGBs)} GB/s, f32 FMA ${f(result.peak.fmaGflops)} GFLOP/s`);
-console.log('impl             T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step');
-const gpuImpl = (i: Impl) => i === 'webgpu' || i === 'webgpu-unfused' || i === 'tjs-webgpu';
+console.log('impl             T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step  disp/layer  bindgroups/step');
+const gpuImpl = (i: Impl) => i.startsWith('webgpu') || i === 'tjs-webgpu';
 for (const r of result.rows) {
   const pk = result.peak && gpuImpl(r.impl);
   console.log([
@@ -92,14 +94,15 @@ for (const r of result.rows) {
     (pk ? f(100 * r.prefillGflops / result.peak!.fmaGflops) : '—').padStart(6), f(r.decodeMs).padStart(15), f(r.decodeGflops, 2).padStart(8),
     f(r.decodeGBs, 2).padStart(6), (pk ? f(100 * r.decodeGBs / result.peak!.copyGBs) : '—').padStart(6),
     (r.lensMs !== undefined ? `${(r.lensMs / r.forwardMs!).toFixed(2)}×` : '—').padStart(10), String(r.dispatchesPerDecodeStep ?? '—').padStart(10),
+    String(r.dispatchesPerLayer ?? '—').padStart(11), String(r.bindGroupsPerDecodeStep ?? '—').padStart(16),
   ].join(' '));
 }
 const find = (impl: Impl, T: number): Row | undefined => result.rows.find((r) => r.impl === impl && r.T === T);
 console.log('\nratios (same model, prompt and adapter; > 1 = ours faster):');
 for (const T of opts.ts) {
-  for (const [ours, theirs] of [['webgpu', 'tjs-webgpu'], ['webgpu', 'webgpu-unfused'], ['cpu', 'tjs-wasm']] as [Impl, Impl][]) {
+  for (const [ours, theirs] of [['webgpu', 'tjs-webgpu'], ['webgpu', 'webgpu-prev'], ['webgpu', 'webgpu-unfused'], ['cpu', 'tjs-wasm']] as [Impl, Impl][]) {
     const a = find(ours, T), b = find(theirs, T);
-    if (a && b) console.log(`  T=${T}: ${ours} vs ${theirs}: prefill ${(b.prefillMs / a.prefillMs).toFixed(2)}×, decode ${(b.decodeMs / a.decodeMs).toFixed(2)}×`);
+    if (a && b) console.log(`  T=${T}: ${ours} vs ${theirs}: prefill ${(b.prefillMs / a.prefillMs).toFixed(2)}×, decode ${(b.decodeMs / a.decodeMs).toFixed(2)}× (${load()})`);
   }
   const ids = opts.impls.map((i) => find(i, T)?.greedy.join(',')).filter(Boolean);
   if (ids.length > 1) console.log(`  T=${T}: greedy ids ${new Set(ids).size === 1 ? 'agree' : 'DIFFER'} across ${ids.length} implementations`);

@@ -12,11 +12,11 @@ test('every WGSL kernel (both tunings) matches the CPU reference within 1e-4 on 
   expect(r.adapter, 'WebGPU adapter description').toMatch(/^WebGPU: \S/);
   console.log(`adapter: ${r.adapter}`);
   const ops = new Set(r.cases.map((c) => c.op));
-  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'rowOp groups', 'sub', 'saeActivation', 'linear f16 w', 'linear fused', 'qkv rope', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table', 'linear quant w', 'linear fused quant w']) {
+  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'rowOp groups', 'sub', 'saeActivation', 'linear f16 w', 'linear fused', 'qkv rope', 'linear vec4 tiled', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table', 'linear quant w', 'linear fused quant w']) {
     expect(ops.has(op), `op ${op} is tested`).toBe(true);
   }
   console.log(`the adapter's own kernel tuning: ${r.tuning}`);
-  for (const op of ['linear', 'linear fused', 'qkv rope', 'linear f16 w', 'linear split w', 'linear quant w', 'linear fused quant w', 'attention', 'logSoftmax', 'rowOp', 'rowOp groups', 'saeActivation']) {
+  for (const op of ['linear', 'linear vec4 tiled', 'linear fused', 'qkv rope', 'linear f16 w', 'linear split w', 'linear quant w', 'linear fused quant w', 'attention', 'logSoftmax', 'rowOp', 'rowOp groups', 'saeActivation']) {
     for (const tuning of ['gpu', 'cpu'] as const) expect(r.cases.some((c) => c.op === op && c.tuning === tuning), `op ${op} is tested with the '${tuning}' kernels`).toBe(true);
   }
   for (const c of r.cases) {

@@ -155,6 +155,29 @@ async function linear(h: Harness): Promise<void> {
 }
 
 /**
+ * The vec4 register-tiled, double-buffered matmul ('gpu' tuning, n > GEMV_MAX_ROWS, in % 4 = 0;
+ * the 'cpu' run covers the dot kernel on the same shapes): partial tiles in rows, columns and k, one
+ * and several k steps, f16 weights (oracle: the CPU linear on the rounded weights).
+ */
+async function matmulVec4(h: Harness): Promise<void> {
+  const rand = rng(20261202); // its own stream (see linearFused)
+  const x = (shape: number[], scale = 1): Host => ({ data: randn(rand, shape.reduce((a, b) => a * b, 1), scale), shape });
+  const shapes: [number, number, number, boolean, boolean][] = [
+    [5, 4, 3, true, false], [70, 132, 129, false, false], [129, 48, 65, true, false], [64, 16, 64, false, false], [67, 36, 70, true, true],
+  ];
+  for (const [n, nIn, nOut, bias, f16] of shapes) {
+    const w = x([nOut, nIn], 0.5);
+    const rounded = f16 ? unpackF16(packF16(w.data), w.data.length) : w.data;
+    await h.case('linear vec4 tiled', `x[${n},${nIn}]·w[${nOut},${nIn}]ᵀ${bias ? '+b' : ''}${f16 ? ' f16' : ''}`, [x([n, nIn]), ...(bias ? [x([nOut])] : [])], (b, [xt, bb]) => {
+      const wt = b === h.gpu && f16 ? h.gpu.uploadF16(w.data, w.shape) : b.upload(rounded, w.shape);
+      const y = b.linear(xt, wt, bb);
+      b.release(wt);
+      return y;
+    });
+  }
+}
+
+/**
  * Fused decode kernels (backend.fused: RMSNorm prologue, gate·up·act, residual epilogue) against the
  * CPU's plain ops composed (rmsNorm, linear, gatedAct, add), n = 1..GEMV_MAX_ROWS, scalar and vec4
  * widths, more than one workgroup of outputs, with and without biases, Gemma's norm offset, f16 weights.
@@ -774,11 +797,11 @@ window.runKernelTests = async (): Promise<KernelReport> => {
   const h = new Harness(gpu);
   const o = new Harness(other, ` [${otherTuning} kernels]`);
   try {
-    for (const part of [copies, linear, linearFused, qkvRope, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
+    for (const part of [copies, linear, matmulVec4, linearFused, qkvRope, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
     await linearQuant(gpu, h.cpu, h.cases);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
-    for (const part of [linear, linearFused, qkvRope, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
+    for (const part of [linear, matmulVec4, linearFused, qkvRope, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
     await splitWeights(o, otherSplitting);
     await linearQuant(other, o.cpu, o.cases);
   } finally {

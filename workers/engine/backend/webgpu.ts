@@ -61,9 +61,14 @@ export interface WebGpuOptions {
   tuning?: KernelTuning;
   /**
    * Offer the fused decode kernels (Backend.fused; default true). Benchmarks turn them off to
-   * measure the unfused op chain in the same run.
+   * measure the unfused op chain in the same run; 'linear' offers the fused linear kernels only
+   * (no fused QKV + RoPE + KV write: FusedOps.qkv always declines).
    */
-  fusedKernels?: boolean;
+  fusedKernels?: boolean | 'linear';
+  /** 'gpu' tuning: prefill matmuls take the vec4 register-tiled kernel where in % 4 = 0 (default true; benchmarks compare). */
+  vec4Matmul?: boolean;
+  /** Reuse bind groups across dispatches with the same pipeline and buffers (default true; benchmarks compare). */
+  cacheBindGroups?: boolean;
 }
 
 /**
@@ -114,6 +119,8 @@ export class WebGpuBackend implements Backend, KernelHost {
   readonly kind = 'webgpu' as const;
   readonly maxWorkgroupsPerDim: number;
   readonly tuning: KernelTuning;
+  readonly vec4Matmul: boolean;
+  private readonly cacheBindGroups: boolean;
   /** Resolves when the device is lost (or destroyed by dispose()); the worker reports it and reloads. */
   readonly lost: Promise<GPUDeviceLostInfo>;
   /** Why the device was lost, once it has been; null while it works. */
@@ -147,12 +154,14 @@ export class WebGpuBackend implements Backend, KernelHost {
   private constructor(readonly device: GPUDevice, readonly description: string, tuning: KernelTuning, options: WebGpuOptions) {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
+    this.vec4Matmul = options.vec4Matmul !== false;
+    this.cacheBindGroups = options.cacheBindGroups !== false;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
     if (options.fusedKernels !== false) {
       this.fused = {
         maxRows: fusedMaxRows(this), foldsNorm: this.tuning === 'gpu',
         linear: (x, w, bias, f) => (isQuantTensor(w) || (f.gateUp && isQuantTensor(f.gateUp.w)) ? linearUnfused(this, x, w, bias, f) : linearFusedGpu(this, x, w, bias, f)),
-        qkv: (f: QkvFusion) => qkvRopeGpu(this, f, f.rope ? this.ropeTable(f.rope.invFreq, f.pos0 + rowsOf(f.x)) : null, f.q.b && f.k.b && f.v.b ? this.qkvBias(f.q.b, f.k.b, f.v.b) : null, device.limits.maxStorageBuffersPerShaderStage),
+        qkv: (f: QkvFusion) => options.fusedKernels === 'linear' ? null : qkvRopeGpu(this, f, f.rope ? this.ropeTable(f.rope.invFreq, f.pos0 + rowsOf(f.x)) : null, f.q.b && f.k.b && f.v.b ? this.qkvBias(f.q.b, f.k.b, f.v.b) : null, device.limits.maxStorageBuffersPerShaderStage),
       };
     }
     this.uniforms = this.createBuffer(this.uniformHost.length, 0x40 | 0x08); // UNIFORM | COPY_DST
@@ -356,7 +365,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     const layout = this.layouts.get(pipeline);
     if (!layout) throw new Error(`pipeline ${pipeline.label} was not made by this backend`);
     const sizes = tensors.map((t) => Math.max(4, t.bytes));
-    let bind = this.bindGroups.get(pipeline, tensors.map((t) => t.buffer), sizes);
+    let bind = this.cacheBindGroups ? this.bindGroups.get(pipeline, tensors.map((t) => t.buffer), sizes) : undefined;
     if (bind) this.bindGroupStats.reused++;
     else {
       bind = this.device.createBindGroup({
@@ -366,7 +375,7 @@ export class WebGpuBackend implements Backend, KernelHost {
           ...tensors.map((t, i) => ({ binding: i + 1, resource: { buffer: t.buffer, offset: 0, size: sizes[i] } })),
         ],
       });
-      this.bindGroups.set(pipeline, tensors.map((t) => t.buffer), sizes, bind);
+      if (this.cacheBindGroups) this.bindGroups.set(pipeline, tensors.map((t) => t.buffer), sizes, bind);
       this.bindGroupStats.created++;
     }
     this.enc();

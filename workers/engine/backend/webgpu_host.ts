@@ -89,6 +89,8 @@ export interface KernelHost {
   readonly maxWorkgroupsPerDim: number;
   /** Which kernel variants to dispatch (see KernelTuning). */
   readonly tuning: KernelTuning;
+  /** 'gpu' tuning: whether prefill matmuls with in % 4 = 0 take the vec4 register-tiled kernel (WebGpuOptions.vec4Matmul). */
+  readonly vec4Matmul: boolean;
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
   /**

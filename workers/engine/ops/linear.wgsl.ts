@@ -81,6 +81,87 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 }
 
 /**
+ * Tuning 'gpu', n > GEMV_MAX_ROWS and in % 4 = 0: a 64×64 output tile per workgroup of 16×16, each
+ * invocation a 4×4 register tile (four vec4 accumulators: rows 4ty..4ty+3, columns 4tx..4tx+3).
+ * x and w are read as vec4 along `in` (one vec4 of each per invocation per step of 16) and stored
+ * k-major in workgroup memory, so the inner loop reads one vec4 of rows and one of columns per k.
+ * Double-buffered: the next step's loads are issued before the current tile is multiplied and
+ * stored into the other buffer afterwards, one barrier per step. (The register tiling and vec4
+ * loads follow the usual SGEMM structure, e.g. Volkov & Demmel 2008; the WebGPU form after TVM/
+ * Tint's tiled matmul samples.)
+ */
+function tiledVec4Source(bias: boolean, f16: boolean): string {
+  return /* wgsl */ `
+${bindings(bias, 'vec4f', wgslWeightVec4(2, 'w', 'wv', f16))}
+var<workgroup> xs: array<array<vec4f, 256>, 2>;
+var<workgroup> ws: array<array<vec4f, 256>, 2>;
+fn load_x(row: u32, k: u32) -> vec4f {
+  if (row < p.n && k < p.nIn) { return x[(row * p.nIn + k) / 4u]; }
+  return vec4f(0.0);
+}
+fn load_w(col: u32, k: u32) -> vec4f {
+  if (col < p.nOut && k < p.nIn) { return wv((col * p.nIn + k) / 4u); }
+  return vec4f(0.0);
+}
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let row0 = wid.y * 64u;
+  let col0 = wid.x * 64u;
+  let tid = lid.y * 16u + lid.x;
+  // this invocation's loads: row/column lr of the tile, k offset 4·lk of the step
+  let lr = tid / 4u;
+  let lk = (tid % 4u) * 4u;
+  let slot = lr / 4u;
+  let lane = lr % 4u;
+  var acc0 = vec4f(0.0);
+  var acc1 = vec4f(0.0);
+  var acc2 = vec4f(0.0);
+  var acc3 = vec4f(0.0);
+  var xv = load_x(row0 + lr, lk);
+  var wq = load_w(col0 + lr, lk);
+  for (var c = 0u; c < 4u; c = c + 1u) {
+    xs[0][(lk + c) * 16u + slot][lane] = xv[c];
+    ws[0][(lk + c) * 16u + slot][lane] = wq[c];
+  }
+  workgroupBarrier();
+  let steps = (p.nIn + 15u) / 16u;
+  for (var t = 0u; t < steps; t = t + 1u) {
+    let cur = t % 2u;
+    let more = t + 1u < steps;
+    if (more) {
+      xv = load_x(row0 + lr, (t + 1u) * 16u + lk);
+      wq = load_w(col0 + lr, (t + 1u) * 16u + lk);
+    }
+    for (var k = 0u; k < 16u; k = k + 1u) {
+      let a = xs[cur][k * 16u + lid.y];
+      let b = ws[cur][k * 16u + lid.x];
+      acc0 = acc0 + a.x * b;
+      acc1 = acc1 + a.y * b;
+      acc2 = acc2 + a.z * b;
+      acc3 = acc3 + a.w * b;
+    }
+    if (more) {
+      let nxt = 1u - cur;
+      for (var c = 0u; c < 4u; c = c + 1u) {
+        xs[nxt][(lk + c) * 16u + slot][lane] = xv[c];
+        ws[nxt][(lk + c) * 16u + slot][lane] = wq[c];
+      }
+    }
+    workgroupBarrier();
+  }
+  var accs = array<vec4f, 4>(acc0, acc1, acc2, acc3);
+  for (var i = 0u; i < 4u; i = i + 1u) {
+    let r = row0 + lid.y * 4u + i;
+    if (r >= p.n) { break; }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let c = col0 + lid.x * 4u + j;
+      if (c < p.nOut) { y[r * p.ldy + p.colOff + c] = accs[i][j]${bias ? ' + b[p.colOff + c]' : ''}; }
+    }
+  }
+}`;
+}
+
+/**
  * GEMV for few rows (decode): a workgroup of 256 computes 8 outputs of one row of x, 32 lanes per
  * output striding along `in` (adjacent lanes read adjacent weights), then a tree sum over the lanes.
  * Output columns are placed as in tiledSource (ldy, colOff).
@@ -151,7 +232,8 @@ function dotRowBlock(n: number): number {
 
 /**
  * Linear layer y = x·wᵀ + b (nn.Linear layout): x [n, in], w [out, in], b [out] → [n, out].
- * Tuning 'gpu': n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul. Tuning 'cpu':
+ * Tuning 'gpu': n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul (the vec4,
+ * register-tiled, double-buffered one when in % 4 = 0 and KernelHost.vec4Matmul, else the scalar one). Tuning 'cpu':
  * the dot kernel for every n, rows in blocks of dotRowBlock(n) (measured on SwiftShader, stories260K
  * decode shapes [1,64]·[172,64]ᵀ: 0.3 ms vs 6.7 ms for the GEMV; [126,64]·[512,64]ᵀ: 11–20 ms vs
  * 114 ms for the tiled matmul). w may be float32 or f16 storage (WebGpuBackend.uploadF16), and may be
@@ -192,7 +274,8 @@ export function linearGpu(host: KernelHost, x: Tensor, w: Tensor, bias?: Tensor)
     } else {
       const gx2 = Math.ceil(rows / TILE), gy = Math.ceil(n / TILE);
       if (gx2 > max || gy > max) throw tooBig();
-      host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!gb, f16)), tensors, params, [gx2, gy, 1]);
+      if (host.vec4Matmul && nIn % 4 === 0) host.dispatch(host.pipeline(`matmul_v4${variant}`, () => tiledVec4Source(!!gb, f16)), tensors, params, [gx2, gy, 1]);
+      else host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!gb, f16)), tensors, params, [gx2, gy, 1]);
     }
   }
   return y;
