@@ -13,6 +13,7 @@ import ortMjsUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs?url';
 import ortWasmUrl from 'onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm?url';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { WebGpuBackend, type WebGpuOptions } from '../workers/engine/backend/webgpu';
+import type { KernelTuning } from '../workers/engine/backend/webgpu_host';
 import type { Backend } from '../workers/engine/backend/backend';
 import { Engine } from '../workers/engine/engine';
 import { HttpFiles } from '../workers/engine/io/model_files';
@@ -50,6 +51,8 @@ export interface ModelBenchOptions {
   lens: boolean;
   /** Scale of the peak measurement (1 on a real GPU, smaller on SwiftShader). */
   peakScale: number;
+  /** Kernel variants of our WebGPU backend (default: the adapter's; 'gpu' on SwiftShader times the GPU kernels there). */
+  tuning?: KernelTuning;
 }
 
 export interface Row {
@@ -184,7 +187,7 @@ async function runModelBench(o: ModelBenchOptions): Promise<ModelBenchResult> {
     const t0 = now();
     try {
       if (impl === 'webgpu' || impl === 'webgpu-prev' || impl === 'webgpu-unfused') {
-        const b = await WebGpuBackend.create(GPU_OPTIONS[impl]);
+        const b = await WebGpuBackend.create({ ...GPU_OPTIONS[impl], tuning: o.tuning });
         adapter = b.description;
         peak ??= await measureGpuPeak(b.device, o.peakScale);
         await engineRows(o, impl, b, rows);

@@ -9,7 +9,7 @@
  *
  *   npx tsx bench/run-model.ts [--t 16,64] [--decode 8] [--reps 1] [--warmup 0]
  *        [--impls webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
- *        [--layers 30] [--json out.json]
+ *        [--layers 30] [--tuning gpu|cpu] [--json out.json]
  *
  * --gpu: a real GPU (Chromium on Vulkan, GPU blocklist off) instead of SwiftShader; the peaks are then
  * measured at full size. --layers N: a shallower model of the same widths (quick checks on SwiftShader).
@@ -26,6 +26,7 @@ import { fromF16Bits, toF16Bits } from '../workers/engine/backend/f16';
 import { llamaTensors, smolLM135MRandom, SMOLLM_135M } from './smollm_random';
 import { benchModels } from './serve_models';
 import type { Impl, ModelBenchOptions, ModelBenchResult, Row } from './model';
+import type { KernelTuning } from '../workers/engine/backend/webgpu_host';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -40,6 +41,7 @@ const opts = {
   impls: flag('impls', 'webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu').split(',') as Impl[],
   lens: !args.includes('--no-lens'),
   peakScale: Number(flag('peak-scale', GPU ? '1' : '0.02')),
+  tuning: (flag('tuning', '') || undefined) as KernelTuning | undefined,
 };
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 
@@ -83,7 +85,7 @@ try {
 const loadAfter = load();
 
 const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(d));
-console.log(`\nmodel: ${LAYERS} layers of SmolLM-135M's widths, random weights · adapter: ${result.adapter} · crossOriginIsolated ${result.crossOriginIsolated}`);
+console.log(`\nmodel: ${LAYERS} layers of SmolLM-135M's widths, random weights · adapter: ${result.adapter}${opts.tuning ? ` ('${opts.tuning}' kernels)` : ''} · crossOriginIsolated ${result.crossOriginIsolated}`);
 if (result.peak) console.log(`adapter peaks (measured): copy ${f(result.peak.copyGBs)} GB/s, f32 FMA ${f(result.peak.fmaGflops)} GFLOP/s`);
 console.log('impl             T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step  disp/layer  bindgroups/step');
 const gpuImpl = (i: Impl) => i.startsWith('webgpu') || i === 'tjs-webgpu';
