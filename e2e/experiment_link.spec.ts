@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import LZString from 'lz-string';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { scanBundledModels } from '../tools/bundled_models';
-import { STORIES, parseShown, readTensors, referencePrompt } from './golden';
+import { SHARED, STORIES, parseShown, readTensors, referencePrompt } from './golden';
+import { startMockHub } from '../tools/mock-hub';
 import { readNpy, save } from './export_files';
 import { runCli } from '../tests/cli_run';
 import { analysed as waitAnalysed, settled } from './app_page';
@@ -240,4 +241,43 @@ test('version 2: the activations view\'s hook, the token selection and the colou
   await page.reload();
   await expect(page.getByTestId('activations-shape')).toContainText('blocks.1.hook_mlp_out: [3 tokens', { timeout: 120_000 });
   await expect(page.getByTestId('activations-hook')).toHaveValue('blocks.1.hook_mlp_out');
+});
+
+test('SAE feature interventions travel in the link: a Hub SAE is loaded again and its clamp is on; a local one is named and left off', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  const hub = await startMockHub({ cors: true, repos: { 'bp-test/saes': { revisions: { main: path.join(SHARED, 'saes') } } } });
+  try {
+    const LILY = 'Lily and Tom went to the park. Lily gave the ball to';
+    const HOOK2 = 'blocks.2.hook_resid_post';
+    const saes = [
+      { source: { kind: 'hub', repo: 'bp-test/saes', path: 'stories260K-blocks.2.hook_resid_post-relu', revision: 'main', endpoint: hub.url }, hook: HOOK2, label: 'relu SAE' },
+      { source: { kind: 'local', name: 'my-sae (local folder)' }, hook: HOOK2, label: 'my-sae (local folder)' },
+    ];
+    // Clamp every SAE feature the last token uses hardest to a large value: the margin must move.
+    const interventions = [
+      { hook: HOOK2, type: 'sae_clamp', dose: 50, sae: { index: 0, feature: 45 }, positions: 'all' },
+      { hook: HOOK2, type: 'sae_clamp', dose: 5, sae: { index: 1, feature: 3 }, positions: 'all' },
+    ];
+    await page.goto(link(experiment({ version: 2, prompt: LILY, good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, vectors: [], saes, interventions })));
+    await waitAnalysed(page);
+    await expect(page.getByTestId('intervention-1')).toHaveAttribute('data-enabled', 'true');
+    await expect(page.getByTestId('intervention-1')).toContainText('SAE feature 45');
+    await expect(page.getByTestId('intervention-2')).toHaveAttribute('data-enabled', 'false');
+    await expect(page.getByTestId('experiment-notice-what')).toHaveText('Some SAE feature interventions are switched off');
+    await expect(page.getByTestId('experiment-notice-why')).toContainText('#2 (clamp feature 3): the local my-sae (local folder) was opened from this computer\'s files');
+    const steered = parseShown(await page.getByTestId('final-margin-last').textContent());
+    const unsteered = parseShown(await page.getByTestId('final-margin-last-unsteered').textContent());
+    console.log(`clamp f45 = 50 at ${HOOK2}: final margin ${steered} (unsteered ${unsteered})`);
+    expect(Math.abs(steered - unsteered), 'the restored clamp changes the margin').toBeGreaterThan(0.05);
+    expect(hub.log.some((r) => r.url.includes('stories260K-blocks.2.hook_resid_post-relu/cfg.json')), 'the SAE came from the Hub folder the link names').toBe(true);
+
+    // The link the app writes back names the Hub SAE and the feature again (and never a token).
+    await expect.poll(() => page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '')).toMatch(/"feature": ?45/);
+    const stored = JSON.parse(await page.evaluate(() => localStorage.getItem('branchpoint.experiment')!)) as { saes: { source: { kind: string; repo?: string; path?: string } }[]; interventions: { sae: { index: number; feature: number } | null }[] };
+    const i = stored.interventions[0].sae!.index;
+    expect(stored.saes[i].source).toMatchObject({ kind: 'hub', repo: 'bp-test/saes', path: 'stories260K-blocks.2.hook_resid_post-relu' });
+    expect(stored.interventions[0].sae!.feature).toBe(45);
+  } finally {
+    await hub.close();
+  }
 });

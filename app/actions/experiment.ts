@@ -1,12 +1,13 @@
 import { useStore } from '../store';
 import type { ViewName } from '../store/ui';
-import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment } from '../../workers/engine/io/experiment';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/io/experiment';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { analyse } from './analyse';
 import { generate } from './generate';
 import { bundledModelNames, listModels, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
 import { runSweep } from './sweep';
+import { loadSae } from './sae';
 import { captureActivations } from './activations';
 import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
 
@@ -38,7 +39,9 @@ function applyExperiment(e: Experiment): string[] {
     return s.addVector({ vector: Float32Array.from(v.values), dModel: v.dModel, hook: v.hook, model: v.model, provenance: v.provenance, createdAt: v.createdAt }, v.name).id;
   });
   for (const d of e.interventions) {
-    s.addIntervention({ enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vectorId: d.vector === null ? null : ids[d.vector], source: d.source, head: d.head, positions: d.positions, steps: d.steps });
+    // SAE feature interventions start switched off: their SAE is loaded after the model (restoreSaes).
+    const sae = d.sae !== null || d.type === 'sae_clamp';
+    s.addIntervention({ enabled: sae ? false : d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vectorId: d.vector === null ? null : ids[d.vector], source: d.source, head: d.head, positions: d.positions, steps: d.steps });
   }
   s.selectIntervention(null);
   if (e.view.sweep) {
@@ -109,6 +112,7 @@ export async function restoreExperiment(e: Experiment, origin: string): Promise<
       useStore.getState().setExperimentNotice({ kind: 'error', what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
     }
     if (!ok) return;
+    await restoreSaes(e);
     await analyse();
     restoreSelection(e.view.selection);
     const view = useStore.getState().view;
@@ -118,6 +122,42 @@ export async function restoreExperiment(e: Experiment, origin: string): Promise<
   } finally {
     useStore.getState().setRestoring(false);
     saveToLink();
+  }
+}
+
+/** Where an experiment's SAE came from, in words. */
+function saeWhere(x: ExperimentSae): string {
+  const src = x.source;
+  return src.kind === 'hub' ? `${src.repo}/${src.path}` : src.kind === 'url' ? src.url : `the local ${x.label || src.name}`;
+}
+
+/**
+ * Loads the SAEs the experiment's feature interventions use (Hub folders and URLs; a local folder
+ * cannot be reopened from a link) and switches those interventions back on as saved. The ones
+ * whose SAE cannot be loaded stay off, and the notice says which and why.
+ */
+async function restoreSaes(e: Experiment): Promise<void> {
+  const idOf = new Map<number, string>();
+  const unloadable = new Map<number, string>();
+  const used = [...new Set(e.interventions.flatMap((d) => (d.sae ? [d.sae.index] : [])))];
+  for (const i of used) {
+    const x = e.saes[i], src = x.source;
+    if (src.kind === 'local') { unloadable.set(i, `${saeWhere(x)} was opened from this computer's files; open it again in the SAE view`); continue; }
+    const id = await loadSae(src.kind === 'hub' ? { kind: 'hub', repo: src.repo, path: src.path, revision: src.revision, endpoint: src.endpoint } : { kind: 'url', url: src.url, label: src.label }, x.hook);
+    if (id) idOf.set(i, id); else unloadable.set(i, `${saeWhere(x)} could not be loaded (see the message above)`);
+  }
+  const s = useStore.getState();
+  const drafts = s.interventions;
+  const off: string[] = [];
+  e.interventions.forEach((d, k) => {
+    const draft = drafts[k];
+    if (!draft || (d.sae === null && d.type !== 'sae_clamp')) return;
+    const id = d.sae ? idOf.get(d.sae.index) : undefined;
+    if (d.sae && id) s.updateIntervention(draft.id, { saeFeature: { sae: id, feature: d.sae.feature }, enabled: d.enabled });
+    else off.push(`#${k + 1} (${d.type === 'sae_clamp' ? 'clamp' : 'steer along'} feature ${d.sae?.feature ?? '?'}): ${d.sae ? unloadable.get(d.sae.index) : 'the experiment does not name its SAE (saved by an older version)'}`);
+  });
+  if (off.length) {
+    s.setExperimentNotice({ kind: 'error', what: 'Some SAE feature interventions are switched off', why: `${off.join('; ')}. Then place the feature again from the SAE view (the rest of the experiment is restored).` });
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { useStore } from '../store';
 import type { PositionSelector, SaeSource } from '../../workers/protocol';
+import type { ExperimentSae } from '../../workers/engine/io/experiment';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
@@ -17,11 +18,24 @@ export function saeSourceFromFiles(list: FileList): SaeSource {
   return { kind: 'files', label: files.length === 1 ? name : `${name} (local folder)`, files: top };
 }
 
-/** Loads an SAE and makes it the active one. @param hook for a bare Gemma Scope params.npz. */
-export async function loadSae(source: SaeSource, hook?: string): Promise<void> {
-  await runJob('sae', 'Loading the SAE', 'Could not load the SAE', async () => {
+/** Where an SAE came from, as an experiment names it: Hub repo + folder (no token), URL, or a local name. */
+export function saeOrigin(source: SaeSource): ExperimentSae['source'] {
+  switch (source.kind) {
+    case 'hub': return { kind: 'hub', repo: source.repo, path: source.path, revision: source.revision ?? 'main', ...(source.endpoint ? { endpoint: source.endpoint } : {}) };
+    case 'url': return { kind: 'url', url: source.url, ...(source.label ? { label: source.label } : {}) };
+    case 'files': return { kind: 'local', name: source.label };
+  }
+}
+
+/**
+ * Loads an SAE and makes it the active one. @param hook for a bare Gemma Scope params.npz.
+ * @returns its id, or null when it could not be loaded (the banner says why).
+ */
+export async function loadSae(source: SaeSource, hook?: string): Promise<string | null> {
+  return runJob('sae', 'Loading the SAE', 'Could not load the SAE', async () => {
     const info = await inOrder((w) => w.loadSae(source, hook || undefined));
-    useStore.getState().addSae(info);
+    useStore.getState().addSae(info, saeOrigin(source));
+    return info.id;
   });
 }
 

@@ -27,6 +27,7 @@ export function modelOf(source: ModelSource | null, bundled: readonly string[]):
 /** The experiment as the workbench holds it now (vectors with their values). */
 export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
   const vectorIndex = new Map(s.vectors.map((v, i) => [v.id, i]));
+  const saeIndex = new Map(s.saes.map((x, i) => [x.id, i]));
   const index = (id: string | null) => (id !== null && vectorIndex.has(id) ? vectorIndex.get(id)! : null);
   return {
     format: EXPERIMENT_FORMAT,
@@ -41,7 +42,9 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
     interventions: s.interventions.map((d) => ({
       enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vector: index(d.vectorId),
       source: d.source, head: d.head, positions: d.positions, steps: d.steps,
+      sae: d.saeFeature && saeIndex.has(d.saeFeature.sae) ? { index: saeIndex.get(d.saeFeature.sae)!, feature: d.saeFeature.feature } : null,
     })),
+    saes: s.saes.map((x) => ({ source: s.saeOrigins[x.id] ?? { kind: 'local', name: x.label }, hook: x.cfg.hookName, label: x.label })),
     view: {
       name: s.view, showDifference: s.showDifference, showTables: s.showTables, sinkEps: s.sinkEps, heatmapScale: s.heatmapScale,
       hook: s.activationsHook, selection: s.tokenSelection,

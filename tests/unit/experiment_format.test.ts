@@ -44,6 +44,19 @@ describe('experiment file (docs/experiment-format.md)', () => {
     expect(kindOf(() => parseExperiment({ ...base, version: 0 }))).toMatch(/^invalid: .*version/);
   });
 
+  it('carries SAE feature interventions with where their SAE came from, and the runner says it cannot run them', () => {
+    const saes = [{ source: { kind: 'hub', repo: 'org/saes', path: 'layer_2/relu' }, hook: 'blocks.2.hook_resid_post' }, { source: { kind: 'local', name: 'mine (local folder)' } }];
+    const e = parseExperiment({ ...base, version: 2, saes, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'sae_clamp', dose: 3, sae: { index: 0, feature: 17 } }] });
+    expect(e.saes[0].source).toEqual({ kind: 'hub', repo: 'org/saes', path: 'layer_2/relu', revision: 'main' });
+    expect(e.saes[1].source).toEqual({ kind: 'local', name: 'mine (local folder)' });
+    expect(e.interventions[0].sae).toEqual({ index: 0, feature: 17 });
+    expect(experimentFromHash(experimentHash(e).hash)).toEqual(e);
+    expect(() => experimentSpecs(e)).toThrow(/intervention #1: clamps feature 17 of the SAE at org\/saes\/layer_2\/relu; the runner does not load SAEs/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 2, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'add', sae: { index: 1, feature: 0 } }] }))).toMatch(/interventions\.0\.sae: refers to SAE 1 but the file has 0/);
+    expect(parseExperiment(base).saes).toEqual([]);
+    expect(parseExperiment(base).interventions).toEqual([]);
+  });
+
   it('turns interventions into engine specs with the vector inline, and says which vector a link left out', () => {
     const e = parseExperiment({ ...base, vectors: [vec(0, [0.5, -1])], interventions: [{ hook: 'blocks.3.hook_resid_post', type: 'add', dose: 4, vector: 0 }, { hook: 'blocks.1.hook_resid_post', type: 'ablate', enabled: false }] });
     expect(experimentSpecs(e)).toEqual([{ hook: 'blocks.3.hook_resid_post', type: 'add', alpha: 4, positions: 'all', vector: [0.5, -1] }]);

@@ -72,6 +72,25 @@ const vector = z.object({
   values: z.array(z.number().refine(Number.isFinite, 'must be a finite number')).nullable(),
 }).refine((v) => v.values === null || v.values.length === v.dModel, { message: 'values must have dModel entries' });
 
+/**
+ * Where an SAE came from, so a link can load it again: a Hub folder (repo + path, never a token), a
+ * URL folder, or a local folder/file (named only: the user opens it again).
+ */
+const saeSource = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('hub'), repo: z.string().min(1), path: z.string().default(''), revision: z.string().default('main'), endpoint: z.string().optional() }),
+  z.object({ kind: z.literal('url'), url: z.string().min(1), label: z.string().optional() }),
+  z.object({ kind: z.literal('local'), name: z.string() }),
+]);
+
+/** An SAE the experiment's feature interventions use (v2). */
+const sae = z.object({
+  source: saeSource,
+  /** Its hook (TransformerLens name); needed to reload a bare Gemma Scope params.npz. */
+  hook: z.string().optional(),
+  /** How the app named it. */
+  label: z.string().default(''),
+});
+
 const intervention = z.object({
   enabled: z.boolean().default(true),
   hook: z.string().min(1),
@@ -84,6 +103,8 @@ const intervention = z.object({
   vector: int.nullable().default(null),
   /** patch: the prompt whose activations are patched in. */
   source: z.string().default(''),
+  /** An SAE feature intervention (v2): steer along W_dec[feature] (type add) or clamp it (sae_clamp); `index` into `saes`. */
+  sae: z.object({ index: int, feature: int }).nullable().default(null),
   head: int.nullable().default(null),
   positions: positions.default('all'),
   steps: z.object({ start: int, end: int.nullable() }).nullable().default(null),
@@ -127,10 +148,13 @@ export const experimentSchema = z.object({
     .default({ maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 }),
   vectors: z.array(vector).default([]),
   interventions: z.array(intervention).default([]),
+  /** SAEs used by feature interventions (v2). */
+  saes: z.array(sae).default([]),
   view,
 }).superRefine((e, ctx) => {
   e.interventions.forEach((d, i) => {
     if (d.vector !== null && d.vector >= e.vectors.length) ctx.addIssue({ code: 'custom', path: ['interventions', i, 'vector'], message: `refers to vector ${d.vector} but the file has ${e.vectors.length}` });
+    if (d.sae && d.sae.index >= e.saes.length) ctx.addIssue({ code: 'custom', path: ['interventions', i, 'sae'], message: `refers to SAE ${d.sae.index} but the file has ${e.saes.length}` });
   });
 });
 
@@ -138,6 +162,7 @@ export type Experiment = z.infer<typeof experimentSchema>;
 export type ExperimentModel = Experiment['model'];
 export type ExperimentIntervention = Experiment['interventions'][number];
 export type ExperimentVector = Experiment['vectors'][number];
+export type ExperimentSae = Experiment['saes'][number];
 
 /**
  * Validates parsed JSON as an experiment (defaults filled in).
@@ -233,6 +258,11 @@ export function experimentSpecs(e: Experiment): InterventionSpec[] {
   return e.interventions.flatMap((d, i) => {
     if (!d.enabled) return [];
     const v = d.vector === null ? null : e.vectors[d.vector];
+    if (d.sae) {
+      const src = e.saes[d.sae.index]?.source;
+      const where = src ? (src.kind === 'hub' ? `${src.repo}/${src.path}` : src.kind === 'url' ? src.url : `the local folder "${src.name}"`) : 'an SAE';
+      throw new Error(`intervention #${i + 1}: ${d.type === 'sae_clamp' ? 'clamps' : 'steers along'} feature ${d.sae.feature} of the SAE at ${where}; the runner does not load SAEs from an experiment file (disable it, or use "branchpoint sae --sae FOLDER")`);
+    }
     if (v && v.values === null) throw new Error(`intervention #${i + 1}: its vector "${v.name}" is not in this experiment (left out of the link); open the experiment file instead`);
     return [interventionSpec(d, v?.values ?? null, isPerHeadHook(d.hook), `intervention #${i + 1}`)];
   });
