@@ -106,7 +106,7 @@ test('the distractor example runs as a batch: one point per n with an interval, 
   const studies = path.join(ROOT, 'public', 'studies');
   const runner = promisify(execFile)(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'batch', '--model', STORIES,
     '--template', path.join(studies, 'distractor.template.json'), '--values', path.join(studies, 'distractor.values.jsonl')], { maxBuffer: 64 << 20 });
-  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.setViewportSize({ width: 1280, height: 800 });
   await open(page);
   await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   await page.getByTestId('tab-batch').click();
@@ -128,6 +128,14 @@ test('the distractor example runs as a batch: one point per n with an interval, 
   const lines = (await runner).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   const rows = lines.slice(0, -1);
   expect(csv).toHaveLength(rows.length);
+  // At 1280×800 the result columns are on screen (before the prompt text); rows the lens never makes visible say so, with a legend.
+  for (const m of ['final_margin', 'sequence_margin', 'lens_visible_layer']) {
+    const box = await page.getByTestId(`sort-${m}`).boundingBox();
+    expect(box && box.x + box.width, `${m} column within the window`).toBeLessThanOrEqual(1280);
+  }
+  const never = rows.filter((r) => r.lens_visible_layer === null).length;
+  if (never) await expect(page.getByTestId('batch-never-legend')).toContainText('never keeps its final sign');
+  await expect(page.getByTestId('batch-table').locator('td.never')).toHaveCount(never);
   rows.forEach((want, i) => {
     for (const [k, v] of Object.entries(want)) {
       const got = csv[i][k];

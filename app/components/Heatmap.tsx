@@ -47,6 +47,8 @@ const INK = '#1f2328';
 const MUTED = '#57606a';
 const MAX_LABEL = 14;
 const ANGLE = Math.PI / 4;
+/** Line height a column label needs across its baseline (px): labels closer than this overlap. */
+export const LABEL_PITCH = 15;
 const MARK = '#d9480f';
 /** Gap between the grid's bottom edge and where each rotated column label ends (glyphs reach ~5 px up from there). */
 const LABEL_GAP = 12;
@@ -61,6 +63,21 @@ interface Geometry {
   height: number;
   cw: number;
   ch: number;
+  /** Column labels' rotation: 45° where the columns are wide enough for the labels not to touch, else vertical. */
+  angle: number;
+  /** Label every n-th column (n > 1 only where even vertical labels would touch). */
+  labelEvery: number;
+}
+
+/**
+ * How column labels are drawn under columns `cw` px wide so that neighbours never overlap: labels
+ * rotated by angle a sit cw·sin(a) apart across their baselines, which must be ≥ LABEL_PITCH px.
+ * 45° where the columns allow it, else vertical (90°), and only every n-th label where even vertical
+ * ones would touch.
+ */
+export function columnLabelSpacing(cw: number): { angle: number; labelEvery: number } {
+  const angle = cw * Math.sin(ANGLE) >= LABEL_PITCH ? ANGLE : Math.PI / 2;
+  return { angle, labelEvery: Math.max(1, Math.ceil(LABEL_PITCH / (cw * Math.sin(angle)))) };
 }
 
 function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: number): Geometry {
@@ -73,8 +90,9 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
   const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12 - markW) / p.nCols)));
   const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
   const y0 = 18;
-  const bottom = Math.ceil(colW * Math.sin(ANGLE) + LABEL_GAP + 34);
-  return { x0, y0, cw, ch, width: x0 + p.nCols * cw + 12 + markW, height: y0 + p.nRows * ch + bottom };
+  const { angle, labelEvery } = columnLabelSpacing(cw);
+  const bottom = Math.ceil(colW * Math.sin(angle) + LABEL_GAP + 34);
+  return { x0, y0, cw, ch, angle, labelEvery, width: x0 + p.nCols * cw + 12 + markW, height: y0 + p.nRows * ch + bottom };
 }
 
 /**
@@ -147,10 +165,10 @@ export function Heatmap(p: HeatmapProps) {
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     const yBottom = g.y0 + p.nRows * cellHeight;
-    for (let c = 0; c < p.nCols; c += every) {
+    for (let c = 0; c < p.nCols; c += g.labelEvery) {
       ctx.save();
       ctx.translate(xs(c) + cellWidth / 2, yBottom + LABEL_GAP);
-      ctx.rotate(-ANGLE);
+      ctx.rotate(-g.angle);
       ctx.fillText(clip(p.colLabels[c] ?? ''), 0, 0);
       ctx.restore();
     }

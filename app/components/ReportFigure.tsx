@@ -22,7 +22,9 @@ export interface ReportPanel {
   testId: string;
 }
 
-const W = 640, PANEL_H = 150, M = { top: 26, right: 28, bottom: 34, left: 60 };
+/** Each panel: its title on line 1, its answer (left) and the second curve's legend (right) on line 2, then the plot. */
+const W = 640, PANEL_H = 164, M = { top: 40, right: 28, bottom: 34, left: 60 };
+const LINE1 = 14, LINE2 = 30;
 const INK = '#1f2328', MUTED = '#57606a', GRID = '#eaeef2', LINE = '#0969da', MARK = '#d9480f';
 const num = (v: number) => String(+v.toFixed(2)).replace('-', '−');
 
@@ -39,7 +41,7 @@ function Extra({ e, x, top }: { e: NonNullable<ReportPanel['extra']>; x: (v: num
       <path d={path(e.curve as number[]) ?? ''} fill="none" stroke={EXTRA} strokeWidth={1.5} strokeDasharray="5 3" />
       {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA} data-x={i} data-y={v}><title>{`${e.name}, row ${i}: ${num(v)}`}</title></circle>)}
       {y.ticks(3).map((t) => <text key={t} x={W - M.right + 3} y={y(t)} dominantBaseline="middle" fill={EXTRA} fontSize="10">{num(t)}</text>)}
-      <text x={M.left + 4} y={top + M.top + 10} fill={EXTRA} fontSize="11">{e.name}{e.mark ? ` · ${e.mark.label}` : ''}</text>
+      <text x={W - M.right} y={top + LINE2} textAnchor="end" fill={EXTRA} fontSize="11">{e.name}{e.mark ? ` · ${e.mark.label}` : ''}</text>
       {e.mark && e.mark.x !== null && <line x1={x(e.mark.x)} x2={x(e.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={EXTRA} strokeWidth={2} strokeDasharray="3 2" />}
     </g>
   );
@@ -57,8 +59,8 @@ function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: nu
   const ticks = Array.from({ length: xMax + 1 }, (_, i) => i);
   return (
     <g data-testid={p.testId} data-mark={p.mark.x ?? 'none'} data-interval={p.mark.interval ? p.mark.interval.join(' ') : 'none'}>
-      <text x={M.left} y={top + 14} fill={INK} fontWeight={600}>{p.title}</text>
-      <text x={W - M.right} y={top + 14} fill={p.mark.x === null ? MUTED : MARK} textAnchor="end" data-testid={`${p.testId}-answer`}>{p.mark.label}</text>
+      <text x={M.left} y={top + LINE1} fill={INK} fontWeight={600}>{p.title}</text>
+      <text x={M.left} y={top + LINE2} fill={p.mark.x === null ? MUTED : MARK} data-testid={`${p.testId}-answer`}>{p.mark.label}</text>
       {p.empty ? (
         <text x={(M.left + W - M.right) / 2} y={top + PANEL_H / 2} fill={MUTED} textAnchor="middle">{p.empty}</text>
       ) : (

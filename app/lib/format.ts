@@ -41,3 +41,11 @@ export function layerLabel(row: number, nLayers: number): string {
 export function vectorLabel(v: { name: string; hook: string | null; dModel: number }): string {
   return `${v.name} · ${v.hook ?? 'hook not recorded'} · d ${v.dModel}`;
 }
+
+/**
+ * A sequence position as every view names it: absolute (prompt tokens first, from 0) with, after
+ * the prompt, which new token it is — "position 14 (new token 3)", "position 5 (prompt)".
+ */
+export function positionLabel(position: number, nPrompt: number): string {
+  return `position ${position} (${position >= nPrompt ? `new token ${position - nPrompt}` : 'prompt'})`;
+}

@@ -114,6 +114,9 @@ export function BatchView() {
     });
   }, [records, filter, sort]);
   const header = records[0] ? Object.keys(records[0].flat) : [];
+  // On screen the results come first (the CSV keeps the runner's column order): at 1280 px the long prompt text would push them off-screen.
+  const shownHeader = [...header.filter((h) => h === 'index' || (metrics as readonly string[]).includes(h)), ...header.filter((h) => h !== 'index' && !(metrics as readonly string[]).includes(h))];
+  const neverVisible = metrics.includes('lens_visible_layer') && records.some((r) => r.flat.lens_visible_layer === null && !r.row.error);
   const groups = summary?.groups.filter((g) => g.stats[yMetric]!.n > 0).map((g) => ({ x: g.x, label: g.value, ...g.stats[yMetric]! })) ?? [];
   const numericX = summary ? summary.groups.every((g) => g.x === Number(g.value)) : false;
   const xOf = new Map(summary?.groups.map((g) => [g.value, g.x]) ?? []);
@@ -160,7 +163,7 @@ export function BatchView() {
           <div className="table-scroll">
             <table className="data-table batch-table" data-testid="batch-table">
               <thead>
-                <tr>{header.map((h) => (
+                <tr>{shownHeader.map((h) => (
                   <th key={h} scope="col" title={(METRIC_DOCS as Record<string, string>)[h]} aria-sort={sort?.key === h ? (sort.desc ? 'descending' : 'ascending') : undefined}>
                     <button type="button" className="link" data-testid={`sort-${h}`} onClick={() => setSort({ key: h, desc: sort?.key === h ? !sort.desc : false })}>{h}{sort?.key === h ? (sort.desc ? ' ▼' : ' ▲') : ''}</button>
                   </th>
@@ -169,12 +172,19 @@ export function BatchView() {
               <tbody>
                 {shown.map(({ row, flat }) => (
                   <tr key={row.index} data-testid="batch-row" data-index={row.index} className={`clickable${row.error ? ' error' : ''}`} title="Open this prompt's full analysis" onClick={() => { if (!job) void openRow(row); }}>
-                    {header.map((h) => <td key={h} className={typeof flat[h] === 'number' ? 'mono' : 'text'} title={typeof flat[h] === 'string' ? String(flat[h]) : undefined}>{typeof flat[h] === 'number' && !Number.isInteger(flat[h]) ? fixed(flat[h] as number, 4) : String(flat[h] ?? '')}</td>)}
+                    {shownHeader.map((h) => (h === 'lens_visible_layer' && flat[h] === null && !row.error
+                      ? <td key={h} className="muted never" title={METRIC_DOCS.lens_visible_layer}>never*</td>
+                      : <td key={h} className={typeof flat[h] === 'number' ? 'mono' : 'text'} title={typeof flat[h] === 'string' ? String(flat[h]) : undefined}>{typeof flat[h] === 'number' && !Number.isInteger(flat[h]) ? fixed(flat[h] as number, 4) : String(flat[h] ?? '')}</td>))}
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
+          {neverVisible && (
+            <p className="muted" data-testid="batch-never-legend">
+              * never: the lens margin at the last prompt token never keeps its final sign with |Δ| ≥ the visibility threshold ({result?.visibleThreshold ?? 1} nats), so lens_visible_layer has no value (empty in the CSV).
+            </p>
+          )}
         </>
       ) : <p className="placeholder">Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.</p>}
     </section>

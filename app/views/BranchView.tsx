@@ -8,7 +8,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { LineChart, type Series } from '../components/LineChart';
 import { ResultStatus } from '../components/ResultStatus';
-import { fixed, signed, visibleToken } from '../lib/format';
+import { fixed, positionLabel, signed, visibleToken } from '../lib/format';
 import { pathOf, type TreePath } from '../../workers/engine/branching/tree';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
@@ -95,6 +95,7 @@ function ForkPanel({ path }: { path: TreePath }) {
   const site = useStore((s) => s.forkSite);
   const lens = useStore((s) => s.forkLens);
   const job = useStore((s) => s.job);
+  const nPrompt = useStore((s) => s.tree?.promptIds.length ?? 0);
   const [hover, setHover] = useState<number | null>(null);
   if (!site) return <p className="hint">Click a token of the branch to see what the model could have written there instead, and fork.</p>;
   const top = path.top[site.position];
@@ -106,7 +107,7 @@ function ForkPanel({ path }: { path: TreePath }) {
   const series: Series[] = lens && ai >= 0 ? [{ name: `Δ “${visibleToken(path.tokens[site.position])}” − “${visibleToken(alts.find((a) => a.id === shown)?.token ?? '')}”`, color: '#8250df', points: lens.margins[ai].map((v, l) => [l, v] as [number, number]) }] : [];
   return (
     <div className="fork-panel" data-testid="fork-panel" data-position={site.position}>
-      <h3>Fork at position {site.position} <span className="muted">(chosen: “{visibleToken(path.tokens[site.position])}”)</span></h3>
+      <h3>Fork at {positionLabel(site.position, nPrompt)} <span className="muted">(chosen: “{visibleToken(path.tokens[site.position])}”)</span></h3>
       <div className="row">
         <table className="data-table alternatives" data-testid="alternatives">
           <thead><tr><th>#</th><th>token</th><th>p</th><th /></tr></thead>
@@ -147,7 +148,7 @@ function Compare({ tree }: { tree: BranchTree }) {
   return (
     <div className="figure" data-testid="compare">
       <div className="view-head">
-        <h3>Compare <span className="muted">A = node {compare[0]}, B = node {compare[1]}, fork at position {fork}</span></h3>
+        <h3>Compare <span className="muted">A = node {compare[0]}, B = node {compare[1]}, fork at {positionLabel(fork, T)}</span></h3>
         <ExportButtons name="branch-compare" json={() => ({ fork, a: { node: compare[0], ids: a.ids, margins: a.margins }, b: { node: compare[1], ids: b.ids, margins: b.margins } })}
           csv={() => [['branch', 'position', 'position − fork', 'id', 'token', 'margin Δ (nats)'], ...[a, b].flatMap((p, i) => p.ids.slice(T).map((id, j) => ['AB'[i], T + j, T + j - fork, id, p.tokens[T + j], p.margins[T + j]]))]}
           figure={() => svg.current && ({ title: `Two branches aligned at their fork · ${tree.model}`, caption: [`margin Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) per step, x = position − ${fork}`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
@@ -217,17 +218,17 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
           {r.cancelled && <p className="note-warn" role="status">Cancelled: {scored.length} of {r.points.length} positions scored.</p>}
           <div className="view-head">
             <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
-              legend xLabel="new token" yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
+              legend xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
               csv={() => [['position', 'new token', 'token', 'gap p(top-1) − p(top-2)', 'score (nats)', 'forced token', 'its probability', 'mean outcome Δ (nats)', 'fraction of continuations with Δ > 0'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
               figure={() => svg.current && ({ title: `Fork points · ${tree.model}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <table className="data-table" data-testid="fork-table">
-            <thead><tr><th>step</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
+            <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
             <tbody>
               {scored.map((p) => (
                 <tr key={p.position} data-testid="fork-row" data-step={p.step} data-score={p.score}>
-                  <td>{p.step}</td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
+                  <td>{p.position} <span className="muted">(new {p.step})</span></td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
                   <td className="outcomes">
                     <OutcomeStrip p={p} domain={domain} />
                     <span className="muted">{p.forced.map((f) => `“${visibleToken(f.token)}” ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>

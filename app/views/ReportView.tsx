@@ -112,7 +112,7 @@ function Answers({ d }: { d: ReportDisplay }) {
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
         {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${rowName(r.visible.layer, L)}${interval(r.visible.interval)}`}
-        {r.visible.token !== null && <> · from token {r.visible.token} <span className="mono">{visibleToken(tokens[r.visible.token] ?? '')}</span></>}
+        {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">“{visibleToken(tokens[r.visible.token] ?? '')}”</span>)</>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
@@ -163,7 +163,7 @@ export function ReportView() {
   const step: ReportPanel = {
     title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
     reference: { y: 0, label: 'sign change' },
-    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? 'never flips' : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
+    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? (w.band ? 'no start step flips the mean outcome (band: interval over prompts)' : 'no start step flips the outcome') : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
     empty: w ? undefined : 'Not computed: place an intervention (Steering panel) and tick “Changeable”.', testId: 'report-panel-changeable',
   };
   const nRows = Math.max(r ? L + 1 : 0, w ? w.ks.length : 0);

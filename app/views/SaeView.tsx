@@ -162,7 +162,7 @@ export function SaeView() {
         <>
           <p data-testid="sae-summary">
             Explained variance over the prompt <b data-testid="sae-ev">{fixed(a.explainedVariance, 4)}</b> · mean L0 {fixed(Array.from(a.l0).reduce((x, y) => x + y, 0) / T, 2)} · hook {a.hook}
-            {a.margin && <> · margin {signed(a.margin.clean, 3)} → spliced <span data-testid="sae-spliced">{signed(a.margin.spliced, 3)}</span> (cost <span data-testid="sae-splice-cost">{signed(a.margin.spliced - a.margin.clean, 3)}</span>)</>}
+            {a.margin && <> · margin {signed(a.margin.clean, 3)} → spliced <span data-testid="sae-spliced">{signed(a.margin.spliced, 3)}</span> (splicing the SAE in {a.margin.spliced >= a.margin.clean ? 'raises' : 'lowers'} it by <span data-testid="sae-splice-cost">{signed(a.margin.spliced - a.margin.clean, 3)}</span>, spliced − clean)</>}
           </p>
           <table className="data sae-tokens" data-testid="sae-token-table">
             <thead><tr><th>#</th><th>token</th><th>L0</th><th>MSE</th><th>EV</th><th>top features (activation)</th></tr></thead>
@@ -205,11 +205,16 @@ export function SaeView() {
                     <tr key={x.feature} data-testid="sae-attribution-row" data-feature={x.feature}>
                       <td><button type="button" className="chip" onClick={() => void openFeature(x.feature, T - 1)}>f{x.feature}</button></td>
                       <td>{fixed(x.activation, 3)}</td><td>{Number.isFinite(x.dla) ? signed(x.dla, 4) : '—'}</td>
-                      <td data-testid="sae-ablation">{x.ablationDelta !== undefined ? signed(x.ablationDelta, 4) : ''}</td>
+                      <td data-testid="sae-ablation" title={x.ablationDelta === undefined ? 'not measured: only the top features by |DLA| are ablated (one forward pass each)' : undefined}>{x.ablationDelta !== undefined ? signed(x.ablationDelta, 4) : <span className="muted">not measured</span>}</td>
                     </tr>
                   ))}
                 </tbody>
               </table>
+              {a.margin.attributions.some((x) => x.ablationDelta === undefined) && (
+                <p className="muted" data-testid="sae-ablation-note">
+                  Ablation Δ is measured for the top {a.margin.attributions.filter((x) => x.ablationDelta !== undefined).length} features by |DLA| (one forward pass each); the rest show their DLA only.
+                </p>
+              )}
             </section>
           )}
           <FeaturePanel r={r} />
