@@ -39,6 +39,7 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
 
   await page.locator(`[data-testid="path-token"][data-position="${T + K}"]`).click();
   await expect(page.getByTestId('fork-panel')).toHaveAttribute('data-position', String(T + K));
+  await expect(page.getByTestId('fork-panel')).toContainText(`Fork at position ${T + K} (new token ${K})`);
   await expect(page.getByTestId('fork-lens')).toBeVisible();
   const alt = Number(await page.getByTestId('alternative-1').getAttribute('data-id'));
   await page.getByTestId('fork-1').click();

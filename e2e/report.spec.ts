@@ -72,6 +72,7 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
   await expect(page.getByTestId('report-label')).toContainText('one prompt');
   await expect(page.getByTestId('report-visible')).toHaveAttribute('data-layer', String(one.visible_layer ?? 'none'));
   await expect(page.getByTestId('report-visible')).toHaveAttribute('data-token', String(one.visible_token ?? 'none'));
+  if (one.visible_token !== null) await expect(page.getByTestId('report-visible')).toContainText(`from position ${one.visible_token} (token “`);
   await expect(page.getByTestId('report-causal')).toHaveAttribute('data-layer', String(one.causal_layer ?? 'none'));
   await expect(page.getByTestId('report-causal')).toHaveAttribute('data-positions', one.causal_positions.join(' '));
   await expect(page.getByTestId('report-panel-visible')).toHaveAttribute('data-mark', String(one.visible_layer ?? 'none'));

@@ -43,6 +43,11 @@ test('SAE features: the view shows the runner\'s L0, MSE, explained variance, sp
   const row = page.getByTestId('sae-attribution-row').first();
   await expect(row).toHaveAttribute('data-feature', String(top.feature));
   expect(Math.abs(parseShown(await row.getByTestId('sae-ablation').textContent()) - top.ablation_delta)).toBeLessThanOrEqual(2e-3);
+  // Rows past the ablated top ones say their ablation Δ was not measured, and why; the splice change is named by its sign.
+  const unmeasured = runner.margin.attributions.filter((a: { ablation_delta?: number | null }) => a.ablation_delta === undefined || a.ablation_delta === null).length;
+  await expect(page.getByTestId('sae-ablation').filter({ hasText: 'not measured' })).toHaveCount(unmeasured);
+  if (unmeasured) await expect(page.getByTestId('sae-ablation-note')).toContainText(`top ${runner.margin.attributions.length - unmeasured} features by |DLA|`);
+  await expect(page.getByTestId('sae-summary')).toContainText(runner.margin.spliced >= runner.margin.clean ? 'splicing the SAE in raises the margin' : 'splicing the SAE in lowers the margin');
   // the first chip of the last token is the runner's top feature there
   const lastChips = page.getByTestId('sae-token-row').last().getByTestId('sae-chip');
   await expect(lastChips.first()).toHaveAttribute('data-feature', String(F));

@@ -154,7 +154,7 @@ export function Heatmap(p: HeatmapProps) {
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + cellHeight / 2);
-    const every = Math.max(1, Math.ceil(14 / cellWidth));
+    const every = Math.max(1, Math.ceil((p.nCols > 10 ? 18 : 12) / cellWidth)); // column indices: two digits need ~13 px plus a gap
     ctx.font = SMALL;
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';

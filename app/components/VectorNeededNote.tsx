@@ -26,7 +26,7 @@ export function VectorNeededNote({ hook, row, col, token, onDone }: { hook: stri
     <p className="warn vector-needed" role="status" data-testid="vector-needed">
       Nothing placed: steering at <span className="mono">{hook}</span>, token {col} <span className="mono">{token}</span>, adds a vector, and the library is empty.{' '}
       <button type="button" className="small" data-testid="vector-needed-build" disabled={!!job} title={job ? `waiting for: ${job.label}` : undefined} onClick={() => void build()}>
-        Build the {DEFAULT_SET.split('/').pop()} CAA vector at {hook} and place it
+        Build happy − sad (CAA, {DEFAULT_SET.split('/').pop()}) here and place it
       </button>{' '}
       <button type="button" className="small" data-testid="vector-needed-open" onClick={() => setView('vectors')}>Build or import another (Vectors)…</button>
     </p>

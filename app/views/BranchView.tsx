@@ -80,7 +80,7 @@ function PathTokens({ tree, path, node }: { tree: BranchTree; path: TreePath; no
             tabIndex={t > 0 ? 0 : undefined}
             onClick={t > 0 && top ? () => void pickForkSite(node, t, top.ids.filter((x) => x !== id)) : undefined}
             onKeyDown={t > 0 && top ? (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); void pickForkSite(node, t, top.ids.filter((x) => x !== id)); } } : undefined}>
-            <span className="idx">{t >= T ? t - T : t}</span>
+            <span className="idx">{t}</span>
             <span className="txt">{visibleToken(path.tokens[t])}</span>
             {sc !== undefined && Number.isFinite(sc) && <span className="fork-score" style={{ width: `${Math.min(100, sc * 30)}%` }} />}
           </li>
@@ -288,7 +288,7 @@ export function BranchView() {
             <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
           </div>
           <p className="hint">Click a branch to show its tokens; shift-click two to compare them. Selected: node {node}{tree.nodes.find((n) => n.id === node)?.parent != null ? `, ${tree.nodes.find((n) => n.id === node)!.forwarded} positions computed for it (the shared prefix came from the KV cache)` : ''} · value {fixed(nodeValue(tree.nodes.find((n) => n.id === node) ?? tree.nodes[0], colour), 3)}.</p>
-          <h3>Tokens of node {node} <span className="muted">(underlined blue where Δ &gt; 0, red where Δ &lt; 0; dotted: near tie)</span></h3>
+          <h3>Tokens of node {node} <span className="muted">(numbered by absolute position: new tokens from {tree.promptIds.length}; underlined blue where Δ &gt; 0, red where Δ &lt; 0; dotted: near tie)</span></h3>
           <PathTokens tree={tree} path={path} node={node} />
           <ForkPanel path={path} />
           <Compare tree={tree} />

@@ -162,7 +162,7 @@ export function SaeView() {
         <>
           <p data-testid="sae-summary">
             Explained variance over the prompt <b data-testid="sae-ev">{fixed(a.explainedVariance, 4)}</b> · mean L0 {fixed(Array.from(a.l0).reduce((x, y) => x + y, 0) / T, 2)} · hook {a.hook}
-            {a.margin && <> · margin {signed(a.margin.clean, 3)} → spliced <span data-testid="sae-spliced">{signed(a.margin.spliced, 3)}</span> (splicing the SAE in {a.margin.spliced >= a.margin.clean ? 'raises' : 'lowers'} it by <span data-testid="sae-splice-cost">{signed(a.margin.spliced - a.margin.clean, 3)}</span>, spliced − clean)</>}
+            {a.margin && <> · margin {signed(a.margin.clean, 3)} → spliced <span data-testid="sae-spliced">{signed(a.margin.spliced, 3)}</span> (spliced − clean = <span data-testid="sae-splice-cost">{signed(a.margin.spliced - a.margin.clean, 3)}</span>: splicing the SAE in {a.margin.spliced >= a.margin.clean ? 'raises' : 'lowers'} the margin)</>}
           </p>
           <table className="data sae-tokens" data-testid="sae-token-table">
             <thead><tr><th>#</th><th>token</th><th>L0</th><th>MSE</th><th>EV</th><th>top features (activation)</th></tr></thead>
