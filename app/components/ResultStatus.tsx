@@ -3,6 +3,7 @@ import { useStore, type AppState } from '../store';
 import type { AnalysisResult } from '../store/results';
 import { staleParts, staleText, type StalePart } from '../lib/stale';
 import { AnalyseButton } from './AnalyseButton';
+import { useWaitingFor } from './useWaitingFor';
 
 /** The model ready now; null while none is (loading, or the last load failed). */
 const readyModel = (s: AppState) => (s.modelStatus === 'ready' ? s.modelLabel : null);
@@ -38,12 +39,13 @@ export function ResultStatus({ model, stale = [], testId, computedFor, noun = 'a
 }) {
   const current = useStore(readyModel);
   const busy = useStore((s) => s.job !== null);
+  const waiting = useWaitingFor();
   const previous = current !== model;
   const changed = staleText(stale);
   if (!previous && !changed) return null;
   const forPrompt = computedFor !== undefined && stale.includes('prompt') ? <> (computed for the prompt <span data-testid={`${testId}-prompt`}>{promptLabel(computedFor)}</span>)</> : null;
   const button = rerun
-    ? <button type="button" className="small" data-testid={`${testId}-rerun`} disabled={busy} onClick={rerun.run}>{rerun.label}</button>
+    ? <button type="button" className="small" data-testid={`${testId}-rerun`} title={waiting} disabled={busy} onClick={rerun.run}>{rerun.label}</button>
     : <AnalyseButton small testId={`${testId}-analyse`} />;
   return (
     <p className="stale-note" role="status" data-testid={testId} data-stale={stale.join(' ')} data-previous-model={previous ? model : undefined}>

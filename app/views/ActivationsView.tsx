@@ -9,6 +9,7 @@ import { captureActivations, saveResidualStream } from '../actions/activations';
 import { download } from '../lib/export';
 import { visibleToken } from '../lib/format';
 import { writeNpyArray } from '../../workers/engine/io/npy';
+import { useWaitingFor } from '../components/useWaitingFor';
 
 /**
  * Any hook, inspectable: captures one hook (TransformerLens name) for the analysed prompt, with its
@@ -21,6 +22,7 @@ export function ActivationsView() {
   const r = useStore((s) => s.result);
   const info = useStore((s) => s.info);
   const busy = useStore((s) => s.job !== null);
+  const waiting = useWaitingFor();
   const hook = useStore((s) => s.activationsHook);
   const setHook = useStore((s) => s.setActivationsHook);
   const cap = useStore((s) => s.captured);
@@ -54,8 +56,8 @@ export function ActivationsView() {
               {hooks.map((h) => <option key={h} value={h}>{h}</option>)}
             </select>
           </label>
-          <button type="button" data-testid="activations-capture" disabled={busy} onClick={() => void captureActivations()}>Capture</button>
-          <button type="button" className="small" data-testid="activations-resid-npy" disabled={busy} title="blocks.{l}.hook_resid_post for every layer: float32 [n_layers, n_tokens, d_model]" onClick={() => void saveResidualStream()}>
+          <button type="button" data-testid="activations-capture" title={waiting} disabled={busy} onClick={() => void captureActivations()}>Capture</button>
+          <button type="button" className="small" data-testid="activations-resid-npy" disabled={busy} title={waiting ?? 'blocks.{l}.hook_resid_post for every layer: float32 [n_layers, n_tokens, d_model]'} onClick={() => void saveResidualStream()}>
             Residual stream, all layers (.npy)
           </button>
           <ScaleControl what="value" testId="activations-scale" />

@@ -7,6 +7,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { fixed, signed, visibleToken } from '../lib/format';
 import type { SaeResult } from '../store/sae';
+import { useWaitingFor } from '../components/useWaitingFor';
 
 /** Loading controls: a SAELens folder, a Gemma Scope .npz, or a Hub path; and the SAE in use. */
 function SaeLoader() {
@@ -14,6 +15,7 @@ function SaeLoader() {
   const active = useStore((s) => s.activeSae);
   const setActive = useStore((s) => s.setActiveSae);
   const busy = useStore((s) => !!s.job);
+  const waiting = useWaitingFor();
   const ready = useStore((s) => s.modelStatus === 'ready');
   const folder = useRef<HTMLInputElement>(null);
   const file = useRef<HTMLInputElement>(null);
@@ -25,10 +27,10 @@ function SaeLoader() {
   return (
     <div className="sae-loader">
       <div className="row">
-        <button type="button" data-testid="sae-open-folder" disabled={busy || !ready} onClick={() => folder.current?.click()} title="A SAELens folder: cfg.json + sae_weights.safetensors">Open SAE folder…</button>
+        <button type="button" data-testid="sae-open-folder" disabled={busy || !ready} onClick={() => folder.current?.click()} title={waiting ?? 'A SAELens folder: cfg.json + sae_weights.safetensors'}>Open SAE folder…</button>
         <input ref={folder} className="visually-hidden" type="file" multiple data-testid="sae-folder-input" aria-label="SAE folder"
           onChange={(e) => { const l = e.currentTarget.files; if (l?.length) void loadSae(saeSourceFromFiles(l)); e.currentTarget.value = ''; }} />
-        <button type="button" data-testid="sae-open-npz" disabled={busy || !ready} onClick={() => file.current?.click()} title="A Gemma Scope params.npz">Open params.npz…</button>
+        <button type="button" data-testid="sae-open-npz" disabled={busy || !ready} onClick={() => file.current?.click()} title={waiting ?? 'A Gemma Scope params.npz'}>Open params.npz…</button>
         <input ref={file} className="visually-hidden" type="file" accept=".npz" data-testid="sae-npz-input" aria-label="SAE params.npz"
           onChange={(e) => { const l = e.currentTarget.files; if (l?.length) void loadSae(saeSourceFromFiles(l), hook.trim()); e.currentTarget.value = ''; }} />
         <label>hook for a bare .npz <input className="repo-id" value={hook} onChange={(e) => setHook(e.target.value)} placeholder="blocks.12.hook_resid_post" spellCheck={false} /></label>
@@ -36,7 +38,7 @@ function SaeLoader() {
       <div className="row">
         <label>Hub repo <input className="repo-id" data-testid="sae-hub-repo" value={repo} onChange={(e) => setRepo(e.target.value)} placeholder="google/gemma-scope-2b-pt-res" spellCheck={false} /></label>
         <label>folder <input className="repo-id" data-testid="sae-hub-path" value={path} onChange={(e) => setPath(e.target.value)} placeholder="layer_12/width_16k/average_l0_82" spellCheck={false} /></label>
-        <button type="button" disabled={busy || !ready || !repo.trim()} onClick={() => void loadSae({ kind: 'hub', repo: repo.trim(), path: path.trim().replace(/^\/|\/$/g, '') }, hook.trim())}>Load from Hub</button>
+        <button type="button" title={waiting} disabled={busy || !ready || !repo.trim()} onClick={() => void loadSae({ kind: 'hub', repo: repo.trim(), path: path.trim().replace(/^\/|\/$/g, '') }, hook.trim())}>Load from Hub</button>
       </div>
       {saes.length > 0 && (
         <div className="row">
@@ -129,6 +131,7 @@ export function SaeView() {
   const r = useStore((s) => s.saeResult);
   const active = useStore((s) => s.activeSae);
   const busy = useStore((s) => !!s.job);
+  const waiting = useWaitingFor();
   const topK = useStore((s) => s.saeTopK);
   const setTopK = useStore((s) => s.setSaeTopK);
   const [hover, setHover] = useState<Cell | null>(null);
@@ -145,7 +148,7 @@ export function SaeView() {
       <SaeLoader />
       <div className="row">
         <label>top-k per token <input className="short" type="number" min={1} max={64} data-testid="sae-topk" value={topK} onChange={(e) => setTopK(Math.max(1, Math.min(64, Number(e.target.value) || 1)))} /></label>
-        <button type="button" className="primary" data-testid="sae-read" disabled={busy || !active} onClick={() => void readFeatures()}>Read features</button>
+        <button type="button" className="primary" data-testid="sae-read" title={waiting} disabled={busy || !active} onClick={() => void readFeatures()}>Read features</button>
         {a && r && (
           <ExportButtons
             name={`sae-${r.modelLabel}`} json={() => saeJson(r)}

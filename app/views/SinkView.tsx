@@ -12,12 +12,14 @@ import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult, PatternResult } from '../store/results';
 import { fixed, visibleToken } from '../lib/format';
 import { analyse } from '../actions/analyse';
+import { useWaitingFor } from '../components/useWaitingFor';
 
 /** The sink threshold ε (the runner's `--eps`): a new value reruns the analysis, whose sink rates depend on it. */
 function SinkEpsField() {
   const eps = useStore((s) => s.sinkEps);
   const setEps = useStore((s) => s.setSinkEps);
   const busy = useStore((s) => s.job !== null);
+  const waiting = useWaitingFor();
   const [text, setText] = useState(String(eps));
   const [prev, setPrev] = useState(eps);
   if (eps !== prev) { setPrev(eps); setText(String(eps)); }
@@ -29,7 +31,7 @@ function SinkEpsField() {
       <label>Sink threshold ε
         <input data-testid="sink-eps" type="number" min={0.01} max={0.99} step={0.05} value={text} onChange={(e) => setText(e.target.value)} onKeyDown={(e) => { if (e.key === 'Enter') apply(); }} aria-invalid={!valid} />
       </label>
-      <button type="button" className="small" data-testid="sink-eps-apply" onClick={apply} disabled={busy || !valid || v === eps}>Apply</button>
+      <button type="button" className="small" data-testid="sink-eps-apply" onClick={apply} title={waiting} disabled={busy || !valid || v === eps}>Apply</button>
       {!valid && <span className="field-error" role="status">ε must be a number between 0 and 1 (exclusive)</span>}
     </div>
   );

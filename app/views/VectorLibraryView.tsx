@@ -6,6 +6,7 @@ import { defaultHook } from '../actions/steering';
 import { isPerHead, steerableHooks } from '../lib/hooks';
 import type { LibraryEntry } from '../store/vectors';
 import { waitingFor } from '../lib/job_rules';
+import { useWaitingFor } from '../components/useWaitingFor';
 
 const FORMATS: VectorFormat[] = ['npy', 'safetensors', 'json'];
 
@@ -94,6 +95,7 @@ function Builder() {
 
 /** One library vector: provenance and export buttons. */
 function LibraryRow({ v, i, busy }: { v: LibraryEntry; i: number; busy: boolean }) {
+  const waiting = useWaitingFor();
   const model = useStore((s) => s.info?.label ?? null);
   const removeVector = useStore((s) => s.removeVector);
   const p = v.provenance;
@@ -109,7 +111,7 @@ function LibraryRow({ v, i, busy }: { v: LibraryEntry; i: number; busy: boolean 
       <td>{new Date(v.createdAt).toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'short' })}</td>
       <td>
         <span className="lib-buttons">
-          {FORMATS.map((f) => <button key={f} type="button" className="small" data-testid={`export-${f}-${i}`} disabled={busy} onClick={() => void exportVector(v, f)}>.{f}</button>)}
+          {FORMATS.map((f) => <button key={f} type="button" className="small" data-testid={`export-${f}-${i}`} title={waiting} disabled={busy} onClick={() => void exportVector(v, f)}>.{f}</button>)}
           <button type="button" className="small" aria-label={`delete ${v.name}`} onClick={() => removeVector(v.id)}>×</button>
         </span>
       </td>
@@ -121,6 +123,7 @@ function LibraryRow({ v, i, busy }: { v: LibraryEntry; i: number; busy: boolean 
 export function VectorLibraryView() {
   const vectors = useStore((s) => s.vectors);
   const busy = useStore((s) => s.job !== null);
+  const waiting = useWaitingFor();
   const ready = useStore((s) => s.modelStatus === 'ready');
   const fileInput = useRef<HTMLInputElement | null>(null);
   return (
@@ -133,7 +136,7 @@ export function VectorLibraryView() {
       <fieldset className="builder">
         <legend>Import a file</legend>
         <div className="row">
-          <button type="button" disabled={busy || !ready} onClick={() => fileInput.current?.click()}>Import .npy / .safetensors / .json…</button>
+          <button type="button" title={waiting} disabled={busy || !ready} onClick={() => fileInput.current?.click()}>Import .npy / .safetensors / .json…</button>
           <input
             ref={fileInput} className="visually-hidden" type="file" accept=".npy,.safetensors,.json" data-testid="vector-file" aria-label="vector file"
             onChange={(e) => {
