@@ -100,7 +100,7 @@ export function App() {
     <div className="app">
       <header className="top">
         <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
-        <div className="row"><ThemeToggle /><BackendBadge /></div>
+        <div className="row"><BackendBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
       <ExperimentBar onPoster={() => setPoster('on')} />

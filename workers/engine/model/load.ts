@@ -65,10 +65,11 @@ export function workingContext(nCtx: number, contextLength = DEFAULT_CONTEXT_LEN
 
 /**
  * Whether the folder's checkpoint is a GGUF file: it holds model.gguf and no safetensors
- * (model.safetensors or an index), which win when both are present.
+ * (model.safetensors or an index), which win when both are present. The safetensors are asked for
+ * first, so a safetensors folder on a static host is never probed for a model.gguf it lacks (a 404).
  */
 export async function isGgufFolder(files: ModelFiles): Promise<boolean> {
-  return (await files.has(GGUF_FILE)) && !(await files.has('model.safetensors')) && !(await files.has('model.safetensors.index.json'));
+  return !(await files.has('model.safetensors')) && !(await files.has('model.safetensors.index.json')) && (await files.has(GGUF_FILE));
 }
 
 /** Every weight storage a load accepts. */
