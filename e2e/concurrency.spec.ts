@@ -23,7 +23,7 @@ test('a queued Analyse, a load that cancels a generation, and results labelled w
   await page.getByTestId('max-new-tokens').fill('400');
   await page.getByTestId('generate').click();
   await expect(page.getByTestId('progress')).toHaveAttribute('data-job', 'generate');
-  await expect(page.getByTestId('generated-token').first()).toBeVisible();
+  await expect(page.getByTestId('generated-token').first()).toBeVisible({ timeout: 120_000 });
 
   // Edit the prompt and press Analyse while generating: queued, and shown as queued.
   await page.getByTestId('prompt').fill(EDITED);

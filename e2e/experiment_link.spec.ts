@@ -122,13 +122,13 @@ test('a damaged link, a newer version and a missing model each say so, and the a
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await expect(page.getByTestId('analyse')).toBeEnabled();
 
+  await page.goto('about:blank'); // a full load, not a hash change the open app could rewrite
   await page.goto(link(experiment({ version: 99 })));
-  await page.reload();
   await expect(page.getByTestId('experiment-notice-why')).toContainText('newer Branchpoint (format version 99', { timeout: 120_000 });
   await expect(page.getByTestId('analyse')).toBeEnabled({ timeout: 120_000 });
 
+  await page.goto('about:blank'); // a full load, not a hash change the open app could rewrite
   await page.goto(link(experiment({ model: { kind: 'bundled', name: 'nope260K' } })));
-  await page.reload();
   await expect(page.getByTestId('experiment-notice-what')).toHaveText('The experiment\'s model could not be loaded', { timeout: 120_000 });
   await expect(page.getByTestId('experiment-notice-why')).toContainText('nope260K');
   await expect(page.getByTestId('prompt')).toHaveValue(PROMPT);
