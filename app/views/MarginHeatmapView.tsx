@@ -118,7 +118,7 @@ export function MarginHeatmapView() {
           (first tokens). {r.modelLabel} · “{r.prompt}”.
           {steered
             ? ' Orange bars mark the steered layers, dashed outlines the steered cells.'
-            : locked ? '' : ' Click a cell to steer that layer at that token.'}
+            : locked ? '' : <span className="click-hint"> Click a cell to steer that layer at that token.</span>}
         </p>
         <ResultStatus model={r.modelLabel} stale={stale} computedFor={r.prompt} testId="margin-status" />
         <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
