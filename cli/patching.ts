@@ -5,6 +5,7 @@
 import type { Engine } from '../workers/engine/engine';
 import { PATCH_HOOKS, patchingGrid, type PatchDirection, type PatchHook, type PatchMetric } from '../workers/engine/analysis/patching';
 import { patchJson } from '../workers/engine/analysis/report_json';
+import { checkRecoveryDenominator } from '../workers/engine/analysis/recovery_denominator';
 import type { Args } from './args';
 
 export const PATCHING_USAGE = `  branchpoint patch    --model DIR --clean TEXT --corrupt TEXT --good TEXT --bad TEXT
@@ -21,7 +22,10 @@ export function oneOf<T extends string>(a: Args, key: string, allowed: readonly 
   return v as T;
 }
 
-/** `branchpoint patch`: the patching grid as JSON. Progress goes to stderr with --progress true. */
+/**
+ * `branchpoint patch`: the patching grid as JSON. Progress goes to stderr with --progress true, and
+ * so does a warning when |Δ_clean − Δ_corrupt| is too small for r to mean anything (recovery_denominator.ts).
+ */
 export async function patchCommand(engine: Engine, a: Args, required: (key: string) => string): Promise<unknown> {
   const hook = oneOf<PatchHook>(a, 'hook', Object.keys(PATCH_HOOKS) as PatchHook[]);
   const showProgress = a.flags.get('progress') === 'true';
@@ -32,5 +36,7 @@ export async function patchCommand(engine: Engine, a: Args, required: (key: stri
     metric: oneOf<PatchMetric>(a, 'metric', ['final', 'sequence'], 'final'),
   }, showProgress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
   if (showProgress) process.stderr.write('\n');
+  const d = checkRecoveryDenominator(r.cleanMargin, r.corruptMargin);
+  if (d.message) process.stderr.write(`warning: ${d.message}\n`);
   return patchJson(r);
 }

@@ -26,6 +26,8 @@ describe('branchpoint patch', () => {
     expect(out.recovery.every((row: number[]) => row.length === 21)).toBe(true);
     expect(Math.abs(out.layer_recovery[0] - 1)).toBeLessThan(1e-5);
     expect(out.direction).toBe('denoise');
+    // the name swap barely moves the margin: the runner warns, naming the denominator, as the view does
+    expect(p.err).toContain(`warning: Δ_clean − Δ_corrupt = ${(out.clean_margin - out.corrupt_margin).toFixed(3)} nats, below the 0.5 nats`);
   });
 
   it('z gives [n_layers][n_heads]; prompts of different lengths and bad flags are refused with the reason', async () => {
