@@ -99,6 +99,13 @@ describe('resolveInterventions: vector files', () => {
     ]);
   });
 
+  it('a file of another hook or model without a warn callback resolves all the same', async () => {
+    const vec = Float32Array.from(v64);
+    const out = await resolveInterventions(e, [{ hook: HOOK, type: 'add', vector: 'o.json', alpha: 1 }], { nPrompt: 5 },
+      files({ 'o.json': { vector: vec, hook: 'blocks.0.hook_resid_post', model: 'another model' } }));
+    expect(out[0].op).toEqual({ kind: 'add', v: vec, alpha: 1 });
+  });
+
   it('a file path without a reader, a file that cannot be read, and a file of the wrong width fail with the spec label', async () => {
     const spec: InterventionSpec = { hook: HOOK, type: 'add', vector: 'happy.npy', alpha: 1 };
     await expect(resolveInterventions(e, [spec], { nPrompt: 5 }))

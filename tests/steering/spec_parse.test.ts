@@ -131,6 +131,7 @@ describe('parseSpec: structural rules and their messages', () => {
     fails({ hook: H, type: 'add', vector: v64, alpha: 1, positions: 'last' }, `iv: "positions" ${shape} (got "last")`);
     fails({ hook: H, type: 'add', vector: v64, alpha: 1, positions: { start: -1, end: 3 } }, `"positions" ${shape} (got {"start":-1,"end":3})`);
     fails({ hook: H, type: 'add', vector: v64, alpha: 1, positions: { start: 0 } }, `"positions" ${shape}`);
+    fails({ hook: H, type: 'add', vector: v64, alpha: 1, positions: { start: 1.5, end: 3 } }, `"positions" ${shape} (got {"start":1.5,"end":3})`);
     fails({ hook: H, type: 'add', vector: v64, alpha: 1, positions: { end: 2 } }, `"positions" ${shape}`);
     expect(parse({ hook: H, type: 'add', vector: v64, alpha: 1, positions: { start: 0, end: 1, extra: 1 } }).positions).toStrictEqual({ start: 0, end: 1 });
     expect(parse({ hook: H, type: 'add', vector: v64, alpha: 1, positions: [] }).positions).toEqual([]);

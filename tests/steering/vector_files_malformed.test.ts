@@ -124,6 +124,19 @@ describe('.npy by the format spec', () => {
     expect(() => readNpy(npy('', new Uint8Array(0), 1), 'e.npy')).toThrow('e.npy: malformed .npy header');
   });
 
+  it('shape (1, 1, d) is not one vector; "(3, )" is (3,); an 8-byte file is not .npy; odd data offsets in any buffer position', () => {
+    expect(() => readNpy(npy(dict('<f4', '(1, 1, 2)'), f4([1, 2])), 'c.npy')).toThrow('c.npy: shape (1, 1, 2) is not one vector');
+    expect(readNpy(npy(dict('<f4', '(3, )'), f4([1, 2, 3])))).toEqual(Float32Array.from([1, 2, 3]));
+    expect(() => readNpy(npy('', new Uint8Array(0), 1).subarray(0, 8), 'm.npy')).toThrow(/^m\.npy: not a \.npy file/);
+    const odd = npy(`{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}`, f4([1.5, 2.5]));
+    const d = odd.length - 8;
+    for (let off = 0; off < 4; off++) {
+      const buf = new Uint8Array(off + odd.length);
+      buf.set(odd, off);
+      expect(readNpy(buf.subarray(off)), `byteOffset ${off}, data at ${d}`).toEqual(Float32Array.from([1.5, 2.5]));
+    }
+  });
+
   it('readVectorFile names the file in every .npy message', () => {
     expect(() => readVectorFile('dir/x.npy', npy(dict('<i8', '(1,)'), f8([1])))).toThrow('dir/x.npy: dtype <i8 is not supported');
   });
