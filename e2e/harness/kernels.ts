@@ -1,6 +1,8 @@
 /**
- * Kernel harness: every Backend op on WebGpuBackend against CpuBackend (the oracle) on seeded
- * random inputs of awkward shapes (1, tile − 1, tile + 1, non-powers of two, n = 1 decode,
+ * Kernel harness: a differential test of every Backend op, WebGpuBackend against CpuBackend (a
+ * second, independent implementation whose ops Vitest checks against the golden references and
+ * closed forms; the WebGPU forward itself is checked against the golden references end to end in
+ * numerics.ts) on seeded random inputs of awkward shapes (1, tile − 1, tile + 1, non-powers of two, n = 1 decode,
  * past > 0, sliding windows, GQA), plus the backend's own behaviour (limits, pooling, batching,
  * device loss, dispose), and the splitting of weights over the binding limit (on a second backend
  * whose weight buffer limit is set small). The ops with a kernel per KernelTuning (linear,
@@ -16,7 +18,7 @@ import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
 import { linearQuant } from './kernels_quant';
 
-/** One op on one input: the WebGPU result's difference from the CPU reference. */
+/** One op on one input: the WebGPU result's difference from the CPU backend's. */
 export interface KernelCase {
   op: string;
   name: string;
