@@ -24,3 +24,16 @@ export async function analysed(page: Page): Promise<void> {
   await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
   await settled(page);
 }
+
+/**
+ * Builds the CAA vector of the bundled happy/sad set in the Vectors tab (the set's suggested prompt
+ * and futures, then Build) at `hook` (default: the hook the tab offers) and waits for it to finish.
+ */
+export async function buildCaa(page: Page, hook?: string): Promise<void> {
+  await page.getByTestId('tab-vectors').click();
+  await page.getByTestId('use-suggested').click();
+  await page.getByTestId('vector-method').selectOption('caa');
+  if (hook) await page.getByTestId('vector-hook').selectOption(hook);
+  await page.getByTestId('build-vector').click();
+  await settled(page);
+}

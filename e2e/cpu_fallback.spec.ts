@@ -6,7 +6,7 @@ const PROMPT = 'Once upon a time';
 // The same Chromium without --enable-unsafe-webgpu: requestAdapter() finds no adapter.
 test.use({ launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox'] } });
 
-test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU reference shows the golden margins', async ({ page }) => {
+test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU backend shows the golden margins', async ({ page }) => {
   const golden = referencePrompt(PROMPT);
   const lens = new Lens(golden);
   const good = (await firstTokenAfter(PROMPT, ',')).id;

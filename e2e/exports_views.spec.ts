@@ -1,6 +1,6 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as path from 'node:path';
-import { open, analysed, settled } from './app_page';
+import { open, analysed, settled, buildCaa } from './app_page';
 import { SHARED, parseShown } from './golden';
 import { expectClose, readNpy, save, savedCsv, savedFigure } from './export_files';
 
@@ -54,12 +54,7 @@ test('one-prompt views (norms, activations, dose–response, window, patching, r
   expectClose(acsv.rows.flatMap((row) => nums(row.slice(1))), Array.from(npy.data), 1e-6, 'activations CSV vs .npy');
 
   // A CAA vector at HOOK (the happy/sad set), placed as an intervention for the window.
-  await page.getByTestId('tab-vectors').click();
-  await page.getByTestId('use-suggested').click();
-  await page.getByTestId('vector-method').selectOption('caa');
-  await page.getByTestId('vector-hook').selectOption(HOOK);
-  await page.getByTestId('build-vector').click();
-  await settled(page);
+  await buildCaa(page, HOOK);
   await expect(page.getByTestId('library-row-0')).toBeVisible();
 
   // Dose–response: both charts (margin and KL) are in the file, each point carrying the CSV's value.

@@ -1,6 +1,6 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
-import { settled } from './app_page';
+import { settled, buildCaa } from './app_page';
 
 /**
  * Layout on small laptop screens, on the production build with stories260K: with every view
@@ -38,11 +38,7 @@ test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dos
   expect(served.headers()['content-type']).toContain('image/svg+xml');
 
   // A CAA vector in the library (its long name is what the sweep's Vector menu shows).
-  await page.getByTestId('tab-vectors').click();
-  await page.getByTestId('use-suggested').click();
-  await page.getByTestId('vector-method').selectOption('caa');
-  await page.getByTestId('build-vector').click();
-  await settled(page);
+  await buildCaa(page);
 
   // A steered analysis (row marks beside the heatmap) and one head's pattern.
   await page.getByTestId('tab-margins').click();

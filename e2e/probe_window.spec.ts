@@ -2,7 +2,7 @@ import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { STORIES } from './golden';
-import { open, settled } from './app_page';
+import { open, settled, buildCaa } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -76,12 +76,7 @@ test('intervention window of the happy − sad vector: outcome per start step an
   await open(page);
   await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
   // The CAA vector, built in the Vectors tab with the set's suggested prompt and futures.
-  await page.getByTestId('tab-vectors').click();
-  await page.getByTestId('use-suggested').click();
-  await page.getByTestId('vector-method').selectOption('caa');
-  await page.getByTestId('vector-hook').selectOption(HOOK);
-  await page.getByTestId('build-vector').click();
-  await settled(page);
+  await buildCaa(page, HOOK);
   // One intervention: add α = 6 of it at blocks.3.hook_resid_post, every position.
   await page.getByTestId('add-intervention').click();
   await page.getByTestId('editor-hook').selectOption(HOOK);

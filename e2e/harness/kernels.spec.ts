@@ -1,7 +1,7 @@
 import { test, expect } from '@playwright/test';
 import type { KernelReport } from './kernels';
 
-test('every WGSL kernel (both tunings) matches the CPU reference within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
+test('every WGSL kernel (both tunings) matches the CPU backend (golden-checked in Vitest) within 1e-4 on awkward shapes, on a real WebGPU adapter', async ({ page }) => {
   test.setTimeout(600_000);
   page.on('console', (m) => { if ((m.type() === 'error' || m.type() === 'warning') && !/status of 404/.test(m.text())) console.log(`[page ${m.type()}] ${m.text()}`); });
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));

@@ -584,7 +584,7 @@ async function rowOps(h: Harness): Promise<void> {
 
 /**
  * Scale before squaring (issue #8): doses whose h + αv overflows float32 (α = 1e39 is above the
- * float32 maximum) and activations whose squares overflow (|h| ~ 1e20) give the CPU reference's
+ * float32 maximum) and activations whose squares overflow (|h| ~ 1e20) give the CPU backend's
  * result — add_norm_preserving keeps ‖h‖ (it used to return 0 on WebGPU), rotate and project_out
  * stay finite — on both kernel shapes (W = 37 and 300, wider than a 'gpu' workgroup).
  */
