@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { experimentLink, openExperimentFile, saveExperimentFile } from '../actions/experiment';
 
@@ -7,12 +7,21 @@ import { experimentLink, openExperimentFile, saveExperimentFile } from '../actio
  * small enough — otherwise the note says which are left out), save it as a file, open a file. Shows
  * the notice of the last restore (a damaged link, a newer version, a model that cannot be loaded).
  */
+/** How long the "Link copied" status stays (ms). */
+const COPIED_STATUS_MS = 8000;
+
 export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
   const notice = useStore((s) => s.experimentNotice);
   const setNotice = useStore((s) => s.setExperimentNotice);
   const ready = useStore((s) => s.modelStatus === 'ready');
   const [copied, setCopied] = useState<string | null>(null);
   const input = useRef<HTMLInputElement | null>(null);
+  // The status describes the link copied then: it goes away after a while (a later edit makes a new link)
+  useEffect(() => {
+    if (!copied) return;
+    const t = setTimeout(() => setCopied(null), COPIED_STATUS_MS);
+    return () => clearTimeout(t);
+  }, [copied]);
   const copy = async () => {
     const { url, missing } = experimentLink();
     try {

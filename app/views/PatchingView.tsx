@@ -218,7 +218,7 @@ export function PatchingView() {
               cell={(l, c) => fixed(values[l * C + c], 4)} cellTestId={(l, c) => `patching-cell-${l}-${c}`} testId="patching-table" />
           )}
         </>
-      ) : <p className="placeholder">Type a corrupted prompt (the clean prompt with the decisive words changed, same token length) and run patching to see which layers and positions carry the decision.</p>}
+      ) : <p className="placeholder">Run patching to see which layers and positions carry the decision: the corrupted prompt is the clean one with the decisive words changed (same token length).</p>}
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { pickVector } from '../../app/lib/pick_vector';
-import { placeAtLensCell } from '../../app/actions/steering';
+import { addDefaultIntervention, placeAtLensCell } from '../../app/actions/steering';
 import { useStore } from '../../app/store';
 import type { LibraryEntry } from '../../app/store/vectors';
 
@@ -38,5 +38,16 @@ describe('a margin-heatmap cell click (actions/steering.ts placeAtLensCell)', ()
     expect(p.placed).toBe(true);
     const [d] = useStore.getState().interventions;
     expect(d).toMatchObject({ hook: 'blocks.3.hook_resid_post', type: 'add', positions: [7], vectorId: 'here' });
+  });
+});
+
+describe('+ Add (actions/steering.ts addDefaultIntervention)', () => {
+  beforeEach(() => useStore.setState({ vectors: [], interventions: [], selectedIntervention: null }));
+
+  it('starts at the default hook with the vector built there, not an empty vector', () => {
+    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    useStore.setState({ info, vectors: [vec('caa', 'blocks.3.hook_resid_post'), vec('other', 'blocks.1.hook_resid_post')] });
+    addDefaultIntervention();
+    expect(useStore.getState().interventions[0]).toMatchObject({ hook: 'blocks.3.hook_resid_post', positions: 'all', vectorId: 'caa' });
   });
 });
