@@ -81,7 +81,7 @@ test('intervention window of the happy − sad vector: outcome per start step an
   await page.getByTestId('add-intervention').click();
   await page.getByTestId('editor-hook').selectOption(HOOK);
   await page.getByTestId('editor-type').selectOption('add');
-  await page.getByTestId('editor-dose').fill(String(ALPHA));
+  await page.getByLabel('Dose α', { exact: true }).fill(String(ALPHA)); // the field is found by its visible label (a screen reader's name)
   await expect(page.getByTestId('editor-vector')).toContainText('CAA');
   await page.getByTestId('tab-window').click();
   await page.getByTestId('window-n').fill(String(N));

@@ -151,10 +151,10 @@ export function InterventionEditor() {
         </select>
       </label>
       {(d.type === 'add' || d.type === 'add_norm_preserving') && (
-        <label>Dose α <NumberInput label="alpha" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
+        <label>Dose α <NumberInput label="Dose α" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
       )}
       {d.type === 'sae_clamp' && (
-        <label>Value c <NumberInput label="value" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
+        <label>Value c <NumberInput label="Value c" testId="editor-dose" value={d.dose} onChange={(v) => v !== null && set({ dose: v })} /></label>
       )}
       {d.saeFeature && (
         <p className="hint" data-testid="editor-sae-feature">SAE feature {d.saeFeature.feature} ({saes.find((x) => x.id === d.saeFeature!.sae)?.label ?? 'SAE no longer loaded'}){d.type === 'sae_clamp' ? ': clamped to c, the SAE\'s error term kept' : ': its decoder row W_dec[f], scaled to unit norm, is the vector'}</p>
