@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatOf, readNpy, readNpyArray, readVectorFile, writeVectorFile } from '../../workers/engine/steering/vector_io';
 import type { SteeringVector } from '../../workers/engine/steering/vectors';
+import { npy } from '../corpus/inputs';
 
 /**
  * Steering-vector files beyond vector_io.test.ts: .npy versions 2 and 3, byte orders, alignment and
@@ -11,19 +12,6 @@ import type { SteeringVector } from '../../workers/engine/steering/vectors';
  */
 const enc = (s: string) => new TextEncoder().encode(s);
 
-/** A .npy file of the given format version: magic, version, header length (u16 for v1, u32 for v2/3), header, data. */
-function npy(header: string, data: Uint8Array, version = 1): Uint8Array {
-  const h = enc(header);
-  const pre = version === 1 ? 10 : 12;
-  const out = new Uint8Array(pre + h.length + data.length);
-  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, version, 0]);
-  const dv = new DataView(out.buffer);
-  if (version === 1) dv.setUint16(8, h.length, true);
-  else dv.setUint32(8, h.length, true);
-  out.set(h, pre);
-  out.set(data, pre + h.length);
-  return out;
-}
 const dict = (descr: string, shape: string, fortran = 'False') => `{'descr': '${descr}', 'fortran_order': ${fortran}, 'shape': ${shape}, }\n`;
 function f4(values: number[], little = true): Uint8Array {
   const b = new Uint8Array(4 * values.length), dv = new DataView(b.buffer);
