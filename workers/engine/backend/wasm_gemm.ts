@@ -102,6 +102,16 @@ export class WasmGemm {
     if (list) list.push(r.offset); else this.free.set(size, [r.offset]);
   }
 
+  /** Copies x to scratch byte offset sx and fills y [n, m] at sy with the bias rows (or zeros): the GEMM accumulates into y. */
+  private stage(x: () => Float32Array, bias: (() => Float32Array) | undefined, sx: number, sy: number, n: number, m: number): Float32Array {
+    const f = this.view();
+    f.set(x(), sx / 4);
+    const y = f.subarray(sy / 4, sy / 4 + n * m);
+    if (bias) { const b = bias(); for (let r = 0; r < n; r++) y.set(b, r * m); }
+    else y.fill(0);
+    return y;
+  }
+
   /**
    * y [n, m] = x [n, k] · wᵀ + bias, w [m, k] resident (nn.Linear layout). x and bias are taken
    * through getters after the scratch space is reserved (growing the memory detaches resident views).
@@ -110,11 +120,7 @@ export class WasmGemm {
   linear(x: () => Float32Array, w: Resident, bias: (() => Float32Array) | undefined, n: number, k: number, m: number): Float32Array | null {
     const sx = this.top, sy = sx + align(n * k * 4);
     if (!this.reserve(sy + n * m * 4)) return null;
-    const f = this.view();
-    f.set(x(), sx / 4);
-    const y = f.subarray(sy / 4, sy / 4 + n * m);
-    if (bias) { const b = bias(); for (let r = 0; r < n; r++) y.set(b, r * m); }
-    else y.fill(0);
+    const y = this.stage(x, bias, sx, sy, n, m);
     this.gemm(sx, k, w.offset, k, sy, m, n, k, m);
     return y.slice();
   }
@@ -128,11 +134,8 @@ export class WasmGemm {
   linearRows(x: () => Float32Array, fill: (dst: Float32Array, row0: number, rows: number) => void, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, slab: number): Float32Array | null {
     const sx = this.top, sy = sx + align(n * k * 4), sw = sy + align(n * m * 4);
     if (!this.reserve(sw + slab * k * 4)) return null;
+    const y = this.stage(x, bias, sx, sy, n, m);
     const f = this.view();
-    f.set(x(), sx / 4);
-    const y = f.subarray(sy / 4, sy / 4 + n * m);
-    if (bias) { const b = bias(); for (let r = 0; r < n; r++) y.set(b, r * m); }
-    else y.fill(0);
     for (let r0 = 0; r0 < m; r0 += slab) {
       const rows = Math.min(slab, m - r0);
       fill(f.subarray(sw / 4, sw / 4 + rows * k), r0, rows);
