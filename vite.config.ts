@@ -93,11 +93,21 @@ const offline = VitePWA({
   },
 });
 
+/**
+ * Cross-origin isolation (COOP same-origin + COEP require-corp) for the dev and preview servers: it
+ * gives the page SharedArrayBuffer, so the CPU backend multiplies on several threads
+ * (workers/engine/backend/gemm_threads.ts). Everything the app loads is same-origin or fetched
+ * with CORS (the Hub and mirrors), which require-corp allows. A static host without these headers
+ * serves a page that is not isolated: the CPU backend then runs on one thread.
+ */
+export const ISOLATION_HEADERS = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
 export default defineConfig({
   plugins: [react(), bundledModels(PUBLIC), goldenData(), contentSecurityPolicy(), withoutOnnxWasm(), offline],
   base: './',
   worker: { format: 'es' },
   build: { target: 'es2022', sourcemap: true },
   // /@fs/ reads only inside this repository (never its parent folder: other checkouts, ../shared, home)
-  server: { fs: { allow: [import.meta.dirname] } },
+  server: { fs: { allow: [import.meta.dirname] }, headers: ISOLATION_HEADERS },
+  preview: { headers: ISOLATION_HEADERS },
 });

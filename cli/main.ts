@@ -1,6 +1,5 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import type { DownloadProgress } from '../workers/engine/io/download';
 import { assertFits, formatBytes } from '../workers/engine/io/estimate';
@@ -18,6 +17,7 @@ import { REPORT_USAGE, reportCommand } from './report';
 import { applyExperimentFlags, EXPERIMENT_USAGE } from './experiment';
 import { SAE_USAGE, saeCommand, saeLoader } from './sae';
 import { storageLine, weightsFlag, WEIGHTS_USAGE } from './weights';
+import { cpuBackendFromArgs, THREADS_USAGE } from './threads';
 
 const USAGE = `branchpoint — logit-lens margins, attention sinks and generation from the command line
 
@@ -36,6 +36,7 @@ ${PATCHING_USAGE}
 ${REPORT_USAGE}
 ${SAE_USAGE}
 ${WEIGHTS_USAGE}
+${THREADS_USAGE}
 
 Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
@@ -106,7 +107,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     applyExperimentFlags(a);
     const weightDtype = weightsFlag(a);
-    const engine = await Engine.load(await openModel(a), new CpuBackend(), undefined, { weightDtype });
+    const engine = await Engine.load(await openModel(a), await cpuBackendFromArgs(a), undefined, { weightDtype });
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
     const need = (key: string) => required(a, key);
     const loadSae = saeLoader(engine, a);

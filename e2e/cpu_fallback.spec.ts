@@ -18,6 +18,9 @@ test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU 
   await expect(badge).toHaveAttribute('data-kind', 'cpu');
   await expect(badge).toContainText(/CPU fallback \(.+\)/);
   console.log(`badge: ${await badge.textContent()}`);
+  // the preview server sends COOP/COEP (vite.config.ts): the page is isolated, so the CPU backend multiplies on several threads
+  expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
+  if (await page.evaluate(() => navigator.hardwareConcurrency) > 1) await expect(badge).toContainText(/; \d+ threads\)/);
 
   await page.getByTestId('prompt').fill(PROMPT);
   await page.getByTestId('good-future').fill(',');

@@ -161,7 +161,7 @@ const api: InferenceApi = {
     engine = null;
     lastAnalysed = null;
     explorer = null;
-    const be = await selectBackend(backend);
+    const be = await selectBackend(backend, { threads: options.threads });
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });

@@ -108,6 +108,11 @@ export interface LoadOptions {
    * pre-download estimate sizes the KV cache for it.
    */
   contextLength?: number;
+  /**
+   * CPU backend: threads for the matrix products (default: the logical cores, at most 8, where the
+   * page is cross-origin isolated; else 1). Results are bit-identical for any count.
+   */
+  threads?: number;
 }
 
 /** What the worker holds now; poll it after an error, or use onDeviceLost. */

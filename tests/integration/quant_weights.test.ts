@@ -5,6 +5,7 @@ import type { QuantFormat } from '../../workers/engine/backend/quant';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { runCaptured } from '../model_run';
+import { RunContext } from '../../workers/engine/model/run_context';
 import { F32_TOL, maxDiff, realModel } from '../reference_math';
 import { readReference, sharedPath } from '../shared';
 
@@ -86,6 +87,35 @@ describe.each(CASES)('$label with block-quantised linear weights', (c) => {
       if (diff > worst) { worst = diff; worstTol = tol; }
     }
     (measured[c.label] ??= {})[format] = `${worst.toExponential(2)} (tol ${worstTol.toExponential(2)})`;
+    model.dispose();
+    b.dispose();
+  });
+});
+
+/**
+ * Decode through the KV cache, one token per forward (the fused quantised GEMV of the CPU backend's
+ * WASM path, on 1 and 2 threads): each step's logits against the reference row of the same position,
+ * within the same tolerance as the whole-sequence forward.
+ */
+describe.each([fixtureCase('llama'), fixtureCase('qwen3'), realCase('stories260K')])('$label decoding token by token with block-quantised weights', (c) => {
+  const weights = readReference(`${c.dir}/model.safetensors`);
+  it.each(FORMATS.flatMap((f) => [1, 2].map((threads): [QuantFormat, number] => [f, threads])))('%s, %i thread(s): every step within F32_TOL + K·sqrt(Σρ²)·max|z| of the reference row', async (format, threads) => {
+    const b = new CpuBackend(undefined, { threads, parallelMacs: 0 });
+    await b.whenStarted();
+    const { model } = await loadTransformer(new NodeFiles(c.dir), b, undefined, { weightDtype: format });
+    const rho = quantNoise(weights, STEP[format]);
+    const s = c.sequences[0];
+    const V = s.logits.length / s.ids.length;
+    const tol = F32_TOL + K * rho * s.logits.reduce((mx, x) => Math.max(mx, Math.abs(x)), 0);
+    for (let pos = 0; pos < s.ids.length; pos++) {
+      const ctx = new RunContext(b, { pos0: pos, n: 1, nPrompt: 1, step: pos });
+      const t = model.forward(Int32Array.of(s.ids[pos]), ctx, 'last')!;
+      const row = await b.read(t);
+      b.release(t);
+      ctx.release();
+      expect(maxDiff(row, s.logits.subarray(pos * V, (pos + 1) * V)), `position ${pos}`).toBeLessThan(tol);
+    }
+    if (threads > 1) expect(b.helperParts).toBeGreaterThan(0);
     model.dispose();
     b.dispose();
   });

@@ -9,6 +9,16 @@
  * the bias). Row blocks of 4 x rows × 2 w rows keep 8 f32x4 accumulators (plus 6 loaded vectors)
  * within the 16 SIMD registers of x86-64 and AArch64's 32; single x rows (decode's GEMV and the
  * rows left over) use 1 × 4 blocks. k is walked 4 floats at a time, the k mod 4 tail in scalar f32.
+ *
+ *   q8gemm(x, ldx, q, s, bpr, y, ldy, n, m) / q4gemm(…): the same product with w block-quantised
+ * (backend/quant.ts, ggml Q8_0 / Q4_0): q points at row 0's quants (bpr blocks per row, 32 / 16 bytes
+ * each), s at row 0's binary16 scales (2 bytes per block), k = 32·bpr. The quants are widened in
+ * registers (i8 → i16 → i32 → f32) and multiplied by the block's scale, which is exact (an 11-bit
+ * significand times an integer of at most 8 bits), so every output is bit-identical to the f32
+ * kernel on the dequantised matrix: same lanes, same order, same reduction.
+ *
+ * Every output element's arithmetic is the same whichever block shape computes it, so splitting the
+ * w rows between threads (backend/gemm_threads.ts) leaves the result bit-identical.
  */
 
 /** One micro-kernel: an MR × NR block of dot products over k, added into y. */
@@ -53,18 +63,124 @@ function microKernel(MR: number, NR: number): string {
   return lines.join('\n');
 }
 
-/** A call of micro-kernel `kernel` on the block at x row $r and w row `$o` (a local's name). */
-function callBlock(kernel: string, o: string): string {
-  return `(call $${kernel}
-        (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)
-        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $${o}) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
-        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $${o})) (i32.const 2))) (local.get $ldy)
-        (local.get $k))`;
+/** Binary16 bits (an i32 expression) → f32, exact for every pattern (normals and subnormals by a 2¹¹² rescale; ±Inf and NaN kept). */
+function f16ToF32(h: string): string {
+  const em = `(i32.and ${h} (i32.const 0x7fff))`;
+  return `(f32.copysign
+      (select
+        (f32.reinterpret_i32 (i32.or (i32.shl ${em} (i32.const 13)) (i32.const 0x7f800000)))
+        (f32.mul (f32.reinterpret_i32 (i32.shl ${em} (i32.const 13))) (f32.const 0x1p112))
+        (i32.ge_u ${em} (i32.const 0x7c00)))
+      (f32.reinterpret_i32 (i32.shl ${h} (i32.const 16))))`;
 }
 
-/** The driver: 4×2 blocks over rows divisible by 4, then 4×1 for an odd last w row; 1×4 and 1×1 for the remaining x rows. */
-const DRIVER = `
-(func (export "gemm") (param $x i32) (param $ldx i32) (param $w i32) (param $ldw i32) (param $y i32) (param $ldy i32) (param $n i32) (param $k i32) (param $m i32)
+/** Quants per block and bytes of one block's quants. */
+const QK = 32;
+const QBYTES = { q8: 32, q4: 16 } as const;
+type QFormat = keyof typeof QBYTES;
+
+/**
+ * One micro-kernel on a block-quantised w: an MR × NR block of dot products over k = 32·bpr, one
+ * quant block (32 values, one scale) per step. Accumulates exactly as microKernel does on the
+ * dequantised rows (lane l of acc holds the terms i ≡ l mod 4, in order of i).
+ */
+function quantKernel(fmt: QFormat, MR: number, NR: number): string {
+  const R = [...Array(MR).keys()], C = [...Array(NR).keys()];
+  const acc = (i: number, j: number) => `$a${i}_${j}`;
+  const QB = QBYTES[fmt];
+  const lines: string[] = [];
+  lines.push(`(func $${fmt}k${MR}x${NR} (param $x i32) (param $ldx i32) (param $q i32) (param $s i32) (param $bpr i32) (param $y i32) (param $ldy i32)`);
+  for (const i of R) for (const j of C) lines.push(`  (local ${acc(i, j)} v128)`);
+  for (const i of R) lines.push(`  (local $x${i} i32)`);
+  for (const j of C) lines.push(`  (local $q${j} i32) (local $s${j} i32) (local $d${j} v128) (local $lo${j} v128) (local $hi${j} v128) (local $h${j} v128) (local $w${j} v128)`);
+  lines.push('  (local $xv v128) (local $b i32) (local $p i32)');
+  for (const i of R) lines.push(`  (local.set $x${i} (i32.add (local.get $x) (i32.mul (i32.const ${i * 4}) (local.get $ldx))))`);
+  for (const j of C) {
+    lines.push(`  (local.set $q${j} (i32.add (local.get $q) (i32.mul (i32.const ${j * QB}) (local.get $bpr))))`);
+    lines.push(`  (local.set $s${j} (i32.add (local.get $s) (i32.mul (i32.const ${j * 2}) (local.get $bpr))))`);
+  }
+  lines.push('  (block $done (loop $blocks');
+  lines.push('    (br_if $done (i32.ge_u (local.get $b) (local.get $bpr)))');
+  for (const j of C) {
+    lines.push(`    (local.set $d${j} (f32x4.splat ${f16ToF32(`(i32.load16_u (local.get $s${j}))`)}))`);
+    if (fmt === 'q4') {
+      // byte t holds q_t (low nibble) and q_{t+16} (high nibble), each stored + 8
+      lines.push(`    (local.set $h${j} (v128.load (local.get $q${j})))`);
+      lines.push(`    (local.set $lo${j} (i8x16.sub (v128.and (local.get $h${j}) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)) (v128.const i8x16 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8)))`);
+      lines.push(`    (local.set $hi${j} (i8x16.sub (i8x16.shr_u (local.get $h${j}) (i32.const 4)) (v128.const i8x16 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8)))`);
+    } else {
+      lines.push(`    (local.set $lo${j} (v128.load (local.get $q${j})))`);
+      lines.push(`    (local.set $hi${j} (v128.load offset=16 (local.get $q${j})))`);
+    }
+  }
+  // 32 values = two halves of 16 int8 (lo, hi), each four f32x4 of consecutive values
+  for (const half of ['lo', 'hi']) {
+    for (const part of ['low', 'high']) {
+      for (const j of C) lines.push(`    (local.set $h${j} (i16x8.extend_${part}_i8x16_s (local.get $${half}${j})))`);
+      for (const quarter of ['low', 'high']) {
+        const c = (half === 'lo' ? 0 : 4) + (part === 'low' ? 0 : 2) + (quarter === 'low' ? 0 : 1);
+        for (const j of C) lines.push(`    (local.set $w${j} (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_${quarter}_i16x8_s (local.get $h${j}))) (local.get $d${j})))`);
+        for (const i of R) {
+          lines.push(`    (local.set $xv (v128.load offset=${c * 16} (i32.add (local.get $x${i}) (local.get $p))))`);
+          for (const j of C) lines.push(`    (local.set ${acc(i, j)} (f32x4.add (local.get ${acc(i, j)}) (f32x4.mul (local.get $xv) (local.get $w${j}))))`);
+        }
+      }
+    }
+  }
+  for (const j of C) {
+    lines.push(`    (local.set $q${j} (i32.add (local.get $q${j}) (i32.const ${QB})))`);
+    lines.push(`    (local.set $s${j} (i32.add (local.get $s${j}) (i32.const 2)))`);
+  }
+  lines.push(`    (local.set $p (i32.add (local.get $p) (i32.const ${QK * 4})))`);
+  lines.push('    (local.set $b (i32.add (local.get $b) (i32.const 1)))');
+  lines.push('    (br $blocks)))');
+  // y[i, j] += lane sum + 0 (the f32 kernel's empty k mod 4 tail: same rounding, same signed zeros)
+  for (const i of R) for (const j of C) {
+    const a = acc(i, j);
+    const addr = `(i32.add (local.get $y) (i32.shl (i32.add (i32.mul (i32.const ${i}) (local.get $ldy)) (i32.const ${j})) (i32.const 2)))`;
+    lines.push(`  (f32.store ${addr} (f32.add (f32.load ${addr}) (f32.add (f32.add (f32.add (f32x4.extract_lane 0 (local.get ${a})) (f32x4.extract_lane 1 (local.get ${a}))) (f32.add (f32x4.extract_lane 2 (local.get ${a})) (f32x4.extract_lane 3 (local.get ${a})))) (f32.const 0))))`);
+  }
+  lines.push(')');
+  return lines.join('\n');
+}
+
+/** How a driver calls its micro-kernels: the export's name and parameters, and the call of one block. */
+interface KernelSet {
+  name: string;
+  params: string;
+  /** The call of micro-kernel `MRxNR` on the block at x row $r and w row `o` (a local's name). */
+  call: (kernel: string, o: string) => string;
+}
+
+/** x row $r's address, and y[$r, o]'s. */
+const X_ROW = '(i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)';
+const Y_AT = (o: string) => `(i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $${o})) (i32.const 2))) (local.get $ldy)`;
+
+const F32_SET: KernelSet = {
+  name: 'gemm',
+  params: '(param $x i32) (param $ldx i32) (param $w i32) (param $ldw i32) (param $y i32) (param $ldy i32) (param $n i32) (param $k i32) (param $m i32)',
+  call: (kernel, o) => `(call $k${kernel}
+        ${X_ROW}
+        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $${o}) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
+        ${Y_AT(o)}
+        (local.get $k))`,
+};
+
+const quantSet = (fmt: QFormat): KernelSet => ({
+  name: `${fmt}gemm`,
+  params: '(param $x i32) (param $ldx i32) (param $q i32) (param $s i32) (param $bpr i32) (param $y i32) (param $ldy i32) (param $n i32) (param $m i32)',
+  call: (kernel, o) => `(call $${fmt}k${kernel}
+        ${X_ROW}
+        (i32.add (local.get $q) (i32.mul (local.get $${o}) (i32.mul (local.get $bpr) (i32.const ${QBYTES[fmt]}))))
+        (i32.add (local.get $s) (i32.mul (local.get $${o}) (i32.shl (local.get $bpr) (i32.const 1))))
+        (local.get $bpr)
+        ${Y_AT(o)})`,
+});
+
+/** A driver: 4×2 blocks over rows divisible by 4, then 4×1 for an odd last w row; 1×4 and 1×1 for the remaining x rows. */
+function driver({ name, params, call }: KernelSet): string {
+  return `
+(func $${name} (export "${name}") ${params}
   (local $r i32) (local $o i32) (local $n4 i32) (local $m2 i32) (local $m4 i32)
   (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
   (local.set $m2 (i32.and (local.get $m) (i32.const -2)))
@@ -76,7 +192,7 @@ const DRIVER = `
     (local.set $r (i32.const 0))
     (block $rd (loop $rl
       (br_if $rd (i32.ge_u (local.get $r) (local.get $n4)))
-      ${callBlock('k4x2', 'o')}
+      ${call('4x2', 'o')}
       (local.set $r (i32.add (local.get $r) (i32.const 4)))
       (br $rl)))
     (local.set $o (i32.add (local.get $o) (i32.const 2)))
@@ -86,7 +202,7 @@ const DRIVER = `
       (local.set $r (i32.const 0))
       (block $rd2 (loop $rl2
         (br_if $rd2 (i32.ge_u (local.get $r) (local.get $n4)))
-        ${callBlock('k4x1', 'm2')}
+        ${call('4x1', 'm2')}
         (local.set $r (i32.add (local.get $r) (i32.const 4)))
         (br $rl2)))))
   ;; the remaining x rows (all of them for a GEMV): 1 × 4 blocks, then 1 × 1
@@ -96,28 +212,73 @@ const DRIVER = `
     (local.set $o (i32.const 0))
     (block $od3 (loop $ol3
       (br_if $od3 (i32.ge_u (local.get $o) (local.get $m4)))
-      ${callBlock('k1x4', 'o')}
+      ${call('1x4', 'o')}
       (local.set $o (i32.add (local.get $o) (i32.const 4)))
       (br $ol3)))
     (block $od4 (loop $ol4
       (br_if $od4 (i32.ge_u (local.get $o) (local.get $m)))
-      ${callBlock('k1x1', 'o')}
+      ${call('1x1', 'o')}
       (local.set $o (i32.add (local.get $o) (i32.const 1)))
       (br $ol4)))
     (local.set $r (i32.add (local.get $r) (i32.const 1)))
     (br $rl3)))
 )`;
+}
 
-/** The whole module: memory imported from JS (env.memory) so the host can grow it and view it. */
-export function gemmWat(): string {
+const SHAPES: [number, number][] = [[4, 2], [4, 1], [1, 4], [1, 1]];
+
+/**
+ * Byte offsets in the control block of the threaded arena (backend/gemm_threads.ts), i32 each: the
+ * job's kind (0 f32, 1 Q8_0, 2 Q4_0) and its 9 arguments (f32: x, ldx, w, ldw, y, ldy, n, k, m;
+ * quantised: x, ldx, q, s, y, ldy, n, bpr, m), then per thread t its w-row range [o0, o1).
+ */
+export const CTL = { kind: 8, args: 12, ranges: 64 } as const;
+
+/**
+ * part(ctl, t): thread t's share of the job in the control block at byte offset ctl: w rows
+ * [o0, o1) of it (y columns o0 .. o1−1), computed by the same driver as the whole product.
+ */
+const PART = `
+(func (export "part") (param $c i32) (param $t i32)
+  (local $o0 i32) (local $m i32) (local $kind i32)
+  (local.set $o0 (i32.load (i32.add (local.get $c) (i32.add (i32.const ${CTL.ranges}) (i32.shl (local.get $t) (i32.const 3))))))
+  (local.set $m (i32.sub (i32.load (i32.add (local.get $c) (i32.add (i32.const ${CTL.ranges + 4}) (i32.shl (local.get $t) (i32.const 3))))) (local.get $o0)))
+  (if (i32.le_s (local.get $m) (i32.const 0)) (then (return)))
+  (local.set $kind (i32.load offset=${CTL.kind} (local.get $c)))
+  (if (i32.eqz (local.get $kind))
+    (then (call $gemm
+      (i32.load offset=${CTL.args} (local.get $c)) (i32.load offset=${CTL.args + 4} (local.get $c))
+      (i32.add (i32.load offset=${CTL.args + 8} (local.get $c)) (i32.shl (i32.mul (local.get $o0) (i32.load offset=${CTL.args + 12} (local.get $c))) (i32.const 2)))
+      (i32.load offset=${CTL.args + 12} (local.get $c))
+      (i32.add (i32.load offset=${CTL.args + 16} (local.get $c)) (i32.shl (local.get $o0) (i32.const 2)))
+      (i32.load offset=${CTL.args + 20} (local.get $c)) (i32.load offset=${CTL.args + 24} (local.get $c))
+      (i32.load offset=${CTL.args + 28} (local.get $c)) (local.get $m))
+      (return)))
+  ${(['q8', 'q4'] as QFormat[]).map((f, i) => `(if (i32.eq (local.get $kind) (i32.const ${i + 1}))
+    (then (call $${f}gemm
+      (i32.load offset=${CTL.args} (local.get $c)) (i32.load offset=${CTL.args + 4} (local.get $c))
+      (i32.add (i32.load offset=${CTL.args + 8} (local.get $c)) (i32.mul (local.get $o0) (i32.mul (i32.load offset=${CTL.args + 28} (local.get $c)) (i32.const ${QBYTES[f]}))))
+      (i32.add (i32.load offset=${CTL.args + 12} (local.get $c)) (i32.mul (local.get $o0) (i32.shl (i32.load offset=${CTL.args + 28} (local.get $c)) (i32.const 1))))
+      (i32.load offset=${CTL.args + 28} (local.get $c))
+      (i32.add (i32.load offset=${CTL.args + 16} (local.get $c)) (i32.shl (local.get $o0) (i32.const 2)))
+      (i32.load offset=${CTL.args + 20} (local.get $c)) (i32.load offset=${CTL.args + 24} (local.get $c))
+      (local.get $m))))`).join('\n  ')}
+)`;
+
+/**
+ * The whole module: memory imported from JS (env.memory) so the host can grow it and view it;
+ * `shared` declares it shared (threads feature; maximum 4 GiB) for the multi-threaded arena.
+ */
+export function gemmWat(shared = false): string {
   return [
     '(module',
-    '(import "env" "memory" (memory 1))',
-    microKernel(4, 2),
-    microKernel(4, 1),
-    microKernel(1, 4),
-    microKernel(1, 1),
-    DRIVER,
+    shared ? '(import "env" "memory" (memory 1 65536 shared))' : '(import "env" "memory" (memory 1))',
+    ...SHAPES.map(([mr, nr]) => microKernel(mr, nr)),
+    ...(['q8', 'q4'] as QFormat[]).flatMap((f) => SHAPES.map(([mr, nr]) => quantKernel(f, mr, nr))),
+    driver(F32_SET),
+    driver(quantSet('q8')),
+    driver(quantSet('q4')),
+    PART,
     ')',
   ].join('\n');
 }

@@ -9,7 +9,7 @@ import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
 import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
-import { dequantise, dequantiseRows, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
+import { dequantise, dequantiseRows, formatLabel, QK, quantBytes, type QuantFormat, type QuantizedMatrix } from './quant';
 import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
 
 class CpuTensor implements Tensor {
@@ -49,26 +49,57 @@ class CpuTensor implements Tensor {
 }
 
 /**
- * A block-quantised weight (backend/quant.ts) kept in its packed words on the JS heap: only linear()
- * accepts it (as its weight), dequantising a slab of rows at a time; read() returns the dequantised values.
+ * A block-quantised weight (backend/quant.ts) in its packed words: only linear() accepts it (as its
+ * weight); read() returns the dequantised values. Rows of whole blocks move into the wasm arena on
+ * first use (the fused quantised GEMM reads them there); padded rows stay on the JS heap and are
+ * dequantised a slab of rows at a time.
  */
 class CpuQuantTensor implements Tensor {
   readonly size: number;
   readonly shape: readonly number[];
+  readonly format: QuantFormat;
   released = false;
-  constructor(readonly q: QuantizedMatrix) {
+  private host: Uint32Array | null;
+  /** Its words' block in the wasm arena, once the fused GEMM used it. */
+  resident: Resident | null = null;
+  constructor(q: QuantizedMatrix, private readonly arena: WasmGemm | null) {
     this.shape = q.shape;
+    this.format = q.format;
     this.size = q.shape[0] * q.shape[1];
+    this.host = q.words;
+  }
+  /** The packed matrix (its words view the arena once resident: valid until the arena grows). */
+  get q(): QuantizedMatrix {
+    if (this.released) throw new Error('tensor was released');
+    const words = this.resident ? this.arena!.words(this.resident) : this.host!;
+    return { format: this.format, shape: this.shape as [number, number], words };
+  }
+  /** Moves the words into the arena (once, rows of whole blocks only). @returns the block, or null. */
+  place(): Resident | null {
+    if (!this.resident && this.arena && this.host && this.shape[1] % QK === 0) {
+      this.resident = this.arena.place(this.host);
+      if (this.resident) this.host = null;
+    }
+    return this.resident;
+  }
+  release(): void {
+    if (this.resident) this.arena!.release(this.resident);
+    this.resident = null;
+    this.host = null;
+    this.released = true;
   }
   /** Bytes of the packed storage. */
-  get bytes(): number { return quantBytes(this.q.format, this.q.shape[0], this.q.shape[1]); }
+  get bytes(): number { return quantBytes(this.format, this.shape[0], this.shape[1]); }
 }
 
 function d(t: Tensor): Float32Array {
-  if (t instanceof CpuQuantTensor) throw new Error(`tensor [${t.shape}] is stored as ${formatLabel(t.q.format)}, which only linear() accepts (as its weight)`);
+  if (t instanceof CpuQuantTensor) throw new Error(`tensor [${t.shape}] is stored as ${formatLabel(t.format)}, which only linear() accepts (as its weight)`);
   if (!(t instanceof CpuTensor)) throw new Error('tensor belongs to another backend');
   return t.data;
 }
+
+/** Rows of x below which a quantised product runs fused (WasmGemm.linearQuant) rather than through dequantised slabs. */
+const FUSED_MAX_ROWS = 4;
 
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => t.size / cols(t);
@@ -76,8 +107,10 @@ const rowsOf = (t: Tensor): number => t.size / cols(t);
 /**
  * Float32 CPU backend: the fallback where WebGPU is missing (and in Node), and the oracle every WGSL
  * kernel is tested against. Matrix products run in WebAssembly SIMD (wasm_gemm.ts; f32 accumulators)
- * where the engine has it, else in the scalar TypeScript loop (ops/linear.cpu.ts, float64 accumulation,
- * also chosen with `{ simd: false }`); the other ops are TypeScript, accumulating in float64 where JS does.
+ * where the engine has it, on `threads` threads where threads are available (gemm_threads.ts;
+ * bit-identical to one thread), else in the scalar TypeScript loop (ops/linear.cpu.ts, float64
+ * accumulation, also chosen with `{ simd: false }`); the other ops are TypeScript, accumulating in
+ * float64 where JS does.
  */
 export class CpuBackend implements Backend {
   readonly kind = 'cpu' as const;
@@ -88,13 +121,26 @@ export class CpuBackend implements Backend {
 
   /**
    * @param reason why the CPU is used (shown in the description), when it is a fallback.
-   * @param options simd: false keeps the scalar TypeScript matmul (default: WASM SIMD where available).
+   * @param options simd: false keeps the scalar TypeScript matmul (default: WASM SIMD where available);
+   *   threads: threads for the WASM matmul (default 1; see defaultThreads() in gemm_threads.ts; 1
+   *   where threads are unavailable, e.g. a page that is not cross-origin isolated); parallelMacs:
+   *   multiply-adds from which a product is split between them (WasmGemm.create).
    */
-  constructor(reason?: string, options: { simd?: boolean } = {}) {
-    this.arena = options.simd === false ? null : WasmGemm.create();
-    const what = this.arena ? 'TypeScript + WASM SIMD' : 'TypeScript';
-    this.description = reason ? `CPU fallback (${reason})` : `CPU (${what})`;
+  constructor(reason?: string, options: { simd?: boolean; threads?: number; parallelMacs?: number } = {}) {
+    this.arena = options.simd === false ? null : WasmGemm.create({ threads: options.threads, parallelMacs: options.parallelMacs });
+    const n = this.threads;
+    const what = this.arena ? `TypeScript + WASM SIMD${n > 1 ? `, ${n} threads` : ''}` : 'TypeScript';
+    this.description = reason ? `CPU fallback (${reason}${n > 1 ? `; ${n} threads` : ''})` : `CPU (${what})`;
   }
+
+  /** Threads the matrix products run on (1 without WASM or where threads are unavailable). */
+  get threads(): number { return this.arena?.threads ?? 1; }
+
+  /** Shares of matrix products computed by the helper threads so far (0 on one thread). */
+  get helperParts(): number { return this.arena?.helperParts ?? 0; }
+
+  /** Resolves once every matmul thread has started (products use fewer threads until then). */
+  async whenStarted(): Promise<void> { await this.arena?.whenStarted(); }
 
   private t(data: Float32Array, shape: readonly number[]): Tensor {
     const t = new CpuTensor(shape, data, this.arena);
@@ -126,13 +172,13 @@ export class CpuBackend implements Backend {
    */
   uploadQuant(q: QuantizedMatrix): Tensor {
     this.live++;
-    return new CpuQuantTensor({ ...q, words: new Uint32Array(q.words) });
+    return new CpuQuantTensor({ ...q, words: new Uint32Array(q.words) }, this.arena);
   }
 
   release(t: Tensor): void {
     if (t instanceof CpuQuantTensor) {
       if (!t.released) this.live--;
-      t.released = true;
+      t.release();
       return;
     }
     const c = t as CpuTensor;
@@ -140,7 +186,8 @@ export class CpuBackend implements Backend {
     c.release();
   }
   async sync(): Promise<void> {}
-  dispose(): void {}
+  /** Stops the matmul threads (tensors stay readable; products then run on this thread). */
+  dispose(): void { this.arena?.dispose(); }
 
   clone(t: Tensor): Tensor { return this.t(new Float32Array(d(t)), t.shape); }
 
@@ -184,10 +231,19 @@ export class CpuBackend implements Backend {
     return this.t(y ?? linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
   }
 
-  /** x · dequant(w)ᵀ + bias, dequantising a slab of weight rows at a time (WASM SIMD product where available). */
+  /**
+   * x · dequant(w)ᵀ + bias: the fused quantised WASM GEMM on the resident blocks (rows of whole
+   * blocks), else dequantising a slab of weight rows at a time into the WASM f32 GEMM, else the
+   * scalar loop.
+   */
   private linearQuant(x: Tensor, w: CpuQuantTensor, bias: Tensor | undefined, n: number): Float32Array {
     if (w.released) throw new Error('tensor was released');
     const [nOut, nIn] = w.shape;
+    // decode's few rows: the fused kernel (the weight read once, 4× / 7× fewer bytes than f32);
+    // prefill's many: dequantised slabs into the register-blocked f32 GEMM (each weight reused n times)
+    const resident = n < FUSED_MAX_ROWS ? w.place() : null;
+    const fused = resident && this.arena!.linearQuant(() => d(x), resident, w.format, bias && (() => d(bias)), n, nIn, nOut);
+    if (fused) return fused;
     const fill = (dst: Float32Array, row0: number, rows: number) => dequantiseRows(w.q, row0, rows, dst);
     const y = this.arena?.linearRows(() => d(x), fill, bias && (() => d(bias)), n, nIn, nOut, quantSlabRows(nIn));
     return y ?? linearQuantCpu(d(x), w.q, bias && d(bias), n);

@@ -1,10 +1,19 @@
-import { GEMM_WASM_BASE64 } from '../ops/gemm.wasm';
+import { GEMM_SHARED_WASM_BASE64, GEMM_WASM_BASE64 } from '../ops/gemm.wasm';
+import { CONTROL_BYTES, GemmThreads, MAX_THREADS, threadsAvailable } from './gemm_threads';
+import { scaleOffset, type QuantFormat } from './quant';
 
 const PAGE = 65536;
 const ALIGN = 64;
 const align = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
 
 type GemmFn = (x: number, ldx: number, w: number, ldw: number, y: number, ldy: number, n: number, k: number, m: number) => void;
+type QuantGemmFn = (x: number, ldx: number, q: number, s: number, bpr: number, y: number, ldy: number, n: number, m: number) => void;
+
+/** Multiply-adds from which a product is split between threads (below, waking the helpers costs more than it saves). */
+export const PARALLEL_MACS = 1 << 17;
+
+/** Job kinds of the control block (tools/wasm/gemm_wat.ts, part()). */
+const KIND = { f32: 0, q8_0: 1, q4_0: 2 } as const;
 
 /** A block of the arena holding one tensor's floats (a weight that a matmul moved there). */
 export interface Resident {
@@ -12,19 +21,19 @@ export interface Resident {
   readonly length: number;
 }
 
-/** The compiled GEMM module, shared by every arena (compiled once per thread). */
-let compiled: WebAssembly.Module | null | undefined;
+/** The compiled GEMM modules (own memory, shared memory), shared by every arena (compiled once per thread). */
+const compiled = new Map<string, WebAssembly.Module | null>();
 
-function gemmModule(): WebAssembly.Module | null {
-  if (compiled === undefined) {
+function gemmModule(base64: string): WebAssembly.Module | null {
+  if (!compiled.has(base64)) {
     try {
-      const bin = Uint8Array.from(atob(GEMM_WASM_BASE64), (c) => c.charCodeAt(0));
-      compiled = WebAssembly.validate(bin) ? new WebAssembly.Module(bin) : null;
+      const bin = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+      compiled.set(base64, WebAssembly.validate(bin) ? new WebAssembly.Module(bin) : null);
     } catch {
-      compiled = null;
+      compiled.set(base64, null);
     }
   }
-  return compiled;
+  return compiled.get(base64)!;
 }
 
 /**
@@ -34,25 +43,76 @@ function gemmModule(): WebAssembly.Module | null {
  * scratch region above the weights for each call (O(n·(k+m)) against the O(n·k·m) product).
  * Wasm32 addresses 4 GiB: a weight that no longer fits stays on the JS heap and the caller falls
  * back to the scalar loop.
+ *
+ * With threads > 1 (where gemm_threads.ts says threads are available) the memory is shared and
+ * helper threads take a share of the w rows of every product of at least PARALLEL_MACS
+ * multiply-adds; the results are bit-identical to one thread.
  */
 export class WasmGemm {
   private readonly memory: WebAssembly.Memory;
   private readonly gemm: GemmFn;
-  private top = 0;
+  private readonly quant: Record<QuantFormat, QuantGemmFn>;
+  private readonly part: (ctl: number, t: number) => void;
+  private readonly pool: GemmThreads | null;
+  private readonly parallelMacs: number;
+  private top: number;
   private readonly free = new Map<number, number[]>();
   private f32: Float32Array;
 
-  private constructor(mod: WebAssembly.Module) {
-    this.memory = new WebAssembly.Memory({ initial: 16 });
+  private constructor(mod: WebAssembly.Module, threads: number, parallelMacs: number) {
+    this.parallelMacs = parallelMacs;
+    this.memory = threads > 1 ? new WebAssembly.Memory({ initial: 16, maximum: 65536, shared: true }) : new WebAssembly.Memory({ initial: 16 });
     const inst = new WebAssembly.Instance(mod, { env: { memory: this.memory } });
     this.gemm = inst.exports.gemm as GemmFn;
+    this.quant = { q8_0: inst.exports.q8gemm as QuantGemmFn, q4_0: inst.exports.q4gemm as QuantGemmFn };
+    this.part = inst.exports.part as (ctl: number, t: number) => void;
     this.f32 = new Float32Array(this.memory.buffer);
+    this.top = threads > 1 ? CONTROL_BYTES : 0;
+    this.pool = threads > 1 ? new GemmThreads(this, mod, this.memory, threads) : null;
   }
 
-  /** A new arena, or null where WebAssembly SIMD is unavailable (the scalar loop is used). */
-  static create(): WasmGemm | null {
-    const mod = gemmModule();
-    return mod ? new WasmGemm(mod) : null;
+  /**
+   * A new arena, or null where WebAssembly SIMD is unavailable (the scalar loop is used).
+   * @param options threads: how many threads multiply (default 1; clamped to [1, MAX_THREADS]; 1
+   *   where threads are unavailable: no SharedArrayBuffer, a page that is not cross-origin isolated,
+   *   or a thread that may not block); parallelMacs: multiply-adds from which a product is split
+   *   (default PARALLEL_MACS; 0 splits every product, for tests).
+   */
+  static create(options: { threads?: number; parallelMacs?: number } = {}): WasmGemm | null {
+    const parallelMacs = options.parallelMacs ?? PARALLEL_MACS;
+    const threads = Math.max(1, Math.min(MAX_THREADS, Math.floor(options.threads ?? 1)));
+    if (threads > 1 && threadsAvailable()) {
+      const mod = gemmModule(GEMM_SHARED_WASM_BASE64);
+      try {
+        if (mod) return new WasmGemm(mod, threads, parallelMacs);
+      } catch {
+        // a shared memory or a helper could not be made: one thread
+      }
+    }
+    const mod = gemmModule(GEMM_WASM_BASE64);
+    return mod ? new WasmGemm(mod, 1, parallelMacs) : null;
+  }
+
+  /** Threads that multiply (1 = this thread alone). */
+  get threads(): number { return this.pool?.threads ?? 1; }
+
+  /** Resolves once every helper thread has started (products run on fewer threads until then). */
+  async whenStarted(): Promise<void> { await this.pool?.whenStarted(); }
+
+  /** Shares of products computed by helper threads so far (0 on one thread). */
+  get helperParts(): number { return this.pool?.helperParts() ?? 0; }
+
+  /** Stops the helper threads (the arena then multiplies on this thread). */
+  dispose(): void { this.pool?.stop(); }
+
+  /**
+   * One product of `kind` with args in the control block's order (f32: x, ldx, w, ldw, y, ldy, n, k,
+   * m; quantised: x, ldx, q, s, y, ldy, n, bpr, m), on every thread when it is large enough.
+   */
+  private product(kind: number, a: readonly number[], macs: number): void {
+    if (this.pool && macs >= this.parallelMacs) this.pool.run(this.part, kind, a, a[8]);
+    else if (kind === KIND.f32) this.gemm(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+    else this.quant[kind === KIND.q8_0 ? 'q8_0' : 'q4_0'](a[0], a[1], a[2], a[3], a[7], a[4], a[5], a[6], a[8]);
   }
 
   /** Bytes of wasm memory in use by resident tensors (for tests and benchmarks). */
@@ -77,8 +137,8 @@ export class WasmGemm {
     return this.f32;
   }
 
-  /** Moves `data` into the arena. @returns its block, or null when the arena cannot grow. */
-  place(data: Float32Array): Resident | null {
+  /** Moves `data` (floats, or the u32 words of a quantised matrix) into the arena. @returns its block, or null when the arena cannot grow. */
+  place(data: Float32Array | Uint32Array): Resident | null {
     const size = align(data.length * 4);
     let offset = this.free.get(size)?.pop();
     if (offset === undefined) {
@@ -86,13 +146,19 @@ export class WasmGemm {
       offset = this.top;
       this.top += size;
     }
-    this.view().set(data, offset / 4);
+    if (data instanceof Float32Array) this.view().set(data, offset / 4);
+    else new Uint32Array(this.memory.buffer, offset, data.length).set(data);
     return { offset, length: data.length };
   }
 
   /** The floats of a resident block (a view, valid until the next growth; take it again after). */
   data(r: Resident): Float32Array {
     return this.view().subarray(r.offset / 4, r.offset / 4 + r.length);
+  }
+
+  /** The u32 words of a resident block (a view, valid until the next growth). */
+  words(r: Resident): Uint32Array {
+    return new Uint32Array(this.memory.buffer, r.offset, r.length);
   }
 
   /** Returns a block to the arena (reused by the next block of the same size). */
@@ -121,7 +187,24 @@ export class WasmGemm {
     const sx = this.top, sy = sx + align(n * k * 4);
     if (!this.reserve(sy + n * m * 4)) return null;
     const y = this.stage(x, bias, sx, sy, n, m);
-    this.gemm(sx, k, w.offset, k, sy, m, n, k, m);
+    this.product(KIND.f32, [sx, k, w.offset, k, sy, m, n, k, m], n * k * m);
+    return y.slice();
+  }
+
+  /**
+   * y [n, m] = x [n, k] · ŵᵀ + bias for a resident block-quantised w [m, k] (its words, backend/quant.ts
+   * layout; k a multiple of 32): the quants are widened and scaled in registers (fused; bit-identical
+   * to the f32 product with the dequantised ŵ).
+   * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
+   * @throws Error when k is not a multiple of 32 (padded rows go through linearRows).
+   */
+  linearQuant(x: () => Float32Array, w: Resident, format: QuantFormat, bias: (() => Float32Array) | undefined, n: number, k: number, m: number): Float32Array | null {
+    if (k % 32 !== 0) throw new Error(`linearQuant: rows of ${k} values are not whole blocks of 32`);
+    const sx = this.top, sy = sx + align(n * k * 4);
+    if (!this.reserve(sy + n * m * 4)) return null;
+    const y = this.stage(x, bias, sx, sy, n, m);
+    const scales = w.offset + 4 * scaleOffset(format, m, k);
+    this.product(KIND[format], [sx, k, w.offset, scales, sy, m, n, k / 32, m], n * k * m);
     return y.slice();
   }
 
@@ -139,7 +222,7 @@ export class WasmGemm {
     for (let r0 = 0; r0 < m; r0 += slab) {
       const rows = Math.min(slab, m - r0);
       fill(f.subarray(sw / 4, sw / 4 + rows * k), r0, rows);
-      this.gemm(sx, k, sw, k, sy + r0 * 4, m, n, k, rows);
+      this.product(KIND.f32, [sx, k, sw, k, sy + r0 * 4, m, n, k, rows], n * k * rows);
     }
     return y.slice();
   }

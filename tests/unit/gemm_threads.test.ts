@@ -1,0 +1,117 @@
+import * as fs from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { quantise, type QuantFormat } from '../../workers/engine/backend/quant';
+import { seededRandom } from '../../workers/engine/analysis/sampling';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { loadTransformer } from '../../workers/engine/model/load';
+import { greedyWithCache, runCaptured } from '../model_run';
+import { maxAbsDiff, readReference, sharedPath } from '../shared';
+
+/**
+ * The CPU backend's WASM GEMM on several threads (backend/gemm_threads.ts): each output element is
+ * computed by one thread with the same kernel, so every product must be bit-identical to one thread,
+ * and still equal the float64 product (or the goldens) within float32 rounding.
+ * parallelMacs: 0 splits every product, however small, so the fixtures exercise the split.
+ */
+
+const rnd = seededRandom(5);
+const randn = (len: number) => Float32Array.from({ length: len }, () => rnd() * 2 - 1);
+
+/** y = x·wᵀ in float64, from the definition. */
+function matmul64(x: Float32Array, w: Float32Array, n: number, k: number, m: number): Float64Array {
+  const y = new Float64Array(n * m);
+  for (let r = 0; r < n; r++) for (let o = 0; o < m; o++) {
+    let s = 0;
+    for (let i = 0; i < k; i++) s += x[r * k + i] * w[o * k + i];
+    y[r * m + o] = s;
+  }
+  return y;
+}
+
+/** Indices where a and b differ as bit patterns (Object.is: −0 ≠ +0, NaN = NaN). */
+function bitDiffs(a: Float32Array, b: Float32Array): number {
+  let n = a.length === b.length ? 0 : Math.max(a.length, b.length);
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (!Object.is(a[i], b[i])) n++;
+  return n;
+}
+
+const backends: CpuBackend[] = [];
+function backend(threads: number): CpuBackend {
+  const b = new CpuBackend(undefined, { threads, parallelMacs: 0 });
+  backends.push(b);
+  return b;
+}
+afterAll(() => backends.forEach((b) => b.dispose()));
+
+describe('WASM GEMM on several threads', () => {
+  // GEMV and GEMM, m not a multiple of the split (4) or of the threads, k mod 4 tails, m < threads
+  const shapes: [number, number, number][] = [[1, 576, 1536], [1, 64, 7], [5, 13, 9], [64, 96, 130], [3, 7, 2], [17, 64, 33]];
+
+  it.each([2, 3])('%i threads: every product bit-identical to one thread and within f32 rounding of the float64 product (f32, Q8_0, Q4_0 weights)', async (threads) => {
+    const one = backend(1), many = backend(threads);
+    expect(many.threads).toBe(threads);
+    expect(many.description).toMatch(new RegExp(`${threads} threads`));
+    await many.whenStarted();
+    const before = many.helperParts;
+    for (const [n, k, m] of shapes) {
+      const x = randn(n * k), w = randn(m * k);
+      const weights: [string, (b: CpuBackend) => ReturnType<CpuBackend['upload']>][] = [['f32', (b) => b.upload(w, [m, k])]];
+      if (k % 32 === 0) for (const f of ['q8_0', 'q4_0'] as QuantFormat[]) weights.push([f, (b) => b.uploadQuant(quantise(f, w, m, k))]);
+      for (const [label, upload] of weights) {
+        const [y1, yt] = await Promise.all([one, many].map((b) => b.read(b.linear(b.upload(x, [n, k]), upload(b)))));
+        expect(bitDiffs(yt, y1), `${label} [${n}, ${k}]·[${m}, ${k}]ᵀ`).toBe(0);
+        if (label === 'f32') {
+          const want = matmul64(x, w, n, k, m);
+          let worst = 0;
+          for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(yt[i] - want[i]));
+          expect(worst).toBeLessThanOrEqual(8e-6 * Math.sqrt(k));
+        }
+      }
+    }
+    // the helpers really took shares (one per product and helper, m ≥ 4·threads products at least)
+    expect(many.helperParts - before).toBeGreaterThanOrEqual(shapes.filter(([, , m]) => m >= 4 * threads).length * (threads - 1));
+  });
+
+  it('1 thread is the single-threaded arena (no helpers); simd: false has no threads', () => {
+    const b = new CpuBackend(undefined, { threads: 1 });
+    expect(b.threads).toBe(1);
+    expect(b.description).not.toMatch(/threads/);
+    expect(new CpuBackend(undefined, { simd: false, threads: 4 }).threads).toBe(1);
+  });
+
+  it('after dispose() products still run, on this thread, with the same bits', async () => {
+    const b = backend(2), one = backend(1);
+    await b.whenStarted();
+    const x = randn(2 * 64), w = randn(40 * 64);
+    b.dispose();
+    const parts = b.helperParts;
+    const [y, y1] = await Promise.all([b, one].map((e) => e.read(e.linear(e.upload(x, [2, 64]), e.upload(w, [40, 64])))));
+    expect(bitDiffs(y, y1)).toBe(0);
+    expect(b.helperParts).toBe(parts);
+  });
+});
+
+const FIXTURES = ['gpt2', 'llama', 'qwen3', 'gemma2', 'phi3'];
+
+describe.each(FIXTURES)('%s-tiny on 2 threads against the goldens', (arch) => {
+  const dir = sharedPath('fixtures', `${arch}-tiny`);
+  const meta = JSON.parse(fs.readFileSync(`${dir}/reference/meta.json`, 'utf8')) as { sequences: { name: string; input_ids: number[]; generated_ids: number[] }[] };
+
+  it('logits within the fixtures\' fp32 tolerance and bit-identical to 1 thread; greedy decoding through the KV cache gives the golden tokens', async () => {
+    const many = backend(2), one = backend(1);
+    await many.whenStarted();
+    const [mt, m1] = await Promise.all([many, one].map(async (b) => (await loadTransformer(new NodeFiles(dir), b)).model));
+    for (const s of meta.sequences) {
+      const ref = readReference(`${dir}/reference/${s.name}.safetensors`).get('logits')!.data;
+      const [yt, y1] = [(await runCaptured(many, mt, s.input_ids, [])).logits, (await runCaptured(one, m1, s.input_ids, [])).logits];
+      expect(maxAbsDiff(yt, ref)).toBeLessThan(1e-4); // fixtures/README.md fp32 tolerance
+      expect(bitDiffs(yt, y1)).toBe(0);
+    }
+    const s = meta.sequences[0];
+    const { ids } = await greedyWithCache(many, mt, s.input_ids, s.generated_ids.length); // generated_ids: the new tokens only
+    expect(ids).toEqual(s.generated_ids);
+    expect(many.helperParts).toBeGreaterThan(0);
+    mt.dispose(); m1.dispose();
+  });
+});
