@@ -3,14 +3,17 @@
  * (bench/smollm_random.ts) with float32, Q8_0 and Q4_0 linear weights, on the CPU backend in Node,
  * measured in one run, and the logit error of each against float32 on the same tokens.
  *
- *   npx tsx bench/quant.ts [--steps 16] [--prompt 16]
  *
  * Memory: the bytes of every weight tensor the load created (packed blocks for quantised ones, 4 per
  * value otherwise; the tied embedding counted once), checked against the estimate (io/estimate.ts,
  * what the load control's size check uses). Decode: ms per token over --steps greedy steps after a
  * --prompt-token prefill (KV cache; after one untimed forward), token ids < 512, every run fed the
  * float32 run's greedy tokens.
- * Load average printed beside each figure.
+ * Each dtype on 1 and --threads threads (CPU backend worker_threads; the logits are bit-identical).
+ * Load average printed beside each figure (on a machine shared with other jobs, threads help only
+ * as far as cores are idle).
+ *
+ *   npx tsx bench/quant.ts [--steps 16] [--prompt 16] [--threads 2]
  */
 import * as os from 'node:os';
 import { CpuBackend } from '../workers/engine/backend/cpu';
@@ -21,7 +24,7 @@ import { RunContext } from '../workers/engine/model/run_context';
 import { smolLM135MRandom } from './smollm_random';
 
 const arg = (k: string, d: number) => { const i = process.argv.indexOf(`--${k}`); return i > 0 ? Number(process.argv[i + 1]) : d; };
-const STEPS = arg('steps', 16), PROMPT = arg('prompt', 16);
+const STEPS = arg('steps', 16), PROMPT = arg('prompt', 16), THREADS = arg('threads', 2);
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 
 /** Bytes of the weight tensors under `w` (ModelWeights), each tensor once. */
@@ -33,10 +36,11 @@ function weightBytes(w: unknown, seen = new Set<unknown>()): number {
   return Object.values(w).reduce((s: number, v) => s + weightBytes(v, seen), 0);
 }
 
-interface Row { dtype: WeightDtype; stored: number; estimate: number; loadMs: number; prefillMs: number; decodeMs: number; maxDiff: number; load: string }
+interface Row { dtype: WeightDtype; threads: number; stored: number; estimate: number; loadMs: number; prefillMs: number; decodeMs: number; maxDiff: number; load: string }
 
-async function run(dir: string, dtype: WeightDtype, ref: Float32Array[] | null): Promise<{ row: Row; logits: Float32Array[] }> {
-  const b = new CpuBackend();
+async function run(dir: string, dtype: WeightDtype, ref: Float32Array[] | null, threads: number): Promise<{ row: Row; logits: Float32Array[] }> {
+  const b = new CpuBackend(undefined, { threads });
+  await b.whenStarted();
   const t0 = performance.now();
   const { model } = await loadTransformer(new NodeFiles(dir), b, undefined, { weightDtype: dtype, contextLength: PROMPT + STEPS + 1 });
   const loadMs = performance.now() - t0;
@@ -72,14 +76,17 @@ async function run(dir: string, dtype: WeightDtype, ref: Float32Array[] | null):
   const estimate = (await estimateModel(new NodeFiles(dir), { weightDtype: dtype })).weightBytes;
   model.dispose();
   b.dispose();
-  return { row: { dtype, stored, estimate, loadMs, prefillMs, decodeMs, maxDiff, load: load() }, logits };
+  return { row: { dtype, threads: b.threads, stored, estimate, loadMs, prefillMs, decodeMs, maxDiff, load: load() }, logits };
 }
 
 const dir = smolLM135MRandom();
 console.log(`SmolLM-135M-shaped random Llama, CPU backend (Node ${process.version}, ${os.cpus().length} cores), prefill ${PROMPT} tokens, ${STEPS} decode steps`);
-const f32 = await run(dir, 'f32', null);
+const f32 = await run(dir, 'f32', null, 1);
 const rows = [f32.row];
-for (const dtype of ['q8_0', 'q4_0'] as WeightDtype[]) rows.push((await run(dir, dtype, f32.logits)).row);
+for (const dtype of ['q8_0', 'q4_0'] as WeightDtype[]) rows.push((await run(dir, dtype, f32.logits, 1)).row);
+if (THREADS > 1) for (const dtype of ['f32', 'q8_0', 'q4_0'] as WeightDtype[]) rows.push((await run(dir, dtype, f32.logits, THREADS)).row);
 for (const r of rows) {
-  console.log(`${r.dtype.padEnd(5)} weights ${formatBytes(r.stored).padStart(10)} (${(r.stored / f32.row.stored).toFixed(3)}× f32; estimate ${r.estimate === r.stored ? 'equal' : formatBytes(r.estimate)}); load ${(r.loadMs / 1000).toFixed(1)} s; prefill ${r.prefillMs.toFixed(0)} ms; decode ${r.decodeMs.toFixed(1)} ms/token (${(r.decodeMs / f32.row.decodeMs).toFixed(2)}× f32); max |Δlogit| vs f32 ${r.maxDiff.toExponential(2)}  [${r.load}]`);
+  const base = rows.find((x) => x.dtype === 'f32' && x.threads === r.threads)!;
+  const one = rows.find((x) => x.dtype === r.dtype && x.threads === 1)!;
+  console.log(`${r.dtype.padEnd(5)} ${r.threads}t weights ${formatBytes(r.stored).padStart(10)} (${(r.stored / f32.row.stored).toFixed(3)}× f32; estimate ${r.estimate === r.stored ? 'equal' : formatBytes(r.estimate)}); load ${(r.loadMs / 1000).toFixed(1)} s; prefill ${r.prefillMs.toFixed(0)} ms; decode ${r.decodeMs.toFixed(1)} ms/token (${(r.decodeMs / base.decodeMs).toFixed(2)}× f32 at ${r.threads}t${r.threads > 1 ? `; ${(one.decodeMs / r.decodeMs).toFixed(2)}× faster than 1t` : ''}); max |Δlogit| vs f32 ${r.maxDiff.toExponential(2)}  [${r.load}]`);
 }
