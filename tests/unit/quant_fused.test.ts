@@ -4,8 +4,9 @@ import { fromGgmlBlocks, GGML_BLOCK_BYTES, type QuantFormat } from '../../worker
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 
 /**
- * The fused quantised GEMV of the CPU backend (WASM SIMD: quants widened and scaled in registers,
- * tools/wasm/gemm_wat.ts) against ggml's block definitions in closed form (ggml-common.h
+ * The quantised products of the CPU backend (WASM SIMD, tools/wasm/gemm_wat.ts: the fused GEMV for
+ * fewer than 4 rows, quants widened and scaled in registers; WASM-dequantised slabs into the f32
+ * GEMM for more) against ggml's block definitions in closed form (ggml-common.h
  * block_q8_0 / block_q4_0, dequantize_row_q8_0 / q4_0):
  *   Q8_0: x̂_j = d·qs[j] (int8);  Q4_0: x̂_j = d·((qs[j] & 15) − 8), x̂_{j+16} = d·((qs[j] >> 4) − 8);
  *   d = binary16: (−1)^s · 2^(e−15) · (1 + m/1024), or 2^−24 · m when e = 0 (subnormal).
@@ -59,15 +60,20 @@ describe.each(['q8_0', 'q4_0'] as QuantFormat[])('%s fused GEMV against the bloc
       const y = await b.read(b.linear(b.upload(x, [1, cols]), w));
       for (let o = 0; o < rows; o++) expect(y[o], `ŵ[${o}, ${i}]`).toBe(Math.fround(values[o * cols + i]) + 0); // y starts at +0: a −0 weight sums to +0
     }
+    // x = the identity [cols, cols] (prefill: the blocks dequantised in WASM into slabs for the f32 GEMM): y = ŵᵀ
+    const eye = new Float32Array(cols * cols);
+    for (let i = 0; i < cols; i++) eye[i * cols + i] = 1;
+    const y = await b.read(b.linear(b.upload(eye, [cols, cols]), w));
+    for (let i = 0; i < cols; i++) for (let o = 0; o < rows; o++) expect(y[i * rows + o], `ŵ[${o}, ${i}] (prefill)`).toBe(Math.fround(values[o * cols + i]) + 0);
   });
 
-  it('x · ŵᵀ + bias equals the float64 sum of the definition within f32 rounding (1 and 3 rows, 1 and 2 threads)', async () => {
+  it('x · ŵᵀ + bias equals the float64 sum of the definition within f32 rounding (1, 3 and 9 rows, 1 and 2 threads)', async () => {
     for (const threads of [1, 2]) {
       const b = new CpuBackend(undefined, { threads, parallelMacs: 0 });
       backends.push(b);
       await b.whenStarted();
       const w = b.uploadQuant(fromGgmlBlocks(format, raw, rows, cols));
-      for (const n of [1, 3]) {
+      for (const n of [1, 3, 9]) {
         const x = Float32Array.from({ length: n * cols }, () => rnd() * 2 - 1), bias = Float32Array.from({ length: rows }, () => rnd());
         const y = await b.read(b.linear(b.upload(x, [n, cols]), w, b.upload(bias, [rows])));
         for (let r = 0; r < n; r++) for (let o = 0; o < rows; o++) {

@@ -16,6 +16,8 @@
  * registers (i8 → i16 → i32 → f32) and multiplied by the block's scale, which is exact (an 11-bit
  * significand times an integer of at most 8 bits), so every output is bit-identical to the f32
  * kernel on the dequantised matrix: same lanes, same order, same reduction.
+ *   q8deq(q, s, blocks, dst) / q4deq(…): the blocks dequantised into f32 (prefill: slabs of rows for
+ * gemm, which reuses each weight for n x rows).
  *
  * Every output element's arithmetic is the same whichever block shape computes it, so splitting the
  * w rows between threads (backend/gemm_threads.ts) leaves the result bit-identical.
@@ -140,6 +142,43 @@ function quantKernel(fmt: QFormat, MR: number, NR: number): string {
     const addr = `(i32.add (local.get $y) (i32.shl (i32.add (i32.mul (i32.const ${i}) (local.get $ldy)) (i32.const ${j})) (i32.const 2)))`;
     lines.push(`  (f32.store ${addr} (f32.add (f32.load ${addr}) (f32.add (f32.add (f32.add (f32x4.extract_lane 0 (local.get ${a})) (f32x4.extract_lane 1 (local.get ${a}))) (f32.add (f32x4.extract_lane 2 (local.get ${a})) (f32x4.extract_lane 3 (local.get ${a})))) (f32.const 0))))`);
   }
+  lines.push(')');
+  return lines.join('\n');
+}
+
+/**
+ * q8deq / q4deq(q, s, blocks, dst): dequantises `blocks` consecutive blocks (whole rows of a matrix
+ * whose rows are whole blocks: quants at q, binary16 scales at s) into f32 at dst, 32 per block:
+ * x̂ = d·q (Q8_0) or d·(q − 8) (Q4_0), exact in f32 (the same values as backend/quant.ts dequantiseRows).
+ */
+function dequantFunc(fmt: QFormat): string {
+  const QB = QBYTES[fmt];
+  const lines: string[] = [];
+  lines.push(`(func (export "${fmt}deq") (param $q i32) (param $s i32) (param $blocks i32) (param $dst i32)`);
+  lines.push('  (local $b i32) (local $d v128) (local $lo v128) (local $hi v128) (local $h v128)');
+  lines.push('  (block $done (loop $each');
+  lines.push('    (br_if $done (i32.ge_u (local.get $b) (local.get $blocks)))');
+  lines.push(`    (local.set $d (f32x4.splat ${f16ToF32('(i32.load16_u (local.get $s))')}))`);
+  if (fmt === 'q4') {
+    lines.push('    (local.set $h (v128.load (local.get $q)))');
+    lines.push('    (local.set $lo (i8x16.sub (v128.and (local.get $h) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15)) (v128.const i8x16 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8)))');
+    lines.push('    (local.set $hi (i8x16.sub (i8x16.shr_u (local.get $h) (i32.const 4)) (v128.const i8x16 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8 8)))');
+  } else {
+    lines.push('    (local.set $lo (v128.load (local.get $q)))');
+    lines.push('    (local.set $hi (v128.load offset=16 (local.get $q)))');
+  }
+  for (const half of ['lo', 'hi']) for (const part of ['low', 'high']) {
+    lines.push(`    (local.set $h (i16x8.extend_${part}_i8x16_s (local.get $${half})))`);
+    for (const quarter of ['low', 'high']) {
+      const c = (half === 'lo' ? 0 : 4) + (part === 'low' ? 0 : 2) + (quarter === 'low' ? 0 : 1);
+      lines.push(`    (v128.store offset=${c * 16} (local.get $dst) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_${quarter}_i16x8_s (local.get $h))) (local.get $d)))`);
+    }
+  }
+  lines.push(`    (local.set $q (i32.add (local.get $q) (i32.const ${QB})))`);
+  lines.push('    (local.set $s (i32.add (local.get $s) (i32.const 2)))');
+  lines.push(`    (local.set $dst (i32.add (local.get $dst) (i32.const ${QK * 4})))`);
+  lines.push('    (local.set $b (i32.add (local.get $b) (i32.const 1)))');
+  lines.push('    (br $each)))');
   lines.push(')');
   return lines.join('\n');
 }
@@ -278,6 +317,8 @@ export function gemmWat(shared = false): string {
     driver(F32_SET),
     driver(quantSet('q8')),
     driver(quantSet('q4')),
+    dequantFunc('q8'),
+    dequantFunc('q4'),
     PART,
     ')',
   ].join('\n');

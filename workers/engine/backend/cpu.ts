@@ -98,9 +98,6 @@ function d(t: Tensor): Float32Array {
   return t.data;
 }
 
-/** Rows of x below which a quantised product runs fused (WasmGemm.linearQuant) rather than through dequantised slabs. */
-const FUSED_MAX_ROWS = 4;
-
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => t.size / cols(t);
 
@@ -232,16 +229,14 @@ export class CpuBackend implements Backend {
   }
 
   /**
-   * x · dequant(w)ᵀ + bias: the fused quantised WASM GEMM on the resident blocks (rows of whole
-   * blocks), else dequantising a slab of weight rows at a time into the WASM f32 GEMM, else the
-   * scalar loop.
+   * x · dequant(w)ᵀ + bias: on the resident blocks (rows of whole blocks) WasmGemm.linearQuant (fused
+   * GEMV for decode, WASM-dequantised slabs for prefill); else dequantising a slab of weight rows at a
+   * time in TypeScript into the WASM f32 GEMM; else the scalar loop.
    */
   private linearQuant(x: Tensor, w: CpuQuantTensor, bias: Tensor | undefined, n: number): Float32Array {
     if (w.released) throw new Error('tensor was released');
     const [nOut, nIn] = w.shape;
-    // decode's few rows: the fused kernel (the weight read once, 4× / 7× fewer bytes than f32);
-    // prefill's many: dequantised slabs into the register-blocked f32 GEMM (each weight reused n times)
-    const resident = n < FUSED_MAX_ROWS ? w.place() : null;
+    const resident = w.place();
     const fused = resident && this.arena!.linearQuant(() => d(x), resident, w.format, bias && (() => d(bias)), n, nIn, nOut);
     if (fused) return fused;
     const fill = (dst: Float32Array, row0: number, rows: number) => dequantiseRows(w.q, row0, rows, dst);

@@ -12,6 +12,14 @@ type QuantGemmFn = (x: number, ldx: number, q: number, s: number, bpr: number, y
 /** Multiply-adds from which a product is split between threads (below, waking the helpers costs more than it saves). */
 export const PARALLEL_MACS = 1 << 17;
 
+/** Rows of x below which a quantised product runs fused; from there on, through dequantised slabs (each weight reused n times). */
+export const FUSED_MAX_ROWS = 4;
+
+/** Bytes of f32 weights per dequantised slab of the prefill path (large: each slab is one threaded product). */
+const SLAB_BYTES = 1 << 20;
+
+type DequantFn = (q: number, s: number, blocks: number, dst: number) => void;
+
 /** Job kinds of the control block (tools/wasm/gemm_wat.ts, part()). */
 const KIND = { f32: 0, q8_0: 1, q4_0: 2 } as const;
 
@@ -52,6 +60,7 @@ export class WasmGemm {
   private readonly memory: WebAssembly.Memory;
   private readonly gemm: GemmFn;
   private readonly quant: Record<QuantFormat, QuantGemmFn>;
+  private readonly dequant: Record<QuantFormat, DequantFn>;
   private readonly part: (ctl: number, t: number) => void;
   private readonly pool: GemmThreads | null;
   private readonly parallelMacs: number;
@@ -65,6 +74,7 @@ export class WasmGemm {
     const inst = new WebAssembly.Instance(mod, { env: { memory: this.memory } });
     this.gemm = inst.exports.gemm as GemmFn;
     this.quant = { q8_0: inst.exports.q8gemm as QuantGemmFn, q4_0: inst.exports.q4gemm as QuantGemmFn };
+    this.dequant = { q8_0: inst.exports.q8deq as DequantFn, q4_0: inst.exports.q4deq as DequantFn };
     this.part = inst.exports.part as (ctl: number, t: number) => void;
     this.f32 = new Float32Array(this.memory.buffer);
     this.top = threads > 1 ? CONTROL_BYTES : 0;
@@ -193,18 +203,30 @@ export class WasmGemm {
 
   /**
    * y [n, m] = x [n, k] · ŵᵀ + bias for a resident block-quantised w [m, k] (its words, backend/quant.ts
-   * layout; k a multiple of 32): the quants are widened and scaled in registers (fused; bit-identical
-   * to the f32 product with the dequantised ŵ).
+   * layout; k a multiple of 32). Fewer than FUSED_MAX_ROWS rows (decode): the quants are widened and
+   * scaled in registers (fused GEMV, the weight read once at its stored size); more (prefill): slabs
+   * of rows are dequantised in WASM SIMD into scratch space and multiplied by the f32 GEMM. Both are
+   * bit-identical to the f32 product with the dequantised ŵ.
    * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
    * @throws Error when k is not a multiple of 32 (padded rows go through linearRows).
    */
   linearQuant(x: () => Float32Array, w: Resident, format: QuantFormat, bias: (() => Float32Array) | undefined, n: number, k: number, m: number): Float32Array | null {
     if (k % 32 !== 0) throw new Error(`linearQuant: rows of ${k} values are not whole blocks of 32`);
-    const sx = this.top, sy = sx + align(n * k * 4);
-    if (!this.reserve(sy + n * m * 4)) return null;
+    const bpr = k / 32, scales = w.offset + 4 * scaleOffset(format, m, k);
+    const slab = n < FUSED_MAX_ROWS ? 0 : Math.min(m, Math.max(4, Math.floor(SLAB_BYTES / (4 * k))));
+    const sx = this.top, sy = sx + align(n * k * 4), sw = sy + align(n * m * 4);
+    if (!this.reserve(sw + slab * k * 4)) return null;
     const y = this.stage(x, bias, sx, sy, n, m);
-    const scales = w.offset + 4 * scaleOffset(format, m, k);
-    this.product(KIND[format], [sx, k, w.offset, scales, sy, m, n, k / 32, m], n * k * m);
+    if (!slab) {
+      this.product(KIND[format], [sx, k, w.offset, scales, sy, m, n, bpr, m], n * k * m);
+    } else {
+      const qb = format === 'q8_0' ? 32 : 16;
+      for (let r0 = 0; r0 < m; r0 += slab) {
+        const rows = Math.min(slab, m - r0);
+        this.dequant[format](w.offset + r0 * bpr * qb, scales + r0 * bpr * 2, rows * bpr, sw);
+        this.product(KIND.f32, [sx, k, sw, k, sy + r0 * 4, m, n, k, rows], n * k * rows);
+      }
+    }
     return y.slice();
   }
 
