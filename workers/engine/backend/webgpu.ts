@@ -2,7 +2,7 @@ import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, Q
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
-import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
+import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type FlashDecoding, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu, subGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
@@ -67,6 +67,12 @@ export interface WebGpuOptions {
   fusedKernels?: boolean | 'linear';
   /** 'gpu' tuning: prefill matmuls take the vec4 register-tiled kernel where in % 4 = 0 (default true; benchmarks compare). */
   vec4Matmul?: boolean;
+  /**
+   * Flash-decoding for long contexts (ops/attention_split.wgsl.ts): 'auto' (default) splits the keys
+   * of a call across workgroups when one per head would leave the device idle; 'off' keeps the
+   * one-pass kernel; { chunk } forces chunks of that many keys (tests, benchmarks).
+   */
+  flashDecoding?: FlashDecoding;
   /** Reuse bind groups across dispatches with the same pipeline and buffers (default true; benchmarks compare). */
   cacheBindGroups?: boolean;
 }
@@ -120,6 +126,8 @@ export class WebGpuBackend implements Backend, KernelHost {
   readonly maxWorkgroupsPerDim: number;
   readonly tuning: KernelTuning;
   readonly vec4Matmul: boolean;
+  readonly flashDecoding: FlashDecoding;
+  readonly threads: number;
   private readonly cacheBindGroups: boolean;
   /** Resolves when the device is lost (or destroyed by dispose()); the worker reports it and reloads. */
   readonly lost: Promise<GPUDeviceLostInfo>;
@@ -155,6 +163,8 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.maxWorkgroupsPerDim = device.limits.maxComputeWorkgroupsPerDimension;
     this.tuning = options.tuning ?? tuning;
     this.vec4Matmul = options.vec4Matmul !== false;
+    this.flashDecoding = options.flashDecoding ?? 'auto';
+    this.threads = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency || 4;
     this.cacheBindGroups = options.cacheBindGroups !== false;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
     if (options.fusedKernels !== false) {

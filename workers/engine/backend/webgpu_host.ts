@@ -76,6 +76,13 @@ export const PARAMS_BYTES = 256;
  */
 export type KernelTuning = 'gpu' | 'cpu';
 
+/**
+ * Flash-decoding (split-K attention, ops/attention_split.wgsl.ts) policy: 'auto' splits long
+ * contexts by the adapter's rule (splitPlan), 'off' never splits, { chunk } always splits the
+ * visible keys into chunks of that many keys when there are more (tests and benchmarks).
+ */
+export type FlashDecoding = 'auto' | 'off' | { chunk: number };
+
 /** Workgroup counts [x, y, z] for a dispatch. */
 export type Workgroups = readonly [number, number, number];
 
@@ -91,6 +98,10 @@ export interface KernelHost {
   readonly tuning: KernelTuning;
   /** 'gpu' tuning: whether prefill matmuls with in % 4 = 0 take the vec4 register-tiled kernel (WebGpuOptions.vec4Matmul). */
   readonly vec4Matmul: boolean;
+  /** Whether attention splits long contexts across workgroups (WebGpuOptions.flashDecoding). */
+  readonly flashDecoding: FlashDecoding;
+  /** Hardware threads of the machine (navigator.hardwareConcurrency): 'cpu' tuning sizes its splits by them. */
+  readonly threads: number;
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
   /**

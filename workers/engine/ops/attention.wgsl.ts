@@ -1,5 +1,6 @@
 import type { AttentionParams, Tensor } from '../backend/backend';
 import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import { attentionSplitGpu, splitPlan } from './attention_split.wgsl';
 import { WGSL_FLAT_GROUP, WGSL_TANH } from './wgsl_math';
 
 const WG = 64;
@@ -188,7 +189,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
  * attentionCpu. q [n, H·d] at positions past..past+n−1; kCache, vCache [ctx, KV·d] hold rows
  * 0..past+n−1. Returns z [n, H·d] and, when asked, the probabilities (masked entries 0) and the
  * masked scores (masked entries −Infinity), both [H, n, past+n]. Tuning 'gpu': one workgroup
- * per (head, query); 'cpu': one invocation per (head, query) (serialSource).
+ * per (head, query); 'cpu': one invocation per (head, query) (serialSource). Without pattern or
+ * scores, a long context is split across workgroups instead (flash-decoding, attention_split.wgsl.ts,
+ * when splitPlan says so: two dispatches).
  * @throws Error on inconsistent shapes, H not a multiple of KV, or past+n beyond the cache.
  */
 export function attentionGpu(host: KernelHost, q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): { z: GpuTensor; pattern?: GpuTensor; scores?: GpuTensor } {
@@ -204,6 +207,10 @@ export function attentionGpu(host: KernelHost, q: Tensor, kCache: Tensor, vCache
   }
   const gpu = host.tuning === 'gpu';
   if (gpu && (H > host.maxWorkgroupsPerDim || n > host.maxWorkgroupsPerDim)) throw new Error(`attention: ${H} heads × ${n} queries exceed ${host.maxWorkgroupsPerDim} workgroups per dimension`);
+  // flash-decoding for long contexts; hook_pattern / hook_attn_scores take the one-pass kernel,
+  // which writes them
+  const plan = n === 0 || H === 0 || d === 0 || p.wantPattern || p.wantScores ? null : splitPlan(p, host.tuning, host.flashDecoding, host.threads);
+  if (plan) return { z: attentionSplitGpu(host, gq, gk, gv, p, plan) };
   const z = host.alloc([n, H * d]);
   const pattern = p.wantPattern ? host.alloc([H, n, T]) : undefined;
   const scores = p.wantScores ? host.alloc([H, n, T]) : undefined;
