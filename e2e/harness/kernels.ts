@@ -496,6 +496,10 @@ async function attention(h: Harness): Promise<void> {
     { n: 4, past: 0, nHeads: 3, nKvHeads: 1, headDim: 1, softcap: 0, window: 0, wantPattern: true, wantScores: true },
     { n: 6, past: 0, nHeads: 2, nKvHeads: 1, headDim: 16, softcap: 2, window: 100, wantPattern: true, wantScores: true },
     { n: 1, past: 70, nHeads: 4, nKvHeads: 1, headDim: 16, softcap: 0, window: 6, wantPattern: true, wantScores: true },
+    // long decode contexts: flash-decoding's 'auto' split on both tunings (ops/attention_split.wgsl.ts;
+    // on 'gpu' 2 chunks of 192 keys, 3 per lane), SmolLM-135M's head shape; the window splits its 300 keys only
+    { n: 1, past: 300, nHeads: 9, nKvHeads: 3, headDim: 64, softcap: 0, window: 0, wantPattern: false, wantScores: false },
+    { n: 1, past: 700, nHeads: 4, nKvHeads: 2, headDim: 24, softcap: 5, window: 300, wantPattern: false, wantScores: false },
   ];
   for (const c of cases) {
     const T = c.past + c.n;
