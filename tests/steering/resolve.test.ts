@@ -152,6 +152,16 @@ describe('resolveInterventions: SAE features', () => {
     expect(out[1].op).toEqual({ kind: 'sae_clamp', sae, feature: 9, value: 2 });
   });
 
+  it('an SAE whose decoder rows are not unit norm still gives the unit row W_dec[f] / ‖W_dec[f]‖ (not W_dec[f])', async () => {
+    // The shared SAE's rows are unit norm already; scale row f by 1 + f mod 3 so the division shows.
+    const W_dec = relu.W_dec.map((x, i) => x * (1 + (Math.floor(i / 64) % 3)));
+    const scaled = new Sae(e.backend, { ...relu, W_dec }, e.spec);
+    const row = W_dec.subarray(7 * 64, 8 * 64), n = Math.sqrt(row.reduce((s, x) => s + x * x, 0));
+    expect(n).toBeGreaterThan(1.5);
+    const out = await resolveInterventions(e, [{ hook: HOOK, type: 'add', vector: { sae: 'relu', feature: 7 }, alpha: 1 }], { nPrompt: 5 }, { loadSae: () => scaled });
+    expect(maxDiff((out[0].op as { v: Float32Array }).v, Array.from(row, (x) => x / n))).toBeLessThanOrEqual(1e-6);
+  });
+
   it('an SAE without a loader, a loader that fails, and a feature outside the SAE fail with the spec label', async () => {
     await expect(resolveInterventions(e, [{ hook: HOOK, type: 'add', vector: { sae: 'relu', feature: 7 }, alpha: 1 }], { nPrompt: 5 }))
       .rejects.toThrow('intervention 1: SAE "relu" cannot be loaded here');

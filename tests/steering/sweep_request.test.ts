@@ -45,12 +45,17 @@ describe('doseResponse request and result', () => {
     }
   });
 
-  it('refuses no layers or no doses, a layer that is negative, fractional or n_layers, and a dose that is not finite', async () => {
+  it('refuses no layers or no doses, a layer that is negative, fractional or n_layers, a dose that is not finite, and positions past the prompt', async () => {
     await expect(doseResponse(e, req({ layers: [] }))).rejects.toThrow('a sweep needs at least one layer and one dose');
     await expect(doseResponse(e, req({ doses: [] }))).rejects.toThrow('a sweep needs at least one layer and one dose');
     for (const l of [-1, 1.5, 5]) await expect(doseResponse(e, req({ layers: [0, l] }))).rejects.toThrow(new RegExp(`^layer ${l} does not exist \\(the model has layers 0\\.\\.4\\)$`));
     await expect(doseResponse(e, req({ doses: [1, NaN] }))).rejects.toThrow(/^dose NaN is not a finite number$/);
     await expect(doseResponse(e, req({ doses: [Infinity] }))).rejects.toThrow(/^dose Infinity is not a finite number$/);
+    // positions are checked against the prompt's length ("Once upon a time" is 5 tokens with BOS)
+    await expect(doseResponse(e, req({ template: { hook: 'blocks.{l}.hook_resid_post', type: 'add', vector: v, positions: [5] } })))
+      .rejects.toThrow(/^sweep layer 4: position 5 is outside the run: the prompt has 5 tokens \(positions 0\.\.4\)$/);
+    await expect(doseResponse(e, req({ template: { hook: 'blocks.{l}.hook_resid_post', type: 'add', vector: v, positions: { start: 5, end: 7 } } })))
+      .rejects.toThrow(/^sweep layer 4: positions \[5, 7\) start outside the run: the prompt has 5 tokens \(positions 0\.\.4\)$/);
     await expect(doseResponse(e, req({ template: { hook: 'blocks.l.hook_resid_post', type: 'add', vector: v } })))
       .rejects.toThrow('sweep hook template "blocks.l.hook_resid_post" needs {l} for the layer, e.g. blocks.{l}.hook_resid_post');
   });

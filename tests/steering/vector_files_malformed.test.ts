@@ -51,6 +51,16 @@ describe('.npy by the format spec', () => {
     expect(readNpy(npy(dict('|f4', '(3,)'), data, 1))).toEqual(Float32Array.from([1, -2, 0.25]));
   });
 
+  it('a version-2 header of 65 600 bytes (the reason v2 exists: more than a u16 length can say) reads its data after the whole header', () => {
+    // NumPy pads the header dict with spaces and ends it with \n; 65 600 = 0x10040 has low 16 bits 0x40,
+    // so a u16 read of the length would take the data from byte 12 + 64, inside the padding.
+    const header = dict('<f4', '(3,)').slice(0, -1).padEnd(65_599, ' ') + '\n';
+    expect(header.length).toBe(65_600);
+    const file = npy(header, f4([1, -2, 0.25]), 2);
+    expect(new DataView(file.buffer).getUint32(8, true)).toBe(65_600);
+    expect(readNpy(file)).toEqual(Float32Array.from([1, -2, 0.25]));
+  });
+
   it('big-endian float64 and float32, and float32 data that does not start 4-byte aligned', () => {
     expect(readNpy(npy(dict('>f8', '(2,)'), f8([0.1, -3], false)))).toEqual(Float32Array.from([0.1, -3]));
     expect(readNpy(npy(dict('>f4', '(2,)'), f4([7.5, -0.125], false)))).toEqual(Float32Array.from([7.5, -0.125]));

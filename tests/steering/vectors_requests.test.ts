@@ -76,6 +76,18 @@ describe('CAA at a marked answer token', () => {
     expect(v.provenance.position).toBe('marker:|');
   });
 
+  it('"Onc|e upon a time": a marker inside a word reads the token the answer merged into (the first id where the text leaves the prefix\'s encoding)', () => {
+    // The reference ids of "Once upon a time" are [BOS, "Once", " upon", " a", " time"]; "Onc" alone
+    // encodes as BOS and pieces of "Once", so the encodings part at index 1, the token holding "e".
+    const prefix = e.encodePrompt({ prompt: 'Onc' });
+    expect(prefix[0]).toBe(A.input_ids[0]);
+    expect(prefix[1]).not.toBe(A.input_ids[1]);
+    expect(prefix.length).toBeGreaterThan(2);
+    const pos = caaPosition(e, 'Onc|e upon a time', { marker: '|' });
+    expect(pos.prompt).toBe(A.prompt);
+    expect(pos.index(A.input_ids)).toBe(1);
+  });
+
   it('a marker that is missing, repeated, empty, first or last in the text is refused with the text and the rule', () => {
     const bad = (text: string, marker: string) => () => caaPosition(e, text, { marker });
     expect(bad('Once upon a time', '|')).toThrow('"Once upon a time": mark the answer token with exactly one "|"');
@@ -118,5 +130,22 @@ describe('request validation', () => {
     const got = await actAdd(e, { positive: A.prompt, negative: C.prompt, hook: `blocks.${l}.attn.hook_z`, head });
     const za = z(A), zc = z(C);
     expect(maxDiff(got.vector, Array.from(za, (x, d) => x - zc[d]))).toBeLessThanOrEqual(F32_TOL);
+  });
+
+  it('CAA at head 5 of hook_z: vector and mean are the per-head means of the reference z₅ at the last token (two positive texts, one negative)', async () => {
+    const l = 3, head = 5, kv = Math.floor(head / (m.H / m.KV));
+    // z_h at the last token = Σ_k A_h[t, k] · v_{kv(h)}[k] (TransformerLens hook_z), from the reference attention and values
+    const z = (p: typeof A) => {
+      const t = p.n_prompt - 1, a = arr.get(p.name)!, out = new Float64Array(m.dHead);
+      for (let k = 0; k <= t; k++) {
+        const w = m.attn(a, p, l, head, t, k), v = m.value(a, p, l, k);
+        for (let d = 0; d < m.dHead; d++) out[d] += w * v[kv * m.dHead + d];
+      }
+      return out;
+    };
+    const [za, zb, zc] = [z(A), z(B), z(C)];
+    const got = await caaVector(e, { positive: [A.prompt, B.prompt], negative: [C.prompt], hook: `blocks.${l}.attn.hook_z`, head });
+    expect(maxDiff(got.vector, Array.from(za, (x, d) => (x + zb[d]) / 2 - zc[d]))).toBeLessThanOrEqual(F32_TOL);
+    expect(maxDiff(got.mean, Array.from(za, (x, d) => (x + zb[d] + zc[d]) / 3))).toBeLessThanOrEqual(F32_TOL);
   });
 });
