@@ -8,6 +8,8 @@ if (!['analysis', 'steering', 'model'].includes(target)) {
   throw new Error(`set MUTATION_TARGET to analysis, steering or model (got ${target})`);
 }
 
+const run = process.env.MUTATION_RUN ? `${target}-${process.env.MUTATION_RUN}` : target;
+
 // Tests find the golden data through ../shared, which a sandbox in .stryker-tmp/ does not have.
 process.env.BRANCHPOINT_SHARED ??= path.resolve('..', 'shared');
 
@@ -23,10 +25,12 @@ export default {
   coverageAnalysis: 'perTest',
   concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 1),
   incremental: true,
-  incrementalFile: `reports/mutation/incremental-${target}.json`,
+  // MUTATION_RUN names a run of part of a folder (e.g. "b"), so two runs side by side keep their own
+  // incremental and JSON reports: reports/mutation/incremental-<folder>-<run>.json, <folder>-<run>.json.
+  incrementalFile: `reports/mutation/incremental-${run}.json`,
   timeoutMS: 60_000,
   reporters: ['clear-text', 'progress', 'json'],
-  jsonReporter: { fileName: `reports/mutation/${target}.json` },
+  jsonReporter: { fileName: `reports/mutation/${run}.json` },
   cleanTempDir: 'always',
   ignorePatterns: ['e2e', 'dist', 'docs', '.artifacts', 'reports', 'test-results', 'playwright-report'],
 };

@@ -16,7 +16,16 @@ const SUBSETS: Record<string, string[]> = {
     'tests/steering/sweep.test.ts', 'tests/steering/vectors_reference.test.ts', 'tests/steering/vectors_requests.test.ts', 'tests/steering/properties.test.ts',
     'tests/steering/resolve.test.ts', 'tests/steering/sweep_request.test.ts',
   ],
-  model: ['tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts'],
+  // Beside the real-model suites: the quantised and f16 weight paths (quant_error, quant_storage,
+  // load's F16 checks), the checkpoint layouts and fixture architectures (load, transformer's
+  // branches per architecture), the bad-input corpus (spec_checks' messages), SAE hooks
+  // (run_context) and the explorer (PrefixCache.advance). The fuzz suite is left out (42 s, random).
+  model: [
+    'tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts',
+    'tests/unit/quant.test.ts', 'tests/integration/quant_weights.test.ts', 'tests/io/estimate_quant.test.ts', 'tests/io/estimate.test.ts', 'tests/io/checkpoint_formats.test.ts', 'tests/io/gguf.test.ts',
+    'tests/integration/fixtures.test.ts', 'tests/integration/f16_weights.test.ts', 'tests/integration/gemma3_attention.test.ts', 'tests/sae/interventions.test.ts', 'tests/corpus/corpus.test.ts', 'tests/branching/explorer.test.ts',
+    'tests/model/*.test.ts',
+  ],
 };
 const target = process.env.MUTATION_TARGET ?? '';
 if (!SUBSETS[target]) throw new Error(`MUTATION_TARGET must be one of ${Object.keys(SUBSETS).join(', ')}`);
