@@ -159,6 +159,9 @@ async function tjsRows(o: ModelBenchOptions, impl: 'tjs-wasm' | 'tjs-webgpu', ro
   env.useCustomCache = false;
   env.useBrowserCache = false;
   env.backends.onnx.wasm!.wasmPaths = { mjs: ortMjsUrl, wasm: ortWasmUrl };
+  // one thread, as our CPU backend on this page's main thread (the dev server makes the page
+  // cross-origin isolated, where onnxruntime-web would otherwise start its own threads)
+  env.backends.onnx.wasm!.numThreads = 1;
   const model: PreTrainedModel = await AutoModelForCausalLM.from_pretrained(o.tjsModel, { device: impl === 'tjs-wasm' ? 'wasm' : 'webgpu', dtype: 'fp32' });
   try {
     for (const T of o.ts) {

@@ -111,7 +111,7 @@ const rowsOf = (t: Tensor): number => t.size / cols(t);
  */
 export class CpuBackend implements Backend {
   readonly kind = 'cpu' as const;
-  readonly description: string;
+  private readonly reason: string | undefined;
   /** The WASM SIMD GEMM and the memory the weights move into; null = scalar TypeScript matmul. */
   private readonly arena: WasmGemm | null;
   private live = 0;
@@ -125,9 +125,17 @@ export class CpuBackend implements Backend {
    */
   constructor(reason?: string, options: { simd?: boolean; threads?: number; parallelMacs?: number } = {}) {
     this.arena = options.simd === false ? null : WasmGemm.create({ threads: options.threads, parallelMacs: options.parallelMacs });
-    const n = this.threads;
+    this.reason = reason;
+  }
+
+  /**
+   * "CPU (TypeScript + WASM SIMD, 2 threads)" or "CPU fallback (reason; 2 threads)": the threads
+   * counted are those running now (helpers that have started, plus this one).
+   */
+  get description(): string {
+    const n = this.arena?.runningThreads ?? 1;
     const what = this.arena ? `TypeScript + WASM SIMD${n > 1 ? `, ${n} threads` : ''}` : 'TypeScript';
-    this.description = reason ? `CPU fallback (${reason}${n > 1 ? `; ${n} threads` : ''})` : `CPU (${what})`;
+    return this.reason ? `CPU fallback (${this.reason}${n > 1 ? `; ${n} threads` : ''})` : `CPU (${what})`;
   }
 
   /** Threads the matrix products run on (1 without WASM or where threads are unavailable). */

@@ -143,8 +143,9 @@ export class GemmThreads {
     orphans.register(owner, { ctl: this.ctl, helpers: this.helpers }, this);
   }
 
-  /** Helpers that have started and wait for work. */
+  /** Helpers that have started and wait for work (0 once stopped). */
   ready(): number {
+    if (this.stopped) return 0;
     let n = 0;
     for (let t = 1; t < this.threads; t++) n += Atomics.load(this.ctl, CTL_I32.ready + t);
     return n;

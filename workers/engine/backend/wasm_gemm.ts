@@ -106,6 +106,9 @@ export class WasmGemm {
   /** Threads that multiply (1 = this thread alone). */
   get threads(): number { return this.pool?.threads ?? 1; }
 
+  /** Threads running now: this one and the helpers that have started. */
+  get runningThreads(): number { return 1 + (this.pool?.ready() ?? 0); }
+
   /** Resolves once every helper thread has started (products run on fewer threads until then). */
   async whenStarted(): Promise<void> { await this.pool?.whenStarted(); }
 
