@@ -116,3 +116,29 @@ describe.each(FIXTURES)('%s-tiny on 2 threads against the goldens', (arch) => {
     mt.dispose(); m1.dispose();
   });
 });
+
+describe('GemmThreads failure', () => {
+  it('a WebAssembly trap in a helper\'s share is an Error on the calling thread (no hang), and the pool keeps working', async () => {
+    const { GemmThreads, CONTROL_BYTES } = await import('../../workers/engine/backend/gemm_threads');
+    const { GEMM_SHARED_WASM_BASE64 } = await import('../../workers/engine/ops/gemm.wasm');
+    const mod = new WebAssembly.Module(Buffer.from(GEMM_SHARED_WASM_BASE64, 'base64'));
+    const memory = new WebAssembly.Memory({ initial: 2, maximum: 16, shared: true });
+    const part = (new WebAssembly.Instance(mod, { env: { memory } }).exports.part as (c: number, t: number) => void);
+    const owner = {};
+    const pool = new GemmThreads(owner, mod, memory, 2);
+    await pool.whenStarted();
+    const f = new Float32Array(memory.buffer);
+    const x = CONTROL_BYTES, k = 4, m = 8, y = x + 64, w = y + 64;
+    f.fill(1, x / 4, x / 4 + k);
+    // w rows 0..3 (this thread's share) in memory; rows 4..7 (the helper's) start past its end
+    const ldw = (memory.buffer.byteLength - w) / 4 / 4 - 1;
+    expect(() => pool.run(part, 0, [x, k, w, ldw, y, m, 1, k, m], m)).toThrow(/matmul thread failed/);
+    // a product inside the memory afterwards: y = x·wᵀ = 4 per row of ones
+    f.fill(1, w / 4, w / 4 + m * k);
+    f.fill(0, y / 4, y / 4 + m);
+    pool.run(part, 0, [x, k, w, k, y, m, 1, k, m], m);
+    expect(Array.from(f.subarray(y / 4, y / 4 + m))).toEqual(Array(m).fill(4));
+    expect(pool.helperParts()).toBe(1);
+    pool.stop();
+  });
+});

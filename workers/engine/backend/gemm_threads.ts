@@ -19,7 +19,7 @@
  */
 
 /** i32 indices in the control block; the job's kind, arguments and ranges are at CTL (gemm_wat.ts). */
-const CTL_I32 = { generation: 0, pending: 1, kind: 2, helperParts: 12, ranges: 16, ready: 48, enrolled: 64 } as const;
+const CTL_I32 = { generation: 0, pending: 1, kind: 2, helperParts: 12, failedParts: 13, ranges: 16, ready: 48, enrolled: 64 } as const;
 
 /** Bytes of the control block (the arena's first resident block starts after it). */
 export const CONTROL_BYTES = 512;
@@ -29,7 +29,7 @@ export const MAX_THREADS = 16;
 
 /** The helper's code, the same text in Node (eval worker) and browsers (blob URL worker). */
 const HELPER = `
-const G = ${CTL_I32.generation}, P = ${CTL_I32.pending}, K = ${CTL_I32.kind}, E = ${CTL_I32.enrolled}, R = ${CTL_I32.ready}, H = ${CTL_I32.helperParts};
+const G = ${CTL_I32.generation}, P = ${CTL_I32.pending}, K = ${CTL_I32.kind}, E = ${CTL_I32.enrolled}, R = ${CTL_I32.ready}, H = ${CTL_I32.helperParts}, F = ${CTL_I32.failedParts};
 function start(d) {
   const ex = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports;
   const ctl = new Int32Array(d.memory.buffer, d.ctl, ${CONTROL_BYTES / 4});
@@ -40,8 +40,12 @@ function start(d) {
     seen = Atomics.load(ctl, G);
     if (Atomics.load(ctl, K) < 0) break;
     if (Atomics.load(ctl, E + d.t) === 1) {
-      ex.part(d.ctl, d.t);
-      Atomics.add(ctl, H, 1);
+      try {
+        ex.part(d.ctl, d.t);
+        Atomics.add(ctl, H, 1);
+      } catch {
+        Atomics.add(ctl, F, 1);
+      }
       if (Atomics.sub(ctl, P, 1) === 1) Atomics.notify(ctl, P);
     }
   }
@@ -161,6 +165,7 @@ export class GemmThreads {
    * Runs one product split by w rows: writes kind and args (9 i32, see CTL in gemm_wat.ts), gives
    * each started thread a range of about m / threads rows (multiples of 4), runs share 0 with
    * `part` on this thread and waits for the helpers.
+   * @throws Error when a helper's share trapped (the product is then incomplete).
    */
   run(part: (ctl: number, t: number) => void, kind: number, args: readonly number[], m: number): void {
     const c = this.ctl;
@@ -185,6 +190,10 @@ export class GemmThreads {
     }
     part(0, 0);
     for (let p = Atomics.load(c, CTL_I32.pending); p > 0; p = Atomics.load(c, CTL_I32.pending)) Atomics.wait(c, CTL_I32.pending, p);
+    if (Atomics.load(c, CTL_I32.failedParts) > 0) {
+      Atomics.store(c, CTL_I32.failedParts, 0);
+      throw new Error('a CPU matmul thread failed (WebAssembly trap in its share of the product)');
+    }
   }
 
   /** Stops the helpers (idempotent). */
