@@ -231,6 +231,8 @@ describe('PrefixCache refusals', () => {
     await kv.reference(ids.slice(0, 5), opts);
     for (const p of [-1, 1.5, 6]) await expect(kv.runFrom(p, ids.slice(0, 6), opts)).rejects.toThrow(`PrefixCache.runFrom: start ${p} is outside 0..5`);
     await expect(kv.runFrom(4, ids.slice(0, 4), opts)).rejects.toThrow('PrefixCache.runFrom: start 4 is outside 0..3');
+    // past the reference's 5 rows though inside the 7 ids
+    await expect(kv.runFrom(6, ids.slice(0, 7), opts)).rejects.toThrow('PrefixCache.runFrom: start 6 is outside 0..5');
     const other = [...ids.slice(0, 6)];
     other[2] = other[2] === 5 ? 6 : 5;
     await expect(kv.runFrom(3, other, opts)).rejects.toThrow('PrefixCache.runFrom: token 2 differs from the reference\'s, so rows before 3 cannot be reused');
@@ -273,8 +275,14 @@ describe('PrefixCache refusals', () => {
     // runFrom(3) leaves rows 0..2 of the reference; restoring the snapshot makes all 5 valid again
     await kv.runFrom(3, ids.slice(0, 5), opts);
     expect(kv.validRows).toBe(3);
+    const s3 = kv.snapshot()!;
+    expect([s3.kv.rows, s3.ids]).toEqual([3, ids.slice(0, 3)]);
+    kv.release(s3);
     kv.restore(s);
     expect(kv.validRows).toBe(5);
+    // the restored rows are the last run: extend continues from them
+    const out = await kv.extend(5, ids.slice(0, 6), opts);
+    expect(maxDiff(out.logits!, row(5))).toBeLessThanOrEqual(F32_TOL);
     kv.release(s);
   });
 
@@ -295,5 +303,12 @@ describe('PrefixCache refusals', () => {
     const other = [...ids.slice(0, 7)];
     other[2] = other[2] === 5 ? 6 : 5;
     expect((await kv.advance(6, other, { ...opts, logits: 'none', capture: ['blocks.0.hook_resid_post'] })).from).toBe(2);
+    // after advance, its run is the reference (runFrom) and the last run (extend)
+    const ext = await kv.extend(7, [...other, ids[7]], opts);
+    expect(ext.logits).toHaveLength(m.V);
+    await kv.advance(5, ids.slice(0, 7), { ...opts, logits: 'none' });
+    const extra: Intervention = { hook: 'blocks.1.hook_resid_post', positions: [6], op: { kind: 'add', v: new Float32Array(m.D), alpha: 0 } };
+    const rf = await kv.runFrom(6, ids.slice(0, 7), { ...opts, interventions: [extra] });
+    expect(maxDiff(rf.logits!, row(6))).toBeLessThanOrEqual(F32_TOL);
   });
 });
