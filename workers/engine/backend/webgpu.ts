@@ -2,7 +2,7 @@ import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, Q
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
-import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type FlashDecoding, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
+import { ChunkedTensor, GpuTensor, PARAMS_BYTES, type ComputeType, type FlashDecoding, type KernelHost, type KernelTuning, type Params, type Workgroups } from './webgpu_host';
 import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu, subGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
@@ -75,6 +75,19 @@ export interface WebGpuOptions {
   flashDecoding?: FlashDecoding;
   /** Reuse bind groups across dispatches with the same pipeline and buffers (default true; benchmarks compare). */
   cacheBindGroups?: boolean;
+  /**
+   * Arithmetic of the linear kernels on weights stored as binary16 (load option weightDtype 'f16'):
+   * 'f32' (default) unpacks them and computes in float32; 'f16' multiplies in binary16 with a
+   * float32 running sum (ops/linear_gemv.wgsl.ts; activations stay float32 at every hook) where the
+   * adapter has 'shader-f16', and falls back to 'f32' where it has not (WebGpuBackend.compute says
+   * which was granted). Results differ from float32 by binary16 rounding, ~2⁻¹¹ per product.
+   */
+  computeDtype?: ComputeType;
+  /**
+   * Sum GEMV and norm reductions with subgroupAdd where the adapter has 'subgroups' (default true;
+   * benchmarks and tests compare with false, the workgroup-memory tree).
+   */
+  subgroups?: boolean;
 }
 
 /**
@@ -128,6 +141,8 @@ export class WebGpuBackend implements Backend, KernelHost {
   readonly vec4Matmul: boolean;
   readonly flashDecoding: FlashDecoding;
   readonly threads: number;
+  readonly compute: ComputeType;
+  readonly subgroups: boolean;
   private readonly cacheBindGroups: boolean;
   /** Resolves when the device is lost (or destroyed by dispose()); the worker reports it and reloads. */
   readonly lost: Promise<GPUDeviceLostInfo>;
@@ -165,6 +180,8 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.vec4Matmul = options.vec4Matmul !== false;
     this.flashDecoding = options.flashDecoding ?? 'auto';
     this.threads = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency || 4;
+    this.compute = options.computeDtype === 'f16' && device.features.has('shader-f16') ? 'f16' : 'f32';
+    this.subgroups = options.subgroups !== false && device.features.has('subgroups');
     this.cacheBindGroups = options.cacheBindGroups !== false;
     this.weightBufferLimit = Math.min(this.deviceLimit(), options.maxWeightBufferBytes ?? Infinity);
     if (options.fusedKernels !== false) {
@@ -186,9 +203,10 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   /**
    * Requests a high-performance adapter and a device with the adapter's largest
-   * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize. (f16 weights are
-   * unpacked with core WGSL, so 'shader-f16' is not needed.) Each call gets a new device: after a
-   * device loss, create() again and reload the model.
+   * maxStorageBufferBindingSize, maxBufferSize and maxComputeWorkgroupStorageSize, and the optional
+   * features the options use where the adapter has them: 'shader-f16' (computeDtype 'f16'; f16
+   * weight storage alone needs none) and 'subgroups'. Each call gets a new device: after a device
+   * loss, create() again and reload the model.
    * @throws Error saying why WebGPU is unusable (no navigator.gpu, no adapter, device refused), so
    *   the caller can fall back to the CPU backend with that reason.
    */
@@ -200,7 +218,11 @@ export class WebGpuBackend implements Backend, KernelHost {
     const l = adapter.limits;
     let device: GPUDevice;
     try {
+      const wanted: GPUFeatureName[] = [];
+      if (options.computeDtype === 'f16') wanted.push('shader-f16');
+      if (options.subgroups !== false) wanted.push('subgroups' as GPUFeatureName);
       device = await adapter.requestDevice({
+        requiredFeatures: wanted.filter((f) => adapter.features.has(f)),
         requiredLimits: {
           maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
           maxBufferSize: l.maxBufferSize,

@@ -83,6 +83,15 @@ export type KernelTuning = 'gpu' | 'cpu';
  */
 export type FlashDecoding = 'auto' | 'off' | { chunk: number };
 
+/**
+ * Arithmetic type of the linear kernels' products (ops/linear_gemv.wgsl.ts): 'f16' (WGSL `enable
+ * f16`, the device's 'shader-f16') on weights stored as binary16, else 'f32'.
+ */
+export type ComputeType = 'f32' | 'f16';
+
+/** How a GEMV or norm sums across invocations: a tree in workgroup memory, or subgroupAdd ('subgroups'). */
+export type Reduction = 'tree' | 'subgroup';
+
 /** Workgroup counts [x, y, z] for a dispatch. */
 export type Workgroups = readonly [number, number, number];
 
@@ -102,6 +111,10 @@ export interface KernelHost {
   readonly flashDecoding: FlashDecoding;
   /** Hardware threads of the machine (navigator.hardwareConcurrency): 'cpu' tuning sizes its splits by them. */
   readonly threads: number;
+  /** 'f16': linear kernels multiply binary16 weights in binary16 (WebGpuOptions.computeDtype, on a device with 'shader-f16'). */
+  readonly compute: ComputeType;
+  /** Whether GEMV and norm reductions use subgroupAdd (WebGpuOptions.subgroups, on a device with 'subgroups'). */
+  readonly subgroups: boolean;
   /** Compiles the pipeline for `key` on first use (from `code()`), then returns the cached one. */
   pipeline(key: string, code: () => string): GPUComputePipeline;
   /**

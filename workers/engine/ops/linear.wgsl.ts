@@ -1,12 +1,11 @@
 import type { Tensor } from '../backend/backend';
 import { Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import { computeType, dispatchGemv, GEMV_ROWS, plainVariant, reduction, term, type ComputeType } from './linear_gemv.wgsl';
 import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
 
 /** Output tile of the tiled matmul: TILE×TILE per workgroup of 16×16, 4×4 outputs per invocation. */
 const TILE = 64;
 const TK = 16;
-/** GEMV: outputs per workgroup (32 lanes each) for the few-row (decode) path. */
-const GEMV_ROWS = 8;
 /** Tuning 'gpu': up to this many rows use the GEMV path (one pass over w per row); more use the tiled matmul. */
 export const GEMV_MAX_ROWS = 4;
 
@@ -31,8 +30,9 @@ ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
  * each invocation accumulates a 4×4 block of outputs (rows ly + 16a, columns lx + 16b, so that
  * writes are coalesced).
  */
-function tiledSource(bias: boolean, f16: boolean): string {
+function tiledSource(bias: boolean, f16: boolean, compute: ComputeType): string {
   return /* wgsl */ `
+${compute === 'f16' ? 'enable f16;' : ''}
 ${bindings(bias, 'f32', wgslWeight(2, 'w', 'wv', f16))}
 var<workgroup> xs: array<f32, ${TILE * TK}>;
 var<workgroup> ws: array<f32, ${TILE * TK}>;
@@ -64,7 +64,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
       }
       for (var i = 0u; i < 4u; i = i + 1u) {
         for (var j = 0u; j < 4u; j = j + 1u) {
-          acc[i * 4u + j] = acc[i * 4u + j] + a[i] * bv[j];
+          acc[i * 4u + j] = acc[i * 4u + j] + ${term(compute, false, 'a[i]', 'bv[j]')};
         }
       }
     }
@@ -90,8 +90,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
  * loads follow the usual SGEMM structure, e.g. Volkov & Demmel 2008; the WebGPU form after TVM/
  * Tint's tiled matmul samples.)
  */
-function tiledVec4Source(bias: boolean, f16: boolean): string {
+function tiledVec4Source(bias: boolean, f16: boolean, compute: ComputeType): string {
+  const mac = (acc: string, a: string) => (compute === 'f16' ? `${acc} = ${acc} + vec4f(f16(${a}) * vec4<f16>(b));` : `${acc} = ${acc} + ${a} * b;`);
   return /* wgsl */ `
+${compute === 'f16' ? 'enable f16;' : ''}
 ${bindings(bias, 'vec4f', wgslWeightVec4(2, 'w', 'wv', f16))}
 var<workgroup> xs: array<array<vec4f, 256>, 2>;
 var<workgroup> ws: array<array<vec4f, 256>, 2>;
@@ -135,10 +137,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     for (var k = 0u; k < 16u; k = k + 1u) {
       let a = xs[cur][k * 16u + lid.y];
       let b = ws[cur][k * 16u + lid.x];
-      acc0 = acc0 + a.x * b;
-      acc1 = acc1 + a.y * b;
-      acc2 = acc2 + a.z * b;
-      acc3 = acc3 + a.w * b;
+      ${mac('acc0', 'a.x')}
+      ${mac('acc1', 'a.y')}
+      ${mac('acc2', 'a.z')}
+      ${mac('acc3', 'a.w')}
     }
     if (more) {
       let nxt = 1u - cur;
@@ -162,75 +164,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 }
 
 /**
- * GEMV for few rows (decode): a workgroup of 256 computes 8 outputs of one row of x, 32 lanes per
- * output striding along `in` (adjacent lanes read adjacent weights), then a tree sum over the lanes.
- * Output columns are placed as in tiledSource (ldy, colOff).
- */
-function gemvSource(bias: boolean, f16: boolean): string {
-  return /* wgsl */ `
-${bindings(bias, 'f32', wgslWeight(2, 'w', 'wv', f16))}
-var<workgroup> red: array<f32, 256>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let o = wid.x * ${GEMV_ROWS}u + li / 32u;
-  let lane = li % 32u;
-  let r = wid.y;
-  var acc = 0.0;
-  if (o < p.nOut) {
-    let xo = r * p.nIn;
-    let wo = o * p.nIn;
-    for (var k = lane; k < p.nIn; k = k + 32u) { acc = acc + x[xo + k] * wv(wo + k); }
-  }
-  red[li] = acc;
-  workgroupBarrier();
-  for (var s = 16u; s > 0u; s = s >> 1u) {
-    if (lane < s) { red[li] = red[li] + red[li + s]; }
-    workgroupBarrier();
-  }
-  if (lane == 0u && o < p.nOut) { y[r * p.ldy + p.colOff + o] = red[li]${bias ? ' + b[p.colOff + o]' : ''}; }
-}`;
-}
-
-/** 'cpu' dot kernel: invocations (outputs) per workgroup. */
-const DOT_WG = 16;
-
-/**
- * One invocation per output column o and block of `rb` rows of x, no workgroup memory and no
- * barriers (the 'cpu' tuning: on SwiftShader each workgroup runs on one thread and a barrier costs
- * a switch per invocation group, so the lane-split GEMV and the tiled matmul are slower there than
- * plain dot products). The invocation walks w's row o once, four values at a time when `vec4`
- * (in % 4 = 0: x and w read as vec4, f16 weights as two packed words), and accumulates it against
- * the rb rows of x (rows past n repeat the last row and are not written). Output columns are
- * placed as in tiledSource (ldy, colOff).
- */
-function dotSource(bias: boolean, f16: boolean, vec4: boolean, rb: number): string {
-  const wDecl = vec4 ? wgslWeightVec4(2, 'w', 'wv', f16) : wgslWeight(2, 'w', 'wv', f16);
-  return /* wgsl */ `
-${bindings(bias, vec4 ? 'vec4f' : 'f32', wDecl)}
-@compute @workgroup_size(${DOT_WG})
-fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let o = gid.x;
-  if (o >= p.nOut) { return; }
-  let r0 = gid.y * ${rb}u;
-  let last = p.n - 1u;
-  let kn = p.nIn${vec4 ? ' / 4u' : ''};
-  var acc: array<f32, ${rb}>;
-  for (var k = 0u; k < kn; k = k + 1u) {
-    let wk = wv(o * kn + k);
-    for (var j = 0u; j < ${rb}u; j = j + 1u) { acc[j] = acc[j] + ${vec4 ? 'dot(x[min(r0 + j, last) * kn + k], wk)' : 'x[min(r0 + j, last) * kn + k] * wk'}; }
-  }
-  for (var j = 0u; j < ${rb}u; j = j + 1u) {
-    if (r0 + j < p.n) { y[(r0 + j) * p.ldy + p.colOff + o] = acc[j]${bias ? ' + b[p.colOff + o]' : ''}; }
-  }
-}`;
-}
-
-/** Rows of x per invocation of the dot kernel: 1 for decode, else blocks of 4 or 8 (each w load serves them all). */
-function dotRowBlock(n: number): number {
-  return n <= 1 ? 1 : n <= 4 ? 4 : 8;
-}
-
-/**
  * Linear layer y = x·wᵀ + b (nn.Linear layout): x [n, in], w [out, in], b [out] → [n, out].
  * Tuning 'gpu': n ≤ GEMV_MAX_ROWS takes the GEMV path, larger n the tiled matmul (the vec4,
  * register-tiled, double-buffered one when in % 4 = 0 and KernelHost.vec4Matmul, else the scalar one). Tuning 'cpu':
@@ -238,7 +171,9 @@ function dotRowBlock(n: number): number {
  * decode shapes [1,64]·[172,64]ᵀ: 0.3 ms vs 6.7 ms for the GEMV; [126,64]·[512,64]ᵀ: 11–20 ms vs
  * 114 ms for the tiled matmul). w may be float32 or f16 storage (WebGpuBackend.uploadF16), and may be
  * row-chunked (ChunkedTensor: a weight over the binding limit): each part computes its own range of
- * output columns of the one result. Accumulation is float32 either way.
+ * output columns of the one result. Accumulation is float32 either way; with KernelHost.compute
+ * 'f16' the products of binary16 weights are taken in binary16 (linear_gemv.wgsl.ts's compute hook;
+ * the tiled kernels round x and each product the same way).
  * @throws Error when x's row width is not `in`, b's size is not `out`, or the grid exceeds the
  *   device's workgroup limits.
  */
@@ -257,25 +192,22 @@ export function linearGpu(host: KernelHost, x: Tensor, w: Tensor, bias?: Tensor)
   const tooBig = (): Error => new Error(`linear: [${n}, ${nIn}]·[${nOut}, ${nIn}]ᵀ needs more than ${max} workgroups per dimension`);
   for (const { part, row0 } of parts) {
     const rows = part.shape[0];
-    const tensors = gb ? [gx, part, gb, y] : [gx, part, y];
-    const params = new Params().u32(n).u32(nIn).u32(rows).u32(nOut).u32(row0);
     const f16 = part.dtype === 'f16';
-    const variant = `${gb ? '_bias' : ''}${f16 ? '_f16' : ''}`;
+    const shape = { n, nIn, rows, ldy: nOut, colOff: row0 };
+    const byName: Record<string, GpuTensor> = gb ? { x: gx, w: part, b: gb, y } : { x: gx, w: part, y };
     if (host.tuning === 'cpu') {
-      const rb = dotRowBlock(n), vec4 = nIn % 4 === 0;
-      const gx2 = Math.ceil(rows / DOT_WG), gy = Math.ceil(n / rb);
-      if (gx2 > max || gy > max) throw tooBig();
-      host.dispatch(host.pipeline(`linear_dot${rb}${vec4 ? '_v4' : ''}${variant}`, () => dotSource(!!gb, f16, vec4, rb)), tensors, params, [gx2, gy, 1]);
-      continue;
-    }
-    const gemvGroups = Math.ceil(rows / GEMV_ROWS);
-    if (n <= GEMV_MAX_ROWS && gemvGroups <= max) {
-      host.dispatch(host.pipeline(`gemv${variant}`, () => gemvSource(!!gb, f16)), tensors, params, [gemvGroups, n, 1]);
+      dispatchGemv(host, 'dot', plainVariant(part.dtype, !!gb, nIn % 4 === 0, computeType(host, part.dtype), 'tree'), byName, shape);
+    } else if (n <= GEMV_MAX_ROWS && Math.ceil(rows / GEMV_ROWS) <= max) {
+      dispatchGemv(host, 'gemv', plainVariant(part.dtype, !!gb, false, computeType(host, part.dtype), reduction(host)), byName, shape);
     } else {
+      const tensors = gb ? [gx, part, gb, y] : [gx, part, y];
+      const params = new Params().u32(n).u32(nIn).u32(rows).u32(nOut).u32(row0);
+      const compute = computeType(host, part.dtype);
+      const variant = `${gb ? '_bias' : ''}${f16 ? '_f16' : ''}${compute === 'f16' ? '_h' : ''}`;
       const gx2 = Math.ceil(rows / TILE), gy = Math.ceil(n / TILE);
       if (gx2 > max || gy > max) throw tooBig();
-      if (host.vec4Matmul && nIn % 4 === 0) host.dispatch(host.pipeline(`matmul_v4${variant}`, () => tiledVec4Source(!!gb, f16)), tensors, params, [gx2, gy, 1]);
-      else host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!gb, f16)), tensors, params, [gx2, gy, 1]);
+      if (host.vec4Matmul && nIn % 4 === 0) host.dispatch(host.pipeline(`matmul_v4${variant}`, () => tiledVec4Source(!!gb, f16, compute)), tensors, params, [gx2, gy, 1]);
+      else host.dispatch(host.pipeline(`matmul${variant}`, () => tiledSource(!!gb, f16, compute)), tensors, params, [gx2, gy, 1]);
     }
   }
   return y;

@@ -1,11 +1,33 @@
 import type { Tensor } from '../backend/backend';
-import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
+import { grid, Params, type GpuTensor, type KernelHost, type Reduction } from '../backend/webgpu_host';
+import { reduction } from './linear_gemv.wgsl';
 import { WGSL_FLAT_GROUP } from './wgsl_math';
 
 const WG = 64;
 
-/** Workgroup tree sum of `red` (WG entries) into red[0]; every invocation must call it. */
-const REDUCE = /* wgsl */ `
+/**
+ * reduce_sum(li, v): the sum of v over the workgroup's WG invocations, returned to every one of them
+ * (every invocation must call it, in uniform control flow).
+ * - 'tree': a tree in workgroup memory (log2 WG barriers).
+ * - 'subgroup': subgroupAdd within each subgroup, each subgroup's first invocation stores its sum at
+ *   its own index (the others store 0), then every invocation adds the WG entries in index order: no
+ *   assumption about subgroup size or layout, and a deterministic order (adding zeros is exact).
+ */
+function reduceSum(r: Reduction): string {
+  if (r === 'subgroup') {
+    return /* wgsl */ `
+var<workgroup> red: array<f32, ${WG}>;
+fn reduce_sum(li: u32, v: f32) -> f32 {
+  let s = subgroupAdd(v);
+  red[li] = select(0.0, s, subgroupElect());
+  workgroupBarrier();
+  var t = 0.0;
+  for (var i = 0u; i < ${WG}u; i = i + 1u) { t = t + red[i]; }
+  workgroupBarrier();
+  return t;
+}`;
+  }
+  return /* wgsl */ `
 var<workgroup> red: array<f32, ${WG}>;
 fn reduce_sum(li: u32, v: f32) -> f32 {
   red[li] = v;
@@ -18,16 +40,21 @@ fn reduce_sum(li: u32, v: f32) -> f32 {
   workgroupBarrier();
   return r;
 }`;
+}
+
+/** Module header: the subgroups extension when the reduction uses it. */
+const header = (r: Reduction): string => (r === 'subgroup' ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);' : '');
 
 /** One workgroup per group of g values: y = x·(1/√(mean(x²) + eps))·(w + offset). */
-const RMS = /* wgsl */ `
+const rmsSource = (r: Reduction): string => /* wgsl */ `
+${header(r)}
 struct P { groups: u32, g: u32, eps: f32, offset: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
-${REDUCE}
+${reduceSum(r)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let gi = flat_group(wid, nwg);
@@ -52,13 +79,14 @@ export function rmsNormGpu(host: KernelHost, x: Tensor, w: Tensor, eps: number, 
   const groups = x.size / g;
   const y = host.alloc(x.shape);
   if (groups === 0) return y;
-  host.dispatch(host.pipeline('rms_norm', () => RMS), [gx, gw, y], new Params().u32(groups).u32(g).f32(eps).f32(offset), grid(groups, host.maxWorkgroupsPerDim));
+  host.dispatch(host.pipeline(`rms_norm:${reduction(host)}`, () => rmsSource(reduction(host))), [gx, gw, y], new Params().u32(groups).u32(g).f32(eps).f32(offset), grid(groups, host.maxWorkgroupsPerDim));
   return y;
 }
 
 /** One workgroup per row: mean, then biased variance of (x − mean), then the affine map. */
-function layerNormSource(bias: boolean): string {
+function layerNormSource(bias: boolean, r: Reduction): string {
   return /* wgsl */ `
+${header(r)}
 struct P { rows: u32, d: u32, eps: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -66,7 +94,7 @@ struct P { rows: u32, d: u32, eps: f32 }
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
-${REDUCE}
+${reduceSum(r)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let r = flat_group(wid, nwg);
@@ -95,6 +123,6 @@ export function layerNormGpu(host: KernelHost, x: Tensor, w: Tensor, b: Tensor |
   const y = host.alloc(x.shape);
   if (rows === 0) return y;
   const tensors = b ? [gx, gw, host.gpu(b), y] : [gx, gw, y];
-  host.dispatch(host.pipeline(b ? 'layer_norm_bias' : 'layer_norm', () => layerNormSource(!!b)), tensors, new Params().u32(rows).u32(d).f32(eps), grid(rows, host.maxWorkgroupsPerDim));
+  host.dispatch(host.pipeline(`layer_norm${b ? '_bias' : ''}:${reduction(host)}`, () => layerNormSource(!!b, reduction(host))), tensors, new Params().u32(rows).u32(d).f32(eps), grid(rows, host.maxWorkgroupsPerDim));
   return y;
 }

@@ -1,6 +1,7 @@
 import type { QkvFusion, Tensor } from '../backend/backend';
 import { GpuTensor, Params, type KernelHost } from '../backend/webgpu_host';
 import { GEMV_MAX_ROWS } from './linear.wgsl';
+import { computeType, gemvFrame, GEMV_ROWS, reduction, term, type ComputeType, type Reduction } from './linear_gemv.wgsl';
 import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
 
 /**
@@ -18,11 +19,11 @@ import { wgslWeight, wgslWeightVec4 } from './wgsl_math';
  * GEMV / dot kernels, so the values equal the split path's (linear, rope, writeRows).
  *
  * Two variants as linear.wgsl.ts: 'cpu' tuning, one invocation per pair and block of rows (vec4
- * loads when d_model % 4 = 0, no barriers); 'gpu' tuning, 32 lanes per pair, 8 pairs per workgroup
- * of 256, a tree sum in workgroup memory.
+ * loads when d_model % 4 = 0, no barriers); 'gpu' tuning, linear_gemv.wgsl.ts's GEMV frame (8 pairs
+ * per workgroup of 256, tree or subgroup reduction). Products use the same compute-type hook as the
+ * unfused linear, so f16 arithmetic and subgroup sums round as the split path does.
  */
 
-const GEMV_PAIRS = 8;
 const DOT_WG = 16;
 
 interface Variant {
@@ -31,6 +32,9 @@ interface Variant {
   norm: boolean;
   rope: boolean;
   vec4: boolean;
+  /** linear_gemv.wgsl.ts's compute-type and reduction hooks, as the unfused linear uses them. */
+  compute: ComputeType;
+  reduce: Reduction;
 }
 
 /** Binding names in dispatch order. */
@@ -46,7 +50,9 @@ function decl(v: Variant): string {
   const ro = (n: string, t = 'f32'): string => `@group(0) @binding(${at(n)}) var<storage, read> ${n}: array<${t}>;`;
   const rw = (n: string): string => `@group(0) @binding(${at(n)}) var<storage, read_write> ${n}: array<f32>;`;
   return [
+    v.compute === 'f16' ? 'enable f16;' : '',
     'struct P { n: u32, nIn: u32, nHeads: u32, nKv: u32, dHead: u32, half: u32, pos0: u32, eps: f32, offset: f32 }',
+    'fn pair_count() -> u32 { return (p.nHeads + 2u * p.nKv) * (p.dHead / 2u); }',
     '@group(0) @binding(0) var<uniform> p: P;',
     ro('x', vt),
     weight(at('wq'), 'wq', 'wqv', v.f16[0]),
@@ -103,46 +109,24 @@ fn finish(q: Pair, r: u32, sa: f32, sb: f32, s: f32) {
   ].join('\n');
 }
 
-/** 'gpu' tuning: 32 lanes per pair stride along d_model (sums x, y and the norm's Σx² z), tree sum. */
+/** 'gpu' tuning: linear_gemv.wgsl.ts's GEMV frame over pairs (sums x, y and the norm's Σx² z). */
 function gemvSource(v: Variant): string {
-  return /* wgsl */ `
-${decl(v)}
-var<workgroup> red: array<vec3f, 256>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: u32) {
-  let pairs = (p.nHeads + 2u * p.nKv) * (p.dHead / 2u);
-  let pi = wid.x * ${GEMV_PAIRS}u + li / 32u;
-  let lane = li % 32u;
-  let row = wid.y;
-  let q = pair_of(min(pi, pairs - 1u));
-  var sums = vec3f(0.0);
-  if (pi < pairs) {
-    let xo = row * p.nIn;
-    let oa = q.ca * p.nIn;
-    let ob = q.cb * p.nIn;
-    for (var k = lane; k < p.nIn; k = k + 32u) {
-      let xv = x[xo + k];
-      ${v.norm ? 'let xg = xv * (g[k] + p.offset);\n      sums.z = sums.z + xv * xv;' : 'let xg = xv;'}
-      sums.x = sums.x + xg * wsel(q.seg, oa + k);
-      sums.y = sums.y + xg * wsel(q.seg, ob + k);
-    }
-  }
-  red[li] = sums;
-  workgroupBarrier();
-  for (var s = 16u; s > 0u; s = s >> 1u) {
-    if (lane < s) { red[li] = red[li] + red[li + s]; }
-    workgroupBarrier();
-  }
-  if (lane == 0u && pi < pairs) {
-    let t = red[li];
-    finish(q, row, t.x, t.y, ${v.norm ? '1.0 / sqrt(t.z / f32(p.nIn) + p.eps)' : '1.0'});
-  }
-}`;
+  const loop = (first: string, stride: string) => `let oa = q.ca * p.nIn;
+      let ob = q.cb * p.nIn;
+      for (var k = ${first}; k < p.nIn; k = k + ${stride}) {
+        let xv = x[row * p.nIn + k];
+        ${v.norm ? 'let xg = xv * (g[k] + p.offset);\n        sums.z = sums.z + xv * xv;' : 'let xg = xv;'}
+        sums.x = sums.x + ${term(v.compute, false, 'xg', 'wsel(q.seg, oa + k)')};
+        sums.y = sums.y + ${term(v.compute, false, 'xg', 'wsel(q.seg, ob + k)')};
+      }`;
+  const finish = `finish(q, row, t.x, t.y, ${v.norm ? '1.0 / sqrt(t.z / f32(p.nIn) + p.eps)' : '1.0'});`;
+  return gemvFrame(decl(v), v.reduce, 'vec3f', 'pair_count()', loop, finish, 'let q = pair_of(min(o, pair_count() - 1u));');
 }
 
 /** 'cpu' tuning: one invocation per pair and block of rb rows (rows past n repeat the last, unwritten). */
 function dotSource(v: Variant, rb: number): string {
-  const mul = v.vec4 ? (a: string, b: string) => `dot(${a}, ${b})` : (a: string, b: string) => `${a} * ${b}`;
+  const mul = (a: string, b: string) => term(v.compute, v.vec4, a, b);
+  const sq = v.vec4 ? 'dot(xv, xv)' : 'xv * xv';
   return /* wgsl */ `
 ${decl(v)}
 @compute @workgroup_size(${DOT_WG})
@@ -164,7 +148,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     ${v.norm ? 'let gk = g[k] + p.offset;' : ''}
     for (var j = 0u; j < ${rb}u; j = j + 1u) {
       let xv = x[min(r0 + j, last) * kn + k];
-      ${v.norm ? `ss[j] = ss[j] + ${mul('xv', 'xv')};
+      ${v.norm ? `ss[j] = ss[j] + ${sq};
       let xg = xv * gk;` : 'let xg = xv;'}
       acca[j] = acca[j] + ${mul('xg', 'wa')};
       accb[j] = accb[j] + ${mul('xg', 'wb')};
@@ -188,7 +172,7 @@ function plain(host: KernelHost, t: Tensor): GpuTensor | null {
 
 /** Storage buffers the kernel binds for these options (checked against maxStorageBuffersPerShaderStage). */
 export function qkvBindings(f: Pick<QkvFusion, 'q' | 'norm' | 'rope'>): number {
-  return names({ f16: [false, false, false], bias: !!f.q.b, norm: !!f.norm, rope: !!f.rope, vec4: false }).length;
+  return names({ f16: [false, false, false], bias: !!f.q.b, norm: !!f.norm, rope: !!f.rope, vec4: false, compute: 'f32', reduce: 'tree' }).length;
 }
 
 /**
@@ -199,7 +183,8 @@ export function qkvBindings(f: Pick<QkvFusion, 'q' | 'norm' | 'rope'>): number {
  * @param maxBuffers the device's maxStorageBuffersPerShaderStage.
  * @returns q [n, nHeads·headDim], or null (nothing recorded) when the kernel does not take this case:
  *   more than GEMV_MAX_ROWS rows, an odd headDim, biases on some projections only, a weight split
- *   across buffers or stored in another format, or more bindings than the device allows.
+ *   across buffers or stored in another format, f16 arithmetic on some projections only, or more
+ *   bindings than the device allows.
  * @throws Error on mismatched shapes or cache rows out of range.
  */
 export function qkvRopeGpu(host: KernelHost, f: QkvFusion, table: Tensor | null, bias: Tensor | null, maxBuffers: number): GpuTensor | null {
@@ -223,7 +208,12 @@ export function qkvRopeGpu(host: KernelHost, f: QkvFusion, table: Tensor | null,
   const half = f.rope ? f.rope.rotaryDims / 2 : 0;
   if (f.rope && (!Number.isInteger(half) || f.rope.rotaryDims > headDim)) throw new Error(`qkvRope: rotaryDims ${f.rope.rotaryDims} must be even and ≤ headDim ${headDim}`);
   if (f.rope && (!table || table.size < (pos0 + n) * half * 2)) throw new Error(`qkvRope: the rotary table does not cover positions ..${pos0 + n}`);
-  const v: Variant = { f16: ws.map((w) => w!.dtype === 'f16') as [boolean, boolean, boolean], bias: withBias === 3, norm: !!f.norm, rope: !!f.rope, vec4: host.tuning === 'cpu' && nIn % 4 === 0 };
+  const computes = new Set(ws.map((w) => computeType(host, w!.dtype)));
+  if (computes.size > 1) return null; // f16 arithmetic on some projections only: the split path rounds each its own way
+  const v: Variant = {
+    f16: ws.map((w) => w!.dtype === 'f16') as [boolean, boolean, boolean], bias: withBias === 3, norm: !!f.norm, rope: !!f.rope,
+    vec4: host.tuning === 'cpu' && nIn % 4 === 0, compute: [...computes][0], reduce: host.tuning === 'gpu' ? reduction(host) : 'tree',
+  };
   const qo = host.alloc([n, qW]);
   const byName: Record<string, GpuTensor> = { x: host.gpu(x), wq: ws[0]!, wk: ws[1]!, wv: ws[2]!, qo, kc: host.gpu(f.kCache), vc: host.gpu(f.vCache) };
   if (v.bias) byName.bqkv = host.gpu(bias!);
@@ -237,7 +227,7 @@ export function qkvRopeGpu(host: KernelHost, f: QkvFusion, table: Tensor | null,
     const rb = n <= 1 ? 1 : 4;
     host.dispatch(host.pipeline(`${key}:${rb}`, () => dotSource(v, rb)), tensors, params, [Math.ceil(pairs / DOT_WG), Math.ceil(n / rb), 1]);
   } else {
-    host.dispatch(host.pipeline(key, () => gemvSource(v)), tensors, params, [Math.ceil(pairs / GEMV_PAIRS), n, 1]);
+    host.dispatch(host.pipeline(key, () => gemvSource(v)), tensors, params, [Math.ceil(pairs / GEMV_ROWS), n, 1]);
   }
   return qo;
 }
