@@ -1,0 +1,89 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { RunContext } from '../../workers/engine/model/run_context';
+import type { Transformer } from '../../workers/engine/model/transformer';
+import { runCaptured } from '../model_run';
+import { F32_TOL, maxDiff } from '../reference_math';
+import { decidableSteps, fixture, loadOn, maxAbs, stories260K, unavailable, type GoldenModel } from './lavapipe_suite';
+
+/**
+ * Subgroup reductions (WebGpuOptions.subgroups, the default where the adapter has 'subgroups'):
+ * subgroupAdd in the GEMV / fused GEMV / fused QKV kernels ('gpu' tuning) and in RMSNorm and
+ * LayerNorm (both tunings), on a Node WebGPU adapter that has them (Mesa 25 lavapipe), against the
+ * float32 GOLDEN references at the usual float32 tolerance: logits of every sequence, and greedy
+ * decoding through the KV cache (ids and each step's logits). Fused and unfused decode must still
+ * agree (numerics harness bound FUSED_TOL, relative to max |logit|) — the fused kernels reduce with
+ * the same hook as the ops they replace.
+ */
+const FUSED_TOL = 1e-5;
+/** Hooks a fused decode kernel skips over (model/transformer.ts): capturing them runs the unfused ops. */
+const FUSION_SPLITTING_HOOKS = /\.(ln1\.hook_normalized|attn\.hook_[qkv]|ln2\.hook_normalized|hook_attn_out|mlp\.hook_pre|hook_mlp_out)$/;
+
+const why = await unavailable(['subgroups']);
+const MODELS: [string, () => GoldenModel][] = [...['llama', 'gemma2', 'gpt2', 'qwen2', 'gpt_neox'].map((a): [string, () => GoldenModel] => [`${a}-tiny`, () => fixture(a)]), ['stories260K', stories260K]];
+const measured: Record<string, string> = {};
+afterAll(() => { if (Object.keys(measured).length) console.table(measured); });
+
+/** Greedy decoding through the KV cache (the prompt at step 0, then one token per step), optionally with every fusion split. */
+async function decode(b: WebGpuBackend, model: Transformer, prompt: number[], nNew: number, split: boolean): Promise<{ ids: number[]; stepLogits: Float32Array[] }> {
+  const ids: number[] = [];
+  const stepLogits: Float32Array[] = [];
+  let input = Int32Array.from(prompt);
+  let pos0 = 0;
+  for (let step = 0; step < nNew; step++) {
+    const ctx = new RunContext(b, { pos0, n: input.length, nPrompt: prompt.length, step }, split ? (name) => FUSION_SPLITTING_HOOKS.test(name) : undefined);
+    const t = model.forward(input, ctx, 'last')!;
+    const row = await b.read(t);
+    b.release(t);
+    ctx.release();
+    stepLogits.push(row);
+    let best = 0;
+    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+    ids.push(best);
+    pos0 += input.length;
+    input = Int32Array.of(best);
+  }
+  return { ids, stepLogits };
+}
+
+describe.skipIf(!!why)(`subgroup reductions on the Node adapter${why ? ` (skipped: ${why})` : ''}`, () => {
+  for (const [name, make] of MODELS) {
+    for (const tuning of ['gpu', 'cpu'] as const) {
+      it(`${name} ('${tuning}' kernels): logits and greedy decoding within 1e-4 of the golden reference, fused = unfused decode within 1e-5, and the subgroup kernels ran`, async () => {
+        const m = make();
+        const { b, model } = await loadOn(m, { tuning });
+        const keys = new Set<string>();
+        const compile = b.pipeline.bind(b);
+        b.pipeline = (key, code) => { keys.add(key); return compile(key, code); };
+        try {
+          expect(b.subgroups, 'the device granted subgroups').toBe(true);
+          let worst = 0, fusedWorst = 0, compared = 0;
+          for (const s of m.sequences) {
+            const { logits } = await runCaptured(b, model, s.ids, []);
+            const d = maxDiff(logits, s.logits);
+            expect(d, `${name} ${s.name}: max |Δlogit|`).toBeLessThanOrEqual(F32_TOL);
+            worst = Math.max(worst, d);
+            const steps = decidableSteps(s.stepLogits, m.vocab, F32_TOL);
+            const fused = await decode(b, model, s.prompt, steps, false);
+            expect(fused.ids, `${name} ${s.name}: greedy ids`).toEqual(s.greedy.slice(0, steps));
+            fused.stepLogits.forEach((row, k) => {
+              const d2 = maxDiff(row, s.stepLogits.subarray(k * m.vocab, (k + 1) * m.vocab));
+              expect(d2, `${name} ${s.name}: step ${k} logits`).toBeLessThanOrEqual(F32_TOL);
+              worst = Math.max(worst, d2);
+            });
+            const split = await decode(b, model, s.prompt, Math.min(steps, 4), true);
+            split.stepLogits.forEach((row, k) => { fusedWorst = Math.max(fusedWorst, maxDiff(row, fused.stepLogits[k]) / maxAbs(row)); });
+            compared += steps;
+          }
+          expect(fusedWorst, 'fused vs unfused decode, relative to max |logit|').toBeLessThanOrEqual(FUSED_TOL);
+          const sub = [...keys].filter((k) => /subgroup/.test(k));
+          expect(sub.some((k) => /norm/.test(k)), `a norm kernel reduced with subgroups (${[...keys].join(', ')})`).toBe(true);
+          if (tuning === 'gpu') expect(sub.some((k) => /^linear_gemv/.test(k)), 'the GEMV reduced with subgroups').toBe(true);
+          measured[`${name} ${tuning}`] = `max |Δ| vs golden ${worst.toExponential(2)}, fused vs unfused ${fusedWorst.toExponential(2)}, greedy ids ${compared}, subgroup pipelines ${sub.length}`;
+        } finally {
+          b.dispose();
+        }
+      });
+    }
+  }
+});
