@@ -47,7 +47,8 @@ const loadBefore = load();
 let r: FlashBenchResult;
 try {
   const page = await browser.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') console.error(`[page] ${m.text()}`); });
+  // 404s are expected: the loader probes for model.safetensors.index.json
+  page.on('console', (m) => { if (m.type() === 'error' && !/status of 404/.test(m.text())) console.error(`[page] ${m.text()}`); });
   await page.goto(`${base}bench/flash.html`);
   await page.waitForFunction(() => typeof window.runFlashBench === 'function', undefined, { timeout: 120_000 });
   const o: FlashBenchOptions = { modelUrl: `${base}bench-models/${path.basename(dir)}/`, ts, reps: Number(flag('reps', '5')), tuning: (flag('tuning', '') || undefined) as KernelTuning | undefined };
