@@ -1,9 +1,11 @@
+import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
+import type { ModelFiles } from '../../workers/engine/io/model_files';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import type { Intervention } from '../../workers/engine/model/intervention';
 import { forwardSpan, PrefixCache } from '../../workers/engine/model/kv_prefix';
-import { loadTransformer } from '../../workers/engine/model/load';
+import { loadTransformer, type LoadProgress } from '../../workers/engine/model/load';
 import { RunContext } from '../../workers/engine/model/run_context';
 import { contextMessage, Transformer } from '../../workers/engine/model/transformer';
 import { F32_TOL, maxDiff, realModel } from '../reference_math';
@@ -111,21 +113,50 @@ describe('Transformer.forward and unembed', () => {
     model.releaseKv(snap);
   });
 
-  it('a Transformer allocates min(n_ctx, contextLength) KV positions whatever it is asked for', () => {
+  it('loading reports config, then the checkpoint bytes read (ending at the file size), then upload', async () => {
+    const stages: LoadProgress[] = [];
+    const b2 = new CpuBackend();
+    // a download that reports half the file, then all of it (as HttpFiles does while reading)
+    const node = new NodeFiles(m.dir);
+    const files: ModelFiles = {
+      label: node.label, has: (f) => node.has(f), range: (f, a, z) => node.range(f, a, z), size: (f) => node.size(f),
+      bytes: async (f, cb) => { const x = await node.bytes(f); cb?.(x.length >> 1, x.length); cb?.(x.length, x.length); return x; },
+    };
+    const { model: m2 } = await loadTransformer(files, b2, (p) => stages.push(p), { contextLength: 8 });
+    m2.dispose();
+    const names = stages.map((p) => p.stage);
+    expect(names[0]).toBe('config');
+    expect(names[names.length - 1]).toBe('upload');
+    const w = stages.filter((p) => p.stage === 'weights');
+    expect(w.length).toBeGreaterThan(0);
+    expect(names.slice(1, -1).every((n) => n === 'weights')).toBe(true);
+    const size = fs.statSync(`${m.dir}/model.safetensors`).size;
+    expect(w.every((p) => p.total === size)).toBe(true);
+    expect(w.map((p) => p.loaded)).toEqual([size >> 1, size]);
+  });
+
+  it('a Transformer allocates min(n_ctx, contextLength) KV positions whatever it is asked for; dispose frees its KV cache', () => {
+    const live = b.liveTensors();
     const big = new Transformer(b, model.spec, model.weights, 100_000);
     expect(big.contextLength).toBe(512);
     big.dispose();
     const small = new Transformer(b, model.spec, model.weights, 7);
     expect(small.contextLength).toBe(7);
     small.dispose();
+    expect(b.liveTensors()).toBe(live);
   });
 
-  it('snapshotKv takes 1..contextLength rows: 0, 2.5 and 17 are refused', () => {
+  it('snapshotKv takes 1..contextLength rows (0, 2.5 and 17 are refused; 1 and 16 taken); releaseKv frees them', () => {
     for (const rows of [0, 2.5, 17]) expect(() => model.snapshotKv(rows)).toThrow(`snapshotKv: ${rows} rows is outside 1..16`);
+    const live = b.liveTensors();
     const s = model.snapshotKv(16);
     expect(s.rows).toBe(16);
     expect(s.k[0].shape).toEqual([16, m.KV * m.dHead]);
     model.releaseKv(s);
+    const one = model.snapshotKv(1);
+    expect(one.v[m.L - 1].shape).toEqual([1, m.KV * m.dHead]);
+    model.releaseKv(one);
+    expect(b.liveTensors()).toBe(live);
   });
 });
 
