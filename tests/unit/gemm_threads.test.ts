@@ -110,9 +110,21 @@ describe.each(FIXTURES)('%s-tiny on 2 threads against the goldens', (arch) => {
       expect(bitDiffs(yt, y1)).toBe(0);
     }
     const s = meta.sequences[0];
-    const { ids } = await greedyWithCache(many, mt, s.input_ids, s.generated_ids.length); // generated_ids: the new tokens only
-    expect(ids).toEqual(s.generated_ids);
+    const [gt, g1] = [await greedyWithCache(many, mt, s.input_ids, s.generated_ids.length), await greedyWithCache(one, m1, s.input_ids, s.generated_ids.length)];
+    expect(gt.ids).toEqual(s.generated_ids); // generated_ids: the new tokens only
+    gt.stepLogits.forEach((z, i) => expect(bitDiffs(z, g1.stepLogits[i]), `decode step ${i}`).toBe(0));
     expect(many.helperParts).toBeGreaterThan(0);
+    mt.dispose(); m1.dispose();
+  });
+
+  it('Q8_0 weights: prefill (WASM-dequantised slabs) and decode (fused GEMV) logits bit-identical to 1 thread', async () => {
+    const many = backend(2), one = backend(1);
+    await many.whenStarted();
+    const [mt, m1] = await Promise.all([many, one].map(async (b) => (await loadTransformer(new NodeFiles(dir), b, undefined, { weightDtype: 'q8_0' })).model));
+    const s = meta.sequences[0];
+    const [gt, g1] = [await greedyWithCache(many, mt, s.input_ids, 8), await greedyWithCache(one, m1, s.input_ids, 8)];
+    expect(gt.ids).toEqual(g1.ids);
+    gt.stepLogits.forEach((z, i) => expect(bitDiffs(z, g1.stepLogits[i]), `step ${i}`).toBe(0));
     mt.dispose(); m1.dispose();
   });
 });
