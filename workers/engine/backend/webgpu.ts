@@ -114,7 +114,8 @@ export interface GpuMemoryStats {
 
 /**
  * The WebGPU backend: every Backend op as a WGSL kernel written for this engine
- * (workers/engine/ops/*.wgsl.ts), float32 throughout.
+ * (workers/engine/ops/*.wgsl.ts), float32 throughout unless WebGpuOptions.computeDtype asks for binary16
+ * products on binary16 weights (where the device has 'shader-f16').
  *
  * - Recording: ops are recorded into one command encoder (dispatches share a compute pass; copies
  *   close it) and submitted when a result is read, on sync(), or every 256 dispatches. Each
@@ -131,6 +132,9 @@ export interface GpuMemoryStats {
  * - Tuning: kernels whose best shape differs between hardware GPUs and CPU implementations of
  *   WebGPU (linear, attention, log_softmax, rowOp) come in a 'gpu' and a 'cpu' variant
  *   (KernelTuning), chosen from the adapter at create() unless WebGpuOptions.tuning says otherwise.
+ * - Optional features: 'shader-f16' (computeDtype 'f16') and 'subgroups' (subgroupAdd in the GEMV
+ *   and norm reductions; WebGpuOptions.subgroups) are requested where the adapter has them; every
+ *   kernel has a core-WGSL fallback (ops/linear_gemv.wgsl.ts).
  * - Device loss: `lost` resolves with the reason; afterwards every op throws
  *   "GPU device lost (reason): reload the model".
  */
