@@ -1,5 +1,6 @@
 import { useStore } from '../store';
 import { doseText, positionsText, stepsText } from '../lib/steered';
+import { needsVector } from '../lib/specs';
 
 /**
  * The experiment's interventions in order of application, each with enable/disable, move up/down,
@@ -23,6 +24,7 @@ export function InterventionList() {
             <button type="button" className="intervention-summary" data-testid={`intervention-${n}-open`} onClick={() => selectIntervention(d.id === selected ? null : d.id)} aria-expanded={d.id === selected}>
               <strong>#{n}</strong> {d.type} {doseText(d)} <span className="mono">{d.hook}</span>
               <span className="muted"> · {positionsText(d.positions)} · {stepsText(d.steps)}{vector ? ` · ${vector.name}` : ''}{d.saeFeature ? ` · SAE feature ${d.saeFeature.feature}` : ''}{d.head !== null ? ` · head ${d.head}` : ''}</span>
+              {needsVector(d) && !vector && <span className="order-note" data-testid={`intervention-${n}-no-vector`}> · no vector yet: build or import one in Vectors</span>}
               {d.enabled && before.length > 0 && <span className="order-note" data-testid={`intervention-${n}-order`}> · applies after {before.map((b) => `#${b.n}`).join(', ')} at this hook</span>}
             </button>
             <span className="intervention-buttons">

@@ -50,4 +50,27 @@ describe('+ Add (actions/steering.ts addDefaultIntervention)', () => {
     addDefaultIntervention();
     expect(useStore.getState().interventions[0]).toMatchObject({ hook: 'blocks.3.hook_resid_post', positions: 'all', vectorId: 'caa' });
   });
+
+  it('made before any vector exists, picks up the vector built afterwards (the library is followed, not copied once)', () => {
+    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    useStore.setState({ info });
+    addDefaultIntervention();
+    expect(useStore.getState().interventions[0].vectorId).toBeNull();
+    const { id: _id, name: _n, ...built } = vec('x', 'blocks.3.hook_resid_post');
+    const entry = useStore.getState().addVector(built, 'CAA happy vs sad');
+    expect(useStore.getState().interventions[0]).toMatchObject({ hook: 'blocks.3.hook_resid_post', vectorId: entry.id });
+  });
+
+  it('keeps a vector already chosen, and does not take one of the wrong width', () => {
+    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    useStore.setState({ info, vectors: [vec('first', 'blocks.3.hook_resid_post')] });
+    addDefaultIntervention();
+    useStore.setState({ vectors: [] });
+    addDefaultIntervention();
+    const { id: _id, name: _n, ...narrow } = vec('n', 'blocks.3.hook_resid_post', 32);
+    useStore.getState().addVector(narrow, 'too narrow');
+    const [a, b] = useStore.getState().interventions;
+    expect(a.vectorId).toBe('first');
+    expect(b.vectorId).toBeNull();
+  });
 });
