@@ -47,7 +47,7 @@ export async function runBatch(): Promise<void> {
     const values = parseValues(s.batchValues, (s.batchValuesName && formatOfName(s.batchValuesName)) || undefined);
     const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
     const job: BatchJob & { specs?: typeof specs; specLabels?: string[] } = { template, values, chatTemplate: s.chatTemplate, ...(applied.length ? { specs, specLabels } : {}), ...batchColumns() };
-    s.startBatchRows(s.modelLabel ?? '');
+    s.startBatchRows(s.modelLabel ?? '', applied);
     if (!s.batchX || !values.columns.includes(s.batchX)) s.setBatchPlot({ x: template.x ?? values.columns[0] });
     s.setJobSteps({ done: 0, total: values.rows.length });
     const onRow = Comlink.proxy((r: BatchRow) => useStore.getState().addBatchRow(r));

@@ -1,6 +1,6 @@
 import { hierarchy, interpolateYlGnBu, scaleLinear, scaleSequential } from 'd3';
 import { divergingScale } from '../lib/color_scale';
-import type { RefObject } from 'react';
+import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
 import type { BranchTree, TreeNode } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
 import { visibleToken } from '../lib/format';
@@ -42,10 +42,43 @@ export interface BranchTreeChartProps {
   onSelect: (id: number) => void;
   onCompare: (id: number) => void;
   svgRef?: RefObject<SVGSVGElement | null>;
-  width?: number;
 }
 
-const ROW = 30, LEFT = 150, TOP = 22;
+const ROW = 30, LEFT = 120, TOP = 22, RIGHT = 14;
+/** Width of a character of the 10 px monospace token labels (styles.css .tree-token), and a cell's padding. */
+const CHAR = 6.1, PAD = 5;
+
+/**
+ * The width of one token column: what fills the panel, but never less than what shows most labels
+ * whole (the 80th percentile of their lengths, 2–8 characters); the panel scrolls sideways when the
+ * tree is wider than it.
+ */
+export function tokenCellWidth(labels: readonly string[], nCols: number, panelWidth: number): number {
+  const lengths = labels.map((t) => [...t].length).sort((a, b) => a - b);
+  const typical = Math.min(8, Math.max(2, lengths[Math.floor(0.8 * (lengths.length - 1))] ?? 2));
+  return Math.max(typical * CHAR + PAD, (panelWidth - LEFT - RIGHT) / Math.max(1, nCols));
+}
+
+/** A token label cut to `cell` pixels, with "…" where it was cut (the full text is in its tooltip). */
+export function fitLabel(label: string, cell: number): string {
+  const chars = [...label], room = Math.max(1, Math.floor((cell - PAD) / CHAR));
+  return chars.length <= room ? label : `${chars.slice(0, Math.max(1, room - 1)).join('')}…`;
+}
+
+/** The width of the element's content box, followed as it resizes. */
+function usePanelWidth(): [RefObject<HTMLDivElement | null>, number] {
+  const box = useRef<HTMLDivElement | null>(null);
+  const [width, setWidth] = useState(800);
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    setWidth(el.clientWidth);
+    const ro = new ResizeObserver(() => setWidth(el.clientWidth));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return [box, width];
+}
 
 /**
  * The branch tree (D3 hierarchy, preorder rows): each node a run of tokens drawn from its fork
@@ -53,20 +86,23 @@ const ROW = 30, LEFT = 150, TOP = 22;
  * from the parent's row to the fork, labelled with the forced token and its probability. Click a
  * node to show its path; shift-click (or the A/B toggle) to compare two branches.
  */
-export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onCompare, svgRef, width = 900 }: BranchTreeChartProps) {
+export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onCompare, svgRef }: BranchTreeChartProps) {
+  const [box, panelWidth] = usePanelWidth();
   const byParent = new Map<number | null, TreeNode[]>();
   for (const n of tree.nodes) byParent.set(n.parent, [...(byParent.get(n.parent) ?? []), n]);
   const root = hierarchy(tree.nodes[0], (n) => (byParent.get(n.id) ?? []).slice().sort((a, b) => a.start - b.start || a.id - b.id));
   const order = root.descendants();
   const T = tree.promptIds.length, end = T + tree.maxNewTokens;
   const first = Math.min(T, ...tree.nodes.map((n) => n.start));
-  const x = scaleLinear().domain([first, end]).range([LEFT, width - 12]);
-  const cell = x(first + 1) - x(first);
+  const cell = tokenCellWidth(tree.nodes.flatMap((n) => n.tokens.map(visibleToken)), end - first, panelWidth);
+  const width = Math.ceil(LEFT + RIGHT + cell * (end - first));
+  const x = scaleLinear().domain([first, end]).range([LEFT, width - RIGHT]);
   const { color } = nodeColourScale(tree, colour);
   const rowOf = new Map(order.map((d, i) => [d.data.id, i]));
   const height = TOP + order.length * ROW + 10;
   const letter = (id: number) => (compare.indexOf(id) === 0 ? 'A' : compare.indexOf(id) === 1 ? 'B' : '');
   return (
+    <div className="table-scroll" ref={box} data-testid="branch-tree-panel">
     <svg ref={svgRef} className="chart branch-tree" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label="Branch tree: one row per branch, x = token position" data-testid="branch-tree">
       <text x={x(T)} y={12} className="axis-note" textAnchor="start">new tokens →</text>
       {first < T && <line x1={x(T)} x2={x(T)} y1={16} y2={height - 6} stroke="#d0d7de" strokeDasharray="3 3" />}
@@ -91,9 +127,10 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
             {n.parent === null && <text x={LEFT - 8} y={y + (ROW - 8) / 2} textAnchor="end" dominantBaseline="middle" className="edge-label">trunk</text>}
             <rect x={x0} y={y} width={Math.max(2, x1 - x0)} height={ROW - 8} rx={3} fill={Number.isFinite(value) ? color(value) : '#eaeef2'} fillOpacity={0.55}
               stroke={n.id === selected ? '#1f2328' : ab ? '#8250df' : '#8c959f'} strokeWidth={n.id === selected ? 2.5 : ab ? 2 : 1} strokeDasharray={ab && n.id !== selected ? '4 2' : undefined} />
-            {cell >= 14 && n.tokens.map((t, i) => (
-              <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" clipPath={undefined}>
-                {visibleToken(t).slice(0, Math.max(1, Math.floor(cell / 6.5)))}
+            {n.tokens.map((t, i) => (
+              <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" data-testid="tree-token">
+                {fitLabel(visibleToken(t), cell)}
+                <title>{`position ${n.start + i}: “${visibleToken(t)}”`}</title>
               </text>
             ))}
             {ab && <text x={x1 + 4} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="compare-letter">{ab}</text>}
@@ -102,5 +139,6 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
         );
       })}
     </svg>
+    </div>
   );
 }

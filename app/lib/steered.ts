@@ -7,6 +7,7 @@
 import { selectRows } from '../../workers/engine/model/intervention';
 import type { InterventionDraft } from '../store/steering';
 import type { AppliedIntervention } from '../store/results';
+import type { LibraryEntry } from '../store/vectors';
 
 /** True when generation step `step` lies in the draft's step window [start, end). */
 export function inStepWindow(d: Pick<InterventionDraft, 'steps'>, step: number): boolean {
@@ -60,4 +61,13 @@ export function doseText(d: Pick<InterventionDraft, 'type' | 'dose' | 'rotateBy'
     case 'patch': return 'from the source prompt';
     case 'sae_clamp': return `clamp to c = ${d.dose}`;
   }
+}
+
+/**
+ * One applied intervention in words, as notices and figure captions name it:
+ * "#1 add α = 6 of “CAA happy vs sad” at blocks.3.hook_resid_post".
+ */
+export function interventionText({ n, draft: d }: AppliedIntervention, vectors: readonly Pick<LibraryEntry, 'id' | 'name'>[]): string {
+  const vector = d.saeFeature ? `SAE feature ${d.saeFeature.feature}` : vectors.find((v) => v.id === d.vectorId)?.name;
+  return `#${n} ${d.type} ${doseText(d)}${vector ? ` of “${vector}”` : ''} at ${d.hook}`;
 }

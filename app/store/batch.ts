@@ -1,6 +1,7 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import type { BatchMetric, BatchResult, BatchRow, PatchHook } from '../../workers/protocol';
+import type { AppliedIntervention } from './results';
 
 /** The batch columns that need settings: a probe direction (a library vector) and a patch cell. */
 export interface BatchColumns {
@@ -24,6 +25,8 @@ export interface BatchSlice {
   batchResult: BatchResult | null;
   /** Model the rows were computed on. */
   batchModel: string | null;
+  /** The interventions the rows were computed under (empty: the model as it is). */
+  batchSteering: AppliedIntervention[];
   /** Plot: the variable on x and the metric on y. */
   batchX: string | null;
   batchY: BatchMetric;
@@ -33,7 +36,7 @@ export interface BatchSlice {
   batchColumns: BatchColumns;
   setBatchColumns(patch: Partial<BatchColumns>): void;
   setBatchInput(patch: { template?: string; values?: string; valuesName?: string | null }): void;
-  startBatchRows(model: string): void;
+  startBatchRows(model: string, steering: AppliedIntervention[]): void;
   addBatchRow(r: BatchRow): void;
   setBatchResult(r: BatchResult | null): void;
   setBatchPlot(patch: { x?: string | null; y?: BatchMetric }): void;
@@ -48,6 +51,7 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
   batchRows: [],
   batchResult: null,
   batchModel: null,
+  batchSteering: [],
   batchX: null,
   batchY: 'final_margin',
   batchSort: null,
@@ -59,7 +63,7 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
     batchValues: p.values ?? s.batchValues,
     batchValuesName: p.valuesName !== undefined ? p.valuesName : s.batchValuesName,
   })),
-  startBatchRows: (batchModel) => set({ batchRows: [], batchResult: null, batchModel }),
+  startBatchRows: (batchModel, batchSteering) => set({ batchRows: [], batchResult: null, batchModel, batchSteering }),
   // a row's callback can arrive after the final result (callbacks travel on their own channel)
   addBatchRow: (r) => set((s) => (s.batchResult || s.batchRows.some((x) => x.index === r.index) ? {} : { batchRows: [...s.batchRows, r] })),
   setBatchResult: (batchResult) => set((s) => ({ batchResult, batchRows: batchResult ? batchResult.rows : s.batchRows })),

@@ -2,6 +2,9 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { loadExample, openRow, runBatch, studyExamples, type StudyExample } from '../actions/batch';
 import { ExportButtons } from '../components/ExportButtons';
+import { SteeringNotice } from '../components/SteeringNotice';
+import { SteeredTag } from '../components/SteeredTag';
+import { interventionText } from '../lib/steered';
 import { FilePickButton } from '../components/FilePickButton';
 import { IntervalChart } from '../components/IntervalChart';
 import { fixed, vectorLabel } from '../lib/format';
@@ -72,7 +75,7 @@ function StudyForm() {
       <div className="row">
         <FilePickButton label="Load values file…" accept=".csv,.tsv,.jsonl,.ndjson,.json" testId="batch-values-file" disabled={!!job} onFile={(f) => void f.text().then((t) => setInput({ values: t, valuesName: f.name }))} />
         <button type="button" className="primary" data-testid="run-batch" title={waitingFor(job)} disabled={!!job || !ready} onClick={() => void runBatch()}>Run batch</button>
-        <span className="hint">Runs every row with the model loaded (and the enabled interventions); Cancel keeps the rows done.</span>
+        <span className="hint">Runs every row with the model loaded and the enabled interventions; Cancel keeps the rows done.</span>
       </div>
     </div>
   );
@@ -88,6 +91,8 @@ export function BatchView() {
   const rows = useStore((s) => s.batchRows);
   const result = useStore((s) => s.batchResult);
   const model = useStore((s) => s.batchModel);
+  const steering = useStore((s) => s.batchSteering);
+  const vectors = useStore((s) => s.vectors);
   const xVar = useStore((s) => s.batchX);
   const yMetric = useStore((s) => s.batchY);
   const setPlot = useStore((s) => s.setBatchPlot);
@@ -127,11 +132,12 @@ export function BatchView() {
         <h2>Batch study</h2>
         <p className="muted">One measurement over many prompts: fill a template from a table of values, analyse each prompt, and plot a column against a variable with its mean and a 95 % bootstrap interval.</p>
       </header>
+      <SteeringNotice testId="batch-steering-notice" />
       <StudyForm />
       {rows.length > 0 ? (
         <>
           <p className="muted" data-testid="batch-status">
-            {model} · {rows.length}{result ? ` of ${result.total}` : ''} prompts{job?.kind === 'batch' ? ' so far…' : ''}{result?.cancelled ? ' (cancelled: the rows done are kept)' : ''}{errors ? ` · ${errors} could not be analysed (see the error column)` : ''}
+            {model}<SteeredTag steering={steering} testId="batch-steered-tag" /> · {rows.length}{result ? ` of ${result.total}` : ''} prompts{job?.kind === 'batch' ? ' so far…' : ''}{result?.cancelled ? ' (cancelled: the rows done are kept)' : ''}{errors ? ` · ${errors} could not be analysed (see the error column)` : ''}
           </p>
           <div className="row settings">
             <label>Plot
@@ -145,9 +151,9 @@ export function BatchView() {
               </select>
             </label>
             <ExportButtons name={`batch-${model}`}
-              json={() => ({ model, metrics, rows: records.map((r) => r.flat), aggregate: x ? summarize(rows, metrics, x) : null })}
+              json={() => ({ model, interventions: steering.map((a) => ({ text: interventionText(a, vectors), ...a })), metrics, rows: records.map((r) => r.flat), aggregate: x ? summarize(rows, metrics, x) : null })}
               csv={() => [header, ...records.map((r) => header.map((h) => r.flat[h] ?? ''))]}
-              figure={() => svg.current && ({ title: `${yMetric} against ${x} · ${model}`, caption: [METRIC_DOCS[yMetric], 'grey dots: prompts; blue: mean with its 95 % percentile bootstrap interval (2000 resamples)'], panels: [{ kind: 'svg', element: svg.current }] })} />
+              figure={() => svg.current && ({ title: `${yMetric} against ${x} · ${model}`, caption: [METRIC_DOCS[yMetric], 'grey dots: prompts; blue: mean with its 95 % percentile bootstrap interval (2000 resamples)', ...steering.map((a) => `under ${interventionText(a, vectors)}`)], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           <div className="figure">
             {groups.length > 0 ? (

@@ -284,9 +284,7 @@ export function BranchView() {
             <ColorLegend color={scale.color} domain={scale.domain} title={COLOURS.find((c) => c.value === colour)!.title} width={220}
               {...(colour === 'mean_entropy' ? {} : { lowNote: `← favours ${visibleToken(tree.bad)}`, highNote: `favours ${visibleToken(tree.good)} →` })} testId="branch-legend" />
           </div>
-          <div className="table-scroll">
-            <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
-          </div>
+          <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
           <p className="hint">Click a branch to show its tokens; shift-click two to compare them. Selected: node {node}{tree.nodes.find((n) => n.id === node)?.parent != null ? `, ${tree.nodes.find((n) => n.id === node)!.forwarded} positions computed for it (the shared prefix came from the KV cache)` : ''} · value {fixed(nodeValue(tree.nodes.find((n) => n.id === node) ?? tree.nodes[0], colour), 3)}.</p>
           <h3>Tokens of node {node} <span className="muted">(numbered by absolute position: new tokens from {tree.promptIds.length}; underlined blue where Δ &gt; 0, red where Δ &lt; 0; dotted: near tie)</span></h3>
           <PathTokens tree={tree} path={path} node={node} />
