@@ -28,6 +28,8 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   expect(parseShown(await page.getByTestId('final-margin-last').textContent()), 'girl → she wins').toBeGreaterThan(3);
   await expect(page.getByTestId('poster-qr').locator('svg path').first()).toBeAttached();
+  // The last readout row is above the fold at 1920×1080.
+  await expect(page.getByTestId('sequence-margin')).toBeInViewport({ ratio: 1 });
   await page.screenshot({ path: `${SHOTS}/poster-1920x1080.png` });
 
   await page.keyboard.press('ArrowRight');

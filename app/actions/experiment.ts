@@ -1,7 +1,7 @@
 import { useStore } from '../store';
 import type { ViewName } from '../store/ui';
 import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/io/experiment';
-import { experimentFromHash, experimentHash, experimentJson, modelOf, snapshot, viewOf } from '../lib/experiment_state';
+import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { analyse } from './analyse';
 import { generate } from './generate';
@@ -274,9 +274,13 @@ export function followExperiment(): () => void {
   return () => { unsubscribe(); removeEventListener('hashchange', onHash); clearTimeout(timer); };
 }
 
-/** The link to this experiment (the page's address with the experiment hash), and the vectors it leaves out. */
-export function experimentLink(): { url: string; missing: string[] } {
-  const { hash, missing } = experimentHash(currentExperiment());
+/**
+ * The link to this experiment (the page's address with the experiment hash), and the vectors it leaves out.
+ * @param opts.forQr the shorter link a QR code carries: without the vectors' contrastive texts (lib/experiment_state.ts qrExperiment).
+ */
+export function experimentLink(opts: { forQr?: boolean } = {}): { url: string; missing: string[] } {
+  const e = currentExperiment();
+  const { hash, missing } = experimentHash(opts.forQr ? qrExperiment(e) : e);
   return { url: `${location.origin}${location.pathname}${location.search}${hash}`, missing };
 }
 

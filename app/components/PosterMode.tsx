@@ -19,12 +19,16 @@ async function loadDeck(): Promise<{ deck: Deck | null; problem: string | null }
 /** Longest link put in a QR code as is (a denser code does not scan from a poster); longer deck links use `#deck=n`. */
 const QR_MAX = 1200;
 
-/** A QR code of `text` as an SVG string (qrcode library, error correction M). */
+/**
+ * A QR code of `text` as an SVG string (qrcode library): error correction M (15 % of the code may be
+ * damaged), else L (7 %) for a text too long for M; '' when it fits neither (over ~2.9 kB).
+ */
 function useQr(text: string): string {
   const [svg, setSvg] = useState('');
   useEffect(() => {
     let live = true;
-    QRCode.toString(text, { type: 'svg', errorCorrectionLevel: 'M', margin: 1 }).then((s) => { if (live) setSvg(s); }, () => { if (live) setSvg(''); });
+    const draw = (level: 'M' | 'L') => QRCode.toString(text, { type: 'svg', errorCorrectionLevel: level, margin: 1 });
+    draw('M').catch(() => draw('L')).then((s) => { if (live) setSvg(s); }, () => { if (live) setSvg(''); });
     return () => { live = false; };
   }, [text]);
   return svg;
@@ -58,7 +62,7 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   const deckStart = kiosk ? 0 : 1;
   useEffect(() => {
     if (!hashLink) return;
-    const full = experimentLink().url;
+    const full = experimentLink({ forQr: true }).url;
     setLink(full.length <= QR_MAX || index < deckStart ? full : deckLink(index - deckStart));
   }, [hashLink, index, deckStart]);
   const qr = useQr(link || location.href);

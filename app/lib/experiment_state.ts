@@ -38,7 +38,7 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
     good: s.good,
     bad: s.bad,
     generation: s.generation,
-    vectors: s.vectors.map((v) => ({ name: v.name, hook: v.hook, model: v.model, dModel: v.dModel, provenance: v.provenance, createdAt: v.createdAt, values: Array.from(v.vector) })),
+    vectors: s.vectors.map((v) => ({ name: v.name, hook: v.hook, model: v.model, dModel: v.dModel, provenance: v.provenance, createdAt: v.createdAt, values: Array.from(v.vector, shortestF32) })),
     interventions: s.interventions.map((d) => ({
       enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vector: index(d.vectorId),
       source: d.source, head: d.head, positions: d.positions, steps: d.steps,
@@ -51,6 +51,30 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
       sweep: { layers: s.sweepSettings.layers, doses: s.sweepSettings.doses, site: s.sweepSettings.site, type: s.sweepSettings.type, vector: index(s.sweepSettings.vectorId) },
     },
   };
+}
+
+/**
+ * The shortest decimal that reads back as the same float32 (at most 9 significant digits, IEEE 754
+ * §5.12.2): a vector's values in a file or link are float32, so printing them with a double's 17
+ * digits only lengthens the text. Exact: Math.fround(shortestF32(x)) === Math.fround(x).
+ */
+export function shortestF32(x: number): number {
+  const f = Math.fround(x);
+  if (f === 0 || !Number.isFinite(f)) return f;
+  for (let p = 1; p < 9; p++) {
+    const y = Number(f.toPrecision(p));
+    if (Math.fround(y) === f) return y;
+  }
+  return Number(f.toPrecision(9));
+}
+
+/**
+ * The experiment as a QR code carries it (poster mode): the vectors' values are kept, so it reruns
+ * the same, but the contrastive texts they were built from (their provenance, most of a link's
+ * length) are left out; the file and the copied link keep them.
+ */
+export function qrExperiment(e: Experiment): Experiment {
+  return { ...e, vectors: e.vectors.map((v) => ({ ...v, provenance: { ...v.provenance, positive: [], negative: [] } })) };
 }
 
 /** The experiment as JSON text (a file's content). */
