@@ -8,6 +8,8 @@ import { refreshCachedModels } from './cache';
 import { runJob } from './job';
 import { inOrder, worker } from './worker';
 import { loadCancels } from '../lib/job_rules';
+import { modelOf } from '../lib/experiment_state';
+import { loadedSaes, reattachSaes } from './sae_reload';
 
 /** The models shipped with the app under models/ (a manifest built with the app: tools/bundled_models.ts). */
 export function bundledModelNames(): string[] {
@@ -47,6 +49,8 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   // load still running (a link opened while the start-up model loads) is cancelled too and its
   // outcome ignored: the newest load decides what is loaded, never two racing.
   if (loadCancels(s.job) || s.job?.kind === 'load') void worker().cancel();
+  // The same model again (another weight storage, a fresh device): its SAEs are read again after the load.
+  const saes = s.saes.length && sameModel(s.lastLoad?.source, source) ? loadedSaes() : null;
   s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
@@ -66,7 +70,16 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
   void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);
+  if (saes) await reattachSaes(saes);
   return true;
+}
+
+/** Whether two sources name the same model: the same object (a reload), or the same bundled model, URL or Hub revision. */
+function sameModel(a: ModelSource | undefined, b: ModelSource): boolean {
+  if (!a) return false;
+  if (a === b) return true;
+  if (a.kind === 'files' || b.kind === 'files') return false;
+  return JSON.stringify(modelOf(a, bundledModelNames())) === JSON.stringify(modelOf(b, bundledModelNames()));
 }
 
 /**

@@ -27,6 +27,14 @@ export function saeOrigin(source: SaeSource): ExperimentSae['source'] {
   }
 }
 
+/** Where each SAE loaded this session was read from (by id), picked files included, so a model reload can read it again. */
+const sources = new Map<string, SaeSource>();
+
+/** The source the SAE `id` was loaded from this session, or undefined. */
+export function saeSourceOf(id: string): SaeSource | undefined {
+  return sources.get(id);
+}
+
 /**
  * Loads an SAE and makes it the active one. @param hook for a bare Gemma Scope params.npz.
  * @returns its id, or null when it could not be loaded (the banner says why).
@@ -34,6 +42,7 @@ export function saeOrigin(source: SaeSource): ExperimentSae['source'] {
 export async function loadSae(source: SaeSource, hook?: string): Promise<string | null> {
   return runJob('sae', 'Loading the SAE', 'Could not load the SAE', async () => {
     const info = await inOrder((w) => w.loadSae(source, hook || undefined));
+    sources.set(info.id, source);
     useStore.getState().addSae(info, saeOrigin(source));
     return info.id;
   });
