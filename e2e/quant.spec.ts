@@ -6,7 +6,7 @@ import { analysed, open } from './app_page';
 import { SHARED } from './golden';
 import { llamaToGguf } from '../tools/gguf_write';
 
-test('Q8_0 weights from the load control: the model info names the storage and the measured logit error, and Analyse works', async ({ page }) => {
+test('Q8_0 weights from the load control: the model info names the storage and, on Measure, the logit error against float32, and Analyse works', async ({ page }) => {
   test.setTimeout(240_000);
   await open(page);
   await page.getByTestId('weight-dtype').selectOption('q8_0');
@@ -14,6 +14,10 @@ test('Q8_0 weights from the load control: the model info names the storage and t
   const storage = page.getByTestId('weight-storage');
   await expect(storage).toHaveAttribute('data-dtype', 'q8_0', { timeout: 120_000 });
   await expect(storage).toContainText('Q8_0 linear weights');
+  // the load did not run the float32 model: the error is measured when asked for
+  await expect(storage).toContainText('not measured yet');
+  await page.getByTestId('measure-logit-error').click();
+  await expect(page.getByTestId('logit-error')).toBeVisible({ timeout: 120_000 });
   const err = Number(await page.getByTestId('logit-error').getAttribute('data-max-abs'));
   console.log(`shown: ${await storage.textContent()}`);
   // quantised for real (float32 agrees within 1e-4), and within the Q8_0 error of stories260K

@@ -165,7 +165,8 @@ const api: InferenceApi = {
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') ? await float32ProbeFits(files, limits) : true;
+      // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
+      const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
       engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError });
       // a proxy whose page is gone rejects: nothing is left to tell
       engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
@@ -176,6 +177,10 @@ const api: InferenceApi = {
       if (loading === ctrl) loading = null;
     }
     return engine.info();
+  },
+
+  async measureLogitError() {
+    return need().logitErrorVsF32();
   },
 
   async tokenize(p: PromptInput) {

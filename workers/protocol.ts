@@ -23,8 +23,9 @@ import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/analysis
 import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/analysis/window';
 import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/sae/analysis';
 import type { SaeConfig } from './engine/sae/config';
+import type { LogitError } from './engine/model/quant_error';
 
-export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype };
+export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype, LogitError };
 export type { SinkStats } from './engine/api';
 export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
 export type { RowOp } from './engine/backend/backend';
@@ -189,6 +190,13 @@ export interface InferenceApi {
    * @throws Error with a user-readable message; the worker stays usable.
    */
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
+  /**
+   * The loaded quantised model's logit error against its float32 weights on the probe prompt
+   * (engine/model/quant_error.ts), measured on the first call and kept (ModelInfo.weights.logitError
+   * is empty until then: the load does not run the float32 model).
+   * @throws Error saying why there is nothing to measure (float32 weights, GGUF, too large).
+   */
+  measureLogitError(): Promise<LogitError>;
   /** Prompt → ids and display tokens. */
   tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[] }>;
   /**

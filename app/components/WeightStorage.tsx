@@ -1,4 +1,5 @@
 import { useStore } from '../store';
+import { measureLogitError } from '../actions/logit_error';
 import type { ModelInfo, WeightDtype } from '../../workers/protocol';
 
 const CHOICES: { value: WeightDtype; label: string; title: string }[] = [
@@ -23,10 +24,12 @@ export function WeightStorageChoice() {
 }
 
 /**
- * The loaded model's weight storage and, when quantised, the measured logit error against
- * float32 on the probe prompt (model/quant_error.ts): max |Δlogit| over its positions, and at its last.
+ * The loaded model's weight storage and, when quantised, the logit error against float32 on the
+ * probe prompt (model/quant_error.ts): max |Δlogit| over its positions, and at its last; measured
+ * when asked for (Measure), as it runs the float32 model once.
  */
 export function WeightStorageInfo({ weights }: { weights: ModelInfo['weights'] }) {
+  const busy = useStore((s) => s.job !== null);
   if (!weights || weights.dtype === 'f32') return null;
   const e = weights.logitError;
   return (
@@ -38,6 +41,12 @@ export function WeightStorageInfo({ weights }: { weights: ModelInfo['weights'] }
         </span>
       )}
       {weights.unmeasured && <span className="muted"> · {weights.unmeasured}</span>}
+      {!e && !weights.unmeasured && (
+        <>
+          {' '}· logit error vs float32 not measured yet{' '}
+          <button type="button" className="small" data-testid="measure-logit-error" disabled={busy} title="Runs the probe prompt once with the checkpoint's float32 weights and compares the logits (a second model's compute, so not done at load)" onClick={() => void measureLogitError()}>Measure</button>
+        </>
+      )}
     </div>
   );
 }

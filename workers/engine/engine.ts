@@ -7,7 +7,8 @@ import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest
 import { assertHook, hookNames } from './hooks';
 import type { ModelFiles } from './io/model_files';
 import type { LoadProgress } from './model/load';
-import { loadWithStorage, type StorageLoadOptions, type WeightStorage } from './model/quant_error';
+import { loadWithStorage, measureLogitError, probeIds, type LogitError, type StorageLoadOptions, type WeightStorage } from './model/quant_error';
+import { isQuantFormat } from './model/quant_storage';
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
@@ -103,11 +104,30 @@ export class Engine {
     const e = new Engine(backend, model, config, tokenizer, files.label);
     e.loadWarnings.push(...loadWarnings);
     e.weightStorage = storage;
+    if (options.measureLogitError === 'on-demand' && isQuantFormat(storage.dtype) && !storage.unmeasured) e.float32Files = files;
     return e;
   }
 
   /** How the weights are stored and, when quantised, the measured logit error against float32. */
   weightStorage: WeightStorage = { dtype: 'f32', description: 'float32' };
+  /** The checkpoint to read float32 weights from for a logit error measured on demand (logitErrorVsF32). */
+  private float32Files: ModelFiles | null = null;
+
+  /**
+   * The quantised weights' logit error against float32 on the probe prompt (model/quant_error.ts),
+   * measured on the first call after a load with measureLogitError 'on-demand' and kept in
+   * weightStorage.logitError; later calls return it.
+   * @throws Error saying why when there is nothing to measure (float32 or binary16 weights, a GGUF
+   *   file, a model whose float32 weights would not fit) or the float32 load fails.
+   */
+  async logitErrorVsF32(): Promise<LogitError> {
+    if (this.weightStorage.logitError) return this.weightStorage.logitError;
+    if (!this.float32Files) throw new Error(this.weightStorage.unmeasured ?? `the weights are ${this.weightStorage.description}: there is no quantisation error to measure`);
+    const ids = probeIds((text) => this.tokenizer.encode(text, { add_special_tokens: true }), this.model.contextLength);
+    this.weightStorage.logitError = await measureLogitError(this.float32Files, this.backend, this.model, ids);
+    this.float32Files = null;
+    return this.weightStorage.logitError;
+  }
 
   /**
    * Why the GPU device was lost (driver reset, another tab's crash, device.destroy()), or null

@@ -98,10 +98,26 @@ export function describeStorage(dtype: WeightDtype): string {
 /** Options of loadWithStorage: the load's own, and whether to measure a quantised load's logit error. */
 export interface StorageLoadOptions extends TransformerOptions {
   /**
-   * With quantised storage, run the probe with float32 weights first and report the logit error
-   * (default true). false skips it (a model whose float32 weights would not fit).
+   * With quantised storage: true (default) runs the probe with float32 weights first and reports
+   * the logit error; 'on-demand' leaves it to measureLogitError after the load (the load costs one
+   * model's compute, not two); false skips it for good (a model whose float32 weights would not fit).
    */
-  measureLogitError?: boolean;
+  measureLogitError?: boolean | 'on-demand';
+}
+
+/** The probe's token ids: PROBE_TEXT tokenised, at most PROBE_MAX_TOKENS and the context length. */
+export function probeIds(encode: (text: string) => number[], contextLength?: number): number[] {
+  return encode(PROBE_TEXT).slice(0, Math.min(PROBE_MAX_TOKENS, contextLength ?? PROBE_MAX_TOKENS));
+}
+
+/**
+ * The logit error of a model already loaded with quantised weights, measured after the load: the
+ * float32 probe pass then runs beside the quantised weights (on the CPU on a backend of its own; on
+ * WebGPU its buffers are freed after the pass), so the peak memory is both models' weights.
+ * @param ids the probe (probeIds). @throws the float32 load's errors.
+ */
+export async function measureLogitError(files: ModelFiles, backend: Backend, model: Transformer, ids: readonly number[]): Promise<LogitError> {
+  return logitError(backend, model, ids, await float32ProbeLogits(files, backend, ids));
 }
 
 /**
@@ -119,8 +135,8 @@ export async function loadWithStorage(
   const gguf = await isGgufFolder(files);
   if (isQuantFormat(dtype) && !gguf) {
     if (options.measureLogitError === false) storage.unmeasured = 'the float32 weights would not fit beside the budget, so the logit error was not measured';
-    else {
-      const ids = encode(PROBE_TEXT).slice(0, Math.min(PROBE_MAX_TOKENS, options.contextLength ?? PROBE_MAX_TOKENS));
+    else if (options.measureLogitError !== 'on-demand') {
+      const ids = probeIds(encode, options.contextLength);
       probe = { ids, ref: await float32ProbeLogits(files, backend, ids) };
     }
   }
