@@ -139,6 +139,10 @@ test('one-prompt views (norms, activations, dose–response, window, patching, r
   const trunk = bcsv.rows.filter((r) => r[0] === '0');
   expect(trunk).toHaveLength(4);
   expectClose([Number(bf.items[0][0])], [Number(trunk.at(-1)![7])], 1e-6, 'branch tree node 0 final Δ vs CSV');
+  // its colour bar spans the tree's diverging scale: ±|final Δ| of the only node
+  const treeBar = await savedFigure(page, br, 'branches-scale', 'g.color-scale', ['data-domain']);
+  const v = Math.abs(Number(trunk.at(-1)![7]));
+  expectClose(treeBar.items[0][0].split(' ').map(Number), [-v, v], 1e-3, 'branch tree colour bar domain');
   const hint = (await br.locator('p.hint').filter({ hasText: 'Selected: node 0' }).textContent()) ?? '';
   expectClose([Number(trunk.at(-1)![7])], [parseShown(/value (\S+)\./.exec(hint)![1])], 5e-4, 'branch CSV vs the value shown');
 });

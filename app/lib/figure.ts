@@ -41,6 +41,8 @@ export interface SvgPanel {
   kind: 'svg';
   title?: string;
   element: SVGSVGElement;
+  /** The colour scale of a chart whose marks are coloured by a value (the branch tree): drawn under it. */
+  scale?: ColorScaleSpec;
 }
 
 export type Panel = HeatmapPanel | SvgPanel;
@@ -221,6 +223,14 @@ function inlineChart(el: SVGSVGElement, x: number, y: number): { svg: string; wi
   return { svg: new XMLSerializer().serializeToString(clone).replace(/ xmlns="http:\/\/www\.w3\.org\/2000\/svg"/, ''), width: ext.width, height: ext.height };
 }
 
+/** An on-screen chart panel at (x, y), with its colour bar under it when it has a scale. */
+function svgPanel(p: SvgPanel, x: number, y: number, measure: Measure): { svg: string; width: number; height: number } {
+  const chart = inlineChart(p.element, x, y);
+  if (!p.scale) return chart;
+  const bar = colorBar(p.scale, x, y + chart.height + 8, measure);
+  return { svg: chart.svg + bar.svg, width: Math.max(chart.width, bar.width), height: chart.height + 8 + bar.height };
+}
+
 /**
  * Lays out a figure as one standalone SVG document: title, wrapped caption, then each panel (its
  * title, the plot, its colour scale), on white, sized to fit everything drawn.
@@ -230,7 +240,7 @@ function inlineChart(el: SVGSVGElement, x: number, y: number): { svg: string; wi
 export function buildFigureSvg(spec: FigureSpec, measure: Measure = canvasMeasure()): BuiltFigure {
   const x = PAD;
   // Lay out panels first (at y = 0) to learn the width the caption wraps to.
-  const drafts = spec.panels.map((p) => (p.kind === 'heatmap' ? heatmap(p, x, 0, measure) : inlineChart(p.element, x, 0)));
+  const drafts = spec.panels.map((p) => (p.kind === 'heatmap' ? heatmap(p, x, 0, measure) : svgPanel(p, x, 0, measure)));
   const inner = Math.max(MIN_WIDTH, ...drafts.map((d) => d.width));
   const parts: string[] = [];
   let y = PAD;
@@ -250,7 +260,7 @@ export function buildFigureSvg(spec: FigureSpec, measure: Measure = canvasMeasur
       parts.push(text(x, y + 14, p.title, F.panel, `fill="${INK}" class="panel-title"`));
       y += 24;
     }
-    const d = p.kind === 'heatmap' ? heatmap(p, x, y, measure) : inlineChart(p.element, x, y);
+    const d = p.kind === 'heatmap' ? heatmap(p, x, y, measure) : svgPanel(p, x, y, measure);
     parts.push(d.svg);
     y += d.height + 14;
   });
