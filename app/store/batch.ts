@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { BatchMetric, BatchResult, BatchRow, PatchHook } from '../../workers/protocol';
 import type { AppliedIntervention } from './results';
 
@@ -57,7 +58,7 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
   batchSort: null,
   batchFilter: '',
   batchColumns: { probeVectorId: null, patch: false, patchHook: 'resid_pre', patchLayer: 0, patchPosition: -1 },
-  setBatchColumns: (p) => set((s) => ({ batchColumns: { ...s.batchColumns, ...p } })),
+  setBatchColumns: mergeSetter(set, 'batchColumns'),
   setBatchInput: (p) => set((s) => ({
     batchTemplate: p.template ?? s.batchTemplate,
     batchValues: p.values ?? s.batchValues,

@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { BranchTree, DrawSettings, ForkPointsResult, LensMargins } from '../../workers/protocol';
 
 /** What colours the nodes of the tree view. */
@@ -60,7 +61,7 @@ export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice
   setForkLens: (forkLens) => set({ forkLens }),
   toggleCompare: (id) => set((s) => ({ compare: s.compare.includes(id) ? s.compare.filter((x) => x !== id) : [...s.compare, id].slice(-2) })),
   setNodeColour: (nodeColour) => set({ nodeColour }),
-  setForkDraw: (patch) => set((s) => ({ forkDraw: { ...s.forkDraw, ...patch } })),
+  setForkDraw: mergeSetter(set, 'forkDraw'),
   setGapThreshold: (gapThreshold) => set({ gapThreshold }),
   setForkSamples: (forkSamples) => set({ forkSamples }),
   setForks: (forks) => set({ forks }),

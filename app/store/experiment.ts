@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 
 /** How a future is written: text (alternatives separated by "|") or token ids. */
 export type FutureMode = 'text' | 'ids';
@@ -42,5 +43,5 @@ export const createExperimentSlice: StateCreator<AppState, [], [], ExperimentSli
   setPrompt: (prompt) => set({ prompt }),
   setChatTemplate: (chatTemplate) => set({ chatTemplate }),
   setFuture: (which, draft) => set(which === 'good' ? { good: draft } : { bad: draft }),
-  setGeneration: (patch) => set((s) => ({ generation: { ...s.generation, ...patch } })),
+  setGeneration: mergeSetter(set, 'generation'),
 });

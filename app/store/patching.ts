@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import { DEFAULT_PROMPT } from './experiment';
 import { KNOWN_CORRUPTIONS } from '../lib/patching_prompts';
 import type { PatchDirection, PatchHook, PatchingResult, PatchMetric } from '../../workers/protocol';
@@ -40,6 +41,6 @@ export const DEFAULT_CORRUPT = KNOWN_CORRUPTIONS[DEFAULT_PROMPT];
 export const createPatchingSlice: StateCreator<AppState, [], [], PatchingSlice> = (set) => ({
   patchingSettings: { clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT, hook: 'resid_pre', direction: 'denoise', metric: 'final' },
   patching: null,
-  setPatchingSettings: (patch) => set((s) => ({ patchingSettings: { ...s.patchingSettings, ...patch } })),
+  setPatchingSettings: mergeSetter(set, 'patchingSettings'),
   setPatching: (patching) => set({ patching }),
 });

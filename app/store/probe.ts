@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { ProbeResult } from '../../workers/protocol';
 
 /** The probe set and settings as edited in the probe view (texts one per line). */
@@ -37,6 +38,6 @@ export interface ProbeSlice {
 export const createProbeSlice: StateCreator<AppState, [], [], ProbeSlice> = (set) => ({
   probeSettings: { source: '', positive: '', negative: '', classes: ['negative', 'positive'], position: 'last', folds: 5, seed: 0 },
   probe: null,
-  setProbeSettings: (patch) => set((s) => ({ probeSettings: { ...s.probeSettings, ...patch } })),
+  setProbeSettings: mergeSetter(set, 'probeSettings'),
   setProbe: (probe) => set({ probe }),
 });

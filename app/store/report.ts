@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { ReportResult } from '../../workers/protocol';
 
 /**
@@ -40,6 +41,6 @@ export interface ReportSlice {
 export const createReportSlice: StateCreator<AppState, [], [], ReportSlice> = (set) => ({
   reportSettings: { threshold: 0.1, changeable: true, useSet: false },
   report: null,
-  setReportSettings: (patch) => set((s) => ({ reportSettings: { ...s.reportSettings, ...patch } })),
+  setReportSettings: mergeSetter(set, 'reportSettings'),
   setReport: (report) => set({ report }),
 });

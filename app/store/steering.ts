@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { AblateMode, InterventionType, PositionSelector } from '../../workers/protocol';
 
 /**
@@ -86,5 +87,5 @@ export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> 
     return { interventions: list };
   }),
   selectIntervention: (selectedIntervention) => set({ selectedIntervention }),
-  setSweepSettings: (patch) => set((s) => ({ sweepSettings: { ...s.sweepSettings, ...patch } })),
+  setSweepSettings: mergeSetter(set, 'sweepSettings'),
 });

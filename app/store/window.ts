@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { mergeSetter } from './merge_setter';
 import type { WindowResult } from '../../workers/protocol';
 import type { AppliedIntervention } from './results';
 
@@ -42,7 +43,7 @@ export interface WindowSlice {
 export const createWindowSlice: StateCreator<AppState, [], [], WindowSlice> = (set) => ({
   windowSettings: { interventionId: null, maxNewTokens: 12, kMax: '', score: 'mean', scoreArg: '' },
   windowRun: null,
-  setWindowSettings: (patch) => set((s) => ({ windowSettings: { ...s.windowSettings, ...patch } })),
+  setWindowSettings: mergeSetter(set, 'windowSettings'),
   setWindowRun: (windowRun) => set({ windowRun }),
   pickWindowK: (picked) => set((s) => (s.windowRun ? { windowRun: { ...s.windowRun, picked } } : {})),
 });
