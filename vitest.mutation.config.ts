@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
  * so a child process always runs the unmutated code and could never kill one.
  */
 const SUBSETS: Record<string, string[]> = {
-  analysis: ['tests/analysis/definitions.test.ts', 'tests/analysis/sampling.test.ts'],
+  analysis: ['tests/analysis/definitions.test.ts', 'tests/analysis/sampling.test.ts', 'tests/analysis/lens_sampling_rules.test.ts'],
   // caa_stories computes its vector in beforeAll (every mutant there would be "static": all tests per
   // mutant) and fixture_spec loads nine models per run; vectors_reference and properties cover the same code.
   steering: [
