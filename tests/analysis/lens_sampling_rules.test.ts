@@ -42,12 +42,14 @@ describe('LensStacks', () => {
 });
 
 describe('lensTopK', () => {
-  it('two rows at once: each row\'s top-5 ids and log-probs are the float64 lens of its reference residual (h^2_1 and h^5_4)', async () => {
+  it('two rows at once: each row\'s top-5 ids and log-probs are the float64 lens of its reference residual (h^2_1 and h^5_4); nothing left allocated', async () => {
     const rows = [m.resid(arr, P, 2, 1), m.resid(arr, P, 5, 4)];
     const both = new Float32Array(2 * m.D);
     both.set(rows[0], 0);
     both.set(rows[1], m.D);
+    const live = (model.backend as CpuBackend).liveTensors();
     const got = await lensTopK(model, both, 5);
+    expect((model.backend as CpuBackend).liveTensors(), 'every intermediate released').toBe(live);
     expect(got).toHaveLength(2);
     rows.forEach((h, r) => {
       const want = topK(m.lens(h), 5);
