@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
-import { describeStorage, loadWithStorage, logitError, PROBE_MAX_TOKENS, PROBE_TEXT } from '../../workers/engine/model/quant_error';
+import { describeStorage, loadWithStorage, logitError, measureLogitError, PROBE_MAX_TOKENS, PROBE_TEXT, probeIds } from '../../workers/engine/model/quant_error';
 import { RunContext } from '../../workers/engine/model/run_context';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { F32_TOL, realModel } from '../reference_math';
@@ -76,7 +76,7 @@ describe('describeStorage and loadWithStorage', () => {
     expect(asked).toEqual([]);
   });
 
-  it('q8_0 without the measurement says why; with it, the error of the probe (capped at the context) against the float32 reference logits', async () => {
+  it('q8_0 without the measurement says why; with it, the error of the probe (capped at the context) against the float32 reference logits; on demand, the same error after the load', async () => {
     const asked: string[] = [];
     const encode = (t: string) => { asked.push(t); return seq; };
     const off = await loadWithStorage(new NodeFiles(m.dir), b, encode, undefined, { weightDtype: 'q8_0', measureLogitError: false });
@@ -102,6 +102,16 @@ describe('describeStorage and loadWithStorage', () => {
     expect(Math.abs(e.lastMaxAbs - wantLast)).toBeLessThanOrEqual(F32_TOL);
     expect(Math.abs(e.maxLogit - Math.max(...Array.from(ref, Math.abs)))).toBeLessThanOrEqual(F32_TOL);
     on.model.dispose();
+
+    // 'on-demand': the load measures nothing; measureLogitError afterwards gives the same numbers
+    const later = await loadWithStorage(new NodeFiles(m.dir), b, encode, undefined, { weightDtype: 'q8_0', contextLength: n, measureLogitError: 'on-demand' });
+    expect(later.storage).toStrictEqual({ dtype: 'q8_0', description: describeStorage('q8_0') });
+    expect(asked).toEqual([PROBE_TEXT]);
+    expect(probeIds(encode, n)).toEqual(seq.slice(0, n));
+    const e2 = await measureLogitError(new NodeFiles(m.dir), b, later.model, seq.slice(0, n));
+    expect(Math.abs(e2.maxAbs - want)).toBeLessThanOrEqual(F32_TOL);
+    expect(Math.abs(e2.lastMaxAbs - wantLast)).toBeLessThanOrEqual(F32_TOL);
+    later.model.dispose();
 
     // without a context length the probe is its first PROBE_MAX_TOKENS ids
     const whole = await loadWithStorage(new NodeFiles(m.dir), b, () => [...seq, ...seq, ...seq], undefined, { weightDtype: 'q4_0' });
