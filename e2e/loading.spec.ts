@@ -144,6 +144,9 @@ test('weights over the memory budget are refused before download, itemised, with
   await expect(why).toContainText('of GPU memory (weights 71.6 GiB as f32, KV cache 640 MiB for 4096 tokens (of max_position_embeddings 131072), activations');
   await expect(why).toContainText(/\); this GPU \(.*swiftshader.*\) allows \d+ GiB/i);
   onlyHeadersRead(from);
+  // refused before the worker freed anything: the model loaded before is still loaded and shown
+  await expect(page.getByTestId('model-info')).toContainText('stories260K');
+  await expect(page.getByTestId('backend-badge')).not.toContainText('no model loaded');
 });
 
 test('a mirror endpoint (HF_ENDPOINT-style base URL) serves the same layout', async ({ page }) => {

@@ -155,16 +155,19 @@ const api: InferenceApi = {
     loading?.abort();
     const ctrl = new AbortController();
     loading = ctrl;
-    for (const s of saes.values()) s.release();
-    saes.clear();
-    engine?.dispose();
-    engine = null;
-    lastAnalysed = null;
-    explorer = null;
     const be = await selectBackend(backend, { threads: options.threads });
     try {
+      // The source is resolved (Hub listing, config, safetensors headers) and its fit checked before
+      // the loaded model is freed: a typo in a repo id, a gated repo or a model too large for the
+      // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      for (const s of saes.values()) s.release();
+      saes.clear();
+      engine?.dispose();
+      engine = null;
+      lastAnalysed = null;
+      explorer = null;
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
       engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError });

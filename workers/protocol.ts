@@ -187,6 +187,9 @@ export interface InferenceApi {
    * before any weight is fetched, when they would not fit the device (the message names the limit).
    * Hub downloads are kept in Cache Storage: a second load of the same repo@revision is offline.
    * cancel() stops a download in flight (the load rejects with a "cancelled: ..." error).
+   * The model loaded before (and its SAEs) is freed only once the new source is resolved and fits:
+   * a load that fails there (a repo that does not exist, a refused size, a cancel) leaves it loaded
+   * (status().loaded); one that fails later (a truncated weight file) leaves none.
    * @throws Error with a user-readable message; the worker stays usable.
    */
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;

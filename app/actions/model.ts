@@ -51,6 +51,7 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   if (loadCancels(s.job) || s.job?.kind === 'load') void worker().cancel();
   // The same model again (another weight storage, a fresh device): its SAEs are read again after the load.
   const saes = s.saes.length && sameModel(s.lastLoad?.source, source) ? loadedSaes() : null;
+  const before = { info: s.info, label: s.modelLabel, lastLoad: s.lastLoad };
   s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
@@ -58,13 +59,21 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
     retryFor: (e) => (e.name === 'ModelTooLargeError' ? { label: 'Load anyway', run: () => void loadModel(source, { ...options, checkFit: false }) } : undefined),
   });
   if (ticket !== loadTicket) return false; // a newer load replaced this one: its end sets the store
-  useStore.getState().clearSaes(); // the worker unloads every SAE with the model it replaces
   // A Hub load fills the cache (partly, when it failed or was cancelled mid-download).
   if (source.kind === 'hub') void refreshCachedModels();
   if (!info) {
-    useStore.getState().loadFailed();
+    // A load that failed before the worker freed the model (a repo that does not exist, a refused
+    // size) leaves it loaded, SAEs included: the page shows it again.
+    const kept = before.info && before.lastLoad && (await inOrder((w) => w.status())).loaded;
+    if (ticket !== loadTicket) return false;
+    if (kept) useStore.getState().loadFailedKeeping(before.label, before.info!, before.lastLoad!);
+    else {
+      useStore.getState().clearSaes(); // the worker unloaded every SAE with the model
+      useStore.getState().loadFailed();
+    }
     return false;
   }
+  useStore.getState().clearSaes(); // the worker unloads every SAE with the model it replaces
   const st = useStore.getState();
   st.loadFinished(info);
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));

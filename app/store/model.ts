@@ -27,6 +27,8 @@ export interface ModelSlice {
   loadProgressed(p: LoadProgress): void;
   loadFinished(info: ModelInfo): void;
   loadFailed(): void;
+  /** A load failed before the worker freed the model loaded before it: that model shows again. */
+  loadFailedKeeping(label: string | null, info: ModelInfo, lastLoad: { source: ModelSource; options: LoadOptions }): void;
   setDeviceLost(reason: string | null): void;
   setCachedModels(models: CachedModel[]): void;
 }
@@ -49,6 +51,7 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   loadProgressed: (loadProgress) => set({ loadProgress }),
   loadFinished: (info) => set({ info, modelStatus: 'ready', loadProgress: null }),
   loadFailed: () => set({ info: null, modelStatus: 'failed', loadProgress: null }),
+  loadFailedKeeping: (modelLabel, info, lastLoad) => set({ modelLabel, info, lastLoad, modelStatus: 'ready', loadProgress: null }),
   setDeviceLost: (deviceLost) => set({ deviceLost }),
   setCachedModels: (cachedModels) => set({ cachedModels }),
 });

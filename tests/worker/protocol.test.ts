@@ -162,6 +162,15 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
     expect(await api.status()).toEqual({ loaded: true, deviceLost: null });
   });
 
+  it('a load that fails before the model is freed (a Hub repo that does not exist) keeps the loaded model: analyse still gives the reference margin', async () => {
+    await expect(api.load({ kind: 'hub', repo: 'nobody/no-such-model', endpoint: hub.url }, 'cpu')).rejects.toThrow(/no-such-model/);
+    expect(await api.status()).toEqual({ loaded: true, deviceLost: null });
+    const a = await api.analyse({ prompt: A.prompt, good: { ids: [[383]] }, bad: { ids: [[432]] } });
+    const T = A.n_prompt;
+    const lp = logSoftmax(m.arrays(A).get('logits')!.data.subarray((T - 1) * m.V, T * m.V));
+    expect(Math.abs(a.finalMargin[T - 1] - (lp[383] - lp[432]))).toBeLessThanOrEqual(F32_TOL);
+  });
+
   it('onDeviceLost accepts a proxied callback (the CPU backend never loses its device: it is never called)', async () => {
     let called = false;
     await api.onDeviceLost(Comlink.proxy(() => { called = true; }));
