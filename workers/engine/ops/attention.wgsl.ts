@@ -1,6 +1,6 @@
 import type { AttentionParams, Tensor } from '../backend/backend';
 import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
-import { attentionSplitGpu, splitPlan } from './attention_split.wgsl';
+import { attentionSplitGpu, splitPlan, WGSL_SERIAL_SCORE } from './attention_split.wgsl';
 import { WGSL_FLAT_GROUP, WGSL_TANH } from './wgsl_math';
 
 const WG = 64;
@@ -137,13 +137,7 @@ function serialSource(pattern: boolean, scores: boolean): string {
 ${bindings(pattern, scores)}
 ${WGSL_TANH}
 ${WGSL_FLAT_GROUP}
-fn score(qo: u32, ko: u32) -> f32 {
-  var qk = 0.0;
-  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + q[qo + e] * k[ko + e]; }
-  var s = qk * p.scale;
-  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
-  return s;
-}
+${WGSL_SERIAL_SCORE}
 @compute @workgroup_size(${CPU_WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let t = flat_group(wid, nwg) * ${CPU_WG}u + li;

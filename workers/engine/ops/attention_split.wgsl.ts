@@ -175,6 +175,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 }
 
 /**
+ * The serial kernels' attention score of query row offset qo against key row offset ko (WGSL; needs
+ * bindings q, k, uniform p with headDim, scale, softcap, and tanh_acc): s = (q·k)·scale, then Gemma
+ * 2's soft cap s ← c·tanh(s / c) when p.softcap > 0 (Gemma 2 report, 2024, §2).
+ */
+export const WGSL_SERIAL_SCORE = /* wgsl */ `
+fn score(qo: u32, ko: u32) -> f32 {
+  var qk = 0.0;
+  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + q[qo + e] * k[ko + e]; }
+  var s = qk * p.scale;
+  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
+  return s;
+}
+`;
+
+/**
  * 'cpu' partial kernel: one invocation per (query i, head h, chunk c), no workgroup memory and no
  * barriers, as attention.wgsl.ts's serialSource: an online max and Σexp over the chunk, then
  * exp(s_j − m_c)·v_j summed into the chunk's acc row in place. Invocation t takes chunk t % chunks
@@ -183,13 +198,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 const CPU_SOURCE = /* wgsl */ `
 ${PARTIAL_BINDINGS}
 ${WGSL_FLAT_GROUP}
-fn score(qo: u32, ko: u32) -> f32 {
-  var qk = 0.0;
-  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + q[qo + e] * k[ko + e]; }
-  var s = qk * p.scale;
-  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
-  return s;
-}
+${WGSL_SERIAL_SCORE}
 @compute @workgroup_size(${SERIAL_WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let slot = flat_group(wid, nwg) * ${SERIAL_WG}u + li;
