@@ -12,28 +12,28 @@ import { WasmGemm, type Resident } from './wasm_gemm';
 import { dequantise, dequantiseRows, formatLabel, QK, quantBytes, type QuantFormat, type QuantizedMatrix } from './quant';
 import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
 
-class CpuTensor implements Tensor {
-  readonly size: number;
-  /** The floats on the JS heap, or null once moved into the wasm arena (or released). */
-  private host: Float32Array | null;
+/**
+ * Storage shared by the CPU tensors: the values on the JS heap until a matmul moves them into the
+ * wasm arena (once; the heap copy is then dropped), and their release from either place.
+ */
+abstract class ArenaStorage<H extends Float32Array | Uint32Array> {
+  released = false;
   /** Its block in the wasm arena, after a matmul used it as a weight. */
   resident: Resident | null = null;
-  released = false;
+  constructor(protected host: H | null, protected readonly arena: WasmGemm | null) {}
 
-  constructor(readonly shape: readonly number[], data: Float32Array, private readonly arena: WasmGemm | null) {
-    this.size = shapeSize(shape);
-    if (data.length !== this.size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${this.size}`);
-    this.host = data;
-  }
-
-  get data(): Float32Array {
+  /** The values: the arena block's view once resident (valid until the arena grows), else the heap copy. */
+  protected stored(view: (arena: WasmGemm, r: Resident) => H): H {
     if (this.released) throw new Error('tensor was released');
-    return this.resident ? this.arena!.data(this.resident) : this.host!;
+    return this.resident ? view(this.arena!, this.resident) : this.host!;
   }
 
-  /** Moves the floats into the wasm arena (once). @returns the block, or null when it does not fit. */
+  /** Whether the values may move into the arena (all may, by default). */
+  protected placeable(): boolean { return true; }
+
+  /** Moves the values into the wasm arena (once). @returns the block, or null when it does not fit. */
   place(): Resident | null {
-    if (!this.resident && this.arena && this.host) {
+    if (!this.resident && this.arena && this.host && this.placeable()) {
       this.resident = this.arena.place(this.host);
       if (this.resident) this.host = null;
     }
@@ -48,46 +48,43 @@ class CpuTensor implements Tensor {
   }
 }
 
+class CpuTensor extends ArenaStorage<Float32Array> implements Tensor {
+  readonly size: number;
+
+  constructor(readonly shape: readonly number[], data: Float32Array, arena: WasmGemm | null) {
+    const size = shapeSize(shape);
+    if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
+    super(data, arena);
+    this.size = size;
+  }
+
+  get data(): Float32Array {
+    return this.stored((a, r) => a.data(r));
+  }
+}
+
 /**
  * A block-quantised weight (backend/quant.ts) in its packed words: only linear() accepts it (as its
  * weight); read() returns the dequantised values. Rows of whole blocks move into the wasm arena on
  * first use (the fused quantised GEMM reads them there); padded rows stay on the JS heap and are
  * dequantised a slab of rows at a time.
  */
-class CpuQuantTensor implements Tensor {
+class CpuQuantTensor extends ArenaStorage<Uint32Array> implements Tensor {
   readonly size: number;
   readonly shape: readonly number[];
   readonly format: QuantFormat;
-  released = false;
-  private host: Uint32Array | null;
-  /** Its words' block in the wasm arena, once the fused GEMM used it. */
-  resident: Resident | null = null;
-  constructor(q: QuantizedMatrix, private readonly arena: WasmGemm | null) {
+  constructor(q: QuantizedMatrix, arena: WasmGemm | null) {
+    super(q.words, arena);
     this.shape = q.shape;
     this.format = q.format;
     this.size = q.shape[0] * q.shape[1];
-    this.host = q.words;
   }
   /** The packed matrix (its words view the arena once resident: valid until the arena grows). */
   get q(): QuantizedMatrix {
-    if (this.released) throw new Error('tensor was released');
-    const words = this.resident ? this.arena!.words(this.resident) : this.host!;
-    return { format: this.format, shape: this.shape as [number, number], words };
+    return { format: this.format, shape: this.shape as [number, number], words: this.stored((a, r) => a.words(r)) };
   }
-  /** Moves the words into the arena (once, rows of whole blocks only). @returns the block, or null. */
-  place(): Resident | null {
-    if (!this.resident && this.arena && this.host && this.shape[1] % QK === 0) {
-      this.resident = this.arena.place(this.host);
-      if (this.resident) this.host = null;
-    }
-    return this.resident;
-  }
-  release(): void {
-    if (this.resident) this.arena!.release(this.resident);
-    this.resident = null;
-    this.host = null;
-    this.released = true;
-  }
+  /** Rows of whole blocks only move into the arena. */
+  protected placeable(): boolean { return this.shape[1] % QK === 0; }
   /** Bytes of the packed storage. */
   get bytes(): number { return quantBytes(this.format, this.shape[0], this.shape[1]); }
 }
