@@ -12,7 +12,9 @@
  * On a machine shared with other jobs the thread speed-up is bounded by the idle cores: read the
  * load average beside each figure.
  *
- *   npx tsx bench/cpu.ts [--reps 3] [--t 64,512] [--decode 16] [--threads 2] [--no-scalar-model] [--no-scalar] [--no-lens]
+ *   npx tsx bench/cpu.ts [--reps 3] [--t 64,512] [--decode 16] [--threads 2] [--no-scalar-model] [--no-scalar] [--no-lens] [--lens-only]
+ *
+ * --lens-only: only part 3 (the lens grid against a forward, on --threads threads, runs interleaved).
  */
 import { spawnSync } from 'node:child_process';
 import * as os from 'node:os';
@@ -21,7 +23,7 @@ import { quantise } from '../workers/engine/backend/quant';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { RunContext } from '../workers/engine/model/run_context';
-import { lensGrid } from './page_tools';
+import { interleaved, lensGrid } from './page_tools';
 import { seededRandom } from '../workers/engine/analysis/sampling';
 import { smolLM135MRandom, SMOLLM_135M } from './smollm_random';
 
@@ -33,6 +35,7 @@ const N_DECODE = Number(flag('decode', '16'));
 const SCALAR_MODEL = !args.includes('--no-scalar-model') && !args.includes('--no-scalar');
 const SCALAR = !args.includes('--no-scalar');
 const LENS = !args.includes('--no-lens');
+const LENS_ONLY = args.includes('--lens-only');
 const THREADS = Number(flag('threads', '2'));
 
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
@@ -119,39 +122,40 @@ async function prefillDecode(e: Engine, T: number, reps = REPS, warmup = 1, nDec
 async function modelTable(): Promise<void> {
   const dir = smolLM135MRandom();
   console.log(`\n2. SmolLM-135M-shaped random Llama (${dir}), CPU backend`);
-  const engines: [string, Engine][] = [['wasm-simd', await Engine.load(new NodeFiles(dir), new CpuBackend(), undefined, { contextLength: 1024 })]];
+  const engines: [string, Engine][] = LENS_ONLY ? [] : [['wasm-simd', await Engine.load(new NodeFiles(dir), new CpuBackend(), undefined, { contextLength: 1024 })]];
   const threaded = new CpuBackend(undefined, { threads: THREADS });
   await threaded.whenStarted();
   const tName = `simd-${threaded.threads}t`;
   const te = await Engine.load(new NodeFiles(dir), threaded, undefined, { contextLength: 1024 });
-  if (SCALAR_MODEL) engines.push(['scalar-ts', await Engine.load(new NodeFiles(dir), new CpuBackend(undefined, { simd: false }), undefined, { contextLength: 1024 })]);
+  if (SCALAR_MODEL && !LENS_ONLY) engines.push(['scalar-ts', await Engine.load(new NodeFiles(dir), new CpuBackend(undefined, { simd: false }), undefined, { contextLength: 1024 })]);
   // The scalar loop is ~0.1 GFLOP/s: it gets one short prompt, one repetition and 4 decode steps.
-  const runs: [string, Engine, number][] = [...TS.flatMap((T): [string, Engine, number][] => [['wasm-simd', engines[0][1], T], [tName, te, T]]), ...engines.slice(1).flatMap(([name, e]): [string, Engine, number][] => [['wasm-simd', engines[0][1], 16], [name, e, 16]])];
-  const pd = new Map<string, { prefillMs: number; decodeMs: number }>();
-  for (const [name, e, T] of runs) {
-    const r = name === 'scalar-ts' ? await prefillDecode(e, T, 1, 0, 4) : await prefillDecode(e, T);
-    pd.set(`${name}:${T}`, r);
-    console.log(`   ${name.padEnd(10)} T=${String(T).padStart(3)}: prefill ${r.prefillMs.toFixed(0)} ms (${(T / r.prefillMs * 1e3).toFixed(1)} tok/s), decode ${r.decodeMs.toFixed(1)} ms/token   (${load()})`);
+  if (!LENS_ONLY) {
+    const runs: [string, Engine, number][] = [...TS.flatMap((T): [string, Engine, number][] => [['wasm-simd', engines[0][1], T], [tName, te, T]]), ...engines.slice(1).flatMap(([name, e]): [string, Engine, number][] => [['wasm-simd', engines[0][1], 16], [name, e, 16]])];
+    const pd = new Map<string, { prefillMs: number; decodeMs: number }>();
+    for (const [name, e, T] of runs) {
+      const r = name === 'scalar-ts' ? await prefillDecode(e, T, 1, 0, 4) : await prefillDecode(e, T);
+      pd.set(`${name}:${T}`, r);
+      console.log(`   ${name.padEnd(10)} T=${String(T).padStart(3)}: prefill ${r.prefillMs.toFixed(0)} ms (${(T / r.prefillMs * 1e3).toFixed(1)} tok/s), decode ${r.decodeMs.toFixed(1)} ms/token   (${load()})`);
+    }
+    for (const T of TS) {
+      const one = pd.get(`wasm-simd:${T}`)!, many = pd.get(`${tName}:${T}`)!;
+      console.log(`   ${threaded.threads} threads vs 1 at T=${T}: prefill ${(one.prefillMs / many.prefillMs).toFixed(2)}× faster, decode ${(one.decodeMs / many.decodeMs).toFixed(2)}× faster   (${load()})`);
+    }
+    const sc = pd.get('scalar-ts:16'), w = pd.get('wasm-simd:16');
+    if (sc && w) console.log(`   WASM SIMD vs scalar at T=16: prefill ${(sc.prefillMs / w.prefillMs).toFixed(1)}× faster, decode ${(sc.decodeMs / w.decodeMs).toFixed(1)}× faster   (${load()})`);
   }
-  for (const T of TS) {
-    const one = pd.get(`wasm-simd:${T}`)!, many = pd.get(`${tName}:${T}`)!;
-    console.log(`   ${threaded.threads} threads vs 1 at T=${T}: prefill ${(one.prefillMs / many.prefillMs).toFixed(2)}× faster, decode ${(one.decodeMs / many.decodeMs).toFixed(2)}× faster   (${load()})`);
+  if (LENS) {
+    console.log(`\n3. logit-lens margin grid vs a plain forward (CPU backend, WASM SIMD, ${threaded.threads} threads; forward and lens alternate, median of ${REPS} each)`);
+    for (const T of TS) {
+      const ids = PROMPT_IDS(T);
+      const [forwardMs, lensMs] = await interleaved({ reps: REPS, warmup: 1 }, () => te.run(ids, { logits: 'last' }), () => lensGrid(te, ids, Int32Array.of(17, 42)));
+      console.log(`   T=${String(T).padStart(3)}: forward ${forwardMs.toFixed(0)} ms, lens grid ${lensMs.toFixed(0)} ms, lens/forward ${(lensMs / forwardMs).toFixed(2)}×   (${load()})`);
+    }
   }
   te.dispose();
-  const sc = pd.get('scalar-ts:16'), w = pd.get('wasm-simd:16');
-  if (sc && w) console.log(`   WASM SIMD vs scalar at T=16: prefill ${(sc.prefillMs / w.prefillMs).toFixed(1)}× faster, decode ${(sc.decodeMs / w.decodeMs).toFixed(1)}× faster   (${load()})`);
-  const e = engines[0][1];
-  if (!LENS) { for (const [, en] of engines) en.dispose(); return; }
-  console.log('\n3. logit-lens margin grid vs a plain forward (CPU backend, WASM SIMD)');
-  for (const T of TS) {
-    const ids = PROMPT_IDS(T);
-    const forwardMs = await time(REPS, () => e.run(ids, { logits: 'last' }));
-    const lensMs = await time(REPS, () => lensGrid(e, ids, Int32Array.of(17, 42)));
-    console.log(`   T=${String(T).padStart(3)}: forward ${forwardMs.toFixed(0)} ms, lens grid ${lensMs.toFixed(0)} ms, lens/forward ${(lensMs / forwardMs).toFixed(2)}×   (${load()})`);
-  }
   for (const [, en] of engines) en.dispose();
 }
 
 console.log(`CPU benchmark · node ${process.version} · ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length} · ${load()}`);
-await gemmTable();
+if (!LENS_ONLY) await gemmTable();
 await modelTable();

@@ -18,7 +18,7 @@ import type { Backend } from '../workers/engine/backend/backend';
 import { Engine } from '../workers/engine/engine';
 import { HttpFiles } from '../workers/engine/io/model_files';
 import { RunContext } from '../workers/engine/model/run_context';
-import { decodeFlops, engineGreedy, hfGreedy, lensGrid, median, now, recordGpuWork, repeat, timed, type GreedyRun } from './page_tools';
+import { decodeFlops, engineGreedy, hfGreedy, interleaved, lensGrid, median, now, recordGpuWork, repeat, type GreedyRun } from './page_tools';
 import { measureGpuPeak, type GpuPeak } from './gpu_peak';
 
 /**
@@ -121,8 +121,7 @@ async function engineRows(o: ModelBenchOptions, impl: 'webgpu' | 'webgpu-prev' |
         decodeGBs: weightBytes / decodeMs / 1e6,
       };
       if (o.lens) {
-        row.forwardMs = median(await repeat(o, () => timed(() => e.run(ids, { logits: 'last' }))));
-        row.lensMs = median(await repeat(o, () => timed(() => lensGrid(e, ids, Int32Array.of(17, 42)))));
+        [row.forwardMs, row.lensMs] = await interleaved(o, () => e.run(ids, { logits: 'last' }), () => lensGrid(e, ids, Int32Array.of(17, 42)));
       }
       if (backend instanceof WebGpuBackend) {
         // bindGroupStats counts every dispatch (a bind group made or reused): its total marks block 0's start and end

@@ -39,6 +39,17 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   return now() - t0;
 }
 
+/**
+ * Times `a` and `b` alternately (a b a b …, after `warmup` calls of each) so that a swing of the
+ * machine's load hits both; returns the median ms of each [a, b].
+ */
+export async function interleaved(o: { reps: number; warmup: number }, a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<[number, number]> {
+  for (let i = 0; i < o.warmup; i++) { await a(); await b(); }
+  const ta: number[] = [], tb: number[] = [];
+  for (let i = 0; i < o.reps; i++) { ta.push(await timed(a)); tb.push(await timed(b)); }
+  return [median(ta), median(tb)];
+}
+
 /** One greedy run: prefill time, each decode step's time, and the ids (prompt + new). */
 export interface GreedyRun {
   prefillMs: number;
