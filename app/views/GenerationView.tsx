@@ -1,4 +1,4 @@
-import { useRef } from 'react';
+import { memo, useRef } from 'react';
 import { useStore } from '../store';
 import { generate } from '../actions/generate';
 import { tokenLabels } from '../lib/token_labels';
@@ -9,6 +9,7 @@ import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
 import type { GenerationSettings } from '../store/experiment';
 import type { GenerationRun } from '../store/results';
+import type { TokenEvent } from '../../workers/protocol';
 import { firstDivergence } from '../lib/divergence';
 import { doseText, drawnUnderSteering } from '../lib/steered';
 import { waitingFor } from '../lib/job_rules';
@@ -67,23 +68,30 @@ function Continuation({ run, prompt, diverge, testId, live }: { run: GenerationR
   );
 }
 
+/**
+ * One generated token. Memoised on primitive props (the event objects stay the same as the run
+ * grows): a streamed frame renders only the tokens it added, not the whole strip again.
+ */
+const TokenItem = memo(function TokenItem({ e, label, isByte, steeredBy, diverge, testId }: { e: TokenEvent; label: string; isByte: boolean; steeredBy: string; diverge: boolean; testId: string }) {
+  const cls = [e.margin >= 0 ? 'pos' : 'neg', steeredBy ? 'steered' : '', diverge ? 'diverge' : ''].filter(Boolean).join(' ');
+  return (
+    <li data-testid={`generated-token${testId}`} data-id={e.id} data-step={e.step} data-steered={steeredBy || undefined} className={cls}
+      title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}${steeredBy ? ` · drawn from a pass steered by ${steeredBy.split(' ').map((n) => `#${n}`).join(', ')}` : ''}${diverge ? ' · first divergence' : ''}`}>
+      <span className="idx">{e.step}</span>
+      <span className={isByte ? 'txt byte' : 'txt'} data-byte={isByte || undefined}>{isByte ? label : visibleToken(label)}</span>
+    </li>
+  );
+});
+
 /** The new tokens of a run: margin sign underlined, steered passes and the first divergence marked. */
 function TokenRow({ run, steeredBy, diverge, testId }: { run: GenerationRun; steeredBy: (step: number) => number[]; diverge: number | null; testId: string }) {
   const byteTokens = useStore((s) => s.info?.byteTokens);
   const { labels, isByte } = tokenLabels(run.events.map((e) => e.token), run.events.map((e) => e.id), byteTokens);
   return (
     <ol className="token-strip generated-tokens" aria-label="generated tokens">
-      {run.events.map((e, i) => {
-        const by = steeredBy(e.step);
-        const cls = [e.margin >= 0 ? 'pos' : 'neg', by.length ? 'steered' : '', e.step === diverge ? 'diverge' : ''].filter(Boolean).join(' ');
-        return (
-          <li key={e.step} data-testid={`generated-token${testId}`} data-id={e.id} data-step={e.step} data-steered={by.length ? by.join(' ') : undefined} className={cls}
-            title={`step ${e.step} · id ${e.id} · log p ${fixed(e.logProb, 3)} · Δ ${signed(e.margin, 4)}${by.length ? ` · drawn from a pass steered by ${by.map((n) => `#${n}`).join(', ')}` : ''}${e.step === diverge ? ' · first divergence' : ''}`}>
-            <span className="idx">{e.step}</span>
-            <span className={isByte[i] ? 'txt byte' : 'txt'} data-byte={isByte[i] || undefined}>{isByte[i] ? labels[i] : visibleToken(labels[i])}</span>
-          </li>
-        );
-      })}
+      {run.events.map((e, i) => (
+        <TokenItem key={e.step} e={e} label={labels[i]} isByte={isByte[i]} steeredBy={steeredBy(e.step).join(' ')} diverge={e.step === diverge} testId={testId} />
+      ))}
     </ol>
   );
 }
