@@ -24,6 +24,7 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { RunContext } from '../workers/engine/model/run_context';
 import { interleaved, lensGrid } from './page_tools';
+import { lensColumnLogits } from '../workers/engine/analysis/lens';
 import { seededRandom } from '../workers/engine/analysis/sampling';
 import { smolLM135MRandom, SMOLLM_135M } from './smollm_random';
 
@@ -150,6 +151,17 @@ async function modelTable(): Promise<void> {
       const ids = PROMPT_IDS(T);
       const [forwardMs, lensMs] = await interleaved({ reps: REPS, warmup: 1 }, () => te.run(ids, { logits: 'last' }), () => lensGrid(te, ids, Int32Array.of(17, 42)));
       console.log(`   T=${String(T).padStart(3)}: forward ${forwardMs.toFixed(0)} ms, lens grid ${lensMs.toFixed(0)} ms, lens/forward ${(lensMs / forwardMs).toFixed(2)}×   (${load()})`);
+      // What the lens adds to its forward, alone (less exposed to load swings than the difference of two forwards):
+      // the concat of the L+1 captured residuals, LN_f on every row, W_U[cols] and the read-back.
+      const b = te.backend, L1 = te.spec.nLayers + 1, D = te.spec.dModel, r = seededRandom(T);
+      const parts = Array.from({ length: L1 }, () => b.upload(Float32Array.from({ length: T * D }, () => r() - 0.5), [T, D]));
+      const tailMs = await time(REPS, async () => {
+        const stack = b.concatRows(parts), logits = lensColumnLogits(te.model, stack, [17, 42]);
+        await b.read(logits);
+        b.release(stack); b.release(logits);
+      });
+      for (const t of parts) b.release(t);
+      console.log(`          lens tail alone (concat ${L1}·T rows, LN_f, W_U[cols], read) ${tailMs.toFixed(1)} ms = ${(100 * tailMs / forwardMs).toFixed(1)} % of the forward   (${load()})`);
     }
   }
   te.dispose();
