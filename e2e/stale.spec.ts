@@ -59,6 +59,22 @@ test('edited prompt, futures and interventions mark the results stale; chips res
   await page.getByTestId('intervention-1-delete').click();
   await expect(status).toBeHidden();
 
+  // A cell at another layer: the library's only vector was built at blocks.3, so nothing is placed
+  // until the user chooses to use it there anyway (CAA directions are layer-specific).
+  await clickCell(page, 2, T - 1);
+  const note = page.getByTestId('vector-needed');
+  await expect(note).toHaveAttribute('data-reason', 'other-hook');
+  await expect(note).toContainText('blocks.1.hook_resid_post');
+  await expect(page.getByTestId('vector-needed-anyway')).toContainText('blocks.3.hook_resid_post');
+  await expect(page.getByTestId('no-interventions')).toBeVisible();
+  await page.screenshot({ path: `${SHOTS}/vector-other-hook.png`, fullPage: true });
+  await page.getByTestId('vector-needed-anyway').click();
+  await expect(note).toBeHidden();
+  await expect(page.getByTestId('editor-hook')).toHaveValue('blocks.1.hook_resid_post');
+  await expect(page.getByTestId('editor-vector')).toHaveValue(/.+/);
+  await page.getByTestId('intervention-1-delete').click();
+  await expect(page.getByTestId('no-interventions')).toBeVisible();
+
   // A new future's chips resolve without Analyse, in the prompt's context; the analysis is stale for the futures.
   const tom = (await firstTokenAfter(PROMPT, ' Tom')).id, lily = (await firstTokenAfter(PROMPT, ' Lily')).id;
   await page.getByTestId('good-future').fill(' Lily| Tom');

@@ -29,18 +29,31 @@ export function defaultHook(): string {
   return `blocks.${Math.max(0, n - 2)}.hook_resid_post`;
 }
 
-/** What a click on a margin-heatmap cell did: placed an intervention, or placed nothing because the library has no vector. */
-export type LensCellPlacement = { placed: true; id: number; hook: string } | { placed: false; hook: string; row: number; col: number };
+/**
+ * What a click on a margin-heatmap cell did: placed an intervention, or placed nothing because no
+ * vector in the library was built at the cell's hook ('empty': the library is empty; 'other-hook':
+ * it has vectors from other hooks only, `fallback` naming the one pickVector would take).
+ */
+export type LensCellPlacement =
+  | { placed: true; id: number; hook: string }
+  | { placed: false; hook: string; row: number; col: number; reason: 'empty' }
+  | { placed: false; hook: string; row: number; col: number; reason: 'other-hook'; fallback: { id: string; name: string; hook: string | null } };
 
 /**
  * Adds an `add` intervention at a cell of the margin heatmap: its layer's residual stream, at that
- * token, with a vector built at that hook when the library has one. With an empty library it adds
- * nothing (an `add` without a vector steers nothing and leaves the view stale): the caller offers
- * to build or load one.
+ * token, with the newest vector built at that hook. Places nothing when the library has none built
+ * there, since CAA directions are layer-specific (Rimsky et al. arXiv 2312.06681 §4) and an `add`
+ * without a vector steers nothing: the caller offers to build one there, or (`anyHook`) to place the
+ * newest vector of the hook's width from another hook anyway.
  */
-export function placeAtLensCell(row: number, col: number): LensCellPlacement {
+export function placeAtLensCell(row: number, col: number, anyHook = false): LensCellPlacement {
   const hook = hookOfLensRow(row);
-  if (!useStore.getState().vectors.length) return { placed: false, hook, row, col };
+  const { vectors } = useStore.getState();
+  if (!vectors.length) return { placed: false, hook, row, col, reason: 'empty' };
+  if (!anyHook && !vectors.some((v) => v.hook === hook)) {
+    const v = vectors.find((x) => x.id === defaultVector(hook))!;
+    return { placed: false, hook, row, col, reason: 'other-hook', fallback: { id: v.id, name: v.name, hook: v.hook } };
+  }
   return { placed: true, id: useStore.getState().addIntervention(draft(hook, [col])), hook };
 }
 

@@ -154,7 +154,7 @@ export function MarginHeatmapView() {
             rowMarks={marks.rows} markedCells={marks.cells}
             label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
-          {needsVector && <VectorNeededNote hook={needsVector.hook} row={needsVector.row} col={needsVector.col} token={visibleToken(a.tokens[needsVector.col] ?? '')} onDone={() => setNeedsVector(null)} />}
+          {needsVector && <VectorNeededNote placement={needsVector} token={visibleToken(a.tokens[needsVector.col] ?? '')} onDone={() => setNeedsVector(null)} />}
           <ColorLegend color={scale.color} domain={scale.domain} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
           <p className="muted scale-note" data-testid="margin-scale-note">Colour {scale.note}.</p>
           {locked

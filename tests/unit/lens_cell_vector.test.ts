@@ -28,8 +28,19 @@ describe('a margin-heatmap cell click (actions/steering.ts placeAtLensCell)', ()
   beforeEach(() => useStore.setState({ vectors: [], interventions: [], selectedIntervention: null }));
 
   it('with an empty library places nothing and names the hook a vector is needed at', () => {
-    expect(placeAtLensCell(4, 7)).toEqual({ placed: false, hook: 'blocks.3.hook_resid_post', row: 4, col: 7 });
+    expect(placeAtLensCell(4, 7)).toEqual({ placed: false, hook: 'blocks.3.hook_resid_post', row: 4, col: 7, reason: 'empty' });
     expect(useStore.getState().interventions).toHaveLength(0);
+  });
+
+  it('with vectors from other hooks only places nothing and names the one it would fall back to; anyHook places that one', () => {
+    useStore.setState({ vectors: [vec('older', 'blocks.1.hook_resid_post'), vec('newest', 'blocks.2.hook_resid_post')] });
+    expect(placeAtLensCell(4, 7)).toEqual({
+      placed: false, hook: 'blocks.3.hook_resid_post', row: 4, col: 7, reason: 'other-hook',
+      fallback: { id: 'newest', name: 'newest', hook: 'blocks.2.hook_resid_post' },
+    });
+    expect(useStore.getState().interventions).toHaveLength(0);
+    expect(placeAtLensCell(4, 7, true).placed).toBe(true);
+    expect(useStore.getState().interventions[0]).toMatchObject({ hook: 'blocks.3.hook_resid_post', positions: [7], vectorId: 'newest' });
   });
 
   it('with vectors places an add at that layer and token, with the vector built at that hook', () => {
