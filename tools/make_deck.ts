@@ -46,7 +46,7 @@ async function main(): Promise<void> {
       vectors: [vector], interventions: [{ hook: DECK_HOOK, type: 'add', dose: 6, vector: 0, positions: 'all' }], view: { name: 'generation' },
     },
     {
-      ...base, title: 'Attention sinks', note: 'In the last layer a quarter of the heads park most of their attention on <s> (α₀ > 0.3); earlier layers spread it.',
+      ...base, title: 'Attention sinks', note: 'In the last layer a quarter of the heads put over 30 % of their attention on <s> (α₀ > 0.3); earlier layers spread it.',
       prompt: 'Once upon a time, there was a little girl named Lily. She loved to play outside.', good: { mode: 'text', value: ' She' }, bad: { mode: 'text', value: ' He' }, view: { name: 'sinks' },
     },
   ];
