@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
@@ -82,6 +83,23 @@ describe('model cache', () => {
       expect(hub.log.slice(before).some((r) => r.url.includes('model.safetensors') && r.status === 200)).toBe(true);
     } finally {
       await hub.close();
+    }
+  });
+
+  it('a repo that failed before any file was stored (no config.json) is not listed as cached', async () => {
+    const storage = new MemoryCacheStorage();
+    const empty = fs.mkdtempSync(`${os.tmpdir()}/bp-empty-repo-`);
+    const hub = await startMockHub({ repos: { 'org/empty': { revisions: { main: empty } } } });
+    try {
+      const h = new HubFiles('org/empty', { endpoint: hub.url });
+      await expect((async () => {
+        const files = await withCache(h, { base: h.url(''), endpoint: h.endpoint, repo: h.repo, revision: h.revision }, storage.asCacheStorage());
+        await assertFits(files, CPU);
+      })()).rejects.toThrow(/config\.json/);
+      expect(await listCachedModels(storage.asCacheStorage())).toEqual([]);
+    } finally {
+      await hub.close();
+      fs.rmSync(empty, { recursive: true, force: true });
     }
   });
 

@@ -146,7 +146,7 @@ class CachedFiles implements ModelFiles {
   }
 }
 
-/** Every model in the cache with its files and total size (the cache manager's list). Empty where there is no Cache Storage. */
+/** Every model in the cache that holds at least one file, with its files and total size (the cache manager's list). Empty where there is no Cache Storage. */
 export async function listCachedModels(storage: CacheStorage | null = defaultCacheStorage()): Promise<CachedModel[]> {
   if (!storage) return [];
   const cache = await storage.open(CACHE_NAME);
@@ -154,6 +154,7 @@ export async function listCachedModels(storage: CacheStorage | null = defaultCac
   for (const req of await cache.keys()) {
     if (!req.url.endsWith(MANIFEST)) continue;
     const m = (await (await cache.match(req))!.json()) as Manifest;
+    if (!m.cached.length) continue; // a load that failed before storing a file: nothing would load offline
     const files = m.cached.map((p) => ({ path: p, bytes: m.present[p] ?? 0 }));
     out.push({ endpoint: m.endpoint, repo: m.repo, revision: m.revision, files, totalBytes: files.reduce((a, f) => a + f.bytes, 0) });
   }
