@@ -40,7 +40,7 @@ export function windowSetup(): Pick<WindowJob, 'specs' | 'specLabels' | 'maxNewT
   const set = s.windowSettings;
   const chosen = set.interventionId === null ? s.interventions : s.interventions.filter((d) => d.id === set.interventionId);
   const applied = appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === set.interventionId })));
-  if (!applied.length) throw new Error('place an intervention first (Steering panel, or click a heatmap cell): the window switches it on from step k');
+  if (!applied.length) throw new Error('place an intervention first (Interventions list, or click a heatmap cell): the window switches it on from step k');
   const steering = applied.map((a) => ({ ...a, n: s.interventions.findIndex((d) => d.id === a.draft.id) + 1 }));
   const N = set.maxNewTokens;
   const { score, label } = windowScore(set, N);

@@ -40,7 +40,7 @@ export function WindowSetupFields({ prefix }: { prefix: string }) {
       <label title={score.hint}>{score.arg}
         <input className={set.score === 'contains' ? undefined : 'short'} data-testid={`${prefix}-score-arg`} value={set.scoreArg} placeholder={score.hint} onChange={(e) => update({ scoreArg: e.target.value })} spellCheck={false} />
       </label>
-      {list.length === 0 && <span className="muted">Place an intervention first (Steering panel).</span>}
+      {list.length === 0 && <span className="muted">Place an intervention first (Interventions list, left).</span>}
     </>
   );
 }

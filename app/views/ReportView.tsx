@@ -127,7 +127,7 @@ function Answers({ d }: { d: ReportDisplay }) {
         {r.changeable
           ? <>{r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}${interval(r.changeable.interval)}`} · {d.steering} from step k, N = {r.changeable.maxNewTokens}, outcome: {d.scoreLabel}
             {r.nPrompts > 1 ? ' (toward each prompt’s unsteered outcome)' : ''} · unsteered {signed(r.changeable.unsteered, 3)}{r.changeable.skipped ? ` · ${r.changeable.skipped} prompts without a window` : ''}</>
-          : 'not computed: place an intervention (Steering panel) and tick “Changeable”'}
+          : 'not computed: place an intervention (Interventions list, left) and tick “Changeable”'}
       </dd>
     </dl>
   );
@@ -164,7 +164,7 @@ export function ReportView() {
     title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
     reference: { y: 0, label: 'sign change' },
     mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? (w.band ? 'no start step flips the mean outcome (band: interval over prompts)' : 'no start step flips the outcome') : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
-    empty: w ? undefined : 'Not computed: place an intervention (Steering panel) and tick “Changeable”.', testId: 'report-panel-changeable',
+    empty: w ? undefined : 'Not computed: place an intervention (Interventions list, left) and tick “Changeable”.', testId: 'report-panel-changeable',
   };
   const nRows = Math.max(r ? L + 1 : 0, w ? w.ks.length : 0);
   return (
