@@ -11,14 +11,12 @@
  * split spreads work across CPU threads, not what it does on a GPU, where one workgroup per head
  * leaves most compute units idle. --gpu: Chromium on Vulkan with the GPU blocklist off (bench/gpu.sh).
  */
-import { chromium } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'vite';
 import { smolLM135MRandom, SMOLLM_135M } from './smollm_random';
-import { benchModels } from './serve_models';
+import { withBenchPage } from './bench_page';
 import type { FlashBenchOptions, FlashBenchResult } from './flash';
 import type { KernelTuning } from '../workers/engine/backend/webgpu_host';
 
@@ -34,29 +32,12 @@ const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 
 const config = { ...SMOLLM_135M, num_hidden_layers: LAYERS, max_position_embeddings: CTX };
 const dir = smolLM135MRandom(path.join(ROOT, '.artifacts', 'bench', `smollm-135m-random-${LAYERS}l-ctx${CTX}`), config);
-const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', plugins: [benchModels(path.join(ROOT, '.artifacts', 'bench'))], server: { host: '127.0.0.1', port: 5191, strictPort: false } });
-await server.listen();
-const base = server.resolvedUrls?.local[0];
-if (!base) throw new Error('the Vite dev server reported no local URL');
-const gpuArgs = GPU ? ['--enable-features=Vulkan', '--use-vulkan=native', '--use-angle=vulkan', '--ignore-gpu-blocklist', '--disable-vulkan-surface'] : [];
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
-  args: ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox', ...gpuArgs],
-});
 const loadBefore = load();
-let r: FlashBenchResult;
-try {
-  const page = await browser.newPage();
-  // 404s are expected: the loader probes for model.safetensors.index.json
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 404/.test(m.text())) console.error(`[page] ${m.text()}`); });
-  await page.goto(`${base}bench/flash.html`);
-  await page.waitForFunction(() => typeof window.runFlashBench === 'function', undefined, { timeout: 120_000 });
+// 404s are expected: the loader probes for model.safetensors.index.json
+const r: FlashBenchResult = await withBenchPage({ html: 'flash.html', fn: 'runFlashBench', port: 5191, gpu: GPU, ignore: /status of 404/ }, (page, base) => {
   const o: FlashBenchOptions = { modelUrl: `${base}bench-models/${path.basename(dir)}/`, ts, reps: Number(flag('reps', '5')), tuning: (flag('tuning', '') || undefined) as KernelTuning | undefined };
-  r = await page.evaluate((x) => window.runFlashBench(x), o);
-} finally {
-  await browser.close();
-  await server.close();
-}
+  return page.evaluate((x) => window.runFlashBench(x), o);
+});
 const f = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
 console.log(`\nflash-decoding: ${r.layers} layers of SmolLM-135M's widths (9 heads, 3 KV heads, d_head 64), random weights and KV cache · adapter: ${r.adapter} ('${r.tuning}' kernels, ${r.threads} threads)`);
 if (/swiftshader|fallback/i.test(r.adapter)) console.log('(SwiftShader runs WebGPU on the CPU cores: the ratio shows the split spreading work over threads, not a GPU\'s speed-up)');

@@ -15,16 +15,14 @@
  * measured at full size. --layers N: a shallower model of the same widths (quick checks on SwiftShader).
  * Chromium is /usr/bin/chromium or $CHROMIUM_PATH.
  */
-import { chromium } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'vite';
 import { llamaOnnx } from '../tools/onnx_llama';
 import { fromF16Bits, toF16Bits } from '../workers/engine/backend/f16';
 import { llamaTensors, smolLM135MRandom, SMOLLM_135M } from './smollm_random';
-import { benchModels } from './serve_models';
+import { withBenchPage } from './bench_page';
 import type { Impl, ModelBenchOptions, ModelBenchResult, Row } from './model';
 import type { KernelTuning } from '../workers/engine/backend/webgpu_host';
 
@@ -60,28 +58,11 @@ function modelDir(): string {
 }
 
 const dir = modelDir();
-const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', plugins: [benchModels(path.join(ROOT, '.artifacts', 'bench'))], server: { host: '127.0.0.1', port: 5190, strictPort: false } });
-await server.listen();
-const base = server.resolvedUrls?.local[0];
-if (!base) throw new Error('the Vite dev server reported no local URL');
-const gpuArgs = GPU ? ['--enable-features=Vulkan', '--use-vulkan=native', '--use-angle=vulkan', '--ignore-gpu-blocklist', '--disable-vulkan-surface'] : [];
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
-  args: ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox', ...gpuArgs],
-});
 const loadBefore = load();
-let result: ModelBenchResult;
-try {
-  const page = await browser.newPage();
-  page.on('console', (m) => { if (m.type() === 'error') console.error(`[page] ${m.text()}`); });
-  await page.goto(`${base}bench/model.html`);
-  await page.waitForFunction(() => typeof window.runModelBench === 'function', undefined, { timeout: 120_000 });
+const result: ModelBenchResult = await withBenchPage({ html: 'model.html', fn: 'runModelBench', port: 5190, gpu: GPU }, (page, base) => {
   const o: ModelBenchOptions = { ...opts, modelUrl: `${base}bench-models/${path.basename(dir)}/`, tjsRoot: `${base}bench-models/`, tjsModel: path.basename(dir) };
-  result = await page.evaluate((x) => window.runModelBench(x), o);
-} finally {
-  await browser.close();
-  await server.close();
-}
+  return page.evaluate((x) => window.runModelBench(x), o);
+});
 const loadAfter = load();
 
 const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(d));
