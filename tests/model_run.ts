@@ -29,17 +29,19 @@ export function argmax(row: Float32Array): number {
 /**
  * Greedy decoding through the KV cache: one forward over the prompt (step 0), then one forward per
  * generated token with pos0 advancing. Returns the new ids and each step's last-position logits.
+ * @param capture the hooks each step's RunContext captures (e.g. the ones that split a fused path).
  */
-export async function greedyWithCache(b: Backend, model: Transformer, prompt: readonly number[], nNew: number): Promise<{ ids: number[]; stepLogits: Float32Array[] }> {
+export async function greedyWithCache(b: Backend, model: Transformer, prompt: readonly number[], nNew: number, capture?: (name: string) => boolean): Promise<{ ids: number[]; stepLogits: Float32Array[] }> {
   const ids: number[] = [];
   const stepLogits: Float32Array[] = [];
   let input = Int32Array.from(prompt);
   let pos0 = 0;
   for (let step = 0; step < nNew; step++) {
-    const ctx = new RunContext(b, { pos0, n: input.length, nPrompt: prompt.length, step });
+    const ctx = new RunContext(b, { pos0, n: input.length, nPrompt: prompt.length, step }, capture);
     const t = model.forward(input, ctx, 'last')!;
     const row = await b.read(t);
     b.release(t);
+    ctx.release();
     stepLogits.push(row);
     const next = argmax(row);
     ids.push(next);

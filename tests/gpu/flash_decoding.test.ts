@@ -1,8 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
-import { RunContext } from '../../workers/engine/model/run_context';
-import type { Transformer } from '../../workers/engine/model/transformer';
-import { runCaptured } from '../model_run';
+import { greedyWithCache, runCaptured } from '../model_run';
 import { F32_TOL, maxDiff } from '../reference_math';
 import { decidableSteps, fixture, loadOn, stories260K, unavailable, type GoldenModel } from './lavapipe_suite';
 
@@ -21,28 +18,6 @@ const CHUNK = 5;
 const why = await unavailable([]);
 const MODELS: [string, () => GoldenModel][] = [['stories260K', stories260K], ...['llama', 'mistral', 'gemma2'].map((a): [string, () => GoldenModel] => [`${a}-tiny`, () => fixture(a)])];
 
-/** Greedy decoding through the KV cache: the prompt at step 0, then one token per step. */
-async function decode(b: WebGpuBackend, model: Transformer, prompt: number[], nNew: number): Promise<{ ids: number[]; stepLogits: Float32Array[] }> {
-  const ids: number[] = [];
-  const stepLogits: Float32Array[] = [];
-  let input = Int32Array.from(prompt);
-  let pos0 = 0;
-  for (let step = 0; step < nNew; step++) {
-    const ctx = new RunContext(b, { pos0, n: input.length, nPrompt: prompt.length, step });
-    const t = model.forward(input, ctx, 'last')!;
-    const row = await b.read(t);
-    b.release(t);
-    ctx.release();
-    stepLogits.push(row);
-    let best = 0;
-    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-    ids.push(best);
-    pos0 += input.length;
-    input = Int32Array.of(best);
-  }
-  return { ids, stepLogits };
-}
-
 describe.skipIf(!!why)(`flash-decoding forced on (chunks of ${CHUNK} keys) on the Node adapter${why ? ` (skipped: ${why})` : ''}`, () => {
   for (const [name, make] of MODELS) {
     for (const tuning of ['gpu', 'cpu'] as const) {
@@ -57,7 +32,7 @@ describe.skipIf(!!why)(`flash-decoding forced on (chunks of ${CHUNK} keys) on th
           for (const s of m.sequences) {
             const run = await runCaptured(b, model, s.ids, []);
             worst = Math.max(worst, maxDiff(run.logits, s.logits));
-            const g = await decode(b, model, s.prompt, s.greedy.length);
+            const g = await greedyWithCache(b, model, s.prompt, s.greedy.length);
             const steps = decidableSteps(s.stepLogits, m.vocab, F32_TOL);
             expect(steps, `${s.name}: greedy steps decidable at 1e-4`).toBeGreaterThan(0);
             expect(g.ids.slice(0, steps), `${s.name}: greedy ids`).toEqual(s.greedy.slice(0, steps));

@@ -1,8 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
-import { RunContext } from '../../workers/engine/model/run_context';
-import type { Transformer } from '../../workers/engine/model/transformer';
-import { runCaptured } from '../model_run';
+import { greedyWithCache, runCaptured } from '../model_run';
 import { F32_TOL, maxDiff } from '../reference_math';
 import { decidableSteps, fixture, loadOn, maxAbs, stories260K, unavailable, type GoldenModel } from './lavapipe_suite';
 
@@ -26,28 +23,6 @@ const MODELS: [string, () => GoldenModel][] = [...['llama', 'gemma2', 'gpt2', 'q
 const measured: Record<string, string> = {};
 afterAll(() => { if (Object.keys(measured).length) console.table(measured); });
 
-/** Greedy decoding through the KV cache (the prompt at step 0, then one token per step), optionally with every fusion split. */
-async function decode(b: WebGpuBackend, model: Transformer, prompt: number[], nNew: number, split: boolean): Promise<{ ids: number[]; stepLogits: Float32Array[] }> {
-  const ids: number[] = [];
-  const stepLogits: Float32Array[] = [];
-  let input = Int32Array.from(prompt);
-  let pos0 = 0;
-  for (let step = 0; step < nNew; step++) {
-    const ctx = new RunContext(b, { pos0, n: input.length, nPrompt: prompt.length, step }, split ? (name) => FUSION_SPLITTING_HOOKS.test(name) : undefined);
-    const t = model.forward(input, ctx, 'last')!;
-    const row = await b.read(t);
-    b.release(t);
-    ctx.release();
-    stepLogits.push(row);
-    let best = 0;
-    for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-    ids.push(best);
-    pos0 += input.length;
-    input = Int32Array.of(best);
-  }
-  return { ids, stepLogits };
-}
-
 describe.skipIf(!!why)(`subgroup reductions on the Node adapter${why ? ` (skipped: ${why})` : ''}`, () => {
   const cases = MODELS.flatMap(([name, make]) => [
     ...(['gpu', 'cpu'] as const).map((tuning) => ({ name, make, tuning, subgroups: true })),
@@ -69,14 +44,14 @@ describe.skipIf(!!why)(`subgroup reductions on the Node adapter${why ? ` (skippe
           expect(d, `${name} ${s.name}: max |Δlogit|`).toBeLessThanOrEqual(F32_TOL);
           worst = Math.max(worst, d);
           const steps = decidableSteps(s.stepLogits, m.vocab, F32_TOL);
-          const fused = await decode(b, model, s.prompt, steps, false);
+          const fused = await greedyWithCache(b, model, s.prompt, steps);
           expect(fused.ids, `${name} ${s.name}: greedy ids`).toEqual(s.greedy.slice(0, steps));
           fused.stepLogits.forEach((row, k) => {
             const d2 = maxDiff(row, s.stepLogits.subarray(k * m.vocab, (k + 1) * m.vocab));
             expect(d2, `${name} ${s.name}: step ${k} logits`).toBeLessThanOrEqual(F32_TOL);
             worst = Math.max(worst, d2);
           });
-          const split = await decode(b, model, s.prompt, Math.min(steps, 4), true);
+          const split = await greedyWithCache(b, model, s.prompt, Math.min(steps, 4), (name) => FUSION_SPLITTING_HOOKS.test(name));
           split.stepLogits.forEach((row, k) => { fusedWorst = Math.max(fusedWorst, maxDiff(row, fused.stepLogits[k]) / maxAbs(row)); });
           compared += steps;
         }
