@@ -1,6 +1,6 @@
 import type { AttentionParams, Tensor } from '../backend/backend';
 import { grid, Params, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
-import { attentionSplitGpu, splitPlan, WGSL_SERIAL_SCORE } from './attention_split.wgsl';
+import { attentionSplitGpu, splitPlan, WGSL_SERIAL_SCORE, WGSL_SHARED_Q_SCORE } from './attention_split.wgsl';
 import { WGSL_FLAT_GROUP, WGSL_TANH } from './wgsl_math';
 
 const WG = 64;
@@ -43,14 +43,7 @@ var<workgroup> pj: array<f32, ${WG}>;
 var<workgroup> redM: array<f32, ${WG}>;
 var<workgroup> redL: array<f32, ${WG}>;
 ${WGSL_TANH}
-fn score(j: u32, koff: u32, kvW: u32) -> f32 {
-  var qk = 0.0;
-  let ko = j * kvW + koff;
-  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + qs[e] * k[ko + e]; }
-  var s = qk * p.scale;
-  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
-  return s;
-}
+${WGSL_SHARED_Q_SCORE}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: u32) {
   let h = wid.x;

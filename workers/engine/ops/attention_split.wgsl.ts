@@ -119,6 +119,7 @@ ${PARTIAL_BINDINGS}
 var<workgroup> qs: array<f32, ${WG * ept}>;
 var<workgroup> ps: array<f32, ${maxChunk}>;
 var<workgroup> red: array<f32, ${WG}>;
+${WGSL_SHARED_Q_SCORE}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: u32) {
   let c = wid.x;
@@ -133,11 +134,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   workgroupBarrier();
   var m = -3.4028234663852886e38;
   for (var j = r.x + li; j < r.y; j = j + ${WG}u) {
-    var qk = 0.0;
-    let ko = j * kvW + koff;
-    for (var e = 0u; e < d; e = e + 1u) { qk = qk + qs[e] * k[ko + e]; }
-    var s = qk * p.scale;
-    if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
+    let s = score(j, koff, kvW);
     ps[j - r.x] = s;
     m = max(m, s);
   }
@@ -173,6 +170,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   }
 }`;
 }
+
+/**
+ * The workgroup kernels' attention score of key j (WGSL; needs the query row staged in workgroup
+ * array qs, bindings k, uniform p with headDim, scale, softcap, and tanh_acc): s = (q·k_j)·scale,
+ * soft-capped as WGSL_SERIAL_SCORE; kvW = n_kv_heads·d_head, koff = the query head's KV head offset.
+ */
+export const WGSL_SHARED_Q_SCORE = /* wgsl */ `
+fn score(j: u32, koff: u32, kvW: u32) -> f32 {
+  var qk = 0.0;
+  let ko = j * kvW + koff;
+  for (var e = 0u; e < p.headDim; e = e + 1u) { qk = qk + qs[e] * k[ko + e]; }
+  var s = qk * p.scale;
+  if (p.softcap > 0.0) { s = tanh_acc(s / p.softcap) * p.softcap; }
+  return s;
+}
+`;
 
 /**
  * The serial kernels' attention score of query row offset qo against key row offset ko (WGSL; needs
