@@ -23,6 +23,9 @@ export default {
   mutate: process.env.MUTATION_FILES ? process.env.MUTATION_FILES.split(',') : [`workers/engine/${target}/**/*.ts`],
   mutator: { excludedMutations: process.env.MUTATION_SKIP_STRINGS === '1' ? ['StringLiteral'] : [] },
   coverageAnalysis: 'perTest',
+  // MUTATION_IGNORE_STATIC=1 leaves out static mutants (reached only while a module loads or in a
+  // beforeAll, so every test must rerun for each): they are listed as Ignored in the report.
+  ignoreStatic: process.env.MUTATION_IGNORE_STATIC === '1',
   concurrency: Number(process.env.MUTATION_CONCURRENCY ?? 1),
   incremental: true,
   // MUTATION_RUN names a run of part of a folder (e.g. "b"), so two runs side by side keep their own
