@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { LensStacks, lensTopK } from '../../workers/engine/analysis/lens';
-import { checkSamplingRule, sampleToken } from '../../workers/engine/analysis/sampling';
+import { checkSamplingRule, drawToken, sampleToken } from '../../workers/engine/analysis/sampling';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { F32_TOL, realModel, topK } from '../reference_math';
@@ -82,5 +82,15 @@ describe('the sampling rule', () => {
     const lp = Float32Array.from([Number.NaN, -1, -2]);
     expect(() => sampleToken(lp, 0, 0, () => 0.5)).toThrow('cannot sample: the log-prob of token 0 is NaN');
     expect(() => sampleToken(Float32Array.from([-1, -2, Number.NaN]), 1, 0, () => 0.5)).toThrow('cannot sample: the log-prob of token 2 is NaN');
+  });
+
+  it('u at the top of [0, 1) draws the last candidate even when rounding leaves a hair of u after every weight', () => {
+    // Inverse CDF: u·Σw lies in the last candidate's interval when u → 1. With the weights
+    // exp(lp − max) of these log-probs and u = 1 − 2⁻⁵³ (the largest double below 1, which
+    // Math.random may return), float64 subtraction of the four weights leaves ≈ 2.8e-17 > 0 of u·Σw:
+    // the walk ends without a pick and the last candidate is returned by the fall-through.
+    const top = 1 - 2 ** -53;
+    expect(drawToken([7, 3, 9, 4], [0, -1.5, -2, -1.41], 1, () => top)).toBe(4);
+    expect(drawToken([7, 3, 9, 4], [0, -1.5, -2, -1.41], 1, () => 0)).toBe(7);
   });
 });

@@ -317,7 +317,7 @@ describe('PrefixCache refusals', () => {
     kv.release(s);
   });
 
-  it('advance: runs from the first position it cannot reuse (capped at the valid rows, the first differing token, T − 1 when logits are asked), and nothing when none are', async () => {
+  it('advance: runs from the first position it cannot reuse (capped at the valid rows, the first differing token, T − 1 when logits or captures are asked), and nothing when neither is', async () => {
     const kv = new PrefixCache(model);
     await expect(kv.advance(0, [], opts)).rejects.toThrow('PrefixCache.advance: no ids to run');
     const first = await kv.advance(3, ids.slice(0, 5), opts); // no rows valid yet: from 0
@@ -328,6 +328,10 @@ describe('PrefixCache refusals', () => {
     expect(maxDiff(same.logits!, row(4))).toBeLessThanOrEqual(F32_TOL);
     const none = await kv.advance(9, ids.slice(0, 5), { ...opts, logits: 'none' }); // nothing to compute
     expect([none.from, none.logits, none.captured.size]).toEqual([5, null, 0]);
+    // a capture without logits still runs the last position: h^0_4 against the reference resid_post
+    const cap = await kv.advance(9, ids.slice(0, 5), { ...opts, logits: 'none', capture: ['blocks.0.hook_resid_post'] });
+    expect([cap.from, cap.logits]).toEqual([4, null]);
+    expect(maxDiff(cap.captured.get('blocks.0.hook_resid_post')!, arr.get('resid_post')!.data.subarray(4 * m.D, 5 * m.D))).toBeLessThanOrEqual(F32_TOL);
     const longer = await kv.advance(5, ids.slice(0, 7), opts); // rows 0..4 reused
     expect(longer.from).toBe(5);
     expect(maxDiff(longer.logits!, row(6))).toBeLessThanOrEqual(F32_TOL);
