@@ -26,8 +26,19 @@ const SET = {
   negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then', 'Mia saw a little dog. Then'],
   classes: ['girl', 'boy'] as [string, string],
 };
-let girl: Float32Array; // mean(girl) − mean(boy) at HOOK: steering toward " Lily"
-const iv = (nPrompt: number, alpha = 20): Intervention => toIntervention({ hook: HOOK, type: 'add', vector: girl, alpha }, e.spec, { nPrompt, maxNewTokens: N });
+let girl: Float32Array | undefined; // mean(girl) − mean(boy) at HOOK: steering toward " Lily"
+/**
+ * The probe's girl direction, computed on first use inside a test (not in beforeAll: Stryker then
+ * counts the probe code as covered by the tests that use it, not as "static", run with every test).
+ */
+async function girlDirection(): Promise<Float32Array> {
+  if (!girl) {
+    const p = await probeLayers(e, { positive: SET.positive, negative: SET.negative });
+    girl = p.directions[4].map((x) => -x); // row 4 = blocks.3.hook_resid_post
+  }
+  return girl;
+}
+const iv = (nPrompt: number, alpha = 20): Intervention => toIntervention({ hook: HOOK, type: 'add', vector: girl!, alpha }, e.spec, { nPrompt, maxNewTokens: N });
 
 /** Mean margin over N steps of a generation with the intervention on from step k (k = Infinity: none). */
 async function outcomeFrom(prompt: string, k: number): Promise<number> {
@@ -39,13 +50,12 @@ async function outcomeFrom(prompt: string, k: number): Promise<number> {
 
 beforeAll(async () => {
   e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
-  const p = await probeLayers(e, { positive: SET.positive, negative: SET.negative });
-  girl = p.directions[4].map((x) => -x); // row 4 = blocks.3.hook_resid_post
 }, 120_000);
 afterAll(() => e.dispose());
 
 describe('decision-point report: changeable and probe', () => {
   it('one prompt: the outcome per k equals generations steered from step k; the point of no return is the last k of opposite sign', async () => {
+    await girlDirection();
     const r = await decisionReport(e, { clean: CLEAN, corrupt: CORRUPT, ...futures, window: { interventions: (p) => [iv(p.nPrompt)], maxNewTokens: N } });
     const c = r.changeable!;
     expect(c.ks).toEqual(Array.from({ length: N }, (_, k) => k));
@@ -65,6 +75,7 @@ describe('decision-point report: changeable and probe', () => {
   }, 120_000);
 
   it('a labelled set: the probe’s first row at 95 % and its held-out accuracy; window outcomes averaged toward each prompt’s unsteered outcome', async () => {
+    await girlDirection();
     const r = await decisionReport(e, {
       clean: CLEAN, corrupt: CORRUPT, ...futures, labelled: SET, bootstrap: { resamples: 300 },
       window: { interventions: (p) => [iv(p.nPrompt)], maxNewTokens: N },

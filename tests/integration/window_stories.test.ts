@@ -22,14 +22,22 @@ const withSteps = (start: number): Intervention => ({ ...iv, steps: { start, end
 
 beforeAll(async () => {
   e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
+}, 120_000);
+/**
+ * The CAA intervention, computed on first use inside a test (not in beforeAll: the runs it makes
+ * reach analysis code, which Stryker would otherwise count as "static", run with every test).
+ */
+async function steering(): Promise<void> {
+  if (iv) return;
   const set = JSON.parse(fs.readFileSync('public/steering/happy_sad.json', 'utf8')) as { positive: string[]; negative: string[] };
   const v = await caaVector(e, { positive: set.positive, negative: set.negative, hook: 'blocks.3.hook_resid_post' });
   iv = toIntervention({ hook: 'blocks.3.hook_resid_post', type: 'add', vector: v.vector, alpha: 6 }, e.spec, { nPrompt: e.encodePrompt({ prompt }).length, maxNewTokens: N });
-}, 120_000);
+}
 afterAll(() => e.dispose());
 
 describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α = 6)', () => {
   it('k = 0 equals steering the whole generation, k > N equals no steering, every k equals a generation steered from step k (bit for bit)', async () => {
+    await steering();
     const progress: WindowProgress[] = [];
     const r = await interventionWindow(e, base(), (p) => progress.push(p));
     expect(r.ks).toEqual(Array.from({ length: N }, (_, k) => k));
@@ -63,6 +71,7 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
   });
 
   it('sampling replays the unsteered draws before k: the variant equals a sampled generation steered from step k (same seed)', async () => {
+    await steering();
     const r = await interventionWindow(e, { ...base(), temperature: 1, seed: 5, kMax: 3 });
     for (const k of [0, 3]) {
       const g = await generate([withSteps(k)], { temperature: 1, seed: 5 });
@@ -72,6 +81,7 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
   });
 
   it('scores: margin at a chosen step, and whether a text appears (+1 / −1)', async () => {
+    await steering();
     const r = await interventionWindow(e, { ...base(), kMax: 2, score: { kind: 'margin', step: 3 } });
     r.variants.forEach((v, k) => expect(r.outcome[k]).toBe(v.margins[3]));
     const word = r.variants[0].text.trim().split(/\s+/)[0];
@@ -81,12 +91,14 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
   });
 
   it('refuses a start step past the generation, a score step outside it, and no intervention', async () => {
+    await steering();
     await expect(interventionWindow(e, { ...base(), kMax: N })).rejects.toThrow(/K = 10 must be in 0\.\.9/);
     await expect(interventionWindow(e, { ...base(), score: { kind: 'margin', step: N } })).rejects.toThrow(/score step 10 is outside the generation's steps 0\.\.9/);
     await expect(interventionWindow(e, { ...base(), interventions: [] })).rejects.toThrow(/needs an intervention/);
   });
 
   it('stops when cancelled', async () => {
+    await steering();
     const ctrl = new AbortController();
     await expect(interventionWindow(e, base(), (p) => { if (p.done === 3) ctrl.abort(); }, ctrl.signal)).rejects.toThrow(/abort/i);
   });
