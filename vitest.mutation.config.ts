@@ -10,13 +10,13 @@ import { defineConfig } from 'vitest/config';
 const SUBSETS: Record<string, string[]> = {
   // The definitions (lens, margin, residual, sampling, sinks), then the causal half and the report:
   // probe/logistic/AUROC, patching and its recovery denominator, the intervention window, the report
-  // and its JSON, the next-token distribution and the non-finite guards (stories260K loads in ~1 s).
+  // and its JSON, the next-token choice and summaries, and the non-finite guards (stories260K loads in ~1 s).
   analysis: [
     'tests/analysis/definitions.test.ts', 'tests/analysis/sampling.test.ts', 'tests/analysis/lens_sampling_rules.test.ts',
     'tests/analysis/logistic.test.ts', 'tests/analysis/probe.test.ts', 'tests/integration/probe_stories.test.ts',
     'tests/integration/patching.test.ts', 'tests/unit/recovery_denominator.test.ts', 'tests/unit/patching_prompts.test.ts', 'tests/batch/batch_columns.test.ts',
     'tests/integration/window_stories.test.ts', 'tests/integration/report.test.ts', 'tests/integration/report_changeable.test.ts', 'tests/unit/report_rules.test.ts',
-    'tests/unit/next_token.test.ts', 'tests/integration/sampling_generate.test.ts', 'tests/hardening/nonfinite.test.ts', 'tests/hardening/nonfinite_paths.test.ts',
+    'tests/unit/next_token.test.ts', 'tests/analysis/distribution.test.ts', 'tests/unit/report_json.test.ts', 'tests/integration/sampling_generate.test.ts', 'tests/hardening/nonfinite.test.ts', 'tests/hardening/nonfinite_paths.test.ts',
   ],
   // caa_stories computes its vector in beforeAll (every mutant there would be "static": all tests per
   // mutant) and fixture_spec loads nine models per run; vectors_reference and properties cover the same code.

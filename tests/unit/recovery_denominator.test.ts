@@ -28,4 +28,14 @@ describe('recovery denominator Δ_clean − Δ_corrupt (Heimersheim & Nanda arXi
     expect(checkRecoveryDenominator(Number.NaN, 0).small).toBe(true);
     expect(() => checkRecoveryDenominator(1, 0, -1)).toThrow(RangeError);
   });
+
+  it('a threshold of 0 trusts every finite denominator; an infinite or NaN threshold is refused; an infinite margin is flagged', () => {
+    expect(checkRecoveryDenominator(1, 1, 0)).toStrictEqual({ denominator: 0, threshold: 0, small: false, message: null });
+    for (const t of [Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(() => checkRecoveryDenominator(1, 0, t)).toThrow(`the denominator threshold must be a finite number ≥ 0 (got ${t})`);
+    }
+    const inf = checkRecoveryDenominator(Number.POSITIVE_INFINITY, 0);
+    expect([inf.denominator, inf.small]).toEqual([Number.POSITIVE_INFINITY, true]);
+    expect(inf.message).toContain('Δ_clean − Δ_corrupt = Infinity nats, below the 0.5 nats this view trusts');
+  });
 });
