@@ -108,9 +108,13 @@ test('broken model folders and an over-long prompt give clear messages, and the 
   await analyseAndCheck(page, lens, good, bad);
 
   // A prompt longer than max_position_embeddings (512 for stories260K).
+  // Pressed while scrolled to the data tables at the bottom (a DOM click does not scroll): the banner still shows there.
   await page.getByTestId('prompt').fill('Once upon a time there was a little girl. '.repeat(80));
-  await page.getByTestId('analyse').click();
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await page.getByTestId('analyse').dispatchEvent('click');
   await expectBanner(page, /context/, /512/, /max_position_embeddings/);
+  expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(200);
+  await expect(page.getByTestId('error-banner')).toBeInViewport({ ratio: 1 });
   await expect(page.getByTestId('margin-heatmap')).toBeVisible();
   await page.screenshot({ path: '.artifacts/screenshots/long-prompt-banner.png', fullPage: true });
 
