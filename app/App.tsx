@@ -104,9 +104,11 @@ export function App() {
       </header>
       <ModelPicker />
       <ExperimentBar onPoster={() => setPoster('on')} />
-      <Progress />
-      <DeviceLostBanner />
-      <ErrorBanner />
+      <div className="status-stack">
+        <Progress />
+        <DeviceLostBanner />
+        <ErrorBanner />
+      </div>
       <main>
         <section className="experiment" aria-label="experiment">
           <PromptEditor />

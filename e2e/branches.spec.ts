@@ -76,7 +76,10 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     // Fork points of the branch: every new token scored from two continuations per forced token.
     await page.getByTestId('fork-samples').fill('2');
     await page.getByTestId('find-forks').click();
+    // Pressed low in the view: its progress and then its chart are in the viewport, not above or below it.
+    await expect(page.getByTestId('progress')).toBeInViewport();
     await settled(page);
+    await expect(page.getByTestId('fork-score-chart')).toBeInViewport({ ratio: 0.9 });
     const rows = page.getByTestId('fork-row');
     await expect(rows).toHaveCount(N);
     for (const s of await rows.evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.score)))) expect(Number.isFinite(s) && s >= 0).toBe(true);

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { schemeTableau10 } from 'd3';
 import { useStore } from '../store';
 import { findForkPoints, forkTo, pickForkSite, restoreTree, startTree } from '../actions/branching';
@@ -196,6 +196,13 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
   const job = useStore((s) => s.job);
   const svg = useRef<SVGSVGElement | null>(null);
   const r: ForkPointsResult | null = forks && forks.node === node ? forks : null;
+  // The result lands below the button, often below the fold: bring the chart into view once, when it answers a press here.
+  const chart = useRef<HTMLDivElement | null>(null);
+  const asked = useRef(false);
+  useEffect(() => {
+    if (r && asked.current) chart.current?.scrollIntoView({ block: 'nearest' });
+    asked.current = false;
+  }, [r]);
   const scored = r ? r.points.filter((p) => Number.isFinite(p.score)) : [];
   const all = scored.flatMap((p) => p.forced.flatMap((f) => f.outcomes));
   const domain: [number, number] = all.length ? [Math.min(0, ...all), Math.max(0, ...all)] : [-1, 1];
@@ -210,13 +217,13 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <label>Continuations per token
           <input type="number" className="short" min={1} max={64} value={samples} data-testid="fork-samples" onChange={(e) => { const n = Number(e.target.value); if (Number.isInteger(n) && n >= 1) setSamples(n); }} />
         </label>
-        <button type="button" data-testid="find-forks" title={waitingFor(job)} disabled={!!job} onClick={() => void findForkPoints()}>Find fork points</button>
+        <button type="button" data-testid="find-forks" title={waitingFor(job)} disabled={!!job} onClick={() => { asked.current = true; void findForkPoints(); }}>Find fork points</button>
       </div>
       <p className="hint">At each new token: force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
       {r && (
         <>
           {r.cancelled && <p className="note-warn" role="status">Cancelled: {scored.length} of {r.points.length} positions scored.</p>}
-          <div className="view-head">
+          <div className="view-head" ref={chart}>
             <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
               legend xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
