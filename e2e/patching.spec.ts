@@ -87,6 +87,7 @@ test('Lily/Tom name swap: the resid_pre recovery heatmap is computed and shown, 
   for (let c = 0; c < C; c++) if (want.recovery[4 * C + c] > want.recovery[4 * C + best]) best = c;
   const map = page.getByTestId('patching-heatmap');
   const g = await map.evaluate((el) => ({ ...(el as HTMLElement).dataset }));
+  expect(g.colIndices!.split(' ').at(-1), 'the whole-layer column is headed "all", not a position index').toBe('all');
   const at = { x: Number(g.x0) + (best + 0.5) * Number(g.cellWidth), y: Number(g.y0) + (Number(g.rows) - 1 - 4 + 0.5) * Number(g.cellHeight) };
   await map.hover({ position: at });
   await expect(page.getByTestId('patching-readout')).toHaveAttribute('data-col', String(best));

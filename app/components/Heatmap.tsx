@@ -31,6 +31,8 @@ export interface HeatmapProps {
   selected?: Cell | null;
   /** Text drawn beside marked rows, right of the grid, after an orange bar (e.g. "#1 add α=4"). */
   rowMarks?: ReadonlyMap<number, string>;
+  /** The text above column c (default: its index c), e.g. "all" over a whole-layer column. */
+  colIndex?: (c: number) => string;
   /** Cells outlined with an orange dashed line (e.g. the positions an intervention steers). */
   markedCells?: readonly Cell[];
   onHover?: (c: Cell | null) => void;
@@ -96,6 +98,21 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
 }
 
 /**
+ * The columns whose index is drawn above them: every n-th where indices would touch (two digits need
+ * ~13 px plus a gap), and the last one always where the caller names the columns (its text often
+ * differs, e.g. "all"), in place of the stride's last pick so that no two touch.
+ */
+function indexedColumns(cw: number, nCols: number, keepLast: boolean): number[] {
+  const every = Math.max(1, Math.ceil((nCols > 10 ? 18 : 12) / cw));
+  const cols: number[] = [];
+  for (let c = 0; c < nCols; c += every) cols.push(c);
+  if (keepLast && nCols > 0 && cols[cols.length - 1] !== nCols - 1) cols[cols.length > 1 ? cols.length - 1 : cols.length] = nCols - 1;
+  return cols;
+}
+
+const colIndexText = (p: HeatmapProps, c: number) => (p.colIndex ? p.colIndex(c) : String(c));
+
+/**
  * A dense grid drawn on a canvas, with row and column labels, a column index above each column,
  * axis titles, optional per-cell text and pointer/keyboard interaction. It draws what it is given:
  * colours come from the caller's scale.
@@ -154,12 +171,11 @@ export function Heatmap(p: HeatmapProps) {
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + cellHeight / 2);
-    const every = Math.max(1, Math.ceil((p.nCols > 10 ? 18 : 12) / cellWidth)); // column indices: two digits need ~13 px plus a gap
     ctx.font = SMALL;
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
-    for (let c = 0; c < p.nCols; c += every) ctx.fillText(String(c), xs(c) + cellWidth / 2, g.y0 - 3);
+    for (const c of indexedColumns(cellWidth, p.nCols, !!p.colIndex)) ctx.fillText(colIndexText(p, c), xs(c) + cellWidth / 2, g.y0 - 3);
     ctx.font = FONT;
     ctx.fillStyle = INK;
     ctx.textAlign = 'right';
@@ -243,6 +259,7 @@ export function Heatmap(p: HeatmapProps) {
         data-cell-height={cellHeight}
         data-rows={p.nRows}
         data-rows-upward={p.rowsUpward ? 'true' : 'false'}
+        data-col-indices={indexedColumns(cellWidth, p.nCols, !!p.colIndex).map((c) => colIndexText(p, c)).join(' ')}
         data-marked-rows={[...(p.rowMarks?.keys() ?? [])].join(' ')}
         data-marked-cells={(p.markedCells ?? []).map((c) => `${c.row}:${c.col}`).join(' ')}
         onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
