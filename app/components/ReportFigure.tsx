@@ -94,12 +94,11 @@ function Panel({ p, top, xMax, xLabel }: { p: ReportPanel; top: number; xMax: nu
  */
 export function ReportFigure({ layerPanels, stepPanel, nLayers, svgRef, testId }: { layerPanels: ReportPanel[]; stepPanel: ReportPanel; nLayers: number; svgRef?: RefObject<SVGSVGElement | null>; testId: string }) {
   const H = (layerPanels.length + 1) * PANEL_H + 22;
-  const layerLabel = (l: number) => (l === 0 ? 'emb' : String(l));
   const steps = Math.max(stepPanel.curve.length - 1, 1);
   return (
     <svg ref={svgRef} className="chart report-figure" width={W} height={H} viewBox={`0 0 ${W} ${H}`} role="img" aria-label="Decision-point report: visible, causal and changeable" data-testid={testId} fontSize="12">
-      {layerPanels.map((p, i) => <Panel key={p.testId} p={p} top={i * PANEL_H} xMax={nLayers} xLabel={layerLabel} />)}
-      <text x={W / 2} y={layerPanels.length * PANEL_H - 4} textAnchor="middle" fill={MUTED} fontSize="11">layer (residual stream: emb = embeddings, l = entering block l, {nLayers} = final)</text>
+      {layerPanels.map((p, i) => <Panel key={p.testId} p={p} top={i * PANEL_H} xMax={nLayers} xLabel={(l) => String(l)} />)}
+      <text x={W / 2} y={layerPanels.length * PANEL_H - 4} textAnchor="middle" fill={MUTED} fontSize="11">residual row (0 = embeddings, l = entering block l, {nLayers} = final)</text>
       <Panel p={stepPanel} top={layerPanels.length * PANEL_H + 10} xMax={steps} xLabel={(k) => String(k)} />
       <text x={W / 2} y={H - 4} textAnchor="middle" fill={MUTED} fontSize="11">step k at which the intervention switches on</text>
     </svg>

@@ -37,6 +37,15 @@ export function layerLabel(row: number, nLayers: number): string {
   return row === nLayers ? `${row} final` : String(row);
 }
 
+/**
+ * A residual-stream row as the decision-point report names it, in its text and on its axis (ticks
+ * are the row numbers): row 0 = the embeddings = blocks.0.hook_resid_pre, row l = entering block l
+ * (blocks.l.hook_resid_pre), row n_layers = the final stream.
+ */
+export function residualRowName(row: number, nLayers: number): string {
+  return row === 0 ? 'row 0 (embeddings)' : row === nLayers ? `row ${row} (final)` : `row ${row} (entering block ${row})`;
+}
+
 /** A library vector as a menu names it: name, hook it was computed at, length. */
 export function vectorLabel(v: { name: string; hook: string | null; dModel: number }): string {
   return `${v.name} · ${v.hook ?? 'hook not recorded'} · d ${v.dModel}`;

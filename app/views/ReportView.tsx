@@ -4,7 +4,7 @@ import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
-import { fixed, signed, visibleToken } from '../lib/format';
+import { fixed, residualRowName, signed, visibleToken } from '../lib/format';
 import { runReport } from '../actions/report';
 import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
@@ -15,7 +15,6 @@ import type { ReportDisplay } from '../store/report';
 import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
 
-const rowName = (l: number, L: number) => (l === 0 ? 'row 0 (embeddings)' : l === L ? `row ${l} (final)` : `row ${l} (entering block ${l})`);
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
 
 const lineCount = (t: string) => t.split(/\r?\n/).filter((x) => x.trim()).length;
@@ -111,16 +110,16 @@ function Answers({ d }: { d: ReportDisplay }) {
     <dl className="summary report-answers">
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
-        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${rowName(r.visible.layer, L)}${interval(r.visible.interval)}`}
+        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residualRowName(r.visible.layer, L)}${interval(r.visible.interval)}`}
         {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">“{visibleToken(tokens[r.visible.token] ?? '')}”</span>)</>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
-        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
+        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>{residualRowName(r.causal.layer, L)}, patched at blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
       </dd>
       <dt>Visible (probe)</dt>
       <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>
-        {r.probe ? <>{rowName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first row where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
+        {r.probe ? <>{residualRowName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first row where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
       </dd>
       <dt>Changeable</dt>
       <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
@@ -154,7 +153,7 @@ export function ReportView() {
     {
       title: 'Causal: best recovery over positions, patching hook_resid_pre', yLabel: 'max r', curve: r.causal.curve, band: r.causal.band,
       reference: { y: r.causalRecovery, label: `r = ${r.causalRecovery}` },
-      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from block ${r.causal.layer}`, interval: r.causal.interval },
+      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from row ${r.causal.layer}`, interval: r.causal.interval },
       testId: 'report-panel-causal',
     },
   ] : [];
