@@ -46,10 +46,10 @@ describe('branchpoint --model <Hub id>', () => {
   it('says a gated repo needs a token, and a missing revision is named', async () => {
     const gated = await cli(['margins', '--model', 'meta/gated260K', '--endpoint', hub.url, ...ARGS]);
     expect(gated.code).toBe(1);
-    expect(gated.err).toContain('meta/gated260K is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token');
+    expect(gated.err).toContain('meta/gated260K is gated: accept its licence on huggingface.co and paste an access token');
     const rev = await cli(['margins', '--model', 'karpathy/stories260K@v9', '--endpoint', hub.url, ...ARGS]);
     expect(rev.code).toBe(1);
-    expect(rev.err).toContain('revision "v9" not found in karpathy/stories260K');
+    expect(rev.err).toContain('revision not found: "v9" in karpathy/stories260K');
   });
 
   it('says when --model is neither a folder nor a Hub id', async () => {

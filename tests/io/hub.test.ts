@@ -1,9 +1,12 @@
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { CancelledError } from '../../workers/engine/io/download';
 import { HubFiles, parseRepoRef } from '../../workers/engine/io/hub_files';
+import { readJson } from '../../workers/engine/io/model_files';
 import { parseSafetensors } from '../../workers/engine/io/safetensors';
 import { defaultRepos, startMockHub, type MockHub } from '../../tools/mock-hub';
 import { maxAbsDiff, readReference, sharedPath } from '../shared';
@@ -62,7 +65,7 @@ describe('HubFiles over the mock Hub', () => {
     const pr = new HubFiles('org/tiny', { endpoint: hub.url, revision: 'refs/pr/1' });
     expect(pr.url('config.json')).toBe(`${hub.url}/org/tiny/resolve/refs%2Fpr%2F1/config.json`);
     expect(JSON.parse(new TextDecoder().decode(await pr.bytes('config.json'))).model_type).toBe('gpt2');
-    await expect(new HubFiles('org/tiny', { endpoint: hub.url, revision: 'nope' }).has('config.json')).rejects.toThrow('revision "nope" not found in org/tiny');
+    await expect(new HubFiles('org/tiny', { endpoint: hub.url, revision: 'nope' }).has('config.json')).rejects.toThrow('revision not found: "nope" in org/tiny');
   });
 
   it('follows the 302 to the CDN for safetensors and gets the file byte for byte', async () => {
@@ -99,7 +102,8 @@ describe('HubFiles over the mock Hub', () => {
   });
 
   it('turns 401 and 403 on a gated repo into the licence message, and loads with the right token', async () => {
-    const anonymous = 'org/gated is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token';
+    // The Hub's 401 says GatedRepo in X-Error-Code: the message says gated, not "gated, private or missing".
+    const anonymous = 'org/gated is gated: accept its licence on huggingface.co and paste an access token';
     await expect(new HubFiles('org/gated', { endpoint: hub.url }).bytes('config.json')).rejects.toThrow(anonymous);
     await expect(new HubFiles('org/gated', { endpoint: hub.url }).has('config.json')).rejects.toThrow(anonymous);
     const refused = 'org/gated is gated: accept its licence on huggingface.co and paste an access token (the token given was refused, or its account has not been granted access yet)';
@@ -108,18 +112,33 @@ describe('HubFiles over the mock Hub', () => {
     expect(Buffer.from(ok).equals(fs.readFileSync(`${LLAMA}/config.json`))).toBe(true);
   });
 
-  it('says which file is missing in which repo@revision (404), and has() answers false', async () => {
+  it('says which file is missing in which repo@revision (404 EntryNotFound), and has() answers false with that reason', async () => {
     const f = new HubFiles('org/tiny', { endpoint: hub.url, revision: 'v2' });
-    await expect(f.bytes('missing.json')).rejects.toThrow('missing.json not found in org/tiny@v2');
-    await expect(f.range('missing.safetensors', 0, 8)).rejects.toThrow('missing.safetensors not found in org/tiny@v2');
+    await expect(f.bytes('missing.json')).rejects.toThrow('file missing: missing.json not found in org/tiny@v2');
+    await expect(f.range('missing.safetensors', 0, 8)).rejects.toThrow('file missing: missing.safetensors not found in org/tiny@v2');
     expect(await f.has('missing.json')).toBe(false);
+    await expect(readJson(f, 'missing.json')).rejects.toThrow(`${f.label}: missing.json is missing (file missing: org/tiny exists at revision "v2" but has no missing.json)`);
   });
 
-  it('a missing repo: without a token the Hub answers 401, as for a private one, and the message says either may be the case; with one, "not found"', async () => {
+  it('a bare 404 (no X-Error-Code: not the Hub, or a mirror) says it cannot tell repository, revision and file apart', async () => {
+    const bare = http.createServer((_, res) => { res.statusCode = 404; res.end('Not Found'); });
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(bare.address() as AddressInfo).port}`;
+    try {
+      const f = new HubFiles('org/typo', { endpoint });
+      await expect(readJson(f, 'config.json')).rejects.toThrow(`config.json is missing (HTTP 404 without the Hub's X-Error-Code, so the repository, the revision or the file may be missing; is ${endpoint} a Hugging Face Hub?)`);
+      await expect(f.bytes('config.json')).rejects.toThrow("config.json not found in org/typo@main (HTTP 404 without the Hub's X-Error-Code");
+    } finally {
+      await new Promise<void>((resolve) => bare.close(() => resolve()));
+    }
+  });
+
+  it('a missing repo: without a token the Hub answers 401 with RepoNotFound, and the message says not found (or private); with one, "not found"', async () => {
     const { value: err, log } = await logged(() => new HubFiles('org/absent', { endpoint: hub.url }).has('config.json').then(() => null, (e: Error) => e));
     expect(log.map((r) => r.status)).toEqual([401]);
-    expect(err?.message).toBe('org/absent is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token');
-    await expect(new HubFiles('org/absent', { endpoint: hub.url, token: TOKEN }).has('config.json')).rejects.toThrow(`org/absent not found at ${hub.url}`);
+    // The Hub's 401 carries X-Error-Code RepoNotFound: the message says not found, and that a private repo needs a token.
+    expect(err?.message).toBe(`repository not found: org/absent at ${hub.url} (if it is private, paste an access token)`);
+    await expect(new HubFiles('org/absent', { endpoint: hub.url, token: TOKEN }).has('config.json')).rejects.toThrow(`repository not found: org/absent at ${hub.url}`);
   });
 
   it('sends the token only in the Authorization header: never in a URL, the label, an error or JSON', async () => {

@@ -58,6 +58,8 @@ export class HubFiles implements ModelFiles {
   private readonly onDownload?: (file: string, p: DownloadProgress) => void;
   /** File sizes learned from any response (Content-Range, Content-Length), so size() costs nothing after range(). */
   private readonly sizes = new Map<string, number>();
+  /** Files has() found absent → why (from the 404's X-Error-Code, or its absence). */
+  private readonly absent = new Map<string, string>();
 
   /** @throws Error for a malformed repo id or an endpoint that is not an http(s) URL without credentials. */
   constructor(repo: string, opts: HubOptions = {}) {
@@ -92,10 +94,20 @@ export class HubFiles implements ModelFiles {
   /** True when the file exists. @throws Error when the repo is gated, private or missing, or the revision is unknown. */
   async has(path: string): Promise<boolean> {
     const r = await this.request(path, { method: 'HEAD' });
-    if (r.status === 404 && !isRepoLevel404(r)) return false;
+    if (r.status === 404 && !isRepoLevel404(r)) {
+      this.absent.set(path, r.headers.get('x-error-code') === 'EntryNotFound'
+        ? `file missing: ${this.repo} exists at revision "${this.revision}" but has no ${path}`
+        : `HTTP 404 without the Hub's X-Error-Code, so the repository, the revision or the file may be missing; is ${this.endpoint} a Hugging Face Hub?`);
+      return false;
+    }
     this.check(r, path);
     this.learnSize(path, r);
     return true;
+  }
+
+  /** Why has(path) answered false: the Hub's EntryNotFound, or a bare 404 that says nothing more. */
+  absence(path: string): string | undefined {
+    return this.absent.get(path);
   }
 
   /** File size in bytes (from an earlier response when there was one, else a HEAD request). @throws as has(). */
@@ -173,18 +185,20 @@ export class HubFiles implements ModelFiles {
     if (r.ok) return;
     const code = r.headers.get('x-error-code');
     const rev = `${this.repo}@${this.revision}`;
-    // Without a token the Hub answers 401 alike for gated, private and missing repos: it will not say which.
-    if (r.status === 401 && !this.#token) {
+    // The Hub's X-Error-Code says which of repository, licence, revision or file is the matter.
+    if (code === 'RepoNotFound') {
+      throw new Error(`repository not found: ${this.repo} at ${this.endpoint}${this.#token ? '' : ' (if it is private, paste an access token)'}`);
+    }
+    // Without a code, a 401 to an anonymous request may be a gated, private or missing repo: the server will not say which.
+    if (r.status === 401 && !this.#token && code !== 'GatedRepo') {
       throw new Error(`${this.repo} is gated, private or does not exist: check the id, or accept its licence on huggingface.co and paste an access token`);
     }
-    if (code === 'RepoNotFound') {
-      throw new Error(`${this.repo} not found at ${this.endpoint}${this.#token ? '' : ' (if it is private, paste an access token)'}`);
-    }
-    if (r.status === 401 || r.status === 403) {
+    if (code === 'GatedRepo' || r.status === 401 || r.status === 403) {
       throw new Error(`${this.repo} is gated: accept its licence on huggingface.co and paste an access token${this.#token ? ' (the token given was refused, or its account has not been granted access yet)' : ''}`);
     }
-    if (code === 'RevisionNotFound') throw new Error(`revision "${this.revision}" not found in ${this.repo}`);
-    if (r.status === 404) throw new Error(`${path} not found in ${rev}`);
+    if (code === 'RevisionNotFound') throw new Error(`revision not found: "${this.revision}" in ${this.repo}`);
+    if (code === 'EntryNotFound') throw new Error(`file missing: ${path} not found in ${rev}`);
+    if (r.status === 404) throw new Error(`${path} not found in ${rev} (HTTP 404 without the Hub's X-Error-Code: the repository, the revision or the file may be missing)`);
     throw new Error(`${this.label}: ${path} — HTTP ${r.status} ${r.statusText}`.trim());
   }
 

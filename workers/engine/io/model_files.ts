@@ -15,11 +15,16 @@ export interface ModelFiles {
   range(path: string, start: number, end: number): Promise<Uint8Array>;
   /** File size in bytes. */
   size(path: string): Promise<number>;
+  /** Why has(path) answered false, in words, where the source can tell (the Hub's X-Error-Code); else undefined. */
+  absence?(path: string): string | undefined;
 }
 
 /** Reads and parses a JSON file. @throws Error naming the file when it is missing or not JSON. */
 export async function readJson(files: ModelFiles, path: string): Promise<Record<string, unknown>> {
-  if (!(await files.has(path))) throw new Error(`${files.label}: ${path} is missing`);
+  if (!(await files.has(path))) {
+    const why = files.absence?.(path);
+    throw new Error(`${files.label}: ${path} is missing${why ? ` (${why})` : ''}`);
+  }
   const text = new TextDecoder().decode(await files.bytes(path));
   try {
     return JSON.parse(text) as Record<string, unknown>;
