@@ -7,7 +7,7 @@ import { linearCpu } from '../../workers/engine/ops/linear.cpu';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { rmsNormCpu } from '../../workers/engine/ops/norm.cpu';
 import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { decisionReport, firstStable } from '../../workers/engine/analysis/report';
+import { decisionReport, firstStable, type ReportProgress } from '../../workers/engine/analysis/report';
 import { readReference, sharedPath } from '../shared';
 
 /** The decision-point report (DESIGN.md §3) on stories260K's Lily/Tom prompt and a small prompt set. */
@@ -23,7 +23,10 @@ afterAll(() => e.dispose());
 
 describe('decision-point report', () => {
   it('one prompt: visible = the rule on the golden lens margins; causal = the first block whose resid_pre patch reaches r ≥ 0.5; labelled one prompt', async () => {
-    const r = await decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures });
+    const progress: ReportProgress[] = [];
+    const r = await decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures }, (p) => progress.push(p));
+    // two stages per prompt (lens, patching) without a window or a labelled set
+    expect(progress).toEqual([{ done: 1, total: 2, stage: 'lens 1/1' }, { done: 2, total: 2, stage: 'patching 1/1' }]);
     // Golden lens at the last prompt position: log_softmax(W_U · RMSNorm(h^l)) from the reference arrays.
     const arrays = readReference(sharedPath('models/stories260K/reference/lily_tom_ball.safetensors'));
     const weights = readReference(sharedPath('models/stories260K/model.safetensors'));
@@ -45,7 +48,8 @@ describe('decision-point report', () => {
     const causal = rows.findIndex((row) => row.some((x) => x >= 0.5));
     expect(r.causal.layer).toBe(causal < 0 ? null : causal);
     expect(r.causal.positions).toEqual(rows[causal].flatMap((x, i) => (x >= 0.5 ? [i] : [])));
-    expect(r.label).toContain('one prompt');
+    expect(r.label).toBe('one prompt: no interval (give a prompt set for bootstrap intervals)');
+    expect([r.threshold, r.causalRecovery, r.nLayers, r.nPrompts]).toEqual([0.1, 0.5, 5, 1]);
     expect([r.visible.interval, r.causal.interval, r.visible.band]).toEqual([null, null, null]);
   });
 
@@ -56,9 +60,11 @@ describe('decision-point report', () => {
       { clean: 'Lily and Tom went home. Lily gave the toy to', corrupt: 'Lily and Tom went home. Tom gave the toy to' }, // 22 vs 23 tokens
       { clean: 'Tom and Lily played. Tom gave the cat to', corrupt: null },
     ];
-    const r = await decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures, set, bootstrap: { resamples: 200 } });
+    const progress: ReportProgress[] = [];
+    const r = await decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures, set, bootstrap: { resamples: 200 } }, (p) => progress.push(p));
+    expect(progress).toEqual(Array.from({ length: 10 }, (_, i) => ({ done: i + 1, total: 10, stage: `${i % 2 ? 'patching' : 'lens'} ${(i >> 1) + 1}/5` })));
     expect(r.nPrompts).toBe(5);
-    expect(r.label).toContain('5 prompts');
+    expect(r.label).toBe('5 prompts: means with 95 % percentile-bootstrap intervals over prompts (200 resamples)');
     expect(r.causal.skipped).toBe(2);
     expect(r.prompts.map((p) => p.maxRecovery === null)).toEqual([false, false, false, true, true]);
     expect(r.visible.band![0]).toHaveLength(6);
@@ -71,5 +77,14 @@ describe('decision-point report', () => {
     expect(r.visible.curve[5]).toBeCloseTo(mean, 6);
     expect(r.visible.curve[5]).toBeGreaterThan(0);
     if (r.visible.layer !== null) expect(r.visible.interval).not.toBeNull();
+  });
+
+  it('refuses a negative or NaN threshold; a threshold of 0 is taken: visible is then the first row of the trailing positive run', async () => {
+    for (const t of [-0.5, Number.NaN]) {
+      await expect(decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures, threshold: t })).rejects.toThrow(`threshold ${t}: give |Δ| in nats, ≥ 0`);
+    }
+    const r = await decisionReport(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures, threshold: 0 });
+    expect(r.threshold).toBe(0);
+    expect(r.visible.layer).toBe(firstStable(r.visible.curve, 0));
   });
 });

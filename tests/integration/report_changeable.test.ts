@@ -3,7 +3,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import type { Intervention } from '../../workers/engine/model/intervention';
-import { decisionReport, firstAt95, labelledPairs } from '../../workers/engine/analysis/report';
+import { decisionReport, firstAt95, labelledPairs, type ReportProgress } from '../../workers/engine/analysis/report';
 import { reportJson } from '../../workers/engine/analysis/report_json';
 import { probeLayers } from '../../workers/engine/analysis/probe';
 import { toIntervention } from '../../workers/engine/steering/spec';
@@ -76,11 +76,18 @@ describe('decision-point report: changeable and probe', () => {
 
   it('a labelled set: the probe’s first row at 95 % and its held-out accuracy; window outcomes averaged toward each prompt’s unsteered outcome', async () => {
     await girlDirection();
+    const progress: ReportProgress[] = [];
     const r = await decisionReport(e, {
       clean: CLEAN, corrupt: CORRUPT, ...futures, labelled: SET, bootstrap: { resamples: 300 },
       window: { interventions: (p) => [iv(p.nPrompt)], maxNewTokens: N },
-    });
+    }, (p) => progress.push(p));
     expect(r.nPrompts).toBe(7);
+    // three stages per prompt (lens, patching, window), then the probes once: 7 · 3 + 1
+    const stages = ['lens', 'patching', 'window'];
+    expect(progress).toEqual([
+      ...Array.from({ length: 21 }, (_, i) => ({ done: i + 1, total: 22, stage: `${stages[i % 3]} ${Math.floor(i / 3) + 1}/7` })),
+      { done: 22, total: 22, stage: 'probes' },
+    ]);
     expect(r.prompts.slice(1).map((p) => [p.clean, p.corrupt])).toEqual(labelledPairs(SET).map((p) => [p.clean, p.corrupt]));
     // Probe: accuracy per row is the share of held-out predictions that are right (probe.ts on the same set).
     const pr = await probeLayers(e, { positive: SET.positive, negative: SET.negative });

@@ -53,4 +53,46 @@ describe('next token chosen on the device', () => {
       expect(Math.abs(r.logProb - lp[r.id])).toBeLessThan(1e-5);
     }
   });
+
+  it('frees its log-softmax and gathered columns on every path (greedy, top-k on the device, the whole row); the logits stay', async () => {
+    const x = Float32Array.from({ length: V }, () => rnd() * 6 - 3);
+    const t = b.upload(x, [1, V]);
+    const live = b.liveTensors();
+    for (const [temperature, topK] of [[0, 0], [0.8, 5], [0.8, 0], [0.8, DEVICE_TOP_K_MAX + 1]]) {
+      await chooseNextToken(b, t, { temperature, topK, rand: seededRandom(1), good, bad });
+      expect(b.liveTensors()).toBe(live);
+    }
+    b.release(t);
+  });
+
+  it('top-k 1 with a temperature, and a top-k of the whole vocabulary, draw as the definition does', async () => {
+    const x = Float32Array.from({ length: V }, () => rnd() * 6 - 3);
+    const t = b.upload(x, [1, V]);
+    const lp = logSoftmax64(x);
+    for (const [temperature, topK] of [[0.7, 1], [0.7, V], [0.7, DEVICE_TOP_K_MAX]]) {
+      for (let seed = 0; seed < 10; seed++) {
+        const r = await chooseNextToken(b, t, { temperature, topK, rand: seededRandom(seed), good, bad });
+        // a top-k of the whole vocabulary is every token, walked in id order as with top-k 0
+        expect(r.id).toBe(drawReference(lp, temperature, topK >= V ? 0 : topK, seededRandom(seed)()));
+        expect(Math.abs(r.logProb - lp[r.id])).toBeLessThan(1e-5);
+      }
+    }
+    b.release(t);
+  });
+
+  it('temperature 0 is greedy whatever the top-k; a top-k equal to a small vocabulary walks every token in id order', async () => {
+    const x = Float32Array.from({ length: V }, () => rnd() * 8 - 4);
+    x[77] = 10;
+    const t = b.upload(x, [1, V]);
+    expect((await chooseNextToken(b, t, { temperature: 0, topK: 5, rand: seededRandom(2), good, bad })).id).toBe(77);
+    b.release(t);
+    const small = Float32Array.from({ length: 50 }, () => rnd() * 4 - 2);
+    const s = b.upload(small, [1, 50]);
+    const lp = logSoftmax64(small);
+    for (let seed = 0; seed < 20; seed++) {
+      const r = await chooseNextToken(b, s, { temperature: 1, topK: 50, rand: seededRandom(seed), good: [1], bad: [2] });
+      expect(r.id).toBe(drawReference(lp, 1, 0, seededRandom(seed)()));
+    }
+    b.release(s);
+  });
 });
