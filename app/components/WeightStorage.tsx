@@ -36,8 +36,8 @@ export function WeightStorageInfo({ weights }: { weights: ModelInfo['weights'] }
     <div className="weight-storage" data-testid="weight-storage" data-dtype={weights.dtype}>
       weights: {weights.description}
       {e && (
-        <span data-testid="logit-error" data-max-abs={e.maxAbs} title={`The same ${e.ids.length}-token probe prompt with float32 weights and with these: largest |Δlogit| over every position and token (largest |logit| ${e.maxLogit.toFixed(2)})`}>
-          {' '}· max |Δlogit| vs float32 {e.maxAbs.toFixed(3)} on a {e.ids.length}-token probe (last position {e.lastMaxAbs.toFixed(3)})
+        <span className="logit-error" data-testid="logit-error" data-max-abs={e.maxAbs} title={`The same ${e.ids.length}-token probe prompt with float32 weights and with these: largest |Δlogit| over every position and token (largest |logit| ${e.maxLogit.toFixed(2)})`}>
+          <span className="nowrap">max |Δlogit| vs float32 {e.maxAbs.toFixed(3)}</span> <span className="nowrap">on a {e.ids.length}-token probe</span> <span className="nowrap">(last position {e.lastMaxAbs.toFixed(3)})</span>
         </span>
       )}
       {weights.unmeasured && <span className="muted"> · {weights.unmeasured}</span>}
