@@ -73,6 +73,10 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     await expect(curve.locator('g.series').nth(1).locator('circle[data-x="0"]')).toHaveCount(1);
     await page.screenshot({ path: `${SHOTS}/branches-fork.png`, fullPage: true });
 
+    // Token labels take black or white by their node's luminance (computed, so no CSS rule overrides it).
+    const inks = new Set(await page.getByTestId('tree-token').evaluateAll((els) => els.map((el) => getComputedStyle(el).fill)));
+    expect([...inks].every((c) => c === 'rgb(0, 0, 0)' || c === 'rgb(255, 255, 255)'), [...inks].join(' ')).toBe(true);
+
     // Fork points of the branch: every new token scored from two continuations per forced token.
     await page.getByTestId('fork-samples').fill('2');
     await page.getByTestId('find-forks').click();

@@ -1,4 +1,4 @@
-import { hierarchy, interpolateYlGnBu, scaleLinear, scaleSequential } from 'd3';
+import { hierarchy, interpolateYlGnBu, rgb, scaleLinear, scaleSequential } from 'd3';
 import { divergingScale } from '../lib/color_scale';
 import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
 import type { BranchTree, TreeNode } from '../../workers/protocol';
@@ -65,6 +65,23 @@ export function fitLabel(label: string, cell: number): string {
   return chars.length <= room ? label : `${chars.slice(0, Math.max(1, room - 1)).join('')}…`;
 }
 
+/** Label colours: black and white, one of which reaches contrast ≥ 4.58 on any fill (WCAG AA asks 4.5). */
+const INK = '#000000', PAPER = '#ffffff';
+/** Opacity of a node's fill over the white panel: full, so a node's colour is the legend's, its labels picked by labelInk. */
+const FILL_OPACITY = 1;
+
+/**
+ * The colour for text on a cell filled with `fill` at `opacity` over white: white on dark cells,
+ * black on light ones, whichever has the larger WCAG 2.x contrast ratio against the blended colour
+ * (relative luminance, https://www.w3.org/TR/WCAG21/#dfn-relative-luminance).
+ */
+export function labelInk(fill: string, opacity = FILL_OPACITY): string {
+  const c = rgb(fill);
+  const lin = (v: number) => { const u = (opacity * v + (1 - opacity) * 255) / 255; return u <= 0.04045 ? u / 12.92 : ((u + 0.055) / 1.055) ** 2.4; };
+  const L = 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b);
+  return 1.05 / (L + 0.05) > (L + 0.05) / 0.05 ? PAPER : INK;
+}
+
 /** The width of the element's content box, followed as it resizes. */
 function usePanelWidth(): [RefObject<HTMLDivElement | null>, number] {
   const box = useRef<HTMLDivElement | null>(null);
@@ -102,6 +119,8 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
   const height = TOP + order.length * ROW + 10;
   const letter = (id: number) => (compare.indexOf(id) === 0 ? 'A' : compare.indexOf(id) === 1 ? 'B' : '');
   return (
+    <>
+    {width > panelWidth + 1 && <p className="hint scroll-note" data-testid="branch-tree-scroll-note">{end - first} positions, wider than the panel: scroll sideways for the rest →</p>}
     <div className="table-scroll" ref={box} data-testid="branch-tree-panel">
     <svg ref={svgRef} className="chart branch-tree" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label="Branch tree: one row per branch, x = token position" data-testid="branch-tree">
       <text x={x(T)} y={12} className="axis-note" textAnchor="start">new tokens →</text>
@@ -113,6 +132,7 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
         const parentRow = n.parent === null ? null : rowOf.get(n.parent)!;
         const p = Math.exp(n.logProbs[0]);
         const ab = letter(n.id);
+        const fill = Number.isFinite(value) ? color(value) : '#eaeef2', ink = labelInk(fill);
         return (
           <g key={n.id} data-testid={`tree-node-${n.id}`} data-start={n.start} data-forwarded={n.forwarded} data-len={n.ids.length} data-value={value} data-parent={n.parent ?? ''}
             className={`tree-node${n.id === selected ? ' selected' : ''}`} onClick={(e) => (e.shiftKey ? onCompare(n.id) : onSelect(n.id))}>
@@ -125,10 +145,10 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
               </>
             )}
             {n.parent === null && <text x={LEFT - 8} y={y + (ROW - 8) / 2} textAnchor="end" dominantBaseline="middle" className="edge-label">trunk</text>}
-            <rect x={x0} y={y} width={Math.max(2, x1 - x0)} height={ROW - 8} rx={3} fill={Number.isFinite(value) ? color(value) : '#eaeef2'} fillOpacity={0.55}
+            <rect x={x0} y={y} width={Math.max(2, x1 - x0)} height={ROW - 8} rx={3} fill={fill} fillOpacity={FILL_OPACITY}
               stroke={n.id === selected ? '#1f2328' : ab ? '#8250df' : '#8c959f'} strokeWidth={n.id === selected ? 2.5 : ab ? 2 : 1} strokeDasharray={ab && n.id !== selected ? '4 2' : undefined} />
             {n.tokens.map((t, i) => (
-              <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" data-testid="tree-token">
+              <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" data-testid="tree-token" style={{ fill: ink }}>
                 {fitLabel(visibleToken(t), cell)}
                 <title>{`position ${n.start + i}: “${visibleToken(t)}”`}</title>
               </text>
@@ -140,5 +160,6 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
       })}
     </svg>
     </div>
+    </>
   );
 }

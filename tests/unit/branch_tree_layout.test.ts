@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fitLabel, tokenCellWidth } from '../../app/components/BranchTreeChart';
+import { rgb } from 'd3';
+import { fitLabel, labelInk, nodeColourScale, tokenCellWidth } from '../../app/components/BranchTreeChart';
+import type { BranchTree } from '../../workers/protocol';
 
 /**
  * The branch tree's token columns (components/BranchTreeChart.tsx): labels stay legible (most shown
@@ -24,5 +26,31 @@ describe('branch tree token columns', () => {
     expect(cut.endsWith('…')).toBe(true);
     expect('·extraordinary'.startsWith(cut.slice(0, -1))).toBe(true);
     expect(cut.length).toBeLessThan('·extraordinary'.length);
+  });
+});
+
+/** WCAG 2.x contrast ratio of two colours (https://www.w3.org/TR/WCAG21/#dfn-contrast-ratio). */
+function contrast(a: string, b: string): number {
+  const L = (c: string) => { const { r, g, b: bl } = rgb(c); const lin = (v: number) => { const u = v / 255; return u <= 0.04045 ? u / 12.92 : ((u + 0.055) / 1.055) ** 2.4; }; return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(bl); };
+  const [hi, lo] = [L(a), L(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+describe('branch tree token labels are readable on every node colour (the trial: dark on dark negative cells)', () => {
+  it('white on the dark ends of the margin scale, black on the light middle', () => {
+    expect(labelInk('#67001f')).toBe('#ffffff');
+    expect(labelInk('#053061')).toBe('#ffffff');
+    expect(labelInk('#f7f7f7')).toBe('#000000');
+  });
+
+  it('reach the WCAG AA contrast 4.5 against every colour of the margin and entropy scales', () => {
+    for (const colour of ['final_margin', 'mean_entropy'] as const) {
+      const tree = { nodes: [{ margins: [-2], entropy: [0] }, { margins: [2], entropy: [3] }] } as unknown as BranchTree;
+      const { color, domain } = nodeColourScale(tree, colour);
+      for (let i = 0; i <= 100; i++) {
+        const fill = color(domain[0] + ((domain[1] - domain[0]) * i) / 100);
+        expect(contrast(labelInk(fill), fill), `${colour} ${fill}`).toBeGreaterThanOrEqual(4.5);
+      }
+    }
   });
 });
