@@ -8,6 +8,7 @@ import { flatRow, runBatch } from '../../workers/engine/batch/batch';
 import { parseTemplate } from '../../workers/engine/batch/template';
 import { parseValues } from '../../workers/engine/batch/values';
 import { summarize } from '../../workers/engine/batch/aggregate';
+import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { runCli } from '../cli_run';
 import { sharedPath } from '../shared';
 
@@ -33,6 +34,24 @@ describe('runBatch', () => {
     expect(r.rows[1].metrics.final_margin).not.toBeNull();
     expect(r.rows[2].error).toMatch(/longer than the model's context of 512 tokens/);
     expect(r.rows[2].metrics.final_margin).toBeNull();
+  });
+
+  it('an intervention at an explicit position acts at that absolute index on every row; a row too short for it is refused with its reason', async () => {
+    const spec = parseSpec({ hook: 'blocks.1.hook_resid_post', type: 'add', vector: Array.from({ length: e.spec.dModel }, (_, i) => Math.sin(i + 1)), alpha: 8, positions: [12] });
+    const long = 'Lily and Tom went to the park. Lily gave the ball to';
+    const values = parseValues(`prompt,good,bad\nOnce upon a time, there, a\n${long}, Tom, Lily\n`, 'csv');
+    const r = await runBatch(e, { template: { prompt: '{prompt}', good: '{good}', bad: '{bad}' }, values, interventions: (p) => [toIntervention(spec, e.spec, { nPrompt: p.nPrompt })] });
+    const nShort = r.rows[0].nTokens;
+    expect(nShort).toBeLessThanOrEqual(12);
+    expect(r.rows[0].error).toBe(`intervention: position 12 is outside the run: the prompt has ${nShort} tokens (positions 0..${nShort - 1})`);
+    expect(r.rows[0].metrics.final_margin).toBeNull();
+    // The long row: the same as the intervention placed at absolute position 12 of that prompt, not counted from its end.
+    const T = r.rows[1].nTokens;
+    expect(T).toBeGreaterThan(13);
+    const at = async (pos: number) => (await e.analyse({ prompt: long, good: { text: ' Tom' }, bad: { text: ' Lily' }, interventions: [toIntervention({ ...spec, positions: [pos] }, e.spec, { nPrompt: T })] })).finalMargin[T - 1];
+    expect(r.rows[1].error).toBeUndefined();
+    expect(r.rows[1].metrics.final_margin).toBe(await at(12));
+    expect(r.rows[1].metrics.final_margin).not.toBe(await at(T - 1));
   });
 
   it('cancel keeps the finished rows', async () => {

@@ -32,7 +32,12 @@ export interface BatchRequest {
   visibleThreshold?: number;
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
   sinkEps?: number;
-  /** The interventions applied to one prompt (resolved by the caller for that prompt and its length). */
+  /**
+   * The interventions applied to one prompt, resolved by the caller for that prompt and its length.
+   * Explicit positions are absolute (counted from the first token, as everywhere): on rows of other
+   * lengths they address the same index, and a row too short for one is refused with the resolver's
+   * "position p is outside the run" as its error (the batch goes on).
+   */
   interventions?: (p: PromptInput & { nPrompt: number }) => Promise<Intervention[]> | Intervention[];
 }
 
