@@ -70,6 +70,8 @@ describe('AUROC (Mann–Whitney)', () => {
     expect(auroc([2, 2, 1], [1, 0, 0])).toBe(0.75);
     expect(auroc([3, 2, 1], [0, 1, 1])).toBe(0);
     expect(() => auroc([1, 2], [1, 1])).toThrow(/both classes/);
+    expect(() => auroc([1, 2], [0, 0])).toThrow('auroc needs both classes (got 0 positive, 2 negative)');
+    expect(() => auroc([1, 2, 3], [0, 1])).toThrow('auroc: 3 scores but 2 labels');
   });
 });
 
