@@ -16,6 +16,21 @@ const [A, B, C] = m.ref.prompts; // once_upon_a_time, lily_tom_ball, cat_was_ver
 const arr = new Map(m.ref.prompts.map((p) => [p.name, m.arrays(p)]));
 const h = (p: typeof A, l: number, t: number) => m.resid(arr.get(p.name)!, p, l, t);
 
+/**
+ * hook_z of head `head` in block `l` at the prompt's last token, from the reference attention and
+ * values: z_h[t] = Σ_k A_h[t, k] · v_{kv(h)}[k] (TransformerLens hook_z; GQA: head h reads KV head
+ * ⌊h / (n_heads / n_kv_heads)⌋). [d_head]
+ */
+function zAtLast(p: typeof A, l: number, head: number): Float64Array {
+  const kv = Math.floor(head / (m.H / m.KV));
+  const t = p.n_prompt - 1, a = arr.get(p.name)!, out = new Float64Array(m.dHead);
+  for (let k = 0; k <= t; k++) {
+    const w = m.attn(a, p, l, head, t, k), v = m.value(a, p, l, k);
+    for (let d = 0; d < m.dHead; d++) out[d] += w * v[kv * m.dHead + d];
+  }
+  return out;
+}
+
 let e: Engine;
 beforeAll(async () => { e = await Engine.load(new NodeFiles(m.dir), new CpuBackend()); });
 afterAll(() => e.dispose());
@@ -118,32 +133,15 @@ describe('request validation', () => {
   });
 
   it('the last head is valid, and its slice is the last d_head columns of the hook (reference: z₇ at the last token, differenced)', async () => {
-    const l = 1, head = 7, kv = Math.floor(head / (m.H / m.KV));
-    const z = (p: typeof A) => {
-      const t = p.n_prompt - 1, a = arr.get(p.name)!, out = new Float64Array(m.dHead);
-      for (let k = 0; k <= t; k++) {
-        const w = m.attn(a, p, l, head, t, k), v = m.value(a, p, l, k);
-        for (let d = 0; d < m.dHead; d++) out[d] += w * v[kv * m.dHead + d];
-      }
-      return out;
-    };
+    const l = 1, head = 7;
     const got = await actAdd(e, { positive: A.prompt, negative: C.prompt, hook: `blocks.${l}.attn.hook_z`, head });
-    const za = z(A), zc = z(C);
+    const za = zAtLast(A, l, head), zc = zAtLast(C, l, head);
     expect(maxDiff(got.vector, Array.from(za, (x, d) => x - zc[d]))).toBeLessThanOrEqual(F32_TOL);
   });
 
   it('CAA at head 5 of hook_z: vector and mean are the per-head means of the reference z₅ at the last token (two positive texts, one negative)', async () => {
-    const l = 3, head = 5, kv = Math.floor(head / (m.H / m.KV));
-    // z_h at the last token = Σ_k A_h[t, k] · v_{kv(h)}[k] (TransformerLens hook_z), from the reference attention and values
-    const z = (p: typeof A) => {
-      const t = p.n_prompt - 1, a = arr.get(p.name)!, out = new Float64Array(m.dHead);
-      for (let k = 0; k <= t; k++) {
-        const w = m.attn(a, p, l, head, t, k), v = m.value(a, p, l, k);
-        for (let d = 0; d < m.dHead; d++) out[d] += w * v[kv * m.dHead + d];
-      }
-      return out;
-    };
-    const [za, zb, zc] = [z(A), z(B), z(C)];
+    const l = 3, head = 5;
+    const [za, zb, zc] = [A, B, C].map((p) => zAtLast(p, l, head));
     const got = await caaVector(e, { positive: [A.prompt, B.prompt], negative: [C.prompt], hook: `blocks.${l}.attn.hook_z`, head });
     expect(maxDiff(got.vector, Array.from(za, (x, d) => (x + zb[d]) / 2 - zc[d]))).toBeLessThanOrEqual(F32_TOL);
     expect(maxDiff(got.mean, Array.from(za, (x, d) => (x + zb[d] + zc[d]) / 3))).toBeLessThanOrEqual(F32_TOL);
