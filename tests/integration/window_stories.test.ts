@@ -97,6 +97,46 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
     await expect(interventionWindow(e, { ...base(), interventions: [] })).rejects.toThrow(/needs an intervention/);
   });
 
+  it('refuses every bad N, K and score with its message, and a prompt plus N tokens past the context', async () => {
+    await steering();
+    const bad: [Partial<WindowRequest>, string][] = [
+      [{ maxNewTokens: 0 }, 'max new tokens must be a positive integer (got 0)'],
+      [{ maxNewTokens: 1.5 }, 'max new tokens must be a positive integer (got 1.5)'],
+      [{ kMax: -1 }, 'the last start step K = -1 must be in 0..9'],
+      [{ kMax: 1.5 }, 'the last start step K = 1.5 must be in 0..9'],
+      [{ score: { kind: 'margin', step: -1 } }, "score step -1 is outside the generation's steps 0..9"],
+      [{ score: { kind: 'margin', step: 1.5 } }, "score step 1.5 is outside the generation's steps 0..9"],
+      [{ score: { kind: 'mean', last: 0 } }, 'score over the last 0 steps: give 1..10 (the generation has 10 steps)'],
+      [{ score: { kind: 'mean', last: N + 1 } }, 'score over the last 11 steps: give 1..10'],
+      [{ score: { kind: 'mean', last: 1.5 } }, 'score over the last 1.5 steps: give 1..10'],
+      [{ score: { kind: 'contains', text: '' } }, 'score "contains" needs the text to look for'],
+    ];
+    for (const [change, message] of bad) await expect(interventionWindow(e, { ...base(), ...change })).rejects.toThrow(message);
+    const T = e.encodePrompt({ prompt }).length, ctx = e.model.contextLength;
+    await expect(interventionWindow(e, { ...base(), maxNewTokens: ctx - T + 1 })).rejects.toThrow(`the prompt (${T} tokens) plus ${ctx - T + 1} new tokens do not fit the context of ${ctx} tokens`);
+  });
+
+  it('a mean over the last 3 steps and the bounds N − 1 and N taken; progress counts every token pass once; an intervention whose own steps end at 2 leaves variants k ≥ 2 unsteered', async () => {
+    await steering();
+    const progress: WindowProgress[] = [];
+    const r = await interventionWindow(e, { ...base(), kMax: 1, score: { kind: 'mean', last: 3 } }, (p) => progress.push(p));
+    r.variants.forEach((v, k) => expect(r.outcome[k]).toBeCloseTo((v.margins[N - 3] + v.margins[N - 2] + v.margins[N - 1]) / 3, 12));
+    expect(r.unsteered.outcome).toBeCloseTo(r.unsteered.margins.slice(N - 3).reduce((a, b) => a + b, 0) / 3, 12);
+    // N passes unsteered, the reference prefill, N − k per variant k = 1, 0; then the final event
+    const total = N + 1 + (N - 1) + N;
+    expect(progress).toEqual([...Array.from({ length: total }, (_, i) => ({ done: i + 1, total })), { done: total, total }]);
+    expect((await interventionWindow(e, { ...base(), kMax: N - 1, score: { kind: 'margin', step: N - 1 } })).ks).toHaveLength(N);
+    expect((await interventionWindow(e, { ...base(), kMax: 0, score: { kind: 'mean', last: N } })).ks).toEqual([0]);
+    const one = await interventionWindow(e, { ...base(), maxNewTokens: 1, score: { kind: 'mean', last: 1 } }); // N = 1, last = 1
+    expect([one.ks, one.outcome]).toEqual([[0], [one.variants[0].margins[0]]]);
+    const early: Intervention = { ...iv, steps: { start: 0, end: 2 } };
+    const w = await interventionWindow(e, { ...base(), interventions: [early], kMax: 3 });
+    for (const k of [2, 3]) expect(w.variants[k].ids).toEqual(w.unsteered.ids);
+    const g1 = await generate([{ ...iv, steps: { start: 1, end: 2 } }]);
+    expect(w.variants[1].ids).toEqual(g1.ids);
+    expect(w.variants[1].margins).toEqual(g1.margins);
+  });
+
   it('stops when cancelled', async () => {
     await steering();
     const ctrl = new AbortController();
