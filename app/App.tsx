@@ -3,7 +3,7 @@ import { useStore } from './store';
 import type { ViewName } from './store/ui';
 import { followExperiment, startUp } from './actions/experiment';
 import { ExperimentBar } from './components/ExperimentBar';
-import { PosterMode } from './components/PosterMode';
+import { enterPosterFullscreen, PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
 import { ThemeToggle } from './components/ThemeToggle';
@@ -103,7 +103,7 @@ export function App() {
         <div className="row"><BackendBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
-      <ExperimentBar onPoster={() => setPoster('on')} />
+      <ExperimentBar onPoster={() => { enterPosterFullscreen(); setPoster('on'); }} />
       <div className="status-stack">
         <Progress />
         <DeviceLostBanner />

@@ -1,4 +1,5 @@
 import { test, expect } from '@playwright/test';
+import QRCode from 'qrcode';
 import * as fs from 'node:fs';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { parseShown } from './golden';
@@ -19,6 +20,8 @@ test.afterAll(async () => site?.close());
 
 test('a kiosk steps through the deck with the arrow keys, shows each experiment\'s view and QR code, and resets', async ({ page }) => {
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  const fullscreenWarnings: string[] = [];
+  page.on('console', (m) => { if (/requestFullscreen/.test(m.text())) fullscreenWarnings.push(m.text()); });
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.goto(`${site.url}?poster`);
   const poster = page.getByTestId('poster');
@@ -28,6 +31,13 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   expect(parseShown(await page.getByTestId('final-margin-last').textContent()), 'girl → she wins').toBeGreaterThan(3);
   await expect(page.getByTestId('poster-qr').locator('svg path').first()).toBeAttached();
+  // A deck slide's QR holds its short deck link, at error correction L: the sparsest code for it.
+  const qrLink = await page.getByTestId('poster-qr').getAttribute('data-link');
+  expect(qrLink).toMatch(/#deck=0$/);
+  const side = Number((await page.getByTestId('poster-qr').locator('svg').getAttribute('viewBox'))!.split(' ')[2]);
+  expect(side).toBe(QRCode.create(qrLink!, { errorCorrectionLevel: 'L' }).modules.size + 2);
+  // A kiosk start asks for no full screen (browsers refuse it without a user gesture, with a console warning).
+  expect(fullscreenWarnings).toEqual([]);
   // The last readout row is above the fold at 1920×1080.
   await expect(page.getByTestId('sequence-margin')).toBeInViewport({ ratio: 1 });
   await page.screenshot({ path: `${SHOTS}/poster-1920x1080.png` });

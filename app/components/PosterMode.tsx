@@ -16,22 +16,27 @@ async function loadDeck(): Promise<{ deck: Deck | null; problem: string | null }
   }
 }
 
-/** Longest link put in a QR code as is (a denser code does not scan from a poster); longer deck links use `#deck=n`. */
-const QR_MAX = 1200;
+/** Longest link put in a QR code as is (a denser code scans badly from a poster); a longer deck slide's link is its short `#deck=n`. */
+const QR_MAX = 300;
 
 /**
- * A QR code of `text` as an SVG string (qrcode library): error correction M (15 % of the code may be
- * damaged), else L (7 %) for a text too long for M; '' when it fits neither (over ~2.9 kB).
+ * A QR code of `text` as an SVG string (qrcode library): error correction L (7 % of the code may be
+ * damaged; a screen or a printed poster is clean, and L gives the sparsest code that a phone reads
+ * from a distance); '' when the text does not fit (over ~2.9 kB).
  */
 function useQr(text: string): string {
   const [svg, setSvg] = useState('');
   useEffect(() => {
     let live = true;
-    const draw = (level: 'M' | 'L') => QRCode.toString(text, { type: 'svg', errorCorrectionLevel: level, margin: 1 });
-    draw('M').catch(() => draw('L')).then((s) => { if (live) setSvg(s); }, () => { if (live) setSvg(''); });
+    QRCode.toString(text, { type: 'svg', errorCorrectionLevel: 'L', margin: 1 }).then((s) => { if (live) setSvg(s); }, () => { if (live) setSvg(''); });
     return () => { live = false; };
   }, [text]);
   return svg;
+}
+
+/** Asks for full screen; call it only from the click that opens poster mode (browsers refuse it without a user gesture). */
+export function enterPosterFullscreen(): void {
+  void document.documentElement.requestFullscreen?.().catch(() => { /* refused: the overlay still fills the window */ });
 }
 
 export interface PosterModeProps {
@@ -47,7 +52,8 @@ export interface PosterModeProps {
  * a deck of prepared experiments stepped with ← / →. Slide 0 is the experiment open when poster
  * mode started (unless started as a kiosk, `?poster`); the rest is the shipped deck. R (or the
  * button, or 3 minutes idle) is the kiosk reset: back to the deck's first experiment, local state
- * cleared. Esc leaves.
+ * cleared. Esc leaves. Full screen is asked for by the button that opens it (a user gesture,
+ * enterPosterFullscreen); a kiosk start fills the window, the browser's kiosk mode the screen.
  */
 export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   const [slides, setSlides] = useState<Experiment[]>(() => (kiosk ? [] : [currentExperiment()]));
@@ -75,7 +81,6 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
       setSlides((s) => [...s.slice(0, kiosk ? 0 : 1), ...deck.experiments]);
       if (kiosk && deck.experiments[0]) void restoreExperiment(deck.experiments[0], 'deck');
     });
-    void root.current?.requestFullscreen?.().catch(() => { /* not allowed without a gesture: the overlay still fills the window */ });
     return () => { if (document.fullscreenElement) void document.exitFullscreen().catch(() => {}); };
   }, [kiosk]);
 

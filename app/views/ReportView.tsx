@@ -219,7 +219,12 @@ export function ReportView() {
             </>
           )}
         </>
-      ) : <p className="placeholder">Build the report to see, on one page, where the decision becomes visible, when it becomes causal and whether there is still time to change it.</p>}
+      ) : (
+        <>
+          <p className="placeholder">Build the report to see, on one page, where the decision becomes visible, when it becomes causal and whether there is still time to change it.</p>
+          <p className="placeholder poster-only" data-testid="report-poster-where">Poster mode hides the report's settings: leave it (Esc), press Build report in the Report tab, and come back; the figure then shows here.</p>
+        </>
+      )}
     </section>
   );
 }
