@@ -170,7 +170,7 @@ const api: InferenceApi = {
       explorer = null;
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError });
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
       // a proxy whose page is gone rejects: nothing is left to tell
       engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
     } catch (e) {

@@ -23,7 +23,7 @@ export function Progress() {
   let detail = '';
   let fraction: number | null = null;
   if (job.kind === 'load' && load) {
-    detail = load.stage;
+    detail = load.stage === 'kernels' ? 'compiling GPU kernels' : load.stage;
     if (load.loaded !== undefined) {
       detail += load.total ? ` · ${bytes(load.loaded)} of ${bytes(load.total)}` : ` · ${bytes(load.loaded)}`;
       if (load.total) fraction = load.loaded / load.total;

@@ -24,6 +24,7 @@ import { residualStats } from './analysis/residual';
 import { seededRandom } from './analysis/sampling';
 import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
 import { assertFiniteRun, firstNonFinite, NonFiniteError } from './analysis/finite';
+import { warmUpGeneration } from './model/warm_up';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -86,11 +87,13 @@ export class Engine {
   /**
    * Loads config, weights and tokenizer from a model folder.
    * @param options weight storage (float32, or matrices as binary16) and the KV-cache positions
-   *   to allocate (default 4096, capped at max_position_embeddings): model/load.ts TransformerOptions.
+   *   to allocate (default 4096, capped at max_position_embeddings): model/load.ts TransformerOptions;
+   *   warmUp: compile the GPU pipelines generation uses before 'ready' (model/warm_up.ts; the UI's
+   *   worker sets it, so the first generation does not stall the page).
    * @throws Error (readable) for a missing tokenizer/config/checkpoint, an unsupported model_type,
    *   a malformed safetensors file, or a contextLength that is not a positive integer.
    */
-  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: StorageLoadOptions = {}): Promise<Engine> {
+  static async load(files: ModelFiles, backend: Backend, onProgress?: (p: LoadProgress) => void, options: StorageLoadOptions & { warmUp?: boolean } = {}): Promise<Engine> {
     if (!(await files.has('tokenizer.json'))) throw new Error(`${files.label}: tokenizer.json is missing (the tokenizer is needed to read prompts)`);
     let tokenizer: PreTrainedTokenizer | null = null;
     // a quantised load tokenises its probe prompt first (model/quant_error.ts)
@@ -100,6 +103,10 @@ export class Engine {
     onProgress?.({ stage: 'tokenizer' });
     tokenizer ??= await loadTokenizer(files);
     const loadWarnings = checkVocabulary(tokenizer, model.spec.dVocab, files.label);
+    if (options.warmUp) {
+      onProgress?.({ stage: 'kernels' });
+      await warmUpGeneration(model, backend);
+    }
     onProgress?.({ stage: 'ready' });
     const e = new Engine(backend, model, config, tokenizer, files.label);
     e.loadWarnings.push(...loadWarnings);

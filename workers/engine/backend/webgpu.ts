@@ -159,6 +159,10 @@ export class WebGpuBackend implements Backend, KernelHost {
   private readonly bindGroups = new BindGroupCache(BIND_GROUP_CACHE);
   /** Bind groups created and reused since load (tests, bench/run-model.ts). */
   readonly bindGroupStats = { created: 0, reused: 0 };
+  /** Keys of the compute pipelines compiled so far, in compile order (pipeline(); tests of model/warm_up.ts). */
+  get pipelineKeys(): string[] {
+    return [...this.pipelines.keys()];
+  }
   private readonly pool = new Map<number, GPUBuffer[]>();
   private readonly readPool = new Map<number, GPUBuffer[]>();
   private readonly allBuffers = new Set<GPUBuffer>();

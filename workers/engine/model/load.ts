@@ -13,7 +13,8 @@ import { DEFAULT_CONTEXT_LENGTH, Transformer } from './transformer';
 import { checkLayersAgainstCheckpoint, checkSpec } from './spec_checks';
 
 export interface LoadProgress {
-  stage: 'config' | 'weights' | 'upload' | 'tokenizer' | 'ready';
+  /** 'kernels': the GPU pipelines generation uses are being compiled (Engine.load's warmUp). */
+  stage: 'config' | 'weights' | 'upload' | 'tokenizer' | 'kernels' | 'ready';
   /** Bytes of the checkpoint read so far and in all (stage 'weights'). */
   loaded?: number;
   total?: number;
