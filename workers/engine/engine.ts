@@ -103,7 +103,7 @@ export class Engine {
     onProgress?.({ stage: 'tokenizer' });
     tokenizer ??= await loadTokenizer(files);
     const loadWarnings = checkVocabulary(tokenizer, model.spec.dVocab, files.label);
-    if (options.warmUp) {
+    if (options.warmUp && backend instanceof WebGpuBackend) {
       onProgress?.({ stage: 'kernels' });
       await warmUpGeneration(model, backend);
     }
