@@ -95,4 +95,26 @@ describe('activation patching grid', () => {
     await expect(patchingGrid(e, req({ corrupt: 'Lily and Tom went to the park. Tom gave the ball to' }))).rejects.toThrow('the clean prompt has 21 tokens and the corrupted prompt 22');
     await expect(patchingGrid(e, req({ corrupt: lily.prompt }))).rejects.toThrow('recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined');
   });
+
+  it('one cell only: that cell of the full grid, NaN elsewhere and in the layer row, one progress event; a negative column counts from the end; cells outside the grid and unknown hook, direction or metric refused', async () => {
+    const full = await patchingGrid(e, req({ hook: 'z' }));
+    const C = full.nCols, L = full.nLayers;
+    for (const [layer, col, at] of [[2, 3, 3], [L - 1, -1, C - 1], [0, 0, 0]]) {
+      const progress: PatchingProgress[] = [];
+      const one = await patchingGrid(e, req({ hook: 'z', only: { layer, col } }), (p) => progress.push(p));
+      for (let i = 0; i < L * C; i++) {
+        if (i === layer * C + at) expect(one.patchedMargin[i]).toBeCloseTo(full.patchedMargin[i], 5);
+        else expect(one.patchedMargin[i]).toBeNaN();
+      }
+      expect(Array.from(one.layerRecovery).every(Number.isNaN)).toBe(true);
+      expect(progress).toEqual([{ done: 1, total: 1 }]);
+    }
+    for (const layer of [-1, L, 1.5]) await expect(patchingGrid(e, req({ hook: 'z', only: { layer, col: 0 } }))).rejects.toThrow(`patch cell: layer ${layer} is outside 0..${L - 1}`);
+    for (const col of [C, -C - 1, 1.5]) await expect(patchingGrid(e, req({ hook: 'z', only: { layer: 0, col } }))).rejects.toThrow(`patch cell: head ${col} is outside the ${C} heads (negative counts from the end)`);
+    await expect(patchingGrid(e, req({ only: { layer: 0, col: 21 } }))).rejects.toThrow(`patch cell: position 21 is outside the 21 positions of “${lily.prompt}”`);
+    await expect(patchingGrid(e, req({ only: { layer: 0, col: -21 } }))).resolves.toBeDefined();
+    await expect(patchingGrid(e, req({ hook: 'foo' as PatchingRequest['hook'] }))).rejects.toThrow('patching hook "foo": use ');
+    await expect(patchingGrid(e, req({ direction: 'up' as PatchingRequest['direction'] }))).rejects.toThrow('direction "up": use denoise or noise');
+    await expect(patchingGrid(e, req({ metric: 'sum' as PatchingRequest['metric'] }))).rejects.toThrow('metric "sum": use final or sequence');
+  });
 });
