@@ -58,6 +58,10 @@ describe('logistic regression (Newton / IRLS)', () => {
   it('rejects labels other than 0/1 and mismatched sizes', () => {
     expect(() => fitLogistic([1, 2], [0, 2], 2, 1, 1)).toThrow(/label 2 at row 1/);
     expect(() => fitLogistic([1, 2, 3], [0, 1], 2, 1, 1)).toThrow(/expected 2×1/);
+    expect(() => fitLogistic([1, 2], [0, 1, 1], 2, 1, 1)).toThrow('fitLogistic: X has 2 values and y 3; expected 2×1 and 2');
+    for (const l of [-0.1, Number.NaN]) expect(() => fitLogistic([1, 2], [0, 1], 2, 1, l)).toThrow(`fitLogistic: λ must be ≥ 0 (got ${l})`);
+    expect(() => fitLogistic([1, 2, 0, 3], [0, 1, 1, 0], 4, 1, 0)).not.toThrow(); // λ = 0: maximum likelihood (overlapping classes)
+    expect(() => fitLogistic([1, 2], [-1, 1], 2, 1, 1)).toThrow('fitLogistic: label -1 at row 0 is not 0 or 1');
   });
 });
 
@@ -86,6 +90,9 @@ describe('cross-validation', () => {
       expect(neg === 2).toBe(true);
     }
     expect(() => stratifiedFolds([1, 1, 0], 2, 0)).toThrow(/class 0 has 1/);
+    for (const k of [1, 2.5]) expect(() => stratifiedFolds([1, 1, 0, 0], k, 0)).toThrow(`cross-validation needs at least 2 folds (got ${k})`);
+    expect(Array.from(stratifiedFolds([1, 1, 0, 0], 2, 0)).sort()).toEqual([0, 0, 1, 1]);
+    expect(() => stratifiedFolds([1, 0, 0, 0], 2, 0)).toThrow('2-fold cross-validation needs at least 2 examples of each class (class 1 has 1)');
   });
 
   it('held-out accuracy on pure noise with more features than examples stays near chance (nothing leaks from the test fold)', () => {

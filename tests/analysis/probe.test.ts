@@ -63,5 +63,9 @@ describe('probes per layer (Alain & Bengio; Hewitt & Liang control)', () => {
 
   it('says what is missing when a set is too small', () => {
     expect(() => probeActivations([new Float32Array(6)], [1, 0, 0], 2)).toThrow(/at least 2 examples in each set.*1 positive, 2 negative/);
+    expect(() => probeActivations([new Float32Array(6)], [1, 1, 0], 2)).toThrow('a probe needs at least 2 examples in each set for cross-validation (got 2 positive, 1 negative)');
+    expect(() => probeActivations([new Float32Array(8), new Float32Array(7)], [1, 1, 0, 0], 2)).toThrow('probe: a row holds 7 values; expected 4 examples × 2');
+    expect(() => probeActivations([new Float32Array(8)], [1, 0, 2, 0], 2)).toThrow('probe: label 2 of example 2 is not 0 or 1');
+    expect(() => probeActivations([new Float32Array(8)], [1, -1, 1, 0], 2)).toThrow('probe: label -1 of example 1 is not 0 or 1');
   });
 });
