@@ -68,7 +68,10 @@ export async function float32ProbeLogits(files: ModelFiles, backend: Backend, id
   } finally {
     model.dispose();
     if (b !== backend) b.dispose();
-    else await backend.trimPool?.(); // WebGPU: the float32 buffers leave the pool, not kept for reuse
+    else {
+      model.releaseWeights();
+      await backend.trimPool?.(); // WebGPU: the float32 buffers leave the pool, not kept for reuse
+    }
   }
 }
 

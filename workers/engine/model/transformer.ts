@@ -270,9 +270,30 @@ export class Transformer {
     for (const t of [...snap.k, ...snap.v]) this.backend.release(t);
   }
 
-  /** Frees the weights' KV cache. (Weights are freed with the backend.) */
+  /** Frees the weights' KV cache. (Weights are freed with the backend, or by releaseWeights.) */
   dispose(): void {
     for (const t of [...this.kCache, ...this.vCache]) this.backend.release(t);
+  }
+
+  /**
+   * Frees every weight tensor (each once: a tied W_U is W_E) on a backend that outlives this model,
+   * so a temporary model (the float32 probe of model/quant_error.ts) leaves no weight buffers behind;
+   * follow with Backend.trimPool to give WebGPU's pooled buffers back. The model is unusable after.
+   */
+  releaseWeights(): void {
+    const w = this.weights;
+    const all = new Set<Tensor>([w.embed, w.unembed, w.lnFinal.w]);
+    for (const t of [w.posEmbed, w.unembedBias, w.lnFinal.b]) if (t) all.add(t);
+    for (const bw of w.blocks) {
+      for (const x of [bw.ln1, bw.ln2, bw.q, bw.k, bw.v, bw.o, bw.postAttnNorm, bw.postMlpNorm, bw.gate, bw.up, bw.down]) {
+        if (!x) continue;
+        all.add(x.w);
+        if (x.b) all.add(x.b);
+      }
+      if (bw.qNorm) all.add(bw.qNorm);
+      if (bw.kNorm) all.add(bw.kNorm);
+    }
+    for (const t of all) this.backend.release(t);
   }
 }
 
