@@ -154,7 +154,7 @@ describe('loadWithStorage on a GGUF folder', () => {
     }
   });
 
-  it('an F16 or F32 file keeps the storage asked for, with no "kept as stored" and nothing unmeasured', async () => {
+  it('an F16 or F32 file keeps the storage asked for and names it, with no "kept as stored"; quantised on load, it says why nothing was measured', async () => {
     const h = gguf('f16');
     const r = await loadWithStorage(h.files, b, never, undefined, {});
     // F16: every 2-D weight but the token_embd table (7 per block)
@@ -162,8 +162,15 @@ describe('loadWithStorage on a GGUF folder', () => {
     r.model.dispose();
     const f = gguf('f32');
     const r2 = await loadWithStorage(f.files, b, never, undefined, { weightDtype: 'f16' });
-    expect(r2.storage).toStrictEqual({ dtype: 'f16', description: `GGUF tensors F32 ×${f.nTensors}` });
+    expect(r2.storage).toStrictEqual({ dtype: 'f16', description: `GGUF tensors F32 ×${f.nTensors}, stored as binary16 matrices (norms and biases float32)` });
     r2.model.dispose();
+    const r3 = await loadWithStorage(f.files, b, never, undefined, { weightDtype: 'q8_0' });
+    expect(r3.storage).toStrictEqual({
+      dtype: 'q8_0',
+      description: `GGUF tensors F32 ×${f.nTensors}, stored as Q8_0 linear weights (8.5 bits per weight; embeddings, unembedding and norms float32)`,
+      unmeasured: 'the logit error is measured on safetensors checkpoints only: a GGUF file is not probed with float32 weights',
+    });
+    r3.model.dispose();
   });
 });
 

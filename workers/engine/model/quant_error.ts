@@ -148,8 +148,11 @@ export async function loadWithStorage(
   if (ggufTypes) {
     const stored = Object.keys(ggufTypes).find((t) => t === 'Q8_0' || t === 'Q4_0');
     if (stored) storage.dtype = stored.toLowerCase() as WeightDtype;
-    storage.description = `GGUF tensors ${Object.entries(ggufTypes).map(([t, n]) => `${t} ×${n}`).join(', ')}${stored ? ' (quantised matrices kept as stored; a quantised token_embd widened to float32)' : ''}`;
+    // a float GGUF loaded with another storage is converted on upload: say so, and why no error is shown
+    const converted = !stored && dtype !== 'f32' ? `, stored as ${describeStorage(dtype)}` : '';
+    storage.description = `GGUF tensors ${Object.entries(ggufTypes).map(([t, n]) => `${t} ×${n}`).join(', ')}${stored ? ' (quantised matrices kept as stored; a quantised token_embd widened to float32)' : converted}`;
     if (stored) storage.unmeasured = 'the GGUF file holds quantised weights: there are no float32 weights to compare with';
+    else if (isQuantFormat(dtype)) storage.unmeasured = 'the logit error is measured on safetensors checkpoints only: a GGUF file is not probed with float32 weights';
   }
   return { config, model, storage };
 }
