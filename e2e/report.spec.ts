@@ -86,6 +86,7 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
   // No intervention placed, no set: the runner prints null, the view says what to do.
   expect([one.point_of_no_return, one.first_layer_95]).toEqual([null, null]);
   await expect(page.getByTestId('report-changeable')).toContainText('place an intervention');
+  await expect(page.getByTestId('report-changeable')).not.toContainText('tick'); // 'Changeable' is ticked by default: only the missing intervention is named
   await expect(page.getByTestId('report-probe')).toContainText('Prompt set');
   await page.getByTestId('show-tables').check();
   for (let l = 0; l < one.lens_margin.length; l++) {

@@ -14,6 +14,7 @@ import { reportJson } from '../../workers/engine/analysis/report_json';
 import type { ReportDisplay } from '../store/report';
 import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
+import { changeableMissing } from '../lib/changeable_note';
 
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
 
@@ -104,7 +105,7 @@ function PromptMismatchNote() {
 }
 
 /** The three answers in words. */
-function Answers({ d }: { d: ReportDisplay }) {
+function Answers({ d, missing }: { d: ReportDisplay; missing: string }) {
   const r = d.result, L = r.nLayers, tokens = r.patching.cleanTokens;
   return (
     <dl className="summary report-answers">
@@ -126,7 +127,7 @@ function Answers({ d }: { d: ReportDisplay }) {
         {r.changeable
           ? <>{r.changeable.pointOfNoReturn === null ? 'no start step flips the outcome' : `point of no return: step ${r.changeable.pointOfNoReturn}${interval(r.changeable.interval)}`} · {d.steering} from step k, N = {r.changeable.maxNewTokens}, outcome: {d.scoreLabel}
             {r.nPrompts > 1 ? ' (toward each prompt’s unsteered outcome)' : ''} · unsteered {signed(r.changeable.unsteered, 3)}{r.changeable.skipped ? ` · ${r.changeable.skipped} prompts without a window` : ''}</>
-          : 'not computed: place an intervention (Interventions list, left) and tick “Changeable”'}
+          : `not computed: ${missing}`}
       </dd>
     </dl>
   );
@@ -140,6 +141,7 @@ function Answers({ d }: { d: ReportDisplay }) {
 export function ReportView() {
   const d = useStore((s) => s.report);
   const showTables = useStore((s) => s.showTables);
+  const missing = changeableMissing(useStore((s) => s.reportSettings.changeable), useStore((s) => s.interventions.length));
   const svg = useRef<SVGSVGElement | null>(null);
   const r = d?.result;
   const L = r?.nLayers ?? 0;
@@ -163,7 +165,7 @@ export function ReportView() {
     title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
     reference: { y: 0, label: 'sign change' },
     mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? (w.band ? 'no start step flips the mean outcome (band: interval over prompts)' : 'no start step flips the outcome') : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
-    empty: w ? undefined : 'Not computed: place an intervention (Interventions list, left) and tick “Changeable”.', testId: 'report-panel-changeable',
+    empty: w ? undefined : `Not computed: ${missing}.`, testId: 'report-panel-changeable',
   };
   const nRows = Math.max(r ? L + 1 : 0, w ? w.ks.length : 0);
   return (
@@ -203,7 +205,7 @@ export function ReportView() {
           </div>
           <ResultStatus model={d.modelLabel} testId="report-status" />
           <DenominatorWarning cleanMargin={r.patching.cleanMargin} corruptMargin={r.patching.corruptMargin} testId="report-denominator" />
-          <Answers d={d} />
+          <Answers d={d} missing={missing} />
           <div className="figure">
             <ReportFigure layerPanels={panels} stepPanel={step} nLayers={L} svgRef={svg} testId="report-figure" />
           </div>
