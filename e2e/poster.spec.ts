@@ -3,6 +3,7 @@ import QRCode from 'qrcode';
 import * as fs from 'node:fs';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { parseShown } from './golden';
+import { analysed, open } from './app_page';
 
 /**
  * Poster mode as a kiosk (`?poster`) on the built site from a sub-path: the deck's experiments
@@ -64,4 +65,37 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await expect(page.getByTestId('poster-counter')).toHaveText('1 / 5');
   await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
   await expect(page.getByTestId('margin-heatmap')).toBeVisible({ timeout: 120_000 });
+});
+
+test('poster mode gives the user\'s own experiment back on Esc, in the page and in the saved link and local storage', async ({ page }) => {
+  const mine = { prompt: 'Once upon a time the cat', good: ' ran', bad: ' sat' };
+  await open(page, site.url);
+  await page.getByTestId('prompt').fill(mine.prompt);
+  await page.getByTestId('good-future').fill(mine.good);
+  await page.getByTestId('bad-future').fill(mine.bad);
+  await page.getByTestId('analyse').click();
+  await analysed(page);
+  await page.getByTestId('poster-mode').click();
+  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+  // R goes to the first slide (the user's experiment), not the deck's first.
+  await page.keyboard.press('r');
+  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 6');
+  for (const n of [2, 3]) {
+    await page.keyboard.press('ArrowRight');
+    await expect(page.getByTestId('poster-counter')).toHaveText(`${n} / 6`);
+    await expect(page.getByTestId('margin-stale')).toBeHidden({ timeout: 120_000 });
+    await analysed(page);
+  }
+  await page.keyboard.press('Escape');
+  await expect(page.getByTestId('poster')).toBeHidden();
+  const saved = async () => JSON.parse(await page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '{}'));
+  for (const reload of [false, true]) {
+    if (reload) await open(page, page.url());
+    await expect(page.getByTestId('prompt')).toHaveValue(mine.prompt);
+    await expect(page.getByTestId('good-future')).toHaveValue(mine.good);
+    await expect(page.getByTestId('bad-future')).toHaveValue(mine.bad);
+    await expect.poll(async () => (await saved()).prompt).toBe(mine.prompt);
+    expect((await saved()).interventions).toEqual([]);
+    if (!reload) await page.screenshot({ path: `${SHOTS}/poster-left.png` });
+  }
 });

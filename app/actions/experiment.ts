@@ -100,8 +100,11 @@ async function ensureModel(e: Experiment): Promise<boolean> {
  * Restores an experiment (from a link, a file, local storage or a poster deck) and reruns it: the
  * model is loaded if needed, the state put back, then Analyse (and Generate on the generation
  * view, the sweep on the dose–response view). Problems become a notice; the app stays usable.
+ * @param opts.rerun false: put the state back without rerunning (results on display then show as
+ *   stale where they answer another experiment); default true.
  */
-export async function restoreExperiment(e: Experiment, origin: string): Promise<void> {
+export async function restoreExperiment(e: Experiment, origin: string, opts: { rerun?: boolean } = {}): Promise<void> {
+  const rerun = opts.rerun ?? true;
   const s = useStore.getState();
   s.setRestoring(true);
   s.setExperimentNotice(null);
@@ -113,6 +116,10 @@ export async function restoreExperiment(e: Experiment, origin: string): Promise<
     }
     if (!ok) return;
     await restoreSaes(e);
+    if (!rerun) {
+      useStore.getState().setTokenSelection(e.view.selection ?? null);
+      return;
+    }
     await analyse();
     restoreSelection(e.view.selection);
     const view = useStore.getState().view;
@@ -226,13 +233,37 @@ function readStored(): Experiment | null {
 
 let lastHash = '';
 
+/** The user's experiment while poster mode shows its slides (null outside poster mode): the link and local storage keep it. */
+let posterHeld: Experiment | null = null;
+
+/**
+ * Poster mode starts: keeps the experiment open now, and stops writing the link and local storage
+ * (deck slides load their own experiments, which must not replace the user's saved one).
+ */
+export function holdForPoster(): void {
+  posterHeld = currentExperiment();
+}
+
+/**
+ * Poster mode ends: puts the held experiment back (prompt, futures, vectors, interventions,
+ * settings, view) without rerunning it — results a slide computed then show as stale — when a
+ * slide was loaded (`slideLoaded`), and saves the link and local storage again.
+ */
+export async function releasePosterHold(slideLoaded: boolean): Promise<void> {
+  const e = posterHeld;
+  posterHeld = null;
+  if (!e) return;
+  if (slideLoaded) await restoreExperiment(e, 'experiment', { rerun: false });
+  else saveToLink();
+}
+
 /**
  * Writes the current experiment into the URL hash (replacing the history entry) and local storage.
  * @returns the names of vectors the link leaves out (too large).
  */
 export function saveToLink(): string[] {
   const s = useStore.getState();
-  if (s.restoring || !s.lastLoad) return [];
+  if (s.restoring || !s.lastLoad || posterHeld) return [];
   const e = currentExperiment();
   const { hash, missing } = experimentHash(e);
   if (hash !== lastHash) {

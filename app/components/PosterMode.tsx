@@ -2,7 +2,7 @@ import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react'
 import QRCode from 'qrcode';
 import { useStore } from '../store';
 import type { Deck, Experiment } from '../../workers/engine/io/experiment';
-import { currentExperiment, deckLink, experimentLink, fetchDeck, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+import { currentExperiment, deckLink, experimentLink, fetchDeck, holdForPoster, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
 
 /** Idle time after which a kiosk goes back to the deck's first experiment (ms). */
 const KIOSK_IDLE_MS = 3 * 60_000;
@@ -51,8 +51,9 @@ export interface PosterModeProps {
  * Poster mode: full screen, large type, the experiment's key view large, a QR code of its link, and
  * a deck of prepared experiments stepped with ← / →. Slide 0 is the experiment open when poster
  * mode started (unless started as a kiosk, `?poster`); the rest is the shipped deck. R (or the
- * button, or 3 minutes idle) is the kiosk reset: back to the deck's first experiment, local state
- * cleared. Esc leaves. Full screen is asked for by the button that opens it (a user gesture,
+ * button, or 3 minutes idle) goes back to slide 1 (a kiosk: the deck's first experiment, local
+ * state cleared). Slides do not replace the user's saved experiment (link, local storage): Esc
+ * (or Leave) puts it back as it was on entering (actions/experiment.ts holdForPoster). Full screen is asked for by the button that opens it (a user gesture,
  * enterPosterFullscreen); a kiosk start fills the window, the browser's kiosk mode the screen.
  */
 export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
@@ -66,6 +67,14 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   const hashLink = useStore((s) => (s.restoring ? '' : `${s.prompt}\u0000${s.interventions.length}\u0000${s.view}`));
   const [link, setLink] = useState('');
   const deckStart = kiosk ? 0 : 1;
+  // Outside a kiosk the user's experiment is held (the link and local storage keep it) and put back on leaving.
+  const slideLoaded = useRef(false);
+  useEffect(() => {
+    if (kiosk) return;
+    slideLoaded.current = false;
+    holdForPoster();
+    return () => { void releasePosterHold(slideLoaded.current); };
+  }, [kiosk]);
   useEffect(() => {
     if (!hashLink) return;
     const full = experimentLink({ forQr: true }).url;
@@ -87,16 +96,22 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   const go = useCallback((i: number) => {
     if (i < 0 || i >= slides.length || i === index || useStore.getState().job) return;
     setIndex(i);
+    slideLoaded.current = true;
     void restoreExperiment(slides[i], 'deck');
   }, [slides, index]);
 
   const reset = useCallback(() => {
+    if (!kiosk) {
+      // Not a kiosk: back to slide 1, the user's own experiment (their saved one is left alone).
+      if (index !== 0) { setIndex(0); slideLoaded.current = true; void restoreExperiment(slides[0], 'experiment'); }
+      return;
+    }
     try { localStorage.removeItem(STORAGE_KEY); } catch { /* storage unavailable */ }
-    const first = slides[deckStart] ?? slides[0];
+    const first = slides[0];
     if (!first) return;
-    setIndex(slides.indexOf(first));
+    setIndex(0);
     void restoreExperiment(first, 'deck');
-  }, [slides, deckStart]);
+  }, [slides, kiosk, index]);
 
   useEffect(() => {
     let idle = setTimeout(reset, KIOSK_IDLE_MS);
