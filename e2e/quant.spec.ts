@@ -9,6 +9,18 @@ import { llamaToGguf } from '../tools/gguf_write';
 test('Q8_0 weights from the load control: the model info names the storage and, on Measure, the logit error against float32, and Analyse works', async ({ page }) => {
   test.setTimeout(240_000);
   await open(page);
+  // A float32 analysis and a branch trunk first: the fresh-user trial reloaded as CPU + Q8_0 after one,
+  // and the float32 heatmap stayed on screen unmarked, the tree clickable but gone from the worker.
+  await page.getByTestId('prompt').fill('Once upon a time');
+  await page.getByTestId('good-future').fill(',');
+  await page.getByTestId('bad-future').fill(' there');
+  await page.getByTestId('analyse').click();
+  await analysed(page);
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill('4');
+  await page.getByTestId('branch-start').click();
+  await expect(page.getByTestId('branch-caption')).toBeVisible({ timeout: 60_000 });
+  const loadedAs = await page.getByTestId('backend-badge').getAttribute('data-kind');
   // CPU + Q8_0, as the trial chose (its header went ragged and the logit-error line wrapped mid-formula).
   await page.getByTestId('backend-choice').selectOption('cpu');
   await page.getByTestId('weight-dtype').selectOption('q8_0');
@@ -16,6 +28,13 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   const storage = page.getByTestId('weight-storage');
   await expect(storage).toHaveAttribute('data-dtype', 'q8_0', { timeout: 120_000 });
   await expect(storage).toContainText('Q8_0 linear weights');
+  // the tree went with the float32 model; the heatmap is marked as computed with it
+  await expect(page.getByTestId('branch-caption')).toHaveCount(0);
+  await page.getByTestId('tab-margins').click();
+  await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'load');
+  await expect(page.getByTestId('margin-status-load')).toContainText(`computed with stories260K · float32 · ${loadedAs === 'webgpu' ? 'WebGPU' : 'CPU'} (stories260K · Q8_0 · CPU is loaded now)`);
+  await expect(page.getByTestId('margin-stale')).toBeVisible();
+  await page.screenshot({ path: '.artifacts/screenshots/quant-reload-stale.png', fullPage: true });
   // the load did not run the float32 model: the error is measured when asked for
   await expect(storage).toContainText('not measured yet');
   await page.getByTestId('measure-logit-error').click();
@@ -28,11 +47,9 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   // measured against its references on the CPU (≤ 0.25, tests/integration/quant_weights.test.ts)
   expect(err).toBeGreaterThan(1e-3);
   expect(err).toBeLessThan(1);
-  await page.getByTestId('prompt').fill('Once upon a time');
-  await page.getByTestId('good-future').fill(',');
-  await page.getByTestId('bad-future').fill(' there');
   await page.getByTestId('analyse').click();
   await analysed(page);
+  await expect(page.getByTestId('margin-status')).toBeHidden({ timeout: 120_000 });
   await page.getByTestId('model-status').screenshot({ path: '.artifacts/screenshots/quant-model-info.png' });
 });
 

@@ -28,7 +28,7 @@ export async function generate(): Promise<void> {
     const show = () => {
       if (shown) return;
       shown = true;
-      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
+      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
       if (applied.length) useStore.getState().startSteeredRun();
     };
     const run = async (name: RunName, r: GenerateRequest & SpecRequest) => {

@@ -76,6 +76,8 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   useStore.getState().clearSaes(); // the worker unloads every SAE with the model it replaces
   const st = useStore.getState();
   st.loadFinished(info);
+  // the worker dropped the branch tree with the model it replaced: forks and lens margins of it would fail
+  st.setTree(null);
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
   void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);

@@ -74,7 +74,7 @@ export async function runProbe(): Promise<void> {
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
     const onProgress = Comlink.proxy((p: ProbeProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));
-    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
+    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
   }, { cancellable: true });
 }
 

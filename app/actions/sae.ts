@@ -63,7 +63,7 @@ export async function readFeatures(): Promise<void> {
     }
     const analysis = await inOrder((w) => w.analyseSae(id, { ...req, ...margin }));
     const st = useStore.getState();
-    st.setSaeResult({ saeId: id, analysis, prompt: s.prompt, modelLabel: st.modelLabel ?? 'the model', good, bad });
+    st.setSaeResult({ saeId: id, analysis, prompt: s.prompt, modelLabel: st.modelLabel ?? 'the model', computedWith: st.modelIdentity ?? '', good, bad });
     st.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
   });
 }

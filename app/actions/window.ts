@@ -69,7 +69,7 @@ export async function runWindow(): Promise<void> {
     const onProgress = Comlink.proxy((p: WindowProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.interventionWindow(req, onProgress));
     useStore.getState().setWindowRun({
-      result, modelLabel: s.modelLabel ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value,
+      result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value,
       steering, scoreLabel, picked: result.pointOfNoReturn ?? 0,
     });
   }, { cancellable: true });

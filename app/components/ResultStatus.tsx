@@ -2,21 +2,25 @@ import { useMemo } from 'react';
 import { useStore, type AppState } from '../store';
 import type { AnalysisResult } from '../store/results';
 import { staleParts, staleText, type StalePart } from '../lib/stale';
+import { reloadedSince } from '../lib/model_identity';
 import { AnalyseButton } from './AnalyseButton';
 import { useWaitingFor } from './useWaitingFor';
 
 /** The model ready now; null while none is (loading, or the last load failed). */
 const readyModel = (s: AppState) => (s.modelStatus === 'ready' ? s.modelLabel : null);
+/** Its identity (model · weight storage · backend, lib/model_identity.ts); null while none is ready. */
+const readyIdentity = (s: AppState) => (s.modelStatus === 'ready' ? s.modelIdentity : null);
 
 /** What changed since the analysis on display (empty: it answers the experiment as edited). */
 export function useStaleParts(r: AnalysisResult | null): StalePart[] {
   const model = useStore(readyModel);
+  const identity = useStore(readyIdentity);
   const prompt = useStore((s) => s.prompt);
   const chatTemplate = useStore((s) => s.chatTemplate);
   const good = useStore((s) => s.good);
   const bad = useStore((s) => s.bad);
   const interventions = useStore((s) => s.interventions);
-  return useMemo(() => (r ? staleParts(r, { model, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, prompt, chatTemplate, good, bad, interventions]);
+  return useMemo(() => (r ? staleParts(r, { model, identity, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, identity, prompt, chatTemplate, good, bad, interventions]);
 }
 
 /** A prompt as a label: quoted, the first 60 characters. */
@@ -27,31 +31,37 @@ export function promptLabel(prompt: string): string {
 
 /**
  * A line above a result that no longer answers the experiment: "from the previous model (<name>)"
- * once another model is loaded or a load failed, and "stale — press Analyse" (with the button)
- * when the prompt, futures or interventions changed since the analysis, naming the prompt it was
- * computed for (`computedFor`) when the prompt is what changed.
+ * once another model is loaded or a load failed; "stale — computed with <model · storage · backend>"
+ * (with the button) when the same model was loaded again with other weights or on another backend
+ * (`computedWith`, lib/model_identity.ts); and "stale — press Analyse" when the prompt, futures or
+ * interventions changed since the analysis, naming the prompt it was computed for (`computedFor`)
+ * when the prompt is what changed.
  * @param noun what the result is ("analysis", "generation"); rerun the button that recomputes it
  *   (default: Analyse, which queues while a job runs).
  */
-export function ResultStatus({ model, stale = [], testId, computedFor, noun = 'analysis', rerun }: {
-  model: string; stale?: readonly StalePart[]; testId: string; computedFor?: string; noun?: string;
+export function ResultStatus({ model, computedWith, stale = [], testId, computedFor, noun = 'analysis', rerun }: {
+  model: string; computedWith?: string; stale?: readonly StalePart[]; testId: string; computedFor?: string; noun?: string;
   rerun?: { label: string; run: () => void };
 }) {
   const current = useStore(readyModel);
+  const identity = useStore(readyIdentity);
   const busy = useStore((s) => s.job !== null);
   const waiting = useWaitingFor();
   const previous = current !== model;
+  const reloaded = computedWith !== undefined && reloadedSince(computedWith, model, { label: current, identity });
   const changed = staleText(stale);
-  if (!previous && !changed) return null;
+  if (!previous && !changed && !reloaded) return null;
+  const parts = reloaded && !stale.includes('load') ? ['load', ...stale] : stale;
   const forPrompt = computedFor !== undefined && stale.includes('prompt') ? <> (computed for the prompt <span data-testid={`${testId}-prompt`}>{promptLabel(computedFor)}</span>)</> : null;
   const button = rerun
     ? <button type="button" className="small" data-testid={`${testId}-rerun`} title={waiting} disabled={busy} onClick={rerun.run}>{rerun.label}</button>
     : <AnalyseButton small testId={`${testId}-analyse`} />;
+  const load = reloaded ? <span data-testid={`${testId}-load`}>computed with {computedWith} ({identity} is loaded now){changed ? ', and ' : ''}</span> : null;
   return (
-    <p className="stale-note" role="status" data-testid={testId} data-stale={stale.join(' ')} data-previous-model={previous ? model : undefined}>
+    <p className="stale-note" role="status" data-testid={testId} data-stale={parts.join(' ')} data-previous-model={previous ? model : undefined}>
       {previous && <span data-testid={`${testId}-model`}>From the previous model ({model}){current ? `; ${current} is loaded now` : '; no model is loaded now'}. </span>}
-      {changed && (current
-        ? <><strong>Stale</strong> — {changed} since this {noun}{forPrompt}: press {rerun?.label ?? 'Analyse'}.{' '}{button}</>
+      {(changed || reloaded) && (current
+        ? <><strong>Stale</strong> — {load}{changed && <>{changed} since this {noun}{forPrompt}</>}: press {rerun?.label ?? 'Analyse'}.{' '}{button}</>
         : <><strong>Stale</strong> — {changed} since this {noun}{forPrompt}.</>)}
     </p>
   );

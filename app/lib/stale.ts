@@ -6,17 +6,21 @@ import type { AnalysisResult, AppliedIntervention } from '../store/results';
 import type { FutureDraft } from '../store/experiment';
 import type { InterventionDraft } from '../store/steering';
 import { appliedInterventions } from './specs';
+import { reloadedSince } from './model_identity';
 
 /**
  * What changed since a result was computed: 'model' (another model, or none, is loaded now),
+ * 'load' (the same model loaded again with another weight storage or backend: other numbers),
  * 'prompt' (the prompt or the chat template: its positions may not exist any more), 'futures',
  * 'interventions' (the enabled ones, their order or their settings).
  */
-export type StalePart = 'model' | 'prompt' | 'futures' | 'interventions';
+export type StalePart = 'model' | 'load' | 'prompt' | 'futures' | 'interventions';
 
 /** The experiment as edited now, and the model ready now (null while none is). */
 export interface Current {
   model: string | null;
+  /** lib/model_identity.ts modelIdentity of the model ready now (null while none is). */
+  identity: string | null;
   prompt: string;
   chatTemplate: boolean;
   good: FutureDraft;
@@ -30,9 +34,10 @@ const sameFuture = (a: FutureDraft, b: FutureDraft) => a.mode === b.mode && a.va
 const settings = ({ id: _id, enabled: _on, ...rest }: InterventionDraft) => JSON.stringify(rest);
 
 /** What differs between an analysis and the experiment now, in the order of StalePart (empty: up to date). */
-export function staleParts(r: Pick<AnalysisResult, 'modelLabel' | 'prompt' | 'chatTemplate' | 'good' | 'bad' | 'steering'>, now: Current): StalePart[] {
+export function staleParts(r: Pick<AnalysisResult, 'modelLabel' | 'computedWith' | 'prompt' | 'chatTemplate' | 'good' | 'bad' | 'steering'>, now: Current): StalePart[] {
   const parts: StalePart[] = [];
   if (now.model !== r.modelLabel) parts.push('model');
+  else if (reloadedSince(r.computedWith, r.modelLabel, { label: now.model, identity: now.identity })) parts.push('load');
   if (now.prompt !== r.prompt || now.chatTemplate !== r.chatTemplate) parts.push('prompt');
   if (!sameFuture(now.good, r.good) || !sameFuture(now.bad, r.bad)) parts.push('futures');
   const applied = appliedInterventions(now.interventions);
@@ -40,10 +45,11 @@ export function staleParts(r: Pick<AnalysisResult, 'modelLabel' | 'prompt' | 'ch
   return parts;
 }
 
-/** "the prompt and the futures changed" for the parts other than the model; '' for none. */
+/** "the prompt and the futures changed" for the parts other than the model and its load; '' for none. */
 export function staleText(parts: readonly StalePart[]): string {
-  const names: Record<Exclude<StalePart, 'model'>, string> = { prompt: 'the prompt', futures: 'the futures', interventions: 'the interventions' };
-  const list = parts.filter((p): p is Exclude<StalePart, 'model'> => p !== 'model').map((p) => names[p]);
+  type Named = Exclude<StalePart, 'model' | 'load'>;
+  const names: Record<Named, string> = { prompt: 'the prompt', futures: 'the futures', interventions: 'the interventions' };
+  const list = parts.filter((p): p is Named => p !== 'model' && p !== 'load').map((p) => names[p]);
   if (!list.length) return '';
   const joined = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} and ${list.at(-1)}`;
   return `${joined} changed`;

@@ -1,5 +1,6 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
+import { modelIdentity } from '../lib/model_identity';
 import type { BackendChoice, CachedModel, LoadOptions, LoadProgress, ModelInfo, ModelSource, WeightDtype } from '../../workers/protocol';
 
 /** The model slice: what is loaded, what is loading, and where models can come from. */
@@ -9,6 +10,11 @@ export interface ModelSlice {
   /** Label of the model being loaded or last loaded. */
   modelLabel: string | null;
   modelStatus: 'none' | 'loading' | 'ready' | 'failed';
+  /**
+   * The loaded model with its weight storage and backend ("stories260K · Q8_0 · CPU", lib/model_identity.ts),
+   * null until a load finished: results carry the one they were computed with (`computedWith`).
+   */
+  modelIdentity: string | null;
   info: ModelInfo | null;
   loadProgress: LoadProgress | null;
   backendChoice: BackendChoice;
@@ -37,6 +43,7 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   localModels: [],
   modelLabel: null,
   modelStatus: 'none',
+  modelIdentity: null,
   info: null,
   loadProgress: null,
   backendChoice: 'auto',
@@ -47,11 +54,11 @@ export const createModelSlice: StateCreator<AppState, [], [], ModelSlice> = (set
   setLocalModels: (localModels) => set({ localModels }),
   setBackendChoice: (backendChoice) => set({ backendChoice }),
   setWeightDtype: (weightDtype) => set({ weightDtype }),
-  loadStarted: (modelLabel, source, options) => set({ modelLabel, modelStatus: 'loading', info: null, loadProgress: null, lastLoad: { source, options }, deviceLost: null }),
+  loadStarted: (modelLabel, source, options) => set({ modelLabel, modelStatus: 'loading', modelIdentity: null, info: null, loadProgress: null, lastLoad: { source, options }, deviceLost: null }),
   loadProgressed: (loadProgress) => set({ loadProgress }),
-  loadFinished: (info) => set({ info, modelStatus: 'ready', loadProgress: null }),
-  loadFailed: () => set({ info: null, modelStatus: 'failed', loadProgress: null }),
-  loadFailedKeeping: (modelLabel, info, lastLoad) => set({ modelLabel, info, lastLoad, modelStatus: 'ready', loadProgress: null }),
+  loadFinished: (info) => set((s) => ({ info, modelIdentity: modelIdentity(s.modelLabel ?? info.label, info), modelStatus: 'ready', loadProgress: null })),
+  loadFailed: () => set({ info: null, modelIdentity: null, modelStatus: 'failed', loadProgress: null }),
+  loadFailedKeeping: (modelLabel, info, lastLoad) => set({ modelLabel, info, modelIdentity: modelIdentity(modelLabel ?? info.label, info), lastLoad, modelStatus: 'ready', loadProgress: null }),
   setDeviceLost: (deviceLost) => set({ deviceLost }),
   setCachedModels: (cachedModels) => set({ cachedModels }),
 });

@@ -20,6 +20,8 @@ export interface PatchingSettings {
 export interface PatchingDisplay {
   result: PatchingResult;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   clean: string;
   corrupt: string;
   chatTemplate: boolean;

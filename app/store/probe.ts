@@ -21,6 +21,8 @@ export interface ProbeSettings {
 export interface ProbeDisplay {
   result: ProbeResult;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   source: string;
   positive: string[];
   negative: string[];

@@ -20,6 +20,8 @@ export interface ReportSettings {
 export interface ReportDisplay {
   result: ReportResult;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   clean: string;
   corrupt: string;
   good: string;

@@ -14,6 +14,8 @@ export interface AppliedIntervention {
 export interface AnalysisResult {
   analysis: Analysis;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   prompt: string;
   chatTemplate: boolean;
   /** The futures as they were written when it was analysed. */
@@ -48,6 +50,8 @@ export type RunName = 'unsteered' | 'steered';
  */
 export interface GenerationResult extends GenerationRun {
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   prompt: string;
   maxNewTokens: number;
   steering: AppliedIntervention[];
@@ -64,6 +68,8 @@ export type FutureChips = { key: string } & ({ resolved: ResolvedFuture } | { er
 export interface SweepDisplay {
   result: SweepResult;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   prompt: string;
   good: string;
   bad: string;

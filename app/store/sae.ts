@@ -9,6 +9,8 @@ export interface SaeResult {
   analysis: SaeAnalysis;
   prompt: string;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   /** The futures' texts when the margin part was computed. */
   good: string | null;
   bad: string | null;

@@ -20,6 +20,8 @@ export interface WindowSettings {
 export interface WindowDisplay {
   result: WindowResult;
   modelLabel: string;
+  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
+  computedWith: string;
   prompt: string;
   good: string;
   bad: string;

@@ -49,7 +49,7 @@ export function ActivationsView() {
       <header className="view-head">
         <h2>Activations</h2>
         <p className="muted">Any hook point of {r.modelLabel} for “{r.prompt}” (with the interventions of that analysis): rows are tokens, columns the hook's values. Select tokens on the token strip to show and save only those.</p>
-        <ResultStatus model={r.modelLabel} stale={stale} testId="activations-status" />
+        <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} testId="activations-status" />
         <div className="row settings">
           <label>Hook
             <select data-testid="activations-hook" value={hook} onChange={(e) => setHook(e.target.value)}>

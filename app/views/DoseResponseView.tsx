@@ -129,7 +129,7 @@ export function DoseResponseView() {
               })}
             />
           </div>
-          <ResultStatus model={sw.modelLabel} testId="sweep-status" />
+          <ResultStatus model={sw.modelLabel} computedWith={sw.computedWith} testId="sweep-status" />
           <p className="hint">
             Click a point to load that intervention (its layer and dose) into the list: it replaces the intervention at that hook with this vector
             (or the one the last click loaded), so the dose is the one measured here, not added to another.

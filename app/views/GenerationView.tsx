@@ -151,7 +151,7 @@ export function GenerationView() {
       </form>
       {gen ? (
         <>
-          <ResultStatus model={gen.modelLabel} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" />
+          <ResultStatus model={gen.modelLabel} computedWith={gen.computedWith} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" />
           {steered ? (
             <>
               <div className="compare" data-testid="generation-compare">

@@ -120,7 +120,7 @@ export function MarginHeatmapView() {
             ? ' Orange bars mark the steered layers, dashed outlines the steered cells.'
             : locked ? '' : <span className="click-hint"> Click a cell to steer that layer at that token.</span>}
         </p>
-        <ResultStatus model={r.modelLabel} stale={stale} computedFor={r.prompt} testId="margin-status" />
+        <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="margin-status" />
         <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
         {unsteered && (
           <label className="toggle">

@@ -187,7 +187,7 @@ export function PatchingView() {
               })}
             />
           </div>
-          <ResultStatus model={p.modelLabel} testId="patching-status" />
+          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} testId="patching-status" />
           <DenominatorWarning cleanMargin={r.cleanMargin} corruptMargin={r.corruptMargin} testId="patching-denominator" />
           {opened && openedAt > 0 && (
             <p className="note-ok" role="status" data-testid="patching-opened">

@@ -122,7 +122,7 @@ export function ProbeView() {
               })}
             />
           </div>
-          <ResultStatus model={p.modelLabel} testId="probe-status" />
+          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} testId="probe-status" />
           <div className="view-body">
             <div className="figure">
               <ProbeChart p={p} svgRef={svg} />

@@ -203,7 +203,7 @@ export function ReportView() {
               } : null)}
             />
           </div>
-          <ResultStatus model={d.modelLabel} testId="report-status" />
+          <ResultStatus model={d.modelLabel} computedWith={d.computedWith} testId="report-status" />
           <DenominatorWarning cleanMargin={r.patching.cleanMargin} corruptMargin={r.patching.corruptMargin} testId="report-denominator" />
           <Answers d={d} missing={missing} />
           <div className="figure">

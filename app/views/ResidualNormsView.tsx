@@ -31,7 +31,7 @@ export function ResidualNormsView() {
       <header className="view-head">
         <h2>Residual norms<SteeredTag steering={r.steering} testId="norms-steered-tag" /></h2>
         <p className="muted">‖h‖ of the residual stream entering the first block (row 0) and after each block; massive activations are the largest |h| of each layer.</p>
-        <ResultStatus model={r.modelLabel} stale={stale} computedFor={r.prompt} testId="norms-status" />
+        <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="norms-status" />
         <ExportButtons
           name={`norms-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, layers: rowLabels, residNorms: rows(), massive: m })}

@@ -125,7 +125,7 @@ export function SinkView() {
           Numbers in cells: α₀ and the head's sink position k (the key receiving the most total attention). Click a head for its pattern.
         </p>
         <SinkEpsField />
-        <ResultStatus model={r.modelLabel} stale={stale} computedFor={r.prompt} testId="sinks-status" />
+        <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="sinks-status" />
         <ExportButtons
           name={`sinks-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}

@@ -3,6 +3,7 @@ import { useStore } from '../../app/store';
 import type { InterventionDraft } from '../../app/store/steering';
 import type { SweepDisplay } from '../../app/store/results';
 import { appliedInterventions } from '../../app/lib/specs';
+import { modelIdentity, reloadedSince } from '../../app/lib/model_identity';
 import { staleParts, staleText, steeringName, steeringNow, type Current } from '../../app/lib/stale';
 import { futureKey } from '../../app/lib/futures';
 import { placeFromSweep } from '../../app/actions/steering';
@@ -16,11 +17,11 @@ const draft = (patch: Partial<InterventionDraft>): InterventionDraft => ({
   vectorId: 'v1', source: '', head: null, positions: [4], steps: null, ...patch,
 });
 const now = (patch: Partial<Current> = {}): Current => ({
-  model: 'stories260K', prompt: 'Lily gave the ball to', chatTemplate: false,
+  model: 'stories260K', identity: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false,
   good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, interventions: [draft({})], ...patch,
 });
 /** An analysis of now() under its interventions. */
-const analysed = () => ({ modelLabel: 'stories260K', prompt: 'Lily gave the ball to', chatTemplate: false, good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
+const analysed = () => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
 
 describe('a result is stale when the experiment differs from what was analysed', () => {
   it('nothing changed: up to date', () => {
@@ -35,6 +36,7 @@ describe('a result is stale when the experiment differs from what was analysed',
     expect(staleParts(analysed(), now({ interventions: [draft({ enabled: false })] }))).toEqual(['interventions']);
     expect(staleParts(analysed(), now({ interventions: [draft({}), draft({ id: 2 })] }))).toEqual(['interventions']);
     expect(staleParts(analysed(), now({ model: null }))).toEqual(['model']);
+    expect(staleParts(analysed(), now({ model: null, identity: null }))).toEqual(['model']);
     expect(staleParts(analysed(), now({ model: 'aidreams260K', prompt: 'x', good: { mode: 'text', value: ' a' } }))).toEqual(['model', 'prompt', 'futures']);
   });
 
@@ -55,6 +57,31 @@ describe('a result is stale when the experiment differs from what was analysed',
     expect(futureKey(p, { mode: 'text', value: ' Tom' })).not.toBe(futureKey({ ...p, prompt: 'Once' }, { mode: 'text', value: ' Tom' }));
     expect(futureKey(p, { mode: 'text', value: ' Tom' })).not.toBe(futureKey(p, { mode: 'text', value: ' Tom|' }));
     expect(futureKey(p, { mode: 'text', value: '1' })).not.toBe(futureKey(p, { mode: 'ids', value: '1' }));
+  });
+});
+
+describe('a result is stale when the same model is loaded again with other weights or on another backend', () => {
+  // the fresh-user trial: analysed with float32 on WebGPU, then CPU + Q8_0 loaded: +4.0573 stayed unmarked
+  const f32 = modelIdentity('stories260K', { weights: { dtype: 'f32', description: 'float32' }, backend: { kind: 'webgpu', description: '' } });
+  const q8cpu = modelIdentity('stories260K', { weights: { dtype: 'q8_0', description: 'Q8_0 linear weights' }, backend: { kind: 'cpu', description: '' } });
+  const f32cpu = modelIdentity('stories260K', { weights: { dtype: 'f32', description: 'float32' }, backend: { kind: 'cpu', description: '' } });
+
+  it('the identity names the model, its weight storage and its backend', () => {
+    expect(f32).toBe('stories260K · float32 · WebGPU');
+    expect(q8cpu).toBe('stories260K · Q8_0 · CPU');
+  });
+
+  it("another storage or backend is the 'load' part; the same load again (a fresh device) is not", () => {
+    const r = { ...analysed(), computedWith: f32 };
+    expect(staleParts(r, now({ identity: f32 }))).toEqual([]);
+    expect(staleParts(r, now({ identity: q8cpu }))).toEqual(['load']);
+    expect(staleParts(r, now({ identity: f32cpu }))).toEqual(['load']);
+    expect(staleParts(r, now({ identity: q8cpu, prompt: 'Once upon' }))).toEqual(['load', 'prompt']);
+    // another model is the 'model' part (it says more than 'load'); no model ready: 'model' too
+    expect(staleParts(r, now({ model: 'aidreams260K', identity: 'aidreams260K · float32 · WebGPU' }))).toEqual(['model']);
+    expect(staleParts(r, now({ model: null, identity: null }))).toEqual(['model']);
+    expect(staleText(['load'])).toBe('');
+    expect(reloadedSince(f32, 'stories260K', { label: 'stories260K', identity: null })).toBe(false);
   });
 });
 
@@ -79,7 +106,7 @@ describe('picking a dose–response point', () => {
   const HOOK3 = 'blocks.3.hook_resid_post', HOOK2 = 'blocks.2.hook_resid_post';
   const sweep = (vectorId = 'v1'): SweepDisplay => ({
     result: { layers: [2, 3], doses: [-8, 0, 8], doseKey: 'alpha', hooks: [HOOK2, HOOK3], margin: [[0, 0, 0], [0, 0, 0]], kl: [[0, 0, 0], [0, 0, 0]], unsteeredMargin: 0 },
-    modelLabel: 'stories260K', prompt: 'p', good: ' a', bad: ' b', type: 'add', vectorId, vectorName: 'v', pickedId: null,
+    modelLabel: 'stories260K', computedWith: 'stories260K · float32 · CPU', prompt: 'p', good: ' a', bad: ' b', type: 'add', vectorId, vectorName: 'v', pickedId: null,
   });
   beforeEach(() => useStore.setState({ interventions: [], selectedIntervention: null, sweep: null }));
   const list = () => useStore.getState().interventions;
