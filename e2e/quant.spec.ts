@@ -30,6 +30,9 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await expect(storage).toContainText('Q8_0 linear weights');
   // the tree went with the float32 model; the heatmap is marked as computed with it
   await expect(page.getByTestId('branch-caption')).toHaveCount(0);
+  await page.getByTestId('tab-branches').click();
+  await expect(page.getByTestId('branch-dropped')).toContainText('was cleared when stories260K · Q8_0 · CPU was loaded');
+  await page.screenshot({ path: '.artifacts/screenshots/quant-reload-branches.png', fullPage: true });
   await page.getByTestId('tab-margins').click();
   await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'load');
   await expect(page.getByTestId('margin-status-load')).toContainText(`computed with stories260K · float32 · ${loadedAs === 'webgpu' ? 'WebGPU' : 'CPU'} (stories260K · Q8_0 · CPU is loaded now)`);

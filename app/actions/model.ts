@@ -51,7 +51,7 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   if (loadCancels(s.job) || s.job?.kind === 'load') void worker().cancel();
   // The same model again (another weight storage, a fresh device): its SAEs are read again after the load.
   const saes = s.saes.length && sameModel(s.lastLoad?.source, source) ? loadedSaes() : null;
-  const before = { info: s.info, label: s.modelLabel, lastLoad: s.lastLoad };
+  const before = { info: s.info, label: s.modelLabel, identity: s.modelIdentity, lastLoad: s.lastLoad };
   s.loadStarted(label, source, options);
   const info = await runJob('load', `Loading ${label}`, `Could not load ${label}`, () =>
     inOrder((w) => w.load(source, s.backendChoice, Comlink.proxy((p: LoadProgress) => useStore.getState().loadProgressed(p)), options)), {
@@ -77,7 +77,7 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   const st = useStore.getState();
   st.loadFinished(info);
   // the worker dropped the branch tree with the model it replaced: forks and lens margins of it would fail
-  st.setTree(null);
+  st.dropTree(before.identity ?? before.label ?? 'the previous model', useStore.getState().modelIdentity ?? label);
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
   void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);

@@ -26,6 +26,8 @@ export interface BranchingSlice {
   gapThreshold: number;
   forkSamples: number;
   forks: ForkPointsResult | null;
+  /** A tree cleared by a model load (the worker drops it with its model): the load it was of and the one now, until a new tree. */
+  droppedTree: { was: string; now: string } | null;
   setTree(tree: BranchTree | null, select?: number): void;
   setBranchNode(id: number): void;
   setForkSite(site: ForkSite | null): void;
@@ -36,6 +38,8 @@ export interface BranchingSlice {
   setGapThreshold(v: number): void;
   setForkSamples(n: number): void;
   setForks(r: ForkPointsResult | null): void;
+  /** Clears the tree after a load replaced the model it was grown with (`was`, `now`: modelIdentity strings). */
+  dropTree(was: string, now: string): void;
 }
 
 export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice> = (set) => ({
@@ -49,8 +53,9 @@ export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice
   gapThreshold: 0.2,
   forkSamples: 4,
   forks: null,
+  droppedTree: null,
   setTree: (tree, select) => set((s) => ({
-    tree,
+    tree, droppedTree: null,
     branchNode: select ?? (tree && tree.nodes.some((n) => n.id === s.branchNode) ? s.branchNode : 0),
     compare: select !== undefined && tree ? [...new Set([0, select])].slice(-2) : tree ? s.compare.filter((id) => tree.nodes.some((n) => n.id === id)) : [],
     forkSite: null, forkLens: null,
@@ -65,4 +70,5 @@ export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice
   setGapThreshold: (gapThreshold) => set({ gapThreshold }),
   setForkSamples: (forkSamples) => set({ forkSamples }),
   setForks: (forks) => set({ forks }),
+  dropTree: (was, now) => set((s) => (s.tree ? { tree: null, droppedTree: { was, now }, branchNode: 0, compare: [], forkSite: null, forkLens: null, forks: null } : {})),
 });

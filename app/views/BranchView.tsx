@@ -257,6 +257,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
  */
 export function BranchView() {
   const tree = useStore((s) => s.tree);
+  const dropped = useStore((s) => s.droppedTree);
   const node = useStore((s) => s.branchNode);
   const compare = useStore((s) => s.compare);
   const colour = useStore((s) => s.nodeColour);
@@ -273,6 +274,7 @@ export function BranchView() {
         <p className="muted">A generation as a tree of local decisions: at any token, force another choice and continue; the margin of the futures along each branch shows which decisions mattered. Forks reuse the KV cache of the shared prefix.</p>
       </header>
       <TreeForm />
+      {!tree && dropped && <p className="stale-note" role="status" data-testid="branch-dropped">The branch tree grown with {dropped.was} was cleared when {dropped.now} was loaded (its forks lived in that model): generate a trunk again.</p>}
       {tree && path && scale ? (
         <>
           <ResultStatus model={tree.model} testId="branch-status" />

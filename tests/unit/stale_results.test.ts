@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { useStore } from '../../app/store';
 import type { InterventionDraft } from '../../app/store/steering';
 import type { SweepDisplay } from '../../app/store/results';
+import type { BranchTree } from '../../workers/protocol';
 import { appliedInterventions } from '../../app/lib/specs';
 import { modelIdentity, reloadedSince } from '../../app/lib/model_identity';
 import { staleParts, staleText, steeringName, steeringNow, type Current } from '../../app/lib/stale';
@@ -82,6 +83,24 @@ describe('a result is stale when the same model is loaded again with other weigh
     expect(staleParts(r, now({ model: null, identity: null }))).toEqual(['model']);
     expect(staleText(['load'])).toBe('');
     expect(reloadedSince(f32, 'stories260K', { label: 'stories260K', identity: null })).toBe(false);
+  });
+});
+
+describe('a model load drops the branch tree (the worker drops it with its model)', () => {
+  const tree = { promptIds: [1, 2], nodes: [{ id: 0, ids: [3] }, { id: 1, ids: [4] }] } as unknown as BranchTree;
+  it('clears the tree and its selection, says which load it was of, and forgets that once a new tree is grown', () => {
+    const s = () => useStore.getState();
+    s().setTree(tree, 1);
+    s().dropTree('stories260K · float32 · WebGPU', 'stories260K · Q8_0 · CPU');
+    expect(s().tree).toBeNull();
+    expect(s().compare).toEqual([]);
+    expect(s().droppedTree).toEqual({ was: 'stories260K · float32 · WebGPU', now: 'stories260K · Q8_0 · CPU' });
+    s().setTree(tree);
+    expect(s().droppedTree).toBeNull();
+    // no tree: a load says nothing about one
+    s().setTree(null);
+    s().dropTree('a', 'b');
+    expect(s().droppedTree).toBeNull();
   });
 });
 
