@@ -30,7 +30,7 @@ export async function analyse(): Promise<void> {
 
 async function analyseNow(): Promise<void> {
   const label = useStore.getState().modelLabel ?? 'the model';
-  const computedWith = useStore.getState().modelIdentity ?? '';
+  const atStart = useStore.getState().modelIdentity; // null while a load runs: the worker runs this after it
   await runJob('analyse', 'Analysing the prompt', 'Could not analyse the prompt', async () => {
     const req = request();
     const st = useStore.getState();
@@ -38,6 +38,7 @@ async function analyseNow(): Promise<void> {
     const baseline = applied.length ? await inOrder((w) => w.analyse(req)) : null;
     const analysis = await inOrder((w) => w.analyse(applied.length ? { ...req, specs, specLabels } : req));
     const s = useStore.getState();
+    const computedWith = atStart ?? s.modelIdentity ?? '';
     s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     const h = s.selectedHead;

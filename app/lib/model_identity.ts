@@ -24,5 +24,6 @@ export function modelIdentity(label: string, info: Pick<ModelInfo, 'weights' | '
  * is ready). A different label is the 'model' change (ResultStatus: "from the previous model").
  */
 export function reloadedSince(computedWith: string, modelLabel: string, now: { label: string | null; identity: string | null }): boolean {
-  return now.label === modelLabel && now.identity !== null && now.identity !== computedWith;
+  // '' = not known (a job queued while a load ran: the worker runs it after that load, on the new weights)
+  return computedWith !== '' && now.label === modelLabel && now.identity !== null && now.identity !== computedWith;
 }

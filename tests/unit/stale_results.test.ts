@@ -83,6 +83,8 @@ describe('a result is stale when the same model is loaded again with other weigh
     expect(staleParts(r, now({ model: null, identity: null }))).toEqual(['model']);
     expect(staleText(['load'])).toBe('');
     expect(reloadedSince(f32, 'stories260K', { label: 'stories260K', identity: null })).toBe(false);
+    // a job queued while a load ran (identity unknown, '') runs after that load in the worker: not stale (the concurrency e2e)
+    expect(reloadedSince('', 'stories260K', { label: 'stories260K', identity: q8cpu })).toBe(false);
   });
 });
 
