@@ -62,7 +62,9 @@ test('probe curve of the he/she example: chance at the embeddings, separable at 
   expect(acc[5]).toBeGreaterThanOrEqual(0.9);
   // Held-out predictions are signs of scores, so activations ~1e-5 apart from the CPU's give the same accuracies.
   acc.forEach((a, i) => expect(Math.abs(a - probe.accuracy[i])).toBeLessThanOrEqual(1 / 48 + 1e-9));
-  expect(await page.getByTestId('probe-first-95').textContent()).toContain(String(probe.firstLayer95));
+  await expect(page.getByTestId('probe-first-95')).toHaveAttribute('data-row', String(probe.firstLayer95));
+  // The row is named as every view names residual rows (lib/layer_names.ts): embed, L0 = after block 0, …
+  await expect(page.getByTestId('probe-first-95')).toContainText(probe.firstLayer95 === 0 ? 'embed' : `L${probe.firstLayer95 - 1} · blocks.${probe.firstLayer95 - 1}.hook_resid_post`);
   const control = await seriesY(page, 'probe-chart', 'control accuracy');
   for (const c of control) expect(Math.abs(c - 0.5)).toBeLessThan(0.2);
   await expect(page.getByTestId('probe-chart').locator('g.x-mark')).toHaveAttribute('data-x', String(probe.firstLayer95));

@@ -77,11 +77,14 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
   await expect(page.getByTestId('report-causal')).toHaveAttribute('data-positions', one.causal_positions.join(' '));
   await expect(page.getByTestId('report-panel-visible')).toHaveAttribute('data-mark', String(one.visible_layer ?? 'none'));
   await expect(page.getByTestId('report-panel-causal')).toHaveAttribute('data-mark', String(one.causal_layer ?? 'none'));
-  // One naming in the text and on the figure's axis: residual rows, numbered (the trial saw 'emb' on the axis and 'block 0' in the text).
+  // One naming in the text, on the figure's axis and in every view (lib/layer_names.ts): residual row r is "embed" (r = 0) or
+  // "L{r−1}", the stream after block r − 1 (trials saw 'emb', 'block 0' and 'row N' for the same rows).
   if (one.causal_layer !== null) {
-    await expect(page.getByTestId('report-panel-causal-answer')).toHaveText(`causal from row ${one.causal_layer}`);
-    await expect(page.getByTestId('report-causal')).toContainText(`row ${one.causal_layer} `);
+    const short = one.causal_layer === 0 ? 'embed' : `L${one.causal_layer - 1}`;
+    await expect(page.getByTestId('report-panel-causal-answer')).toHaveText(`causal from ${short}`);
+    await expect(page.getByTestId('report-causal')).toContainText(`${short} · blocks.${one.causal_layer}.hook_resid_pre`);
   }
+  await expect(page.getByTestId('report-view')).not.toContainText(/\brow \d/);
   await expect(page.getByTestId('report-figure')).not.toContainText(/\bemb\b/);
   // No intervention placed, no set: the runner prints null, the view says what to do.
   expect([one.point_of_no_return, one.first_layer_95]).toEqual([null, null]);

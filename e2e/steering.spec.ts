@@ -266,7 +266,7 @@ test('CAA happy − sad built in the UI steers stories260K: margins, steered vs 
   // The sweep ran without #1 (add α = 4 at HOOK), and says so. Clicking the point (layer 3, α = 8)
   // replaces #1 rather than adding α = 8 on top of it: an analysis under the list then gives the margin the sweep measured.
   await expect(page.getByTestId('sweep-others')).toContainText('1 other intervention is on in the list; this sweep ran without it');
-  await page.getByTestId('dose-margin-chart').locator(`g.series[data-series="layer 3"] circle[data-x="8"]`).click();
+  await page.getByTestId('dose-margin-chart').locator(`g.series[data-series="L3"] circle[data-x="8"]`).click();
   await expect(page.getByTestId('sweep-picked')).toContainText(`Replaced #1: add α = 8 at ${HOOK}`);
   await expect(page.getByTestId('sweep-picked')).toHaveAttribute('data-replaced', 'true');
   await expect(page.getByTestId('intervention-editor')).toHaveAttribute('data-n', '1');

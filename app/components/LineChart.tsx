@@ -19,6 +19,8 @@ export interface LineChartProps {
   zeroLine?: boolean;
   /** x ticks at exactly these values (else D3's integer ticks). */
   xTicks?: readonly number[];
+  /** Text of an x tick (else the number): residual rows as "embed", "L0", … (lib/layer_names.ts). */
+  xTickFormat?: (x: number) => string;
   /** Name the series in a legend right of the plot. */
   legend?: boolean;
   /** Vertical reference lines at these x values, each labelled at the top (a marked layer or step). */
@@ -38,7 +40,7 @@ const MARGIN = { top: 12, right: 16, bottom: 44, left: 60 };
  * Lines over a shared x axis, with D3 scales and ticks, dots at the data points (each with its
  * values in a tooltip and data-x/data-y), an optional zero line, legend and clickable points.
  */
-export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, legend, xMarks, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
+export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, xTickFormat, legend, xMarks, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
   const legendW = legend ? 44 + 7 * Math.max(0, ...series.map((s) => s.name.length)) : 0;
   const M = { ...MARGIN, right: legend ? legendW : MARGIN.right };
   const all = series.flatMap((s) => s.points);
@@ -63,7 +65,7 @@ export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, l
       {(xTicks ?? x.ticks(Math.min(10, Math.max(2, Math.floor(xd[1] - xd[0])))).filter(Number.isInteger)).map((t) => (
         <g key={`x${t}`} transform={`translate(${x(t)},${height - M.bottom})`}>
           <line y2={5} stroke="#57606a" />
-          <text y={18} textAnchor="middle">{String(t).replace('-', '−')}</text>
+          <text y={18} textAnchor="middle">{xTickFormat ? xTickFormat(t) : String(t).replace('-', '−')}</text>
         </g>
       ))}
       <line x1={M.left} x2={width - M.right} y1={height - M.bottom} y2={height - M.bottom} stroke="#57606a" />

@@ -1,5 +1,6 @@
 import { area, line, scaleLinear } from 'd3';
 import type { RefObject } from 'react';
+import { residShort, RESID_AXIS } from '../lib/layer_names';
 
 /** One panel's data: a curve over integer x with an optional band, a reference line and a marked x. */
 export interface ReportPanel {
@@ -39,7 +40,7 @@ function Extra({ e, x, top }: { e: NonNullable<ReportPanel['extra']>; x: (v: num
     <g data-testid="report-extra" data-mark={e.mark?.x ?? 'none'}>
       {band && <path d={band} fill={EXTRA} opacity={0.12} />}
       <path d={path(e.curve as number[]) ?? ''} fill="none" stroke={EXTRA} strokeWidth={1.5} strokeDasharray="5 3" />
-      {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA} data-x={i} data-y={v}><title>{`${e.name}, row ${i}: ${num(v)}`}</title></circle>)}
+      {e.curve.map((v, i) => Number.isFinite(v) && <circle key={i} cx={x(i)} cy={y(v)} r={2.5} fill={EXTRA} data-x={i} data-y={v}><title>{`${e.name}, ${residShort(i)}: ${num(v)}`}</title></circle>)}
       {y.ticks(3).map((t) => <text key={t} x={W - M.right + 3} y={y(t)} dominantBaseline="middle" fill={EXTRA} fontSize="10">{num(t)}</text>)}
       <text x={W - M.right} y={top + LINE2} textAnchor="end" fill={EXTRA} fontSize="11">{e.name}{e.mark ? ` · ${e.mark.label}` : ''}</text>
       {e.mark && e.mark.x !== null && <line x1={x(e.mark.x)} x2={x(e.mark.x)} y1={top + M.top} y2={top + PANEL_H - M.bottom} stroke={EXTRA} strokeWidth={2} strokeDasharray="3 2" />}
@@ -97,8 +98,8 @@ export function ReportFigure({ layerPanels, stepPanel, nLayers, svgRef, testId }
   const steps = Math.max(stepPanel.curve.length - 1, 1);
   return (
     <svg ref={svgRef} className="chart report-figure" width={W} height={H} viewBox={`0 0 ${W} ${H}`} role="img" aria-label="Decision-point report: visible, causal and changeable" data-testid={testId} fontSize="12">
-      {layerPanels.map((p, i) => <Panel key={p.testId} p={p} top={i * PANEL_H} xMax={nLayers} xLabel={(l) => String(l)} />)}
-      <text x={W / 2} y={layerPanels.length * PANEL_H - 4} textAnchor="middle" fill={MUTED} fontSize="11">residual row (0 = embeddings, l = entering block l, {nLayers} = final)</text>
+      {layerPanels.map((p, i) => <Panel key={p.testId} p={p} top={i * PANEL_H} xMax={nLayers} xLabel={residShort} />)}
+      <text x={W / 2} y={layerPanels.length * PANEL_H - 4} textAnchor="middle" fill={MUTED} fontSize="11">{RESID_AXIS}: embed, then after block L0 … L{nLayers - 1} (final)</text>
       <Panel p={stepPanel} top={layerPanels.length * PANEL_H + 10} xMax={steps} xLabel={(k) => String(k)} />
       <text x={W / 2} y={H - 4} textAnchor="middle" fill={MUTED} fontSize="11">step k at which the intervention switches on</text>
     </svg>

@@ -31,21 +31,6 @@ export function paramCount(n: number): string {
   return n >= 1e9 ? `${(n / 1e9).toPrecision(3)}B` : `${Math.round(n / 1e6)}M`;
 }
 
-/** Row label of the lens grid: row 0 is the embeddings, row l the residual stream after block l−1. */
-export function layerLabel(row: number, nLayers: number): string {
-  if (row === 0) return '0 embed';
-  return row === nLayers ? `${row} final` : String(row);
-}
-
-/**
- * A residual-stream row as the decision-point report names it, in its text and on its axis (ticks
- * are the row numbers): row 0 = the embeddings = blocks.0.hook_resid_pre, row l = entering block l
- * (blocks.l.hook_resid_pre), row n_layers = the final stream.
- */
-export function residualRowName(row: number, nLayers: number): string {
-  return row === 0 ? 'row 0 (embeddings)' : row === nLayers ? `row ${row} (final)` : `row ${row} (entering block ${row})`;
-}
-
 /** A library vector as a menu names it: name, hook it was computed at, length. */
 export function vectorLabel(v: { name: string; hook: string | null; dModel: number }): string {
   return `${v.name} · ${v.hook ?? 'hook not recorded'} · d ${v.dModel}`;

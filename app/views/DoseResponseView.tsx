@@ -8,6 +8,7 @@ import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
+import { hookShort } from '../lib/layer_names';
 import { steerableHooks } from '../lib/hooks';
 import type { SweepDisplay } from '../store/results';
 import type { SweepSettings } from '../store/steering';
@@ -65,8 +66,8 @@ function SweepForm() {
 /** One chart of the sweep: a value against dose, one line per layer; points are clickable. */
 function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: SweepDisplay; value: 'margin' | 'kl'; yLabel: string; testId: string; svgRef: React.RefObject<SVGSVGElement | null>; onPick: (li: number, di: number) => void; zero: boolean }) {
   const r = sw.result;
-  const series: Series[] = r.layers.map((l, li) => ({
-    name: `layer ${l}`, color: schemeTableau10[li % 10],
+  const series: Series[] = r.layers.map((_, li) => ({
+    name: hookShort(r.hooks[li]), color: schemeTableau10[li % 10],
     points: r.doses.map((d, di) => [d, r[value][li][di]] as [number, number]),
   }));
   const lo = Math.min(...r.doses), hi = Math.max(...r.doses);
@@ -121,7 +122,7 @@ export function DoseResponseView() {
             <ExportButtons
               name={`dose-response-${sw.modelLabel}`}
               json={() => ({ model: sw.modelLabel, prompt: sw.prompt, good: sw.good, bad: sw.bad, type: sw.type, vector: sw.vectorName, ...r })}
-              csv={() => [['layer', 'hook', `dose ${r.doseKey}${r.doseKey === 'theta' ? ' (radians)' : ''}`, `steered margin Δ = log p(${sw.good}) − log p(${sw.bad}) (nats)`, 'KL(p_unsteered ‖ p_steered) of the next token (nats)'], ...r.layers.flatMap((l, li) => r.doses.map((d, di) => [l, r.hooks[li], d, r.margin[li][di], r.kl[li][di]]))]}
+              csv={() => [['layer', 'hook', `dose ${r.doseKey}${r.doseKey === 'theta' ? ' (radians)' : ''}`, `steered margin Δ = log p(${sw.good}) − log p(${sw.bad}) (nats)`, 'KL(p_unsteered ‖ p_steered) of the next token (nats)'], ...r.layers.flatMap((_, li) => r.doses.map((d, di) => [hookShort(r.hooks[li]), r.hooks[li], d, r.margin[li][di], r.kl[li][di]]))]}
               figure={() => marginSvg.current && klSvg.current && ({
                 title: `Dose–response · ${sw.modelLabel}`,
                 caption: [`margin Δ = log p(“${sw.good}”) − log p(“${sw.bad}”) and KL(p_unsteered ‖ p_steered) against ${key}; ${sw.type} with the vector “${sw.vectorName}” at ${r.hooks[0].replace(/^blocks\.\d+\./, 'blocks.{l}.')}, one line per layer`, `prompt: “${sw.prompt}” · unsteered Δ = ${signed(r.unsteeredMargin, 4)}`],
@@ -152,9 +153,9 @@ export function DoseResponseView() {
           </div>
           {showTables && (
             <>
-              <DataTable caption={`Margin Δ by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.layers.map(String)} colLabels={r.doses.map(String)}
+              <DataTable caption={`Margin Δ by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.hooks.map(hookShort)} colLabels={r.doses.map(String)}
                 cell={(li, di) => fixed(r.margin[li][di], 4)} cellTestId={(li, di) => `sweep-margin-${li}-${di}`} testId="sweep-margin-table" />
-              <DataTable caption={`KL (nats) by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.layers.map(String)} colLabels={r.doses.map(String)}
+              <DataTable caption={`KL (nats) by layer (rows) and ${key} (columns)`} rowHeader="layer" rowLabels={r.hooks.map(hookShort)} colLabels={r.doses.map(String)}
                 cell={(li, di) => fixed(r.kl[li][di], 4)} cellTestId={(li, di) => `sweep-kl-${li}-${di}`} testId="sweep-kl-table" />
             </>
           )}

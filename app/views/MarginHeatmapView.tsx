@@ -7,7 +7,8 @@ import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult } from '../store/results';
-import { fixed, layerLabel, signed, visibleToken } from '../lib/format';
+import { fixed, signed, visibleToken } from '../lib/format';
+import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 import { lensRowOf } from '../lib/hooks';
 import { doseText, steeredPromptPositions } from '../lib/steered';
 import { placeAtLensCell, type LensCellPlacement } from '../actions/steering';
@@ -49,7 +50,7 @@ function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
   return (
     <aside className="readout" data-testid="margin-readout" data-layer={row} data-position={col}>
       <dl>
-        <dt>Layer</dt><dd data-testid="readout-layer">{row === 0 ? '0 (embeddings)' : row === a.nLayers ? `${row} (final, after block ${row - 1})` : `${row} (after block ${row - 1})`}</dd>
+        <dt>Layer</dt><dd data-testid="readout-layer">{residName(row, a.nLayers)}</dd>
         <dt>Position</dt><dd data-testid="readout-position">{col}</dd>
         <dt>Token</dt><dd data-testid="readout-token" className="mono">{visibleToken(a.tokens[col])}</dd>
         <dt>Margin Δ{b ? ' steered' : ''}</dt><dd data-testid="readout-margin" className="mono big">{fixed(a.lensMargin[row * T + col], 4)}</dd>
@@ -98,7 +99,7 @@ export function MarginHeatmapView() {
   if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
   const a = r.analysis;
   const L1 = a.nLayers + 1, T = a.ids.length;
-  const rowLabels = Array.from({ length: L1 }, (_, l) => layerLabel(l, a.nLayers));
+  const rowLabels = Array.from({ length: L1 }, (_, l) => residShort(l));
   const colLabels = a.tokens.map(visibleToken);
   const good = a.good.tokens.map((t) => t.join('')).join(' | ');
   const bad = a.bad.tokens.map((t) => t.join('')).join(' | ');
@@ -135,9 +136,9 @@ export function MarginHeatmapView() {
           csv={() => [[`layer \\ position:token — ${what} (nats)`, ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
           figure={() => ({
             title: `Logit-lens margin · ${r.modelLabel}${steered ? ` · ${what}` : ''}`,
-            caption: [`${what === 'Δ' ? '' : `${what}, with `}Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows; 0 = embeddings) and prompt token (columns)`, `prompt: “${r.prompt}” · colour ${scale.note}`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)],
+            caption: [`${what === 'Δ' ? '' : `${what}, with `}Δ = log p(${visibleToken(good)}) − log p(${visibleToken(bad)}) at each layer (rows: embed, then after block L0, L1, …) and prompt token (columns)`, `prompt: “${r.prompt}” · colour ${scale.note}`, ...r.steering.map(({ n, draft }) => `#${n}: ${draft.type} ${doseText(draft)} at ${draft.hook}`)],
             panels: [{
-              kind: 'heatmap', values, nRows: L1, nCols: T, rowLabels, colLabels, rowTitle: 'layer', colTitle: 'position · token', rowsUpward: true,
+              kind: 'heatmap', values, nRows: L1, nCols: T, rowLabels, colLabels, rowTitle: RESID_AXIS, colTitle: 'position · token', rowsUpward: true,
               scale: { color: scale.color, domain: scale.domain, title: `${what} (nats)`, lowNote: `← favours ${visibleToken(bad)}`, highNote: `favours ${visibleToken(good)} →` },
             }],
           })}
@@ -148,7 +149,7 @@ export function MarginHeatmapView() {
           {outdated && <StaleOverlay testId="margin-stale" />}
           <Heatmap
             values={values} nRows={L1} nCols={T} color={scale.color}
-            rowLabels={rowLabels} colLabels={colLabels} rowTitle="layer" colTitle="position · token"
+            rowLabels={rowLabels} colLabels={colLabels} rowTitle={RESID_AXIS} colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34}
             active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => { const p = placeAtLensCell(c.row, c.col); setNeedsVector(p.placed ? null : p); }}
             rowMarks={marks.rows} markedCells={marks.cells}
@@ -159,7 +160,7 @@ export function MarginHeatmapView() {
           <p className="muted scale-note" data-testid="margin-scale-note">Colour {scale.note}.</p>
           {locked
             ? <p className="hint" data-testid="margin-locked">This heatmap is of {stale.includes('prompt') ? 'an earlier prompt' : 'the previous model'}: press Analyse before placing interventions from it.</p>
-            : <p className="hint">Click a cell to add an intervention there: the residual stream of that layer (row 0: blocks.0.hook_resid_pre; row l: blocks.{'{l−1}'}.hook_resid_post) at that token.</p>}
+            : <p className="hint">Click a cell to add an intervention there: the residual stream of that row (embed: blocks.0.hook_resid_pre; L<i>l</i>: blocks.<i>l</i>.hook_resid_post) at that token.</p>}
         </div>
         <Readout r={r} cell={hover} />
       </div>
@@ -184,7 +185,7 @@ export function MarginHeatmapView() {
       {showTables && (
         <>
           <DataTable
-            caption={`Lens margin ${what} by layer (rows; 0 = embeddings) and position (columns)`}
+            caption={`Lens margin ${what} by layer (rows: embed, then after block L0, L1, …) and position (columns)`}
             rowHeader="layer" rowLabels={rowLabels} colLabels={a.tokens.map((t, i) => `${i} ${visibleToken(t)}`)}
             cell={(l, t) => fixed(values[l * T + t], 4)} cellTestId={(l, t) => `margin-cell-${l}-${t}`} testId="margin-table"
           />

@@ -7,6 +7,7 @@ import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
+import { BLOCK_AXIS, hookName, hookShort, RESID_AXIS } from '../lib/layer_names';
 import { openPatchCell, runPatching } from '../actions/patching';
 import { inOrder } from '../actions/worker';
 import type { PatchingDisplay, PatchingSettings } from '../store/patching';
@@ -111,7 +112,7 @@ function Readout({ p, cell }: { p: PatchingDisplay; cell: Cell | null }) {
   return (
     <aside className="readout" data-testid="patching-readout" data-layer={cell.row} data-col={cell.col}>
       <dl>
-        <dt>Hook</dt><dd className="mono">{r.hookTemplate.replace('{l}', String(cell.row))}</dd>
+        <dt>Layer</dt><dd className="mono" data-testid="patching-readout-layer">{hookName(r.hookTemplate.replace('{l}', String(cell.row)))}</dd>
         {r.columns === 'head'
           ? <><dt>Head</dt><dd data-testid="patching-readout-col">{all ? 'all heads' : cell.col}</dd></>
           : <><dt>Position</dt><dd data-testid="patching-readout-col">{all ? 'all positions' : cell.col}</dd>
@@ -151,7 +152,8 @@ export function PatchingView() {
   const openedAt = opened ? list.findIndex((d) => d.id === opened.id) + 1 : 0;
   const C = r ? r.nCols + 1 : 0;
   const cols = p ? columnLabels(p) : [];
-  const rowLabels = r ? Array.from({ length: r.nLayers }, (_, l) => `block ${l}`) : [];
+  const rowLabels = r ? Array.from({ length: r.nLayers }, (_, l) => hookShort(r.hookTemplate.replace('{l}', String(l)))) : [];
+  const rowTitle = r?.hook === 'resid_pre' ? RESID_AXIS : BLOCK_AXIS;
   const dirText = r?.direction === 'denoise' ? 'denoise: clean values patched into the corrupted run (r = 1: restores the clean margin)' : 'noise: corrupted values patched into the clean run (r = 1: no effect; r = 0: destroys the clean margin)';
   const metricText = r?.metric === 'sequence' ? 'teacher-forced sequence margin' : 'final-layer margin at the last prompt token (first tokens)';
   return (
@@ -180,7 +182,7 @@ export function PatchingView() {
                 title: `Activation patching · ${p.modelLabel} · ${r.hookTemplate} · ${r.direction}`,
                 caption: [`recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); Δ = log p(${visibleToken(p.good)}) − log p(${visibleToken(p.bad)}), ${metricText}; Δ_clean = ${signed(r.cleanMargin, 4)}, Δ_corrupt = ${signed(r.corruptMargin, 4)}; ${dirText}`, `clean: “${p.clean}”`, `corrupted: “${p.corrupt}”`],
                 panels: [{
-                  kind: 'heatmap', values, nRows: r.nLayers, nCols: C, rowLabels, colLabels: cols, rowTitle: 'layer', colTitle: r.columns === 'head' ? 'head' : 'position · token (clean/corrupted)', rowsUpward: true,
+                  kind: 'heatmap', values, nRows: r.nLayers, nCols: C, rowLabels, colLabels: cols, rowTitle, colTitle: r.columns === 'head' ? 'head' : 'position · token (clean/corrupted)', rowsUpward: true,
                   annotate: (row, col) => fixed(values[row * C + col], 2),
                   scale: { color: scale.color, domain: scale.domain, title: `recovery r (colour ${scale.note})`, lowNote: '← moves away from clean', highNote: 'restores clean →' },
                 }],
@@ -199,7 +201,7 @@ export function PatchingView() {
               <ScaleControl what="r" testId="patching-scale" />
               <Heatmap
                 values={values} nRows={r.nLayers} nCols={C} color={scale.color}
-                rowLabels={rowLabels} colLabels={cols} colIndex={(c) => (c === r.nCols ? 'all' : String(c))} rowTitle="layer" colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
+                rowLabels={rowLabels} colLabels={cols} colIndex={(c) => (c === r.nCols ? 'all' : String(c))} rowTitle={rowTitle} colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
                 rowsUpward cellWidth={{ min: 16, max: 56 }} cellHeight={30}
                 annotate={(c) => { const v = values[c.row * C + c.col]; return Math.abs(v) >= 0.095 ? v.toFixed(1) : null; }}
                 active={hover} onHover={(c) => { if (c) setHover(c); }}
@@ -214,7 +216,7 @@ export function PatchingView() {
           </div>
           <p className="muted" data-testid="patching-cost">{r.positionsComputed} token positions computed (prefix KV reuse){r.cellsSkipped ? `; ${r.cellsSkipped} cells hold equal values in both runs and were not run (r = 0 exactly)` : ''}.</p>
           {showTables && (
-            <DataTable caption={`Recovery r by layer (rows) and ${r.columns} (columns)`} rowHeader="layer" rowLabels={rowLabels} colLabels={cols}
+            <DataTable caption={`Recovery r by layer (rows) and ${r.columns} (columns)`} rowHeader={rowTitle} rowLabels={rowLabels} colLabels={cols}
               cell={(l, c) => fixed(values[l * C + c], 4)} cellTestId={(l, c) => `patching-cell-${l}-${c}`} testId="patching-table" />
           )}
         </>

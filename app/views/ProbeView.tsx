@@ -6,7 +6,8 @@ import { LineChart, type Series } from '../components/LineChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
-import { fixed, layerLabel } from '../lib/format';
+import { fixed } from '../lib/format';
+import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 import type { ProbeDisplay } from '../store/probe';
 import { waitingFor } from '../lib/job_rules';
 
@@ -67,7 +68,7 @@ function ProbeChart({ p, svgRef }: { p: ProbeDisplay; svgRef: React.RefObject<SV
   ];
   return (
     <LineChart
-      series={series} legend xTicks={rows} xMarks={[{ x: r.firstLayer95, label: '95 % of best', color: '#1a7f37' }]} xLabel="layer (0 = embeddings, l = after block l − 1)" yLabel="held-out score"
+      series={series} legend xTicks={rows} xTickFormat={residShort} xMarks={[{ x: r.firstLayer95, label: '95 % of best', color: '#1a7f37' }]} xLabel={`${RESID_AXIS}: embed, then after block L0, L1, …`} yLabel="held-out score"
       svgRef={svgRef} width={640} height={280} label="probe accuracy, AUROC and control accuracy against the layer" testId="probe-chart"
     />
   );
@@ -89,7 +90,7 @@ export function ProbeView() {
   const r = p?.result;
   const nLayers = r ? r.hooks.length - 1 : info?.nLayers ?? 0;
   const pickRow = row ?? r?.firstLayer95 ?? 0;
-  const label = (i: number) => layerLabel(i, nLayers);
+  const label = (i: number) => residShort(i);
   return (
     <section className="view" data-testid="probe-view">
       <header className="view-head">
@@ -107,7 +108,7 @@ export function ProbeView() {
             <p className="muted" data-testid="probe-caption">
               {p.modelLabel} · {p.source} · {r.nPositive} “{r.classes[1]}” vs {r.nNegative} “{r.classes[0]}” prompts · read at {r.position === 'last' ? 'the last token' : `token ${r.position}`}
               {' '}(“{[...new Set(r.readTokens)].slice(0, 3).join('”, “')}”{new Set(r.readTokens).size > 3 ? ', …' : ''}) · {r.folds}-fold CV, λ = {r.l2} ·
-              {' '}first layer at 95 % of the best accuracy ({fixed(r.bestAccuracy, 3)}): <b data-testid="probe-first-95">{label(r.firstLayer95)}</b> ({r.hooks[r.firstLayer95]})
+              {' '}first layer at 95 % of the best accuracy ({fixed(r.bestAccuracy, 3)}): <b data-testid="probe-first-95" data-row={r.firstLayer95}>{residName(r.firstLayer95, nLayers)}</b>
             </p>
             <ExportButtons
               name={`probes-${p.modelLabel}`}
@@ -117,7 +118,7 @@ export function ProbeView() {
               figure={() => svg.current && ({
                 title: `Linear probes per layer · ${p.modelLabel}`,
                 caption: [`“${r.classes[1]}” (${r.nPositive}) vs “${r.classes[0]}” (${r.nNegative}) from ${p.source}, read at ${r.position === 'last' ? 'the last token' : `token ${r.position}`}; ${r.folds}-fold held-out accuracy and AUROC of an L2 logistic regression (λ = ${r.l2}); control = shuffled labels`,
-                  `first layer at 95 % of the best accuracy (${fixed(r.bestAccuracy, 3)}): ${label(r.firstLayer95)} (${r.hooks[r.firstLayer95]})`],
+                  `first layer at 95 % of the best accuracy (${fixed(r.bestAccuracy, 3)}): ${residName(r.firstLayer95, nLayers)}`],
                 panels: [{ kind: 'svg', element: svg.current }],
               })}
             />

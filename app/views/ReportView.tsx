@@ -4,7 +4,8 @@ import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
-import { fixed, residualRowName, signed, visibleToken } from '../lib/format';
+import { fixed, signed, visibleToken } from '../lib/format';
+import { hookName, residName, residShort } from '../lib/layer_names';
 import { runReport } from '../actions/report';
 import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
@@ -111,16 +112,16 @@ function Answers({ d, missing }: { d: ReportDisplay; missing: string }) {
     <dl className="summary report-answers">
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
-        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residualRowName(r.visible.layer, L)}${interval(r.visible.interval)}`}
+        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${interval(r.visible.interval)}`}
         {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">“{visibleToken(tokens[r.visible.token] ?? '')}”</span>)</>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
-        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>{residualRowName(r.causal.layer, L)}, patched at blocks.{r.causal.layer}.hook_resid_pre{interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
+        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
       </dd>
       <dt>Visible (probe)</dt>
       <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>
-        {r.probe ? <>{residualRowName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first row where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
+        {r.probe ? <>{residName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first layer where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
       </dd>
       <dt>Changeable</dt>
       <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
@@ -149,17 +150,17 @@ export function ReportView() {
     {
       title: 'Visible: lens margin at the last token, toward the final answer', yLabel: 'Δ (nats)', curve: r.visible.curve, band: r.visible.band,
       reference: { y: r.threshold, label: `threshold ${r.threshold}` },
-      mark: { x: r.visible.layer, label: r.visible.layer === null ? 'not visible' : `visible from row ${r.visible.layer}`, interval: r.visible.interval },
+      mark: { x: r.visible.layer, label: r.visible.layer === null ? 'not visible' : `visible from ${residShort(r.visible.layer)}`, interval: r.visible.interval },
       testId: 'report-panel-visible',
     },
     {
       title: 'Causal: best recovery over positions, patching hook_resid_pre', yLabel: 'max r', curve: r.causal.curve, band: r.causal.band,
       reference: { y: r.causalRecovery, label: `r = ${r.causalRecovery}` },
-      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from row ${r.causal.layer}`, interval: r.causal.interval },
+      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from ${residShort(r.causal.layer)}`, interval: r.causal.interval },
       testId: 'report-panel-causal',
     },
   ] : [];
-  if (r?.probe && panels[0]) panels[0].extra = { name: 'probe held-out accuracy (right axis)', curve: r.probe.accuracy, band: r.probe.band, domain: [0, 1], mark: { x: r.probe.firstLayer95, label: `95 % of best from row ${r.probe.firstLayer95}` } };
+  if (r?.probe && panels[0]) panels[0].extra = { name: 'probe held-out accuracy (right axis)', curve: r.probe.accuracy, band: r.probe.band, domain: [0, 1], mark: { x: r.probe.firstLayer95, label: `95 % of best from ${residShort(r.probe.firstLayer95)}` } };
   const w = r?.changeable ?? null;
   const step: ReportPanel = {
     title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
@@ -191,13 +192,13 @@ export function ReportView() {
               json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good, bad: d.bad, ...reportJson(r) })}
               csv={() => [['layer (residual row)', 'lens margin toward the final answer (nats)', 'lens band low', 'lens band high', 'max recovery r over positions', 'recovery band low', 'recovery band high', 'probe held-out accuracy', 'probe band low', 'probe band high', 'step k (intervention on from k)', `window outcome (${d.scoreLabel ?? 'none'})`, 'outcome band low', 'outcome band high'],
                 ...Array.from({ length: nRows }, (_, i) => [
-                  ...(i <= L ? [i, r.visible.curve[i], r.visible.band?.[0][i] ?? '', r.visible.band?.[1][i] ?? '', r.causal.curve[i] ?? '', r.causal.band?.[0][i] ?? '', r.causal.band?.[1][i] ?? '', r.probe?.accuracy[i] ?? '', r.probe?.band[0][i] ?? '', r.probe?.band[1][i] ?? ''] : Array<string>(10).fill('')),
+                  ...(i <= L ? [residShort(i), r.visible.curve[i], r.visible.band?.[0][i] ?? '', r.visible.band?.[1][i] ?? '', r.causal.curve[i] ?? '', r.causal.band?.[0][i] ?? '', r.causal.band?.[1][i] ?? '', r.probe?.accuracy[i] ?? '', r.probe?.band[0][i] ?? '', r.probe?.band[1][i] ?? ''] : Array<string>(10).fill('')),
                   ...(w && i < w.ks.length ? [w.ks[i], w.outcome[i], w.band?.[0][i] ?? '', w.band?.[1][i] ?? ''] : ['', '', '', '']),
                 ])]}
               figure={() => (svg.current ? {
                 title: `Decision-point report · ${d.modelLabel}`,
                 caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good)}) − log p(${visibleToken(d.bad)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`,
-                  ...(d.setSource ? [`prompt set: ${d.setSource}; probe: ${r.probe ? `first row at 95 % of the best held-out accuracy ${r.probe.firstLayer95}` : '—'}`] : []),
+                  ...(d.setSource ? [`prompt set: ${d.setSource}; probe: ${r.probe ? `first layer at 95 % of the best held-out accuracy ${residName(r.probe.firstLayer95, L)}` : '—'}`] : []),
                   w ? `changeable: ${d.steering} from step k, N = ${w.maxNewTokens}, outcome ${d.scoreLabel}; point of no return ${w.pointOfNoReturn ?? 'none'}` : 'changeable: not computed (no intervention)'],
                 panels: [{ kind: 'svg', element: svg.current }],
               } : null)}
@@ -211,7 +212,7 @@ export function ReportView() {
           </div>
           {showTables && (
             <>
-              <DataTable caption="Per layer: lens margin toward the final answer, best recovery and probe accuracy" rowHeader="row" rowLabels={r.visible.curve.map((_, l) => String(l))}
+              <DataTable caption="Per layer: lens margin toward the final answer, best recovery and probe accuracy" rowHeader="layer" rowLabels={r.visible.curve.map((_, l) => residShort(l))}
                 colLabels={['lens Δ', 'max r', 'probe accuracy']} cell={(l, c) => (c === 0 ? fixed(r.visible.curve[l], 4) : c === 1 ? (l < L ? fixed(r.causal.curve[l], 4) : '') : r.probe ? fixed(r.probe.accuracy[l], 4) : '—')}
                 cellTestId={(l, c) => `report-cell-${l}-${c}`} testId="report-table" />
               {w && (

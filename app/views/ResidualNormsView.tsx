@@ -8,7 +8,8 @@ import { useTokenCellHover } from '../components/useTokenCellHover';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
-import { fixed, layerLabel, visibleToken } from '../lib/format';
+import { fixed, visibleToken } from '../lib/format';
+import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 
 /** Residual-stream norms ‖h^l_t‖ (layer × token) and massive activations per layer (Sun et al. 2024, arXiv 2402.17762). */
 export function ResidualNormsView() {
@@ -24,13 +25,13 @@ export function ResidualNormsView() {
   if (!r) return <p className="placeholder">Analyse a prompt to see how the residual stream grows through the layers.</p>;
   const a = r.analysis, L1 = a.nLayers + 1, T = a.ids.length, m = a.massive;
   const outdated = stale.some((p) => p !== 'model');
-  const rowLabels = Array.from({ length: L1 }, (_, l) => layerLabel(l, a.nLayers));
+  const rowLabels = Array.from({ length: L1 }, (_, l) => residShort(l));
   const rows = () => Array.from({ length: L1 }, (_, l) => Array.from(a.residNorms.subarray(l * T, (l + 1) * T)));
   return (
     <section className="view" data-testid="norms-view">
       <header className="view-head">
         <h2>Residual norms<SteeredTag steering={r.steering} testId="norms-steered-tag" /></h2>
-        <p className="muted">‖h‖ of the residual stream entering the first block (row 0) and after each block; massive activations are the largest |h| of each layer.</p>
+        <p className="muted">‖h‖ of the residual stream entering the first block (embed) and after each block (L0, L1, …); massive activations are the largest |h| of each layer.</p>
         <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="norms-status" />
         <ExportButtons
           name={`norms-${r.modelLabel}`}
@@ -38,8 +39,8 @@ export function ResidualNormsView() {
           csv={() => [['layer \\ position:token — residual norm ‖h‖', ...a.tokens.map((t, i) => `${i}:${t}`)], ...rows().map((row, l) => [rowLabels[l], ...row])]}
           figure={() => ({
             title: `Residual norms ‖h‖ · ${r.modelLabel}`,
-            caption: ['‖h‖ of the residual stream entering the first block (row 0) and after each block, at each prompt token', `prompt: “${r.prompt}”`],
-            panels: [{ kind: 'heatmap', values: a.residNorms, nRows: L1, nCols: T, rowLabels, colLabels: a.tokens.map(visibleToken), rowTitle: 'layer', colTitle: 'position · token', rowsUpward: true, scale: { color, domain: color.domain() as [number, number], title: '‖h‖' } }],
+            caption: ['‖h‖ of the residual stream entering the first block (embed) and after each block (L0, L1, …), at each prompt token', `prompt: “${r.prompt}”`],
+            panels: [{ kind: 'heatmap', values: a.residNorms, nRows: L1, nCols: T, rowLabels, colLabels: a.tokens.map(visibleToken), rowTitle: RESID_AXIS, colTitle: 'position · token', rowsUpward: true, scale: { color, domain: color.domain() as [number, number], title: '‖h‖' } }],
           })}
         />
       </header>
@@ -48,7 +49,7 @@ export function ResidualNormsView() {
           {outdated && <StaleOverlay testId="norms-stale" />}
           <Heatmap
             values={a.residNorms} nRows={L1} nCols={T} color={color}
-            rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle="layer" colTitle="position · token"
+            rowLabels={rowLabels} colLabels={a.tokens.map(visibleToken)} rowTitle={RESID_AXIS} colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34} active={hover} onHover={point}
             label="Residual norm by layer and token" testId="norms-heatmap"
           />
@@ -57,7 +58,7 @@ export function ResidualNormsView() {
         <aside className="readout" data-testid="norms-readout">
           {hover ? (
             <dl>
-              <dt>Layer</dt><dd>{rowLabels[hover.row]}</dd>
+              <dt>Layer</dt><dd>{residName(hover.row, a.nLayers)}</dd>
               <dt>Position</dt><dd>{hover.col} <span className="mono">{visibleToken(a.tokens[hover.col])}</span></dd>
               <dt>‖h‖</dt><dd className="mono big">{fixed(a.residNorms[hover.row * T + hover.col], 3)}</dd>
             </dl>

@@ -11,6 +11,7 @@ import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult, PatternResult } from '../store/results';
 import { fixed, visibleToken } from '../lib/format';
+import { blockName, blockShort, BLOCK_AXIS } from '../lib/layer_names';
 import { analyse } from '../actions/analyse';
 import { useWaitingFor } from '../components/useWaitingFor';
 
@@ -51,14 +52,14 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
   return (
     <section className="subview" data-testid="pattern-view" data-layer={p.layer} data-head={p.head}>
       <header className="view-head">
-        <h3>Attention pattern · layer {p.layer}, head {p.head}</h3>
+        <h3>Attention pattern · {blockName(p.layer, 'attn.hook_pattern')}, head {p.head}</h3>
         <p className="muted">A[query, key]: row = the token attending, column = the token attended to. Sink position of this head: {a.sinks.sinkPos[p.layer * a.nHeads + p.head]}.</p>
         <ExportButtons
           name={`pattern-L${p.layer}H${p.head}-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, layer: p.layer, head: p.head, tokens: a.tokens, pattern: rows() })}
           csv={() => [['query \\ key — attention probability A[query, key]', ...a.tokens.map((t, j) => `${j}:${t}`)], ...rows().map((row, i) => [`${i}:${a.tokens[i]}`, ...row])]}
           figure={() => ({
-            title: `Attention pattern · layer ${p.layer}, head ${p.head} · ${r.modelLabel}`,
+            title: `Attention pattern · ${blockName(p.layer, 'attn.hook_pattern')}, head ${p.head} · ${r.modelLabel}`,
             caption: ['A[query, key]: rows are the tokens attending, columns the tokens attended to', `prompt: “${r.prompt}”`],
             panels: [{ kind: 'heatmap', values: p.data, nRows: T, nCols: T, rowLabels: labels.map((t, i) => `${t} ${i}`), colLabels: labels, rowTitle: 'query', colTitle: 'key', scale: { color: patternColor, domain: [0, 1], title: 'attention probability' } }],
           })}
@@ -70,7 +71,7 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
             values={p.data} nRows={T} nCols={T} color={patternColor}
             rowLabels={labels.map((t, i) => `${t} ${i}`)} colLabels={labels} rowTitle="query" colTitle="key"
             cellWidth={{ min: 8, max: 34 }} cellHeight="square" active={hover} onHover={(c) => c && setHover(c)}
-            label={`Attention pattern of layer ${p.layer}, head ${p.head}`} testId="pattern-heatmap"
+            label={`Attention pattern of ${blockShort(p.layer)}, head ${p.head}`} testId="pattern-heatmap"
           />
           <ColorLegend color={patternColor} domain={[0, 1]} title="attention probability" testId="pattern-legend" />
         </div>
@@ -86,7 +87,7 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
       </div>
       {showTables && (
         <DataTable
-          caption={`Attention pattern, layer ${p.layer}, head ${p.head} (rows: queries, columns: keys)`}
+          caption={`Attention pattern, ${blockName(p.layer, 'attn.hook_pattern')}, head ${p.head} (rows: queries, columns: keys)`}
           rowHeader="query" rowLabels={labels.map((t, i) => `${i} ${t}`)} colLabels={labels.map((t, j) => `${j} ${t}`)}
           cell={(i, j) => fixed(p.data[i * T + j], 4)} cellTestId={(i, j) => `pattern-cell-${i}-${j}`} testId="pattern-table"
         />
@@ -108,7 +109,7 @@ export function SinkView() {
   const busy = useStore((s) => s.job !== null);
   const [hover, setHover] = useState<Cell | null>(null);
   const rateSvg = useRef<SVGSVGElement | null>(null);
-  const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => `L${l}`), [r]);
+  const layerLabels = useMemo(() => Array.from({ length: r?.analysis.nLayers ?? 0 }, (_, l) => blockShort(l)), [r]);
   if (!r) return <p className="placeholder">Analyse a prompt to see which heads park their attention on a sink token.</p>;
   const a = r.analysis, s = a.sinks, H = a.nHeads, L = a.nLayers;
   const outdated = stale.some((p) => p !== 'model');
@@ -129,12 +130,12 @@ export function SinkView() {
         <ExportButtons
           name={`sinks-${r.modelLabel}`}
           json={() => ({ model: r.modelLabel, prompt: r.prompt, tokens: a.tokens, eps: s.eps, alpha0: grid((l, h) => s.alpha0[l * H + h]), sinkPosition: grid((l, h) => s.sinkPos[l * H + h]), sinkValueNorm: grid((l, h) => s.sinkValueNorm[l * H + h]), sinkRate: Array.from(s.sinkRate) })}
-          csv={() => [['layer', 'head', 'alpha0 (mean attention to position 0)', 'sink_position (key with the most total attention)', 'sink_token', 'sink_value_norm (‖v‖ at the sink position)'], ...grid((l, h) => l * H + h).flat().map((i) => [Math.floor(i / H), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
+          csv={() => [['block', 'head', 'alpha0 (mean attention to position 0)', 'sink_position (key with the most total attention)', 'sink_token', 'sink_value_norm (‖v‖ at the sink position)'], ...grid((l, h) => l * H + h).flat().map((i) => [blockShort(Math.floor(i / H)), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
           figure={() => ({
             title: `Attention sinks · ${r.modelLabel}`,
             caption: [`α₀ = mean over queries of the attention to position 0 (“${visibleToken(a.tokens[0])}”), by layer and head; cells: α₀ and the head's sink position k`, `sink rate = fraction of heads with α₀ > ε = ${s.eps} · prompt: “${r.prompt}”`],
             panels: [
-              { kind: 'heatmap', values: s.alpha0, nRows: L, nCols: H, rowLabels: layerLabels, colLabels: headLabels, rowTitle: 'layer', colTitle: 'head', annotate: (l, h) => `${fixed(s.alpha0[l * H + h], 2)}\nk=${s.sinkPos[l * H + h]}`, scale: { color: alphaColor, domain: [0, 1], title: 'α₀ (mean attention to position 0)' } },
+              { kind: 'heatmap', values: s.alpha0, nRows: L, nCols: H, rowLabels: layerLabels, colLabels: headLabels, rowTitle: BLOCK_AXIS, colTitle: 'head', annotate: (l, h) => `${fixed(s.alpha0[l * H + h], 2)}\nk=${s.sinkPos[l * H + h]}`, scale: { color: alphaColor, domain: [0, 1], title: 'α₀ (mean attention to position 0)' } },
               ...(rateSvg.current ? [{ kind: 'svg' as const, title: 'Sink rate per layer', element: rateSvg.current }] : []),
             ],
           })}
@@ -145,7 +146,7 @@ export function SinkView() {
           {outdated && <StaleOverlay testId="sinks-stale" />}
           <Heatmap
             values={s.alpha0} nRows={L} nCols={H} color={alphaColor}
-            rowLabels={layerLabels} colLabels={headLabels} rowTitle="layer" colTitle="head"
+            rowLabels={layerLabels} colLabels={headLabels} rowTitle={BLOCK_AXIS} colTitle="head"
             cellWidth={{ min: 40, max: 84 }} cellHeight={40}
             annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)}\nk=${s.sinkPos[row * H + col]}`}
             active={hover} selected={selected ? { row: selected.layer, col: selected.head } : null}
@@ -158,7 +159,7 @@ export function SinkView() {
           <aside className="readout" data-testid="sink-readout">
             {cur ? (
               <dl>
-                <dt>Head</dt><dd>layer {cur.row}, head {cur.col}</dd>
+                <dt>Head</dt><dd>{blockShort(cur.row)}H{cur.col} · blocks.{cur.row}.attn.hook_pattern, head {cur.col}</dd>
                 <dt>α₀</dt><dd className="mono big" data-testid="sink-readout-alpha0">{fixed(s.alpha0[cur.row * H + cur.col], 4)}</dd>
                 <dt>Sink position</dt><dd className="mono">{s.sinkPos[cur.row * H + cur.col]} {visibleToken(a.tokens[s.sinkPos[cur.row * H + cur.col]])}</dd>
                 <dt>‖v‖ at sink</dt><dd className="mono">{fixed(s.sinkValueNorm[cur.row * H + cur.col], 3)}</dd>
@@ -166,16 +167,16 @@ export function SinkView() {
             ) : <p className="muted">Point at a head to read it; click to open its pattern.</p>}
           </aside>
           <BarChart
-            labels={layerLabels} values={s.sinkRate} domain={[0, 1]} xLabel="layer" yLabel={`sink rate (α₀ > ${s.eps})`}
+            labels={layerLabels} values={s.sinkRate} domain={[0, 1]} xLabel={BLOCK_AXIS} yLabel={`sink rate (α₀ > ${s.eps})`}
             format={(v) => fixed(v, 2)} svgRef={rateSvg} label="Sink rate per layer" testId="sink-rate-chart"
           />
         </div>
       </div>
       {showTables && (
         <>
-          <DataTable caption="α₀ by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
+          <DataTable caption="α₀ by layer and head" rowHeader="block" rowLabels={layerLabels} colLabels={headLabels}
             cell={(l, h) => fixed(s.alpha0[l * H + h], 4)} cellTestId={(l, h) => `alpha0-cell-${l}-${h}`} testId="alpha0-table" />
-          <DataTable caption="Sink position (key receiving the most total attention) by layer and head" rowHeader="layer" rowLabels={layerLabels} colLabels={headLabels}
+          <DataTable caption="Sink position (key receiving the most total attention) by layer and head" rowHeader="block" rowLabels={layerLabels} colLabels={headLabels}
             cell={(l, h) => String(s.sinkPos[l * H + h])} cellTestId={(l, h) => `sinkpos-cell-${l}-${h}`} testId="sinkpos-table" />
           <DataTable caption={`Sink rate (fraction of heads with α₀ > ${s.eps}) by layer`} rowHeader="" rowLabels={['sink rate']} colLabels={layerLabels}
             cell={(_, l) => fixed(s.sinkRate[l], 4)} cellTestId={(_, l) => `sink-rate-${l}`} testId="sink-rate-table" />
