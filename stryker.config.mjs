@@ -31,7 +31,8 @@ export default {
   // MUTATION_RUN names a run of part of a folder (e.g. "b"), so two runs side by side keep their own
   // incremental and JSON reports: reports/mutation/incremental-<folder>-<run>.json, <folder>-<run>.json.
   incrementalFile: `reports/mutation/incremental-${run}.json`,
-  timeoutMS: 60_000,
+  // MUTATION_TIMEOUT_MS bounds the slack added to a mutant's timeout (a timed-out mutant costs at least this).
+  timeoutMS: Number(process.env.MUTATION_TIMEOUT_MS ?? 60_000),
   reporters: ['clear-text', 'progress', 'json'],
   jsonReporter: { fileName: `reports/mutation/${run}.json` },
   cleanTempDir: 'always',
