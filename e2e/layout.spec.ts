@@ -1,6 +1,6 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
-import { settled, buildCaa } from './app_page';
+import { open, settled, buildCaa } from './app_page';
 
 /**
  * Layout on small laptop screens, on the production build with stories260K: with every view
@@ -94,4 +94,36 @@ test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dos
     }
   }
   await page.getByTestId('show-tables').setChecked(false);
+});
+
+test('at 1440×900 a patching grid wider than its box keeps the whole-layer column "all" and the row labels in view while it scrolls', async ({ page }) => {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await open(page);
+  await page.getByTestId('tab-patching').click();
+  // 40 tokens: 41 columns of ≥ 16 px do not fit beside the readout, so the grid scrolls sideways.
+  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
+  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
+  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  await page.getByTestId('run-patching').click();
+  await settled(page);
+  const box = page.locator('[data-testid="patching-view"] .heatmap-box');
+  const inBox = async (testId: string) => {
+    const [b, c] = await Promise.all([box.boundingBox(), page.getByTestId(testId).boundingBox()]);
+    return !!b && !!c && c.x >= b.x - 1 && c.x + c.width <= b.x + b.width + 1;
+  };
+  expect(await box.evaluate((el) => el.scrollWidth > el.clientWidth), 'the grid scrolls').toBe(true);
+  for (const left of [0, 10_000]) {
+    await box.evaluate((el, x) => { el.scrollLeft = x; }, left);
+    expect(await inBox('patching-heatmap-pinned'), `"all" column in view at scrollLeft ${left}`).toBe(true);
+    expect(await inBox('patching-heatmap-row-labels'), `row labels in view at scrollLeft ${left}`).toBe(true);
+  }
+  expect(await overflow(page)).toBeLessThanOrEqual(0);
+  await page.screenshot({ path: `${SHOTS}/layout-patching-pinned-1440.png` });
+  // The pinned column is the whole-layer patch: pointing at its top row reads it.
+  await box.evaluate((el) => { el.scrollLeft = 0; });
+  const pin = page.getByTestId('patching-heatmap-pinned');
+  const y0 = Number(await page.getByTestId('patching-heatmap').getAttribute('data-y0'));
+  await pin.hover({ position: { x: 14, y: y0 + 10 } });
+  await expect(page.getByTestId('patching-readout-col')).toHaveText('all positions');
+  await expect(page.getByTestId('patching-readout-layer')).toHaveText('L3 · blocks.4.hook_resid_pre');
 });

@@ -33,6 +33,11 @@ export interface HeatmapProps {
   rowMarks?: ReadonlyMap<number, string>;
   /** The text above column c (default: its index c), e.g. "all" over a whole-layer column. */
   colIndex?: (c: number) => string;
+  /**
+   * Keep the last column in view while the grid scrolls sideways (a sticky copy at the box's right
+   * edge): the patching grid's whole-layer column "all" (trials at 1440 px found it off-screen).
+   */
+  pinLastColumn?: boolean;
   /** Cells outlined with an orange dashed line (e.g. the positions an intervention steers). */
   markedCells?: readonly Cell[];
   onHover?: (c: Cell | null) => void;
@@ -112,6 +117,75 @@ function indexedColumns(cw: number, nCols: number, keepLast: boolean): number[] 
 
 const colIndexText = (p: HeatmapProps, c: number) => (p.colIndex ? p.colIndex(c) : String(c));
 
+/** Width of the pinned last column's copy: the column and a margin that separates it from the grid. */
+const PIN_PAD = 8;
+/** Height of the column title's line at the bottom of the canvas. */
+const TITLE_H = 20;
+
+/** Sizes a canvas to w × h CSS pixels at the device's pixel ratio and returns its context, cleared to white. */
+function sized(canvas: HTMLCanvasElement, w: number, h: number): CanvasRenderingContext2D {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.ceil(w * dpr);
+  canvas.height = Math.ceil(h * dpr);
+  canvas.style.width = `${w}px`;
+  canvas.style.height = `${h}px`;
+  const ctx = canvas.getContext('2d')!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, w, h);
+  return ctx;
+}
+
+/** Row labels right-aligned before x0, and the row title turned upright at the left edge. */
+function drawRowLabels(ctx: CanvasRenderingContext2D, p: HeatmapProps, g: Geometry, ys: (row: number) => number) {
+  ctx.font = FONT;
+  ctx.fillStyle = INK;
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + g.ch / 2);
+  ctx.fillStyle = MUTED;
+  ctx.textAlign = 'center';
+  ctx.save();
+  ctx.translate(12, g.y0 + (p.nRows * g.ch) / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.fillText(p.rowTitle, 0, 0);
+  ctx.restore();
+}
+
+/** Column c's cells (with their text) at x, its index above and its label below. */
+function drawColumn(ctx: CanvasRenderingContext2D, p: HeatmapProps, g: Geometry, c: number, x: number, ys: (row: number) => number, label: boolean) {
+  const gap = g.cw >= 10 && g.ch >= 10 ? 1 : 0;
+  for (let r = 0; r < p.nRows; r++) {
+    const v = p.values[r * p.nCols + c];
+    const fill = Number.isFinite(v) ? p.color(v) : '#d0d7de';
+    ctx.fillStyle = fill;
+    ctx.fillRect(x, ys(r), g.cw - gap, g.ch - gap);
+    const lines = p.annotate?.({ row: r, col: c })?.split('\n') ?? [];
+    ctx.font = SMALL;
+    if (lines.length && g.ch >= 13 * lines.length + 2 && lines.every((t) => ctx.measureText(t).width <= g.cw - 4)) {
+      ctx.fillStyle = lab(fill).l < 55 ? '#fff' : INK;
+      ctx.textAlign = 'center';
+      ctx.textBaseline = 'middle';
+      lines.forEach((t, i) => ctx.fillText(t, x + g.cw / 2, ys(r) + g.ch / 2 + (i - (lines.length - 1) / 2) * 13));
+    }
+  }
+  if (!label) return;
+  ctx.font = SMALL;
+  ctx.fillStyle = MUTED;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'bottom';
+  ctx.fillText(colIndexText(p, c), x + g.cw / 2, g.y0 - 3);
+  ctx.font = FONT;
+  ctx.fillStyle = INK;
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  ctx.save();
+  ctx.translate(x + g.cw / 2, g.y0 + p.nRows * g.ch + LABEL_GAP);
+  ctx.rotate(-g.angle);
+  ctx.fillText(clip(p.colLabels[c] ?? ''), 0, 0);
+  ctx.restore();
+}
+
 /**
  * A dense grid drawn on a canvas, with row and column labels, a column index above each column,
  * axis titles, optional per-cell text and pointer/keyboard interaction. It draws what it is given:
@@ -120,6 +194,8 @@ const colIndexText = (p: HeatmapProps, c: number) => (p.colIndex ? p.colIndex(c)
 export function Heatmap(p: HeatmapProps) {
   const own = useRef<HTMLCanvasElement | null>(null);
   const ref = p.canvasRef ?? own;
+  const pinLeft = useRef<HTMLCanvasElement | null>(null);
+  const pinRight = useRef<HTMLCanvasElement | null>(null);
   const box = useRef<HTMLDivElement | null>(null);
   const [boxWidth, setBoxWidth] = useState(800);
   useLayoutEffect(() => {
@@ -136,6 +212,26 @@ export function Heatmap(p: HeatmapProps) {
 
   const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * cellHeight;
   const xs = (col: number) => g.x0 + col * cellWidth;
+  // Wider than its box: the row labels stay at the left edge while the grid scrolls, and (pinLastColumn) the last column at the right.
+  const scrolls = g.width > boxWidth + 1;
+  const pinned = scrolls && !!p.pinLastColumn && p.nCols > 1;
+
+  useEffect(() => {
+    // The copies stop above the column title (the grid's bottom line), which stays readable under them.
+    if (pinLeft.current) drawRowLabels(sized(pinLeft.current, g.x0, g.height - TITLE_H), p, g, ys);
+    if (pinRight.current) {
+      const ctx = sized(pinRight.current, cellWidth + PIN_PAD, g.height - TITLE_H);
+      ctx.fillStyle = MUTED;
+      ctx.fillRect(1, g.y0, 1, p.nRows * cellHeight);
+      drawColumn(ctx, p, g, p.nCols - 1, PIN_PAD, ys, true);
+      for (const [c, width, colour] of [[p.selected, 3, MARK], [p.active, 2, INK]] as const) {
+        if (!c || c.col !== p.nCols - 1) continue;
+        ctx.lineWidth = width;
+        ctx.strokeStyle = colour;
+        ctx.strokeRect(PIN_PAD + width / 2, ys(c.row) + width / 2, cellWidth - 1 - width, cellHeight - 1 - width);
+      }
+    }
+  });
 
   useEffect(() => {
     const canvas = ref.current;
@@ -150,27 +246,8 @@ export function Heatmap(p: HeatmapProps) {
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, g.width, g.height);
     const gap = cellWidth >= 10 && cellHeight >= 10 ? 1 : 0;
-    for (let r = 0; r < p.nRows; r++) {
-      for (let c = 0; c < p.nCols; c++) {
-        const v = p.values[r * p.nCols + c];
-        const fill = Number.isFinite(v) ? p.color(v) : '#d0d7de';
-        ctx.fillStyle = fill;
-        ctx.fillRect(xs(c), ys(r), cellWidth - gap, cellHeight - gap);
-        const lines = p.annotate?.({ row: r, col: c })?.split('\n') ?? [];
-        ctx.font = SMALL;
-        if (lines.length && cellHeight >= 13 * lines.length + 2 && lines.every((t) => ctx.measureText(t).width <= cellWidth - 4)) {
-          ctx.fillStyle = lab(fill).l < 55 ? '#fff' : INK;
-          ctx.textAlign = 'center';
-          ctx.textBaseline = 'middle';
-          lines.forEach((t, i) => ctx.fillText(t, xs(c) + cellWidth / 2, ys(r) + cellHeight / 2 + (i - (lines.length - 1) / 2) * 13));
-        }
-      }
-    }
-    ctx.font = FONT;
-    ctx.fillStyle = INK;
-    ctx.textAlign = 'right';
-    ctx.textBaseline = 'middle';
-    for (let r = 0; r < p.nRows; r++) ctx.fillText(clip(p.rowLabels[r] ?? ''), g.x0 - 6, ys(r) + cellHeight / 2);
+    for (let c = 0; c < p.nCols; c++) drawColumn(ctx, p, g, c, xs(c), ys, false);
+    drawRowLabels(ctx, p, g, ys);
     ctx.font = SMALL;
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';
@@ -192,12 +269,6 @@ export function Heatmap(p: HeatmapProps) {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
     ctx.fillText(p.colTitle, g.x0 + (p.nCols * cellWidth) / 2, g.height - 4);
-    ctx.save();
-    ctx.translate(12, g.y0 + (p.nRows * cellHeight) / 2);
-    ctx.rotate(-Math.PI / 2);
-    ctx.textBaseline = 'middle';
-    ctx.fillText(p.rowTitle, 0, 0);
-    ctx.restore();
     const outline = (c: Cell, width: number, colour: string) => {
       ctx.lineWidth = width;
       ctx.strokeStyle = colour;
@@ -244,8 +315,15 @@ export function Heatmap(p: HeatmapProps) {
     }
   };
 
+  const pinnedRow = (y: number): Cell | null => {
+    const i = Math.floor((y - g.y0) / cellHeight);
+    return i < 0 || i >= p.nRows ? null : { row: p.rowsUpward ? p.nRows - 1 - i : i, col: p.nCols - 1 };
+  };
+
   return (
     <div className="scroll-x heatmap-box" ref={box}>
+      <div className="heatmap-track" style={{ width: g.width }}>
+      {scrolls && <div className="heatmap-pin left"><canvas ref={pinLeft} aria-hidden="true" data-testid={`${p.testId}-row-labels`} /></div>}
       <canvas
         ref={ref}
         className={`heatmap${p.onSelect ? ' clickable' : ''}`}
@@ -270,6 +348,17 @@ export function Heatmap(p: HeatmapProps) {
         }}
         onKeyDown={onKey}
       />
+      {pinned && (
+        <div className="heatmap-pin right">
+          <canvas
+            ref={pinRight} aria-hidden="true" data-testid={`${p.testId}-pinned`} className={p.onSelect ? 'clickable' : undefined}
+            onMouseMove={(e) => p.onHover?.(pinnedRow(e.nativeEvent.offsetY))}
+            onMouseLeave={() => p.onHover?.(null)}
+            onClick={(e) => { const c = pinnedRow(e.nativeEvent.offsetY); if (c) p.onSelect?.(c); }}
+          />
+        </div>
+      )}
+      </div>
     </div>
   );
 }

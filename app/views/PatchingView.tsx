@@ -202,7 +202,7 @@ export function PatchingView() {
               <Heatmap
                 values={values} nRows={r.nLayers} nCols={C} color={scale.color}
                 rowLabels={rowLabels} colLabels={cols} colIndex={(c) => (c === r.nCols ? 'all' : String(c))} rowTitle={rowTitle} colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
-                rowsUpward cellWidth={{ min: 16, max: 56 }} cellHeight={30}
+                rowsUpward pinLastColumn cellWidth={{ min: 16, max: 56 }} cellHeight={30}
                 annotate={(c) => { const v = values[c.row * C + c.col]; return Math.abs(v) >= 0.095 ? v.toFixed(1) : null; }}
                 active={hover} onHover={(c) => { if (c) setHover(c); }}
                 onSelect={busy ? undefined : (c) => setOpened(openPatchCell(c.row, c.col === r.nCols ? 'all' : c.col))}
