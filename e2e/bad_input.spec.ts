@@ -113,6 +113,10 @@ test('broken model folders and an over-long prompt give clear messages, and the 
   await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
   await page.getByTestId('analyse').dispatchEvent('click');
   await expectBanner(page, /context/, /512/, /max_position_embeddings/);
+  // Said once: in the banner, not again under the prompt or under the futures (trials saw it four times).
+  await expect(page.getByText(/longer than the model's context/)).toHaveCount(1);
+  await expect(page.getByTestId('prompt-note')).toBeHidden();
+  await expect(page.getByTestId('good-unresolved')).toBeHidden();
   expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(200);
   await expect(page.getByTestId('error-banner')).toBeInViewport({ ratio: 1 });
   await expect(page.getByTestId('margin-heatmap')).toBeVisible();

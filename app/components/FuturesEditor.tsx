@@ -4,6 +4,7 @@ import type { FutureDraft } from '../store/experiment';
 import type { ResolvedFuture } from '../../workers/protocol';
 import { visibleToken } from '../lib/format';
 import { futureKey } from '../lib/futures';
+import { futureError } from '../lib/input_errors';
 import { resolveFutures } from '../actions/analyse';
 
 /** The tokens a future resolved to; dimmed and marked while they are for an earlier text or prompt. */
@@ -46,7 +47,7 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
       </select>
       {chips && ('resolved' in chips
         ? <Resolved f={chips.resolved} stale={stale} testId={`${which}-resolved`} />
-        : !stale && <span className="resolved note" data-testid={`${which}-unresolved`}>{chips.error}</span>)}
+        : !stale && futureError(chips.error) && <span className="resolved note" data-testid={`${which}-unresolved`}>{chips.error}</span>)}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { useStore } from '../store';
 import { tokenizePrompt } from '../actions/analyse';
+import { promptErrorPlace } from '../lib/input_errors';
 
 /** The prompt text and the chat-template toggle (off and explained when the tokenizer has no template). */
 export function PromptEditor() {
@@ -10,6 +11,7 @@ export function PromptEditor() {
   const setChatTemplate = useStore((s) => s.setChatTemplate);
   const info = useStore((s) => s.info);
   const [note, setNote] = useState<string | null>(null);
+  const bannerWhy = useStore((s) => s.failure?.why ?? null);
 
   useEffect(() => {
     const t = setTimeout(() => void tokenizePrompt().then(setNote), 250);
@@ -25,7 +27,7 @@ export function PromptEditor() {
         <input type="checkbox" data-testid="chat-template" checked={chatTemplate} disabled={!hasTemplate} onChange={(e) => setChatTemplate(e.target.checked)} />
         Chat template
       </label>
-      {note && <p className="note" data-testid="prompt-note">{note}</p>}
+      {promptErrorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
     </div>
   );
 }
