@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useStore } from './store';
 import type { ViewName } from './store/ui';
 import { followExperiment, startUp } from './actions/experiment';
@@ -12,7 +12,7 @@ import { AnalyseButton } from './components/AnalyseButton';
 import { ErrorBanner } from './components/ErrorBanner';
 import { PromptEditor } from './components/PromptEditor';
 import { FuturesEditor } from './components/FuturesEditor';
-import { TokenStrip } from './components/TokenStrip';
+import { PromptTokens } from './components/PromptTokens';
 import { MarginHeatmapView } from './views/MarginHeatmapView';
 import { SinkView } from './views/SinkView';
 import { GenerationView } from './views/GenerationView';
@@ -29,8 +29,6 @@ import { ReportView } from './views/ReportView';
 import { SaeView } from './views/SaeView';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
-import { appliedInterventions } from './lib/specs';
-import { promptMarks } from './lib/steered';
 
 const VIEWS: { name: ViewName; title: string }[] = [
   { name: 'margins', title: 'Margin heatmap' },
@@ -75,14 +73,9 @@ export function App() {
   const setFocusPosition = useStore((s) => s.setFocusPosition);
   const showTables = useStore((s) => s.showTables);
   const setShowTables = useStore((s) => s.setShowTables);
-  const job = useStore((s) => s.job);
-  const ready = useStore((s) => s.modelStatus === 'ready');
-  const tokens = useStore((s) => s.promptTokens);
-  const focus = useStore((s) => s.focusPosition);
-  const interventions = useStore((s) => s.interventions);
-  const selection = useStore((s) => s.tokenSelection);
-  const setTokenSelection = useStore((s) => s.setTokenSelection);
-  const marks = useMemo(() => (tokens ? promptMarks(appliedInterventions(interventions), tokens.ids.length) : []), [tokens, interventions]);
+  // Only what App draws itself: a job starting or ending, a streamed token or a hover re-renders
+  // the components that read them, not the whole workbench (issue 11, a UI that never stalls).
+  const noModel = useStore((s) => s.modelStatus !== 'ready' && s.job === null);
 
   const [poster, setPoster] = useState<'off' | 'on' | 'kiosk'>(() => (new URLSearchParams(location.search).has('poster') ? 'kiosk' : 'off'));
   const started = useRef(false);
@@ -115,14 +108,9 @@ export function App() {
           <FuturesEditor />
           <div className="row">
             <AnalyseButton />
-            {!ready && !job && <span className="muted">Load a model first.</span>}
+            {noModel && <span className="muted">Load a model first.</span>}
           </div>
-          {tokens && (
-            <div>
-              <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length}; drag or shift-click to select tokens to steer)</span></h3>
-              <TokenStrip tokens={tokens.tokens} ids={tokens.ids} highlight={focus} marks={marks} selection={selection} onSelect={setTokenSelection} />
-            </div>
-          )}
+          <PromptTokens />
           <SteeringPanel />
         </section>
         <section className="views">

@@ -119,6 +119,7 @@ export function GenerationView() {
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
   const prompt = useStore((s) => s.prompt);
+  const maxNewTokens = useStore((s) => s.generation.maxNewTokens);
   const svg = useRef<SVGSVGElement | null>(null);
   const generating = job?.kind === 'generate';
   const steered = gen?.steered ?? null;
@@ -185,28 +186,29 @@ export function GenerationView() {
               <TokenRow run={gen} steeredBy={() => []} diverge={null} testId="" />
             </>
           )}
-          <div className="figure">
-            <div className="view-head">
-              <h3>Margin curve <span className="muted">Δ per step; above the dashed line the good future leads</span></h3>
-              <ExportButtons
-                name={`generation-${gen.modelLabel}`}
-                json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: gen.events, final: gen.final, interventions: gen.steering, steered: steered ? { steps: steered.events, final: steered.final } : null })}
-                csv={() => [['run', 'step', 'id', 'token', `margin Δ = log p(${good}) − log p(${bad}) (nats)`, 'log_prob of the token (nats)'], ...gen.events.map((e) => ['unsteered', e.step, e.id, e.token, e.margin, e.logProb]), ...(steered?.events ?? []).map((e) => ['steered', e.step, e.id, e.token, e.margin, e.logProb])]}
-                figure={() => svg.current && ({
-                  title: `Margin per generation step · ${gen.modelLabel}`,
-                  caption: [`Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, steered ? `unsteered: “${runText(gen)}”` : `continuation: “${runText(gen)}”`, ...(steered ? [`steered (${steeringText}): “${runText(steered)}”`] : [])],
-                  panels: [{ kind: 'svg', element: svg.current }],
-                })}
-              />
-            </div>
-            <LineChart
-              series={series} legend={Boolean(steered)}
-              xLabel="generation step" yLabel="margin Δ (nats)" xDomain={[0, Math.max(1, gen.maxNewTokens - 1)]} zeroLine
-              svgRef={svg} label={steered ? 'Margin per generation step, steered and unsteered' : 'Margin per generation step'} testId="margin-curve"
-            />
-          </div>
         </>
       ) : <p className="placeholder">Generate to watch the margin move token by token.</p>}
+      {/* Mounted before the first generation (empty axes): the frame that shows the first streamed tokens then only adds points, not a whole chart (issue 11, a UI that never stalls). */}
+      <div className="figure">
+        <div className="view-head">
+          <h3>Margin curve <span className="muted">Δ per step; above the dashed line the good future leads</span></h3>
+          {gen && <ExportButtons
+            name={`generation-${gen.modelLabel}`}
+            json={() => ({ model: gen.modelLabel, prompt: gen.prompt, good, bad, steps: gen.events, final: gen.final, interventions: gen.steering, steered: steered ? { steps: steered.events, final: steered.final } : null })}
+            csv={() => [['run', 'step', 'id', 'token', `margin Δ = log p(${good}) − log p(${bad}) (nats)`, 'log_prob of the token (nats)'], ...gen.events.map((e) => ['unsteered', e.step, e.id, e.token, e.margin, e.logProb]), ...(steered?.events ?? []).map((e) => ['steered', e.step, e.id, e.token, e.margin, e.logProb])]}
+            figure={() => svg.current && ({
+              title: `Margin per generation step · ${gen.modelLabel}`,
+              caption: [`Δ = log p(“${good}”) − log p(“${bad}”) · prompt: “${gen.prompt}”`, steered ? `unsteered: “${runText(gen)}”` : `continuation: “${runText(gen)}”`, ...(steered ? [`steered (${steeringText}): “${runText(steered)}”`] : [])],
+              panels: [{ kind: 'svg', element: svg.current }],
+            })}
+          />}
+        </div>
+        <LineChart
+          series={series} legend={Boolean(steered)}
+          xLabel="generation step" yLabel="margin Δ (nats)" xDomain={[0, Math.max(1, (gen?.maxNewTokens ?? maxNewTokens) - 1)]} zeroLine
+          svgRef={svg} label={steered ? 'Margin per generation step, steered and unsteered' : 'Margin per generation step'} testId="margin-curve"
+        />
+      </div>
     </section>
   );
 }
