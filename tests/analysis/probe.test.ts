@@ -68,4 +68,27 @@ describe('probes per layer (Alain & Bengio; Hewitt & Liang control)', () => {
     expect(() => probeActivations([new Float32Array(8)], [1, 0, 2, 0], 2)).toThrow('probe: label 2 of example 2 is not 0 or 1');
     expect(() => probeActivations([new Float32Array(8)], [1, -1, 1, 0], 2)).toThrow('probe: label -1 of example 1 is not 0 or 1');
   });
+
+  it('folds: 5 by default, lowered to the smaller class, at least 2; the best accuracy; onRow once per row in order; one held-out score per example', () => {
+    const { acts, labels } = synthetic(3, 24, 6, 1, 4, 9); // 12 per class
+    const rows: number[] = [];
+    const r = probeActivations(acts, labels, 6, {}, (row) => rows.push(row));
+    expect(r.folds).toBe(5);
+    expect(rows).toEqual([0, 1, 2]);
+    expect(r.bestAccuracy).toBe(Math.max(...r.accuracy));
+    expect(r.heldOut.map((h) => h.length)).toEqual([24, 24, 24]);
+    expect(probeActivations(acts, labels, 6, { folds: 8 }).folds).toBe(8);
+    expect(probeActivations(acts, labels, 6, { folds: 1 }).folds).toBe(2);
+    const three = Uint8Array.from({ length: 24 }, (_, i) => (i < 3 ? 1 : 0)); // 3 positives, 21 negatives
+    expect(probeActivations(acts, three, 6).folds).toBe(3);
+    expect(probeActivations(acts, three, 6, { folds: 12 }).folds).toBe(3);
+  });
+
+  it('the direction weighs each class by its own size (3 positives, 2 negatives)', () => {
+    // positives rows 0, 1, 4: mean (7/3, 8/3); negatives rows 2, 3: mean (6, 7) — written out by hand
+    const acts = [Float32Array.from([1, 2, 3, 4, 5, 6, 7, 8, 3, 2])];
+    const r = probeActivations(acts, [1, 1, 0, 0, 1], 2, { folds: 2 });
+    expect(r.directions[0][0]).toBeCloseTo(7 / 3 - 6, 6);
+    expect(r.directions[0][1]).toBeCloseTo(8 / 3 - 7, 6);
+  });
 });

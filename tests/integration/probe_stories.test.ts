@@ -6,7 +6,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { probeLayers, type ProbeProgress } from '../../workers/engine/analysis/probe';
 import { caaVector } from '../../workers/engine/steering/vectors';
 import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
-import { maxAbsDiff, sharedPath } from '../shared';
+import { maxAbsDiff, readReference, sharedPath } from '../shared';
 
 let e: Engine;
 beforeAll(async () => {
@@ -43,5 +43,41 @@ describe('probes on stories260K (public/probes/he_she.json)', () => {
     const ctrl = new AbortController();
     const run = probeLayers(e, { positive: ['a b', 'c d', 'e f'], negative: ['g h', 'i j', 'k l'] }, (p) => { if (p.done === 2) ctrl.abort(); }, ctrl.signal);
     await expect(run).rejects.toThrow(/abort/i);
+  });
+
+  it('reads the golden residual stream: each row’s direction is the difference of class means of the reference arrays at the read position', async () => {
+    // The three reference prompts (5, 21 and 6 tokens); position −2 reads token T − 2 of each. A prompt may sit in both sets.
+    const ref = JSON.parse(fs.readFileSync(sharedPath('models/stories260K/reference/reference.json'), 'utf8')) as { prompts: { name: string; prompt: string; n_positions: number }[] };
+    const by = (name: string) => ref.prompts.find((p) => p.name === name)!;
+    const pos = [by('once_upon_a_time'), by('cat_was_very')], neg = [by('lily_tom_ball'), by('once_upon_a_time')];
+    const r = await probeLayers(e, { positive: pos.map((p) => p.prompt), negative: neg.map((p) => p.prompt), position: -2, classes: ['a', 'b'], seed: 4, l2: 0.5 });
+    expect(r.readPositions).toEqual([3, 4, 19, 3]);
+    expect(r.readTokens).toEqual([3, 4, 19, 3].map((t, i) => e.tokenStrings(e.encodePrompt({ prompt: [...pos, ...neg][i].prompt }))[t]));
+    expect([r.classes, r.nPositive, r.nNegative, r.position, r.seed, r.l2, r.folds]).toEqual([['a', 'b'], 2, 2, -2, 4, 0.5, 2]);
+    const D = 64;
+    const row = (p: { name: string; n_positions: number }, l: number, t: number) => {
+      const a = readReference(sharedPath(`models/stories260K/reference/${p.name}.safetensors`));
+      return l === 0 ? a.get('embeddings')!.data.subarray(t * D, (t + 1) * D) : a.get('resid_post')!.data.subarray(((l - 1) * p.n_positions + t) * D, ((l - 1) * p.n_positions + t + 1) * D);
+    };
+    for (let l = 0; l <= 5; l++) {
+      const want = Array.from({ length: D }, (_, j) => (row(pos[0], l, 3)[j] + row(pos[1], l, 4)[j]) / 2 - (row(neg[0], l, 19)[j] + row(neg[1], l, 3)[j]) / 2);
+      expect(maxAbsDiff(r.directions[l], want)).toBeLessThan(1e-4);
+    }
+  });
+
+  it('positions at the ends of a prompt: T − 1 and −T are read, T, −T − 1 and 1.5 are refused; defaults echoed', async () => {
+    const set = { positive: ['Tom ran.', 'Ben sat.'], negative: ['Sam sat.', 'Mom ran.'] };
+    const T = e.encodePrompt({ prompt: 'Tom ran.' }).length;
+    expect(set.positive.concat(set.negative).map((p) => e.encodePrompt({ prompt: p }).length)).toEqual([T, T, T, T]);
+    const last = await probeLayers(e, { ...set, position: T - 1 });
+    expect(last.readPositions).toEqual([T - 1, T - 1, T - 1, T - 1]);
+    expect([last.classes, last.seed, last.l2, last.position]).toEqual([['negative', 'positive'], 0, 1, T - 1]);
+    expect((await probeLayers(e, { ...set })).directions).toEqual(last.directions); // 'last' is T − 1
+    expect((await probeLayers(e, { ...set, position: -T })).readPositions).toEqual([0, 0, 0, 0]);
+    expect((await probeLayers(e, { ...set, position: 0 })).readPositions).toEqual([0, 0, 0, 0]);
+    await expect(probeLayers(e, { ...set, position: T })).rejects.toThrow(`probe position ${T} is outside the ${T} tokens of “Tom ran.”`);
+    await expect(probeLayers(e, { ...set, position: -T - 1 })).rejects.toThrow(`probe position ${-T - 1} is outside the ${T} tokens of “Tom ran.”`);
+    await expect(probeLayers(e, { ...set, position: 1.5 })).rejects.toThrow("probe position 1.5 is not 'last' or an integer token index");
+    await expect(probeLayers(e, { positive: ['Tom ran.'], negative: set.negative })).rejects.toThrow('a probe needs at least 2 prompts in each set for cross-validation (got 1 positive, 2 negative)');
   });
 });
