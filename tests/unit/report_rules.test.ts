@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
-import { firstStable } from '../../workers/engine/analysis/report';
+import { firstAt95, firstStable, labelledPairs } from '../../workers/engine/analysis/report';
 
 describe('percentile bootstrap of a statistic of the mean curve', () => {
   it('the mean of a 0/1 sample has the normal-approximation interval p ± 1.96·sqrt(p(1−p)/n)', () => {
@@ -27,5 +27,27 @@ describe('visible = earliest row from which the margin keeps its final sign, at 
     expect(firstStable([0.5, -0.2, 0.05, 0.3, 0.2], 0.1)).toBe(3);
     expect(firstStable([0.5, -0.2], 0.1)).toBeNull();
     expect(firstStable([0.05, 0.05], 0.1)).toBeNull();
+  });
+});
+
+describe('the rules at their edges', () => {
+  it('firstStable: a value equal to the threshold counts; a 0 ends the trailing positive run; the first index can be it', () => {
+    expect(firstStable([0.1], 0.1)).toBe(0);
+    expect(firstStable([0.5, 0, 0.3], 0.1)).toBe(2);
+    expect(firstStable([0.5, 0.3], 0)).toBe(0);
+    expect(firstStable([], 0.1)).toBeNull();
+  });
+
+  it('firstAt95: the first row at or above 95 % of the best row (equal counts), and row 0 when every row is 0', () => {
+    expect(firstAt95([0.5, 0.95, 1])).toBe(1);
+    expect(firstAt95([0.5, 0.94, 1])).toBe(2);
+    expect(firstAt95([0, 0])).toBe(0);
+  });
+
+  it('labelledPairs: positive i ↔ negative i, and a prompt without a partner is lens only', () => {
+    expect(labelledPairs({ positive: ['p0', 'p1', 'p2'], negative: ['n0', 'n1'] })).toEqual([
+      { clean: 'p0', corrupt: 'n0' }, { clean: 'p1', corrupt: 'n1' }, { clean: 'p2', corrupt: null },
+      { clean: 'n0', corrupt: 'p0' }, { clean: 'n1', corrupt: 'p1' },
+    ]);
   });
 });
