@@ -16,7 +16,8 @@ import { parseScore } from './window';
 export const REPORT_USAGE = `  branchpoint report   --model DIR --clean TEXT --corrupt TEXT --good TEXT --bad TEXT
                        [--threshold 0.1] [--intervention JSON --max-new-tokens N [--k-max K] [--score …]]
                        [--set FILE.json|.jsonl|.csv [--position last|INDEX] [--folds 5] [--seed 0]]
-report prints {visible_layer, visible_token, first_layer_95, causal_layer, causal_positions, point_of_no_return,
+report prints {visible_layer, visible_token, first_layer_95, causal_layer (from block 1: row 0, the embeddings, is the
+clean token itself where the prompts differ: causal_trivial_positions, _recovery), causal_positions, point_of_no_return,
 label, lens_margin: [n_layers+1] (toward the final answer), max_recovery: [n_layers], probe_accuracy: [n_layers+1],
 window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… as patch --hook resid_pre}};
 layers are residual rows (0 = embeddings, l = entering block l). --intervention/--score as in window (the

@@ -117,7 +117,9 @@ function Answers({ d, missing }: { d: ReportDisplay; missing: string }) {
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
-        {r.causal.layer === null ? `no hook_resid_pre patch recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}</>}
+        {r.causal.layer === null ? `no hook_resid_pre patch after the embeddings recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}
+          {r.causal.positions.every((t) => r.causal.trivial.positions.includes(t)) ? ' (still at the tokens that differ: not yet moved to another position)' : ''}</>}
+        <span className="muted" data-testid="report-causal-trivial"> · the embed row (blocks.0.hook_resid_pre) is left out: there only the tokens that differ ({r.causal.trivial.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}) change, and patching one is the clean prompt’s token itself (r = {fixed(r.causal.trivial.recovery, 2)} by construction)</span>
       </dd>
       <dt>Visible (probe)</dt>
       <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>
@@ -176,7 +178,7 @@ export function ReportView() {
         <p className="muted">
           The three questions on one page: where the decision becomes <b>visible</b> (logit lens: the earliest layer from which the margin at the last token keeps its
           final sign with |Δ| at the threshold), when it becomes <b>causal</b> (activation patching: the earliest block whose residual stream, patched from the clean
-          prompt at one position, recovers r ≥ 0.5) and whether it is still <b>changeable</b> (the intervention window’s point of no return).
+          prompt at one position, recovers r ≥ 0.5; after the embed row, since patching an embedding only swaps the differing token back) and whether it is still <b>changeable</b> (the intervention window’s point of no return).
         </p>
       </header>
       <ReportForm />

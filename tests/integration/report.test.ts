@@ -45,12 +45,39 @@ describe('decision-point report', () => {
     const g = await patchingGrid(e, { clean: lily.prompt, corrupt: CORRUPT, ...futures, hook: 'resid_pre' });
     expect(r.patching.recovery).toEqual(g.recovery);
     const rows = Array.from({ length: 5 }, (_, l) => Array.from(g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols)));
-    const causal = rows.findIndex((row) => row.some((x) => x >= 0.5));
+    // causal: the first block from 1 on with r ≥ 0.5 somewhere (row 0 is the embeddings: see the next case)
+    const causal = rows.findIndex((row, l) => l >= 1 && row.some((x) => x >= 0.5));
     expect(r.causal.layer).toBe(causal < 0 ? null : causal);
     expect(r.causal.positions).toEqual(rows[causal].flatMap((x, i) => (x >= 0.5 ? [i] : [])));
     expect(r.label).toBe('one prompt: no interval (give a prompt set for bootstrap intervals)');
     expect([r.threshold, r.causalRecovery, r.nLayers, r.nPrompts]).toEqual([0.1, 0.5, 5, 1]);
     expect([r.visible.interval, r.causal.interval, r.visible.band]).toEqual([null, null, null]);
+  });
+
+  it('causal is not the trivial row: patching the embedding of the token that differs recovers r ≈ 1 by construction, so the rule starts at block 1', async () => {
+    // The Patching view's default pair (app/lib/patching_prompts.ts): " Tom" (" T", "om") → " dad" (" d", "ad").
+    const clean = 'Lily and Tom went to the park. Lily gave the ball to', corrupt = 'Lily and dad went to the park. Lily gave the ball to';
+    const r = await decisionReport(e, { clean, corrupt, ...futures });
+    const g = r.patching, T = g.nCols;
+    const differ = g.cleanIds.flatMap((id, t) => (id !== g.corruptIds[t] ? [t] : []));
+    expect(differ).toEqual([3, 4]);
+    expect(r.causal.trivial.positions).toEqual(differ);
+    // row 0 = blocks.0.hook_resid_pre = the token embedding: equal tokens give r = 0 exactly, and the
+    // differing " T" swapped back gives r ≈ 1 (the artefact the old rule reported as "causal from row 0")
+    for (let t = 0; t < T; t++) if (!differ.includes(t)) expect(g.recovery[t]).toBe(0);
+    expect(g.recovery[3]).toBeGreaterThan(0.95);
+    expect(r.causal.trivial.recovery).toBeCloseTo(Math.max(g.recovery[3], g.recovery[4]), 6);
+    // the rule on the measured grid: the earliest block ≥ 1 with some r ≥ 0.5, and where
+    const rows = Array.from({ length: g.nLayers }, (_, l) => Array.from(g.recovery.subarray(l * T, (l + 1) * T)));
+    const first = rows.findIndex((row, l) => l >= 1 && row.some((x) => x >= 0.5));
+    expect(first).toBeGreaterThanOrEqual(1);
+    expect(r.causal.layer).toBe(first);
+    expect(r.causal.layer).not.toBe(0);
+    expect(r.causal.positions).toEqual(rows[first].flatMap((x, t) => (x >= 0.5 ? [t] : [])));
+    // on stories260K the name's first token still carries it after block 0: the answer is row 1 at " T"
+    expect([r.causal.layer, r.causal.positions]).toEqual([1, [3]]);
+    expect(r.prompts[0].causalLayer).toBe(r.causal.layer);
+    expect(r.causal.curve[0]).toBeGreaterThan(0.95); // the curve keeps row 0 as measured
   });
 
   it('a prompt set gives bootstrap intervals around the set’s answers; pairs that cannot be patched are counted, not fatal', async () => {

@@ -26,9 +26,9 @@ const patchWant = {
 const base: ReportResult = {
   nPrompts: 1, label: 'one prompt', threshold: 0.1, causalRecovery: 0.5, nLayers: 2,
   visible: { layer: 1, token: 2, curve: [0.5, 1, 2], band: null, interval: null },
-  causal: { layer: 0, positions: [0, 2], curve: [1, 0.75], band: null, interval: null, skipped: 0 },
+  causal: { layer: 1, positions: [0, 2], trivial: { positions: [0], recovery: 1 }, curve: [1, 0.75], band: null, interval: null, skipped: 0 },
   probe: null, changeable: null, patching: grid,
-  prompts: [{ clean: 'Lily went', corrupt: 'Tom went', lensLast: [0.5, 1, 2], finalSign: 1, visibleLayer: 1, visibleToken: 2, maxRecovery: [1, 0.75], causalLayer: 0, causalPositions: [0, 2], window: null }],
+  prompts: [{ clean: 'Lily went', corrupt: 'Tom went', lensLast: [0.5, 1, 2], finalSign: 1, visibleLayer: 1, visibleToken: 2, maxRecovery: [1, 0.75], causalLayer: 1, causalPositions: [0, 2], window: null }],
 };
 
 describe('patchJson and gridRows', () => {
@@ -44,12 +44,12 @@ describe('reportJson', () => {
     expect(reportJson(base)).toStrictEqual({
       label: 'one prompt', n_prompts: 1, threshold: 0.1, causal_recovery: 0.5,
       visible_layer: 1, visible_token: 2, visible_interval: null, lens_margin: [0.5, 1, 2], lens_margin_band: null,
-      causal_layer: 0, causal_positions: [0, 2], causal_interval: null, max_recovery: [1, 0.75], max_recovery_band: null, patch_skipped: 0,
+      causal_layer: 1, causal_positions: [0, 2], causal_trivial_positions: [0], causal_trivial_recovery: 1, causal_interval: null, max_recovery: [1, 0.75], max_recovery_band: null, patch_skipped: 0,
       first_layer_95: null, first_layer_95_interval: null, probe_accuracy: null, probe_accuracy_band: null, probe_control_accuracy: null, probe_classes: null,
       point_of_no_return: null, point_of_no_return_interval: null, window_ks: null, window_outcome: null, window_outcome_band: null,
       window_unsteered_outcome: null, window_score: null, window_skipped: null,
       patch: patchWant,
-      prompts: [{ clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 0, point_of_no_return: null }],
+      prompts: [{ clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 1, point_of_no_return: null }],
     });
   });
 
@@ -68,14 +68,14 @@ describe('reportJson', () => {
     expect(reportJson(r)).toStrictEqual({
       label: '2 prompts', n_prompts: 2, threshold: 0.1, causal_recovery: 0.5,
       visible_layer: 1, visible_token: 2, visible_interval: [0, 2], lens_margin: [0.5, 1, 2], lens_margin_band: [[0, 0.5, 1], [1, 1.5, 3]],
-      causal_layer: 0, causal_positions: [0, 2], causal_interval: [0, 1], max_recovery: [1, 0.75], max_recovery_band: [[0.5, 0.5], [1, 1]], patch_skipped: 1,
+      causal_layer: 1, causal_positions: [0, 2], causal_trivial_positions: [0], causal_trivial_recovery: 1, causal_interval: [0, 1], max_recovery: [1, 0.75], max_recovery_band: [[0.5, 0.5], [1, 1]], patch_skipped: 1,
       first_layer_95: 2, first_layer_95_interval: [1, 2], probe_accuracy: [0.5, 0.75, 1], probe_accuracy_band: [[0.25, 0.5, 1], [0.75, 1, 1]],
       probe_control_accuracy: [0.5, 0.25, 0.5], probe_classes: ['girl', 'boy'],
       point_of_no_return: 3, point_of_no_return_interval: [2, 3], window_ks: [0, 1, 2, 3], window_outcome: [-1, -0.5, -0.25, -0.125],
       window_outcome_band: [[-2, -1, -1, -1], [0, 0, 0, 0]], window_unsteered_outcome: 2, window_score: { kind: 'mean', last: 2 }, window_skipped: 1,
       patch: patchWant,
       prompts: [
-        { clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 0, point_of_no_return: 0 },
+        { clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 1, point_of_no_return: 0 },
         { clean: 'Tom went', corrupt: null, visible_layer: null, visible_token: null, causal_layer: null, point_of_no_return: null },
       ],
     });

@@ -10,7 +10,11 @@
  *   position from which the final-layer margin keeps that sign with |Δ| ≥ threshold. The probe's
  *   first layer at 95 % of its best accuracy (Alain & Bengio arXiv 1610.01644) when a labelled set is given.
  * - causal: the earliest block l whose hook_resid_pre patch (denoising, final margin) recovers
- *   r ≥ 0.5 at some position, and those positions (Heimersheim & Nanda arXiv 2404.15255).
+ *   r ≥ 0.5 at some position, and those positions (Heimersheim & Nanda arXiv 2404.15255) — from
+ *   block 1 on: row 0 is the embeddings, which differ only at the tokens that differ, and patching
+ *   one there puts the clean prompt's token itself into the corrupted run (r ≈ 1 by construction,
+ *   an artefact of the corruption, not a finding about the model). The report names that row apart
+ *   (causal.trivial).
  * - changeable: the point of no return of the intervention window (the last start step k that still
  *   flips the outcome), when an intervention is given.
  * Over a prompt set each prompt's lens curve is multiplied by its final sign (margin toward its own
@@ -77,6 +81,27 @@ export interface ReportRequest {
 
 export const CAUSAL_RECOVERY = 0.5;
 
+/**
+ * The first block the causal rule reads: blocks.0.hook_resid_pre is the token embedding (plus the
+ * position's, for learned positions), equal in both runs wherever the tokens agree (r = 0 there) and
+ * the clean token itself where they differ (r ≈ 1 by construction), so it answers nothing.
+ */
+export const FIRST_CAUSAL_BLOCK = 1;
+
+/** Positions where the clean and corrupted prompts hold different tokens (equal token lengths). */
+export function differingPositions(cleanIds: readonly number[], corruptIds: readonly number[]): number[] {
+  return cleanIds.flatMap((id, t) => (id !== corruptIds[t] ? [t] : []));
+}
+
+/**
+ * The causal rule on a curve of max_t r per block [n_layers]: the earliest block from
+ * FIRST_CAUSAL_BLOCK on whose value reaches `at` (CAUSAL_RECOVERY); null if none.
+ */
+export function firstCausalBlock(maxRecovery: readonly number[], at = CAUSAL_RECOVERY): number | null {
+  for (let l = FIRST_CAUSAL_BLOCK; l < maxRecovery.length; l++) if (maxRecovery[l] >= at) return l;
+  return null;
+}
+
 /** One prompt's intervention window: outcome per start step k and without the intervention. */
 export interface PromptWindow {
   outcome: number[];
@@ -118,9 +143,15 @@ export interface ReportResult {
     interval: [number, number] | null;
   };
   causal: {
+    /** The causal rule's block (FIRST_CAUSAL_BLOCK on), and the main pair's positions with r ≥ 0.5 there. */
     layer: number | null;
     positions: number[];
-    /** Mean over prompts of max_t r per block [n_layers]. */
+    /**
+     * Row 0 of the main pair, left out of the rule: the positions whose tokens differ (the only ones
+     * a patch of the embeddings changes) and the largest r among them (≈ 1 by construction).
+     */
+    trivial: { positions: number[]; recovery: number };
+    /** Mean over prompts of max_t r per block [n_layers] (row 0 included, as measured). */
     curve: number[];
     band: [number[], number[]] | null;
     interval: [number, number] | null;
@@ -181,12 +212,6 @@ export function firstStable(aligned: readonly number[], threshold: number): numb
   return first;
 }
 
-/** Earliest index whose value reaches `at`; null if none. */
-function firstAtLeast(xs: readonly number[], at: number): number | null {
-  const i = xs.findIndex((x) => x >= at);
-  return i < 0 ? null : i;
-}
-
 /** First row whose value reaches 95 % of the best row's (the probe's rule, analysis/probe.ts). */
 export function firstAt95(xs: readonly number[]): number {
   const best = Math.max(...xs);
@@ -242,7 +267,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
         const g = await patchingGrid(engine, { clean: p.clean, corrupt: p.corrupt, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad, hook: 'resid_pre' }, undefined, signal);
         if (i === 0) main = g;
         maxRecovery = Array.from({ length: L }, (_, l) => Math.max(...g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols)));
-        causalLayer = firstAtLeast(maxRecovery, CAUSAL_RECOVERY);
+        causalLayer = firstCausalBlock(maxRecovery);
         if (causalLayer !== null) causalPositions = Array.from(g.recovery.subarray(causalLayer * g.nCols, (causalLayer + 1) * g.nCols)).flatMap((r, t) => (r >= CAUSAL_RECOVERY ? [t] : []));
       } catch (e) {
         if (i === 0 || signal?.aborted) throw e;
@@ -332,11 +357,15 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
       interval: set ? bootstrapStatistic(aligned, (c) => firstStable(c, threshold), opts).interval : null,
     },
     causal: {
-      layer: recov.length > 1 ? firstAtLeast(causalCurve, CAUSAL_RECOVERY) : m.causalLayer,
+      layer: recov.length > 1 ? firstCausalBlock(causalCurve) : m.causalLayer,
       positions: m.causalPositions,
+      trivial: (() => {
+        const positions = differingPositions(g.cleanIds, g.corruptIds);
+        return { positions, recovery: positions.length ? Math.max(...positions.map((t) => g.recovery[t])) : 0 };
+      })(),
       curve: causalCurve,
       band: recov.length > 1 ? band(recov) : null,
-      interval: recov.length > 1 ? bootstrapStatistic(recov, (c) => firstAtLeast(c, CAUSAL_RECOVERY), opts).interval : null,
+      interval: recov.length > 1 ? bootstrapStatistic(recov, (c) => firstCausalBlock(c), opts).interval : null,
       skipped,
     },
     probe,

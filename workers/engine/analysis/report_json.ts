@@ -28,6 +28,7 @@ export function reportJson(r: ReportResult): Record<string, unknown> {
     visible_layer: r.visible.layer, visible_token: r.visible.token, visible_interval: r.visible.interval,
     lens_margin: r.visible.curve, lens_margin_band: r.visible.band,
     causal_layer: r.causal.layer, causal_positions: r.causal.positions, causal_interval: r.causal.interval,
+    causal_trivial_positions: r.causal.trivial.positions, causal_trivial_recovery: r.causal.trivial.recovery,
     max_recovery: r.causal.curve, max_recovery_band: r.causal.band, patch_skipped: r.causal.skipped,
     first_layer_95: r.probe?.firstLayer95 ?? null, first_layer_95_interval: r.probe?.interval ?? null,
     probe_accuracy: r.probe?.accuracy ?? null, probe_accuracy_band: r.probe?.band ?? null, probe_control_accuracy: r.probe?.controlAccuracy ?? null,
