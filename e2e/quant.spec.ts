@@ -20,6 +20,11 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await page.getByTestId('branch-max-new').fill('4');
   await page.getByTestId('branch-start').click();
   await expect(page.getByTestId('branch-caption')).toBeVisible({ timeout: 60_000 });
+  // and a batch (the view's two-row default): its rows were not marked after the reload either
+  await page.getByTestId('tab-batch').click();
+  await page.getByTestId('run-batch').click();
+  await expect(page.getByTestId('batch-status')).toContainText('2 of 2 prompts', { timeout: 60_000 });
+  await expect(page.getByTestId('batch-stale')).toHaveCount(0);
   const loadedAs = await page.getByTestId('backend-badge').getAttribute('data-kind');
   // CPU + Q8_0, as the trial chose (its header went ragged and the logit-error line wrapped mid-formula).
   await page.getByTestId('backend-choice').selectOption('cpu');
@@ -33,6 +38,11 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await page.getByTestId('tab-branches').click();
   await expect(page.getByTestId('branch-dropped')).toContainText('was cleared when stories260K · Q8_0 · CPU was loaded');
   await page.screenshot({ path: '.artifacts/screenshots/quant-reload-branches.png', fullPage: true });
+  await page.getByTestId('tab-batch').click();
+  await expect(page.getByTestId('batch-stale')).toHaveAttribute('data-stale', 'load');
+  await expect(page.getByTestId('batch-stale-load')).toContainText('(stories260K · Q8_0 · CPU is loaded now)');
+  await expect(page.getByTestId('batch-stale-figure')).toHaveText('Stale — run the batch again');
+  await page.screenshot({ path: '.artifacts/screenshots/quant-reload-batch.png', fullPage: true });
   await page.getByTestId('tab-margins').click();
   await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'load');
   await expect(page.getByTestId('margin-status-load')).toContainText(`computed with stories260K · float32 · ${loadedAs === 'webgpu' ? 'WebGPU' : 'CPU'} (stories260K · Q8_0 · CPU is loaded now)`);

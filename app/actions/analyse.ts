@@ -6,6 +6,7 @@ import { specRequest } from '../lib/specs';
 import { queueAfterJob, runJob } from './job';
 import { analyseAction } from '../lib/job_rules';
 import { inOrder, messageOf } from './worker';
+import { currentIdentity } from './identity';
 
 /** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
 function request(): AnalyseRequest {
@@ -30,7 +31,7 @@ export async function analyse(): Promise<void> {
 
 async function analyseNow(): Promise<void> {
   const label = useStore.getState().modelLabel ?? 'the model';
-  const atStart = useStore.getState().modelIdentity; // null while a load runs: the worker runs this after it
+  const atStart = currentIdentity(); // '' while a load runs: the worker runs this after it, on that load
   await runJob('analyse', 'Analysing the prompt', 'Could not analyse the prompt', async () => {
     const req = request();
     const st = useStore.getState();
@@ -38,7 +39,7 @@ async function analyseNow(): Promise<void> {
     const baseline = applied.length ? await inOrder((w) => w.analyse(req)) : null;
     const analysis = await inOrder((w) => w.analyse(applied.length ? { ...req, specs, specLabels } : req));
     const s = useStore.getState();
-    const computedWith = atStart ?? s.modelIdentity ?? '';
+    const computedWith = atStart || currentIdentity();
     s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     const h = s.selectedHead;

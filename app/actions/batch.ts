@@ -8,6 +8,7 @@ import { specRequest } from '../lib/specs';
 import { analyse } from './analyse';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /** A shipped study (public/studies/index.json). */
 export interface StudyExample { id: string; title: string; template: string; values: string }
@@ -47,7 +48,7 @@ export async function runBatch(): Promise<void> {
     const values = parseValues(s.batchValues, (s.batchValuesName && formatOfName(s.batchValuesName)) || undefined);
     const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);
     const job: BatchJob & { specs?: typeof specs; specLabels?: string[] } = { template, values, chatTemplate: s.chatTemplate, ...(applied.length ? { specs, specLabels } : {}), ...batchColumns() };
-    s.startBatchRows(s.modelLabel ?? '', applied);
+    s.startBatchRows(s.modelLabel ?? '', currentIdentity(), applied);
     if (!s.batchX || !values.columns.includes(s.batchX)) s.setBatchPlot({ x: template.x ?? values.columns[0] });
     s.setJobSteps({ done: 0, total: values.rows.length });
     const onRow = Comlink.proxy((r: BatchRow) => useStore.getState().addBatchRow(r));

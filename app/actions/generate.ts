@@ -7,6 +7,7 @@ import { specRequest } from '../lib/specs';
 import { relabelJob, runJob } from './job';
 import { inOrder } from './worker';
 import { frameBatcher } from '../lib/frame_batch';
+import { currentIdentity } from './identity';
 
 /**
  * Generates with the experiment's settings, streaming tokens and margins into the store. With
@@ -28,7 +29,7 @@ export async function generate(): Promise<void> {
     const show = () => {
       if (shown) return;
       shown = true;
-      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
+      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
       if (applied.length) useStore.getState().startSteeredRun();
     };
     const run = async (name: RunName, r: GenerateRequest & SpecRequest) => {

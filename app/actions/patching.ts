@@ -5,6 +5,7 @@ import type { InterventionDraft } from '../store/steering';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /**
  * Runs the activation-patching grid as set up in its view (DESIGN.md §3), with the experiment's
@@ -24,7 +25,7 @@ export async function runPatching(): Promise<void> {
     s.setJobSteps({ done: 0, total: 1 });
     const onProgress = Comlink.proxy((p: PatchingProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.patching(req, onProgress));
-    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good.value, bad: s.bad.value });
+    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good.value, bad: s.bad.value });
   }, { cancellable: true });
 }
 

@@ -5,6 +5,7 @@ import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
 import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
+import { currentIdentity } from './identity';
 
 /** Example probe sets shipped in public/ (file, menu name). */
 export const PROBE_EXAMPLES: { file: string; name: string }[] = [
@@ -74,7 +75,7 @@ export async function runProbe(): Promise<void> {
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
     const onProgress = Comlink.proxy((p: ProbeProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));
-    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
+    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
   }, { cancellable: true });
 }
 

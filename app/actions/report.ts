@@ -6,6 +6,7 @@ import { runJob } from './job';
 import { probeSet } from './probe';
 import { windowSetup } from './window';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /**
  * Runs the decision-point report (DESIGN.md §3) on the Patching view's prompts and the experiment's
@@ -31,7 +32,7 @@ export async function runReport(): Promise<void> {
     const onProgress = Comlink.proxy((p: ReportProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.report(req, onProgress));
     useStore.getState().setReport({
-      result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', clean, corrupt, good: s.good.value, bad: s.bad.value,
+      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean, corrupt, good: s.good.value, bad: s.bad.value,
       steering: setup ? setup.steering.map((a) => `${a.draft.type} at ${a.draft.hook}`).join(', ') : null, scoreLabel: setup?.scoreLabel ?? null,
       setSource: set ? set.source : null,
     });

@@ -9,6 +9,7 @@ import type { ExperimentSae } from '../../workers/engine/io/experiment';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /** Picked files (a SAELens folder, or a params.npz) as an SAE source. */
 export function saeSourceFromFiles(list: FileList): SaeSource {
@@ -63,7 +64,7 @@ export async function readFeatures(): Promise<void> {
     }
     const analysis = await inOrder((w) => w.analyseSae(id, { ...req, ...margin }));
     const st = useStore.getState();
-    st.setSaeResult({ saeId: id, analysis, prompt: s.prompt, modelLabel: st.modelLabel ?? 'the model', computedWith: st.modelIdentity ?? '', good, bad });
+    st.setSaeResult({ saeId: id, analysis, prompt: s.prompt, modelLabel: st.modelLabel ?? 'the model', computedWith: currentIdentity(), good, bad });
     st.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
   });
 }

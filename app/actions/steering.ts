@@ -7,6 +7,7 @@ import type { PositionSelector } from '../../workers/protocol';
 import type { InterventionDraft } from '../store/steering';
 import { hookOfLensRow, vectorWidth } from '../lib/hooks';
 import { pickVector } from '../lib/pick_vector';
+import { loadStaleText, loadedNow } from '../lib/model_identity';
 import { buildVector, loadDefaultSet } from './vectors';
 
 /** The library vector a new intervention at `hook` starts with (lib/pick_vector.ts: one built at that hook first). */
@@ -94,13 +95,18 @@ const SWEEP_TYPES: readonly InterventionDraft['type'][] = ['add', 'add_norm_pres
  * vector at all positions, every step, as the sweep ran it. It replaces, rather than joins, the
  * intervention an earlier pick from this sweep was loaded into, else one of the sweep's types at
  * that hook with that vector: two there would add their doses (α1 + α2), which the sweep did not
- * measure. Otherwise it is added. It is opened in the editor.
- * @returns its id and whether it replaced one, or null when no sweep is on display.
+ * measure. Otherwise it is added. It is opened in the editor. A sweep of another load (another
+ * model, or the same one with other weights or on another backend) places nothing: its doses were
+ * measured on other numbers (lib/model_identity.ts).
+ * @returns its id and whether it replaced one; `stale` saying why nothing was placed; or null when
+ *   no sweep is on display.
  */
-export function placeFromSweep(li: number, di: number): { id: number; replaced: boolean } | null {
+export function placeFromSweep(li: number, di: number): { id: number; replaced: boolean } | { stale: string } | null {
   const s = useStore.getState();
   const sw = s.sweep;
   if (!sw) return null;
+  const why = loadStaleText(sw.modelLabel, sw.computedWith, loadedNow(s));
+  if (why) return { stale: `This sweep is stale — ${why}: run the sweep again to pick a dose.` };
   const hook = sw.result.hooks[li];
   const point = draft(hook, 'all', { type: sw.type, dose: sw.result.doses[di], vectorId: sw.vectorId, rotateBy: 'theta' });
   const target = s.interventions.find((d) => d.id === sw.pickedId)

@@ -5,6 +5,7 @@ import { futureInput } from '../lib/futures';
 import { parseIndexList, parseNumberList } from '../lib/lists';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /**
  * Runs the dose–response sweep as set up in its view (DESIGN.md §3): for each layer and dose, the
@@ -27,6 +28,6 @@ export async function runSweep(): Promise<void> {
     s.setJobSteps({ done: 0, total: layers.length * doses.length });
     const onProgress = Comlink.proxy((p: SweepProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.sweep(req, onProgress));
-    useStore.getState().setSweep({ result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value, type: set.type, vectorId: v.id, vectorName: v.name, pickedId: null });
+    useStore.getState().setSweep({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, good: s.good.value, bad: s.bad.value, type: set.type, vectorId: v.id, vectorName: v.name, pickedId: null });
   }, { cancellable: true });
 }

@@ -7,6 +7,7 @@ import { futureInput } from '../lib/futures';
 import { appliedInterventions, interventionLabel, toSpec } from '../lib/specs';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
 
 /**
  * The score as set in the view, and its words for captions.
@@ -69,7 +70,7 @@ export async function runWindow(): Promise<void> {
     const onProgress = Comlink.proxy((p: WindowProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.interventionWindow(req, onProgress));
     useStore.getState().setWindowRun({
-      result, modelLabel: s.modelLabel ?? '', computedWith: s.modelIdentity ?? '', prompt: s.prompt, good: s.good.value, bad: s.bad.value,
+      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, good: s.good.value, bad: s.bad.value,
       steering, scoreLabel, picked: result.pointOfNoReturn ?? 0,
     });
   }, { cancellable: true });

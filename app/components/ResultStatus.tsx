@@ -67,8 +67,8 @@ export function ResultStatus({ model, computedWith, stale = [], testId, computed
   );
 }
 
-/** Laid over a figure whose result is stale (the figure dims it: `.figure.stale`). */
-export function StaleOverlay({ testId }: { testId: string }) {
+/** Laid over a figure whose result is stale (the figure dims it: `.figure.stale`); `action` recomputes it (default: press Analyse). */
+export function StaleOverlay({ testId, action = 'press Analyse' }: { testId: string; action?: string }) {
   const ready = useStore((s) => s.modelStatus === 'ready');
-  return <div className="stale-overlay" data-testid={testId} aria-hidden="true">{ready ? 'Stale — press Analyse' : 'Stale'}</div>;
+  return <div className="stale-overlay" data-testid={testId} aria-hidden="true">{ready ? `Stale — ${action}` : 'Stale'}</div>;
 }

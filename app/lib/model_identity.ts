@@ -27,3 +27,33 @@ export function reloadedSince(computedWith: string, modelLabel: string, now: { l
   // '' = not known (a job queued while a load ran: the worker runs it after that load, on the new weights)
   return computedWith !== '' && now.label === modelLabel && now.identity !== null && now.identity !== computedWith;
 }
+
+/** The model ready now and its identity (both null while none is: loading, or the last load failed). */
+export interface LoadedNow { label: string | null; identity: string | null }
+
+/** The model ready now, from the model slice's fields (app/store/model.ts). */
+export function loadedNow(s: { modelStatus: string; modelLabel: string | null; modelIdentity: string | null }): LoadedNow {
+  return s.modelStatus === 'ready' ? { label: s.modelLabel, identity: s.modelIdentity } : { label: null, identity: null };
+}
+
+/**
+ * Whether a result of model `modelLabel`, computed with `computedWith`, still belongs to the load
+ * ready now: 'model' when another model (or none) is ready, 'load' when the same model was loaded
+ * again with another storage or backend (reloadedSince), null when it belongs.
+ */
+export function loadStaleness(modelLabel: string, computedWith: string, now: LoadedNow): 'model' | 'load' | null {
+  if (now.label !== modelLabel) return 'model';
+  return reloadedSince(computedWith, modelLabel, now) ? 'load' : null;
+}
+
+/**
+ * "computed with stories260K · float32 · WebGPU (stories260K · Q8_0 · CPU is loaded now)", or
+ * "computed with the previous model (stories260K; no model is loaded now)": why a result of another
+ * load is stale, in words; '' when it is not.
+ */
+export function loadStaleText(modelLabel: string, computedWith: string, now: LoadedNow): string {
+  const why = loadStaleness(modelLabel, computedWith, now);
+  if (why === 'load') return `computed with ${computedWith} (${now.identity} is loaded now)`;
+  if (why === 'model') return `computed with the previous model (${modelLabel}; ${now.label ? `${now.label} is loaded now` : 'no model is loaded now'})`;
+  return '';
+}

@@ -26,6 +26,8 @@ export interface BatchSlice {
   batchResult: BatchResult | null;
   /** Model the rows were computed on. */
   batchModel: string | null;
+  /** The load they were computed with (lib/model_identity.ts; '' not known): stale after another load. */
+  batchComputedWith: string;
   /** The interventions the rows were computed under (empty: the model as it is). */
   batchSteering: AppliedIntervention[];
   /** Plot: the variable on x and the metric on y. */
@@ -37,7 +39,7 @@ export interface BatchSlice {
   batchColumns: BatchColumns;
   setBatchColumns(patch: Partial<BatchColumns>): void;
   setBatchInput(patch: { template?: string; values?: string; valuesName?: string | null }): void;
-  startBatchRows(model: string, steering: AppliedIntervention[]): void;
+  startBatchRows(model: string, computedWith: string, steering: AppliedIntervention[]): void;
   addBatchRow(r: BatchRow): void;
   setBatchResult(r: BatchResult | null): void;
   setBatchPlot(patch: { x?: string | null; y?: BatchMetric }): void;
@@ -52,6 +54,7 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
   batchRows: [],
   batchResult: null,
   batchModel: null,
+  batchComputedWith: '',
   batchSteering: [],
   batchX: null,
   batchY: 'final_margin',
@@ -64,7 +67,7 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
     batchValues: p.values ?? s.batchValues,
     batchValuesName: p.valuesName !== undefined ? p.valuesName : s.batchValuesName,
   })),
-  startBatchRows: (batchModel, batchSteering) => set({ batchRows: [], batchResult: null, batchModel, batchSteering }),
+  startBatchRows: (batchModel, batchComputedWith, batchSteering) => set({ batchRows: [], batchResult: null, batchModel, batchComputedWith, batchSteering }),
   // a row's callback can arrive after the final result (callbacks travel on their own channel)
   addBatchRow: (r) => set((s) => (s.batchResult || s.batchRows.some((x) => x.index === r.index) ? {} : { batchRows: [...s.batchRows, r] })),
   setBatchResult: (batchResult) => set((s) => ({ batchResult, batchRows: batchResult ? batchResult.rows : s.batchRows })),

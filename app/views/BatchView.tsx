@@ -14,6 +14,8 @@ import { parseTemplate } from '../../workers/engine/batch/template';
 import { ANALYSIS_METRICS, METRIC_DOCS, type BatchMetric } from '../../workers/engine/batch/metrics';
 import { PATCH_HOOKS, type PatchHook } from '../../workers/engine/analysis/patching';
 import { waitingFor } from '../lib/job_rules';
+import { loadStaleText, loadedNow } from '../lib/model_identity';
+import { ResultStatus, StaleOverlay } from '../components/ResultStatus';
 
 /** The columns that need settings: probe_score (a library vector at its hook) and patch_recovery (a cell). */
 function ExtraColumns() {
@@ -91,6 +93,9 @@ export function BatchView() {
   const rows = useStore((s) => s.batchRows);
   const result = useStore((s) => s.batchResult);
   const model = useStore((s) => s.batchModel);
+  const computedWith = useStore((s) => s.batchComputedWith);
+  // rows of another load (another model, or this one with other weights or on another backend): dimmed, marked stale
+  const stale = useStore((s) => (model !== null && loadStaleText(model, computedWith, loadedNow(s)) !== ''));
   const steering = useStore((s) => s.batchSteering);
   const vectors = useStore((s) => s.vectors);
   const xVar = useStore((s) => s.batchX);
@@ -155,7 +160,9 @@ export function BatchView() {
               csv={() => [header, ...records.map((r) => header.map((h) => r.flat[h] ?? ''))]}
               figure={() => svg.current && ({ title: `${yMetric} against ${x} · ${model}`, caption: [METRIC_DOCS[yMetric], 'grey dots: prompts; blue: mean with its 95 % percentile bootstrap interval (2000 resamples)', ...steering.map((a) => `under ${interventionText(a, vectors)}`)], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
-          <div className="figure">
+          {model !== null && <ResultStatus model={model} computedWith={computedWith} noun="batch" rerun={{ label: 'Run batch', run: () => void runBatch() }} testId="batch-stale" />}
+          <div className={`figure${stale ? ' stale' : ''}`}>
+            {stale && <StaleOverlay testId="batch-stale-figure" action="run the batch again" />}
             {groups.length > 0 ? (
               <IntervalChart groups={groups} points={rows.filter((r) => !r.error && x).map((r) => [xOf.get(r.vars[x!]) ?? NaN, r.metrics[yMetric] ?? NaN] as [number, number])}
                 xLabel={x ?? ''} yLabel={yMetric} line={numericX} svgRef={svg} label={`${yMetric} against ${x}: means with 95 % bootstrap intervals`} testId="batch-plot" />

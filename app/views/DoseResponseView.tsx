@@ -6,7 +6,8 @@ import { placeFromSweep } from '../actions/steering';
 import { LineChart, type Series } from '../components/LineChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
-import { ResultStatus } from '../components/ResultStatus';
+import { ResultStatus, StaleOverlay } from '../components/ResultStatus';
+import { loadStaleText, loadedNow } from '../lib/model_identity';
 import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
 import { hookShort } from '../lib/layer_names';
 import { steerableHooks } from '../lib/hooks';
@@ -63,8 +64,8 @@ function SweepForm() {
   );
 }
 
-/** One chart of the sweep: a value against dose, one line per layer; points are clickable. */
-function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: SweepDisplay; value: 'margin' | 'kl'; yLabel: string; testId: string; svgRef: React.RefObject<SVGSVGElement | null>; onPick: (li: number, di: number) => void; zero: boolean }) {
+/** One chart of the sweep: a value against dose, one line per layer; points are clickable when `onPick` is given. */
+function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: SweepDisplay; value: 'margin' | 'kl'; yLabel: string; testId: string; svgRef: React.RefObject<SVGSVGElement | null>; onPick?: (li: number, di: number) => void; zero: boolean }) {
   const r = sw.result;
   const series: Series[] = r.layers.map((_, li) => ({
     name: hookShort(r.hooks[li]), color: schemeTableau10[li % 10],
@@ -93,12 +94,17 @@ export function DoseResponseView() {
   const marginSvg = useRef<SVGSVGElement | null>(null);
   const klSvg = useRef<SVGSVGElement | null>(null);
   const [picked, setPicked] = useState<{ id: number; replaced: boolean; text: string } | null>(null);
+  const [refused, setRefused] = useState<string | null>(null);
   const pickedAt = picked ? list.findIndex((d) => d.id === picked.id) + 1 : 0;
   const r = sw?.result;
+  // A sweep of another load: dimmed, and its points place nothing (its doses were measured on other numbers).
+  const stale = useStore((s) => (sw ? loadStaleText(sw.modelLabel, sw.computedWith, loadedNow(s)) : ''));
   const others = list.filter((d) => d.enabled && d.id !== sw?.pickedId).length;
   const pick = (li: number, di: number) => {
     if (!sw || !r) return;
     const placed = placeFromSweep(li, di);
+    if (placed && 'stale' in placed) { setPicked(null); setRefused(placed.stale); return; }
+    setRefused(null);
     if (placed) setPicked({ ...placed, text: `${sw.type} ${r.doseKey === 'alpha' ? 'α' : 'θ'} = ${r.doses[di]} at ${r.hooks[li]} (all positions)` });
   };
   const key = r?.doseKey === 'alpha' ? 'α' : 'θ';
@@ -130,11 +136,16 @@ export function DoseResponseView() {
               })}
             />
           </div>
-          <ResultStatus model={sw.modelLabel} computedWith={sw.computedWith} testId="sweep-status" />
-          <p className="hint">
-            Click a point to load that intervention (its layer and dose) into the list: it replaces the intervention at that hook with this vector
-            (or the one the last click loaded), so the dose is the one measured here, not added to another.
-          </p>
+          <ResultStatus model={sw.modelLabel} computedWith={sw.computedWith} noun="sweep" rerun={{ label: 'Run sweep', run: () => void runSweep() }} testId="sweep-status" />
+          {stale ? (
+            <p className="hint" data-testid="sweep-stale-pick">Its points cannot be loaded into the list: the doses were measured with another load. Run the sweep again to pick one.</p>
+          ) : (
+            <p className="hint">
+              Click a point to load that intervention (its layer and dose) into the list: it replaces the intervention at that hook with this vector
+              (or the one the last click loaded), so the dose is the one measured here, not added to another.
+            </p>
+          )}
+          {refused && stale && <p className="stale-note" role="alert" data-testid="sweep-pick-refused">{refused}</p>}
           {others > 0 && (
             <p className="hint" data-testid="sweep-others">
               {others} other intervention{others === 1 ? ' is' : 's are'} on in the list; this sweep ran without {others === 1 ? 'it' : 'them'}, so an analysis under the list can differ from the curve.
@@ -142,13 +153,14 @@ export function DoseResponseView() {
           )}
           {picked && pickedAt > 0 && <p className="note-ok" role="status" data-testid="sweep-picked" data-replaced={picked.replaced ? 'true' : 'false'}>{picked.replaced ? 'Replaced' : 'Added'} #{pickedAt}: {picked.text}, open in the editor.</p>}
           <div className="view-body">
-            <div className="figure">
+            <div className={`figure${stale ? ' stale' : ''}`}>
               <h3>Margin Δ</h3>
-              <SweepChart sw={sw} value="margin" yLabel="margin Δ (nats)" testId="dose-margin-chart" svgRef={marginSvg} onPick={pick} zero />
+              {stale && <StaleOverlay testId="sweep-stale" action="run the sweep again" />}
+              <SweepChart sw={sw} value="margin" yLabel="margin Δ (nats)" testId="dose-margin-chart" svgRef={marginSvg} onPick={stale ? undefined : pick} zero />
             </div>
-            <div className="figure">
+            <div className={`figure${stale ? ' stale' : ''}`}>
               <h3>KL from the unsteered next-token distribution</h3>
-              <SweepChart sw={sw} value="kl" yLabel="KL (nats)" testId="dose-kl-chart" svgRef={klSvg} onPick={pick} zero={false} />
+              <SweepChart sw={sw} value="kl" yLabel="KL (nats)" testId="dose-kl-chart" svgRef={klSvg} onPick={stale ? undefined : pick} zero={false} />
             </div>
           </div>
           {showTables && (

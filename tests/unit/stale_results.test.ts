@@ -4,7 +4,9 @@ import type { InterventionDraft } from '../../app/store/steering';
 import type { SweepDisplay } from '../../app/store/results';
 import type { BranchTree } from '../../workers/protocol';
 import { appliedInterventions } from '../../app/lib/specs';
-import { modelIdentity, reloadedSince } from '../../app/lib/model_identity';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadStaleness, loadStaleText, loadedNow, modelIdentity, reloadedSince } from '../../app/lib/model_identity';
 import { staleParts, staleText, steeringName, steeringNow, type Current } from '../../app/lib/stale';
 import { futureKey } from '../../app/lib/futures';
 import { placeFromSweep } from '../../app/actions/steering';
@@ -129,15 +131,22 @@ describe('picking a dose–response point', () => {
     result: { layers: [2, 3], doses: [-8, 0, 8], doseKey: 'alpha', hooks: [HOOK2, HOOK3], margin: [[0, 0, 0], [0, 0, 0]], kl: [[0, 0, 0], [0, 0, 0]], unsteeredMargin: 0 },
     modelLabel: 'stories260K', computedWith: 'stories260K · float32 · CPU', prompt: 'p', good: ' a', bad: ' b', type: 'add', vectorId, vectorName: 'v', pickedId: null,
   });
-  beforeEach(() => useStore.setState({ interventions: [], selectedIntervention: null, sweep: null }));
+  // the sweep's load is the one ready now (each case that reloads says so)
+  beforeEach(() => useStore.setState({ interventions: [], selectedIntervention: null, sweep: null, modelStatus: 'ready', modelLabel: 'stories260K', modelIdentity: 'stories260K · float32 · CPU' }));
   const list = () => useStore.getState().interventions;
+  /** A pick that placed something (not refused as stale). */
+  const placed = (li: number, di: number) => {
+    const p = placeFromSweep(li, di);
+    if (p && 'stale' in p) throw new Error(p.stale);
+    return p;
+  };
 
   it('replaces the intervention at that hook with that vector: the dose becomes the measured one, not α1 + α2', () => {
     const s = useStore.getState();
     const other = s.addIntervention({ ...draft({}), hook: 'blocks.0.hook_resid_post', vectorId: 'v2' });
     const mine = s.addIntervention({ ...draft({}), dose: 4, positions: [5], steps: { start: 2, end: null } });
     s.setSweep(sweep());
-    expect(placeFromSweep(1, 2)).toEqual({ id: mine, replaced: true });
+    expect(placed(1, 2)).toEqual({ id: mine, replaced: true });
     expect(list()).toHaveLength(2);
     expect(list()[1]).toMatchObject({ id: mine, hook: HOOK3, type: 'add', dose: 8, vectorId: 'v1', positions: 'all', steps: null, enabled: true });
     expect(list()[0]).toMatchObject({ id: other, hook: 'blocks.0.hook_resid_post', dose: 4 });
@@ -146,9 +155,9 @@ describe('picking a dose–response point', () => {
 
   it('a later pick from the same sweep moves that intervention (another layer, another dose) instead of adding one', () => {
     useStore.getState().setSweep(sweep());
-    const first = placeFromSweep(1, 0);
+    const first = placed(1, 0);
     expect(first?.replaced).toBe(false);
-    expect(placeFromSweep(0, 2)).toEqual({ id: first?.id, replaced: true });
+    expect(placed(0, 2)).toEqual({ id: first?.id, replaced: true });
     expect(list()).toHaveLength(1);
     expect(list()[0]).toMatchObject({ hook: HOOK2, dose: 8 });
   });
@@ -157,7 +166,62 @@ describe('picking a dose–response point', () => {
     const s = useStore.getState();
     s.addIntervention(draft({ vectorId: 'v2' }));
     s.setSweep(sweep('v1'));
-    expect(placeFromSweep(1, 1)?.replaced).toBe(false);
+    expect(placed(1, 1)?.replaced).toBe(false);
     expect(list().map((d) => d.vectorId)).toEqual(['v2', 'v1']);
+  });
+
+  it('a sweep of another load places nothing and says it is stale: the same model reloaded as Q8_0 on the CPU, another model, none', () => {
+    const s = useStore.getState();
+    const mine = s.addIntervention({ ...draft({}), dose: 4 });
+    s.setSweep(sweep());
+    useStore.setState({ modelIdentity: 'stories260K · Q8_0 · CPU' });
+    expect(placeFromSweep(1, 2)).toEqual({ stale: 'This sweep is stale — computed with stories260K · float32 · CPU (stories260K · Q8_0 · CPU is loaded now): run the sweep again to pick a dose.' });
+    useStore.setState({ modelLabel: 'aidreams260K', modelIdentity: 'aidreams260K · float32 · CPU' });
+    expect(placeFromSweep(1, 2)).toEqual({ stale: 'This sweep is stale — computed with the previous model (stories260K; aidreams260K is loaded now): run the sweep again to pick a dose.' });
+    useStore.setState({ modelStatus: 'loading', modelLabel: 'stories260K', modelIdentity: null });
+    expect(placeFromSweep(1, 2)).toMatchObject({ stale: expect.stringContaining('no model is loaded now') });
+    // nothing was placed or edited
+    expect(list()).toHaveLength(1);
+    expect(list()[0]).toMatchObject({ id: mine, dose: 4, hook: 'blocks.3.hook_resid_post' });
+    // the same load again (a fresh device, the same storage and backend): the sweep is current
+    useStore.setState({ modelStatus: 'ready', modelIdentity: 'stories260K · float32 · CPU' });
+    expect(placeFromSweep(1, 2)).toEqual({ id: mine, replaced: true });
+  });
+});
+
+describe('every result names the load it was computed with, read in one place', () => {
+  it("currentIdentity is the identity of the load ready now, '' while none is known", async () => {
+    const { currentIdentity } = await import('../../app/actions/identity');
+    useStore.setState({ modelStatus: 'ready', modelLabel: 'stories260K', modelIdentity: 'stories260K · Q8_0 · CPU' });
+    expect(currentIdentity()).toBe('stories260K · Q8_0 · CPU');
+    useStore.getState().loadStarted('stories260K', { kind: 'url', url: 'models/stories260K/' }, {});
+    expect(currentIdentity()).toBe('');
+  });
+
+  it('no action reads the store\'s modelIdentity itself: the nine that store results use currentIdentity', () => {
+    const dir = path.join(__dirname, '../../app/actions');
+    const users: string[] = [];
+    for (const f of fs.readdirSync(dir)) {
+      const src = fs.readFileSync(path.join(dir, f), 'utf8');
+      if (/computedWith\s*:\s*(?!currentIdentity\(\))[^,}\s]/.test(src)) throw new Error(`${f} computes computedWith itself`);
+      if (f !== 'identity.ts' && f !== 'model.ts' && /\bmodelIdentity\b/.test(src)) throw new Error(`${f} reads modelIdentity`);
+      if (/currentIdentity\(\)/.test(src) && f !== 'identity.ts') users.push(f);
+    }
+    expect(users.sort()).toEqual(['analyse.ts', 'batch.ts', 'generate.ts', 'patching.ts', 'probe.ts', 'report.ts', 'sae.ts', 'sweep.ts', 'window.ts']);
+  });
+});
+
+describe('a batch study records the load its rows were computed with', () => {
+  it('startBatchRows keeps it, and the rows are load-stale once the model is loaded again as Q8_0 on the CPU', () => {
+    useStore.setState({ modelStatus: 'ready', modelLabel: 'stories260K', modelIdentity: 'stories260K · float32 · WebGPU' });
+    const s = useStore.getState();
+    s.startBatchRows('stories260K', 'stories260K · float32 · WebGPU', []);
+    const b = useStore.getState();
+    expect(b.batchComputedWith).toBe('stories260K · float32 · WebGPU');
+    expect(loadStaleness(b.batchModel!, b.batchComputedWith, loadedNow(b))).toBeNull();
+    useStore.setState({ modelIdentity: 'stories260K · Q8_0 · CPU' });
+    const now = useStore.getState();
+    expect(loadStaleness(now.batchModel!, now.batchComputedWith, loadedNow(now))).toBe('load');
+    expect(loadStaleText(now.batchModel!, now.batchComputedWith, loadedNow(now))).toBe('computed with stories260K · float32 · WebGPU (stories260K · Q8_0 · CPU is loaded now)');
   });
 });
