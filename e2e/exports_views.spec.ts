@@ -95,8 +95,9 @@ test('one-prompt views (norms, activations, dose–response, window, patching, r
   expectClose(wf.items.map(([, y]) => Number(y)), nums(steps.map((r) => r[1])), 1e-6, 'window chart vs CSV');
   expectClose(nums(steps.map((r) => r[1])), await shownColumn(page, steps.map((_, i) => `window-cell-${i}-0`)), SHOWN, 'window CSV vs table');
 
-  // Patching (the default Lily/Tom pair at resid_pre): one rect per (layer, position) plus the whole-layer column.
+  // Patching (README's Lily/Tom pair at resid_pre: the view followed the happy/sad prompt, so pick the example): one rect per (layer, position) plus the whole-layer column.
   await page.getByTestId('tab-patching').click();
+  await page.getByTestId('patching-example').click();
   await page.getByTestId('run-patching').click();
   await settled(page);
   const patch = page.getByTestId('patching-view');

@@ -6,7 +6,7 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../workers/engine/ops/logits.cpu';
 import { patchingGrid, type PatchingResult } from '../workers/engine/analysis/patching';
-import { settled } from './app_page';
+import { open, settled } from './app_page';
 
 /**
  * The Lily/Tom name-swap patching heatmap through the UI on the production build (WebGPU on
@@ -97,4 +97,21 @@ test('Lily/Tom name swap: the resid_pre recovery heatmap is computed and shown, 
   await expect(page.getByTestId('patching-clean')).toHaveValue(CLEAN);
   await expect(page.getByTestId('editor-hook')).toHaveValue('blocks.4.hook_resid_pre');
   await page.screenshot({ path: `${SHOTS}/patching-opened.png`, fullPage: true });
+});
+
+test('an experiment with another prompt: the Patching view starts from it (the corrupted prompt to write), README’s pair one click away', async ({ page }) => {
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await open(page);
+  await page.getByTestId('prompt').fill('The little girl felt very');
+  await page.getByTestId('tab-patching').click();
+  await expect(page.getByTestId('patching-clean')).toHaveValue('The little girl felt very');
+  await expect(page.getByTestId('patching-corrupt')).toHaveValue('The little girl felt very');
+  await expect(page.getByTestId('patching-corrupt-needed')).toContainText('still a copy of the clean one');
+  await expect(page.getByTestId('run-patching')).toBeDisabled();
+  await page.screenshot({ path: `${SHOTS}/patching-follows-experiment.png`, fullPage: true });
+  await page.getByTestId('patching-example').click();
+  await expect(page.getByTestId('patching-clean')).toHaveValue(CLEAN);
+  await expect(page.getByTestId('patching-corrupt')).toHaveValue('Lily and dad went to the park. Lily gave the ball to');
+  await expect(page.getByTestId('patching-corrupt-needed')).toBeHidden();
+  await expect(page.getByTestId('run-patching')).toBeEnabled();
 });

@@ -77,6 +77,9 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
   await expect(page.getByTestId('report-causal')).toHaveAttribute('data-positions', one.causal_positions.join(' '));
   await expect(page.getByTestId('report-panel-visible')).toHaveAttribute('data-mark', String(one.visible_layer ?? 'none'));
   await expect(page.getByTestId('report-panel-causal')).toHaveAttribute('data-mark', String(one.causal_layer ?? 'none'));
+  // not the trivial embed row (the embedding of the differing token swapped back): it is named apart
+  expect(one.causal_layer).not.toBe(0);
+  await expect(page.getByTestId('report-causal-trivial')).toContainText('the embed row (blocks.0.hook_resid_pre) is left out');
   // One naming in the text, on the figure's axis and in every view (lib/layer_names.ts): residual row r is "embed" (r = 0) or
   // "L{r−1}", the stream after block r − 1 (trials saw 'emb', 'block 0' and 'row N' for the same rows).
   if (one.causal_layer !== null) {

@@ -6,6 +6,7 @@ import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
+import { EXAMPLE_PAIR, followingPair, promptMismatch } from '../lib/patching_prompts';
 
 /**
  * Runs the activation-patching grid as set up in its view (DESIGN.md §3), with the experiment's
@@ -18,6 +19,7 @@ export async function runPatching(): Promise<void> {
     const set = s.patchingSettings;
     if (set.clean.trim() === '') throw new Error('type a clean prompt (the one whose behaviour is measured)');
     if (set.corrupt.trim() === '') throw new Error('type a corrupted prompt (the clean prompt with the decisive words changed, same token length)');
+    if (set.corrupt === set.clean) throw new Error('the corrupted prompt is the clean one: change the words that carry the answer (same token length), or there is nothing to patch');
     const req: PatchingRequest = {
       clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate,
       good: futureInput(s.good), bad: futureInput(s.bad), hook: set.hook, direction: set.direction, metric: set.metric,
@@ -27,6 +29,29 @@ export async function runPatching(): Promise<void> {
     const result = await inOrder((w) => w.patching(req, onProgress));
     useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good.value, bad: s.bad.value });
   }, { cancellable: true });
+}
+
+/**
+ * While the pair follows the experiment (store patchingFollowsPrompt: not edited by the user yet),
+ * makes the experiment's prompt its clean prompt when it is neither prompt of the pair (an
+ * experiment loaded from a link or file, or typed): lib/patching_prompts.ts followingPair. The
+ * corrupted prompt counts as agreeing, as in promptMismatch: opening a patch cell makes it the
+ * experiment's prompt. @returns whether the pair changed.
+ */
+export function followExperimentPrompt(): boolean {
+  const s = useStore.getState();
+  const set = s.patchingSettings;
+  if (!s.patchingFollowsPrompt || !promptMismatch(s.prompt, set.clean, set.corrupt)) return false;
+  const pair = followingPair(s.prompt);
+  s.setPatchingSettings({ clean: pair.clean, corrupt: pair.corrupt });
+  return true;
+}
+
+/** README's example pair (Lily/Tom → dad), chosen by the user: the pair stops following the experiment. */
+export function pickExamplePair(): void {
+  const s = useStore.getState();
+  s.setPatchingSettings({ ...EXAMPLE_PAIR });
+  s.setPatchingFollowsPrompt(false);
 }
 
 /**

@@ -43,3 +43,19 @@ export function pairFor(experiment: string, current: { corrupt: string }): { cle
   const known = KNOWN_CORRUPTIONS[experiment];
   return known !== undefined ? { clean: experiment, corrupt: known, corruptNeeded: false } : { clean: experiment, corrupt: current.corrupt, corruptNeeded: true };
 }
+
+/** README's example pair (the Patching view's "Example" button): the default prompt and its known corruption. */
+export const EXAMPLE_PAIR: Readonly<{ clean: string; corrupt: string }> = {
+  clean: 'Lily and Tom went to the park. Lily gave the ball to',
+  corrupt: KNOWN_CORRUPTIONS['Lily and Tom went to the park. Lily gave the ball to'],
+};
+
+/**
+ * The pair a Patching view that follows the experiment starts from: its prompt as the clean one,
+ * and its known corruption, else a copy of it for the user to edit (the corrupted prompt is the
+ * clean one with the words that carry the answer changed, at the same token length — only the user
+ * knows which; an identical pair measures nothing and is refused by the view until edited).
+ */
+export function followingPair(experiment: string): { clean: string; corrupt: string; corruptNeeded: boolean } {
+  return pairFor(experiment, { corrupt: experiment });
+}

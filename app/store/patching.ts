@@ -33,7 +33,13 @@ export interface PatchingDisplay {
 export interface PatchingSlice {
   patchingSettings: PatchingSettings;
   patching: PatchingDisplay | null;
+  /**
+   * Whether the pair still follows the experiment's prompt (actions/patching.ts
+   * followExperimentPrompt): true until the user edits either prompt or picks the example.
+   */
+  patchingFollowsPrompt: boolean;
   setPatchingSettings(patch: Partial<PatchingSettings>): void;
+  setPatchingFollowsPrompt(follows: boolean): void;
   setPatching(p: PatchingDisplay | null): void;
 }
 
@@ -43,6 +49,8 @@ export const DEFAULT_CORRUPT = KNOWN_CORRUPTIONS[DEFAULT_PROMPT];
 export const createPatchingSlice: StateCreator<AppState, [], [], PatchingSlice> = (set) => ({
   patchingSettings: { clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT, hook: 'resid_pre', direction: 'denoise', metric: 'final' },
   patching: null,
+  patchingFollowsPrompt: true,
   setPatchingSettings: mergeSetter(set, 'patchingSettings'),
+  setPatchingFollowsPrompt: (patchingFollowsPrompt) => set({ patchingFollowsPrompt }),
   setPatching: (patching) => set({ patching }),
 });

@@ -8,12 +8,12 @@ import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { BLOCK_AXIS, hookName, hookShort, RESID_AXIS } from '../lib/layer_names';
-import { openPatchCell, runPatching } from '../actions/patching';
+import { followExperimentPrompt, openPatchCell, pickExamplePair, runPatching } from '../actions/patching';
 import { inOrder } from '../actions/worker';
 import type { PatchingDisplay, PatchingSettings } from '../store/patching';
 import type { PatchHook } from '../../workers/protocol';
 import { DenominatorWarning } from '../components/DenominatorWarning';
-import { pairFor } from '../lib/patching_prompts';
+import { EXAMPLE_PAIR, pairFor } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
@@ -49,19 +49,31 @@ function PatchingForm() {
   const chatTemplate = useStore((s) => s.chatTemplate);
   const job = useStore((s) => s.job);
   const info = useStore((s) => s.info);
+  const follows = useStore((s) => s.patchingFollowsPrompt);
+  const setFollows = useStore((s) => s.setPatchingFollowsPrompt);
+  // an experiment loaded (link, file) or typed: the pair starts from its prompt until the user edits the pair
+  useEffect(() => { followExperimentPrompt(); }, [prompt, follows]);
+  const edit = (patch: Partial<PatchingSettings>) => { setFollows(false); update(patch); };
   const n = useLengths(set.clean, set.corrupt, chatTemplate);
   const differ = n !== null && n.clean !== n.corrupt;
+  const same = set.corrupt === set.clean && set.clean.trim() !== '';
   return (
     <form className="settings patching-form" onSubmit={(e) => { e.preventDefault(); if (!job) void runPatching(); }}>
       <label className="wide">Clean prompt
         <span className="row">
-          <input data-testid="patching-clean" value={set.clean} onChange={(e) => update({ clean: e.target.value })} spellCheck={false} />
+          <input data-testid="patching-clean" value={set.clean} onChange={(e) => edit({ clean: e.target.value })} spellCheck={false} />
           <button type="button" className="small" data-testid="patching-use-prompt" disabled={prompt === set.clean} onClick={() => { const pair = pairFor(prompt, set); update({ clean: pair.clean, corrupt: pair.corrupt }); }} title="Copy the experiment’s prompt here (with its known corruption, for the shipped prompts)">Use the experiment’s prompt</button>
+          <button type="button" className="small" data-testid="patching-example" onClick={pickExamplePair} title={`README’s example: “${EXAMPLE_PAIR.clean}” against “${EXAMPLE_PAIR.corrupt}” (futures “ Tom” vs “ Lily”)`}>Example</button>
         </span>
       </label>
       <label className="wide">Corrupted prompt
-        <input data-testid="patching-corrupt" value={set.corrupt} onChange={(e) => update({ corrupt: e.target.value })} spellCheck={false} />
+        <input data-testid="patching-corrupt" value={set.corrupt} onChange={(e) => edit({ corrupt: e.target.value })} spellCheck={false} />
       </label>
+      {same && (
+        <p className="warn" data-testid="patching-corrupt-needed">
+          The corrupted prompt is still a copy of the clean one: change the words that carry the answer (a name for another, keeping the token count), so the two runs differ where the decision is read.
+        </p>
+      )}
       {n && (
         <p className={differ ? 'warn' : 'muted'} data-testid="patching-lengths" data-clean={n.clean} data-corrupt={n.corrupt}>
           {differ
@@ -87,7 +99,7 @@ function PatchingForm() {
             <option value="sequence">teacher-forced sequence margin</option>
           </select>
         </label>
-        <button type="submit" className="primary" data-testid="run-patching" title={waitingFor(job)} disabled={!!job || !info || differ}>Run patching</button>
+        <button type="submit" className="primary" data-testid="run-patching" title={waitingFor(job)} disabled={!!job || !info || differ || same}>Run patching</button>
       </div>
     </form>
   );

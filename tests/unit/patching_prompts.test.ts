@@ -1,10 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as path from 'node:path';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { checkRecoveryDenominator } from '../../workers/engine/analysis/recovery_denominator';
-import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../../app/lib/patching_prompts';
+import { EXAMPLE_PAIR, KNOWN_CORRUPTIONS, followingPair, pairFor, promptMismatch } from '../../app/lib/patching_prompts';
+import { useStore } from '../../app/store';
+import { followExperimentPrompt, pickExamplePair } from '../../app/actions/patching';
 import { DEFAULT_PROMPT } from '../../app/store/experiment';
 import { DEFAULT_CORRUPT } from '../../app/store/patching';
 
@@ -21,6 +23,42 @@ describe('the report’s prompts follow the experiment (lib/patching_prompts.ts)
   it('the fix makes the experiment’s prompt the clean one, with its known corruption or a corrupted prompt still to write', () => {
     expect(pairFor(DEFAULT_PROMPT, { corrupt: 'x' })).toEqual({ clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT, corruptNeeded: false });
     expect(pairFor('The little girl felt very', { corrupt: DEFAULT_CORRUPT })).toEqual({ clean: 'The little girl felt very', corrupt: DEFAULT_CORRUPT, corruptNeeded: true });
+  });
+});
+
+describe('the Patching view starts from the experiment’s prompt, not README’s pair (actions/patching.ts)', () => {
+  const s = () => useStore.getState();
+  beforeEach(() => useStore.setState({ prompt: DEFAULT_PROMPT, patchingSettings: { ...s().patchingSettings, clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT }, patchingFollowsPrompt: true }));
+
+  it('an experiment loaded with another prompt becomes the clean prompt; the corrupted one starts as a copy to edit', () => {
+    s().setPrompt('Once upon a time, there was a little dog');
+    expect(followExperimentPrompt()).toBe(true);
+    expect(s().patchingSettings).toMatchObject({ clean: 'Once upon a time, there was a little dog', corrupt: 'Once upon a time, there was a little dog' });
+    expect(followingPair('Once upon a time, there was a little dog').corruptNeeded).toBe(true);
+    // the default prompt keeps its known corruption (README's pair)
+    s().setPrompt(DEFAULT_PROMPT);
+    expect(followExperimentPrompt()).toBe(true);
+    expect(s().patchingSettings).toMatchObject({ clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT });
+  });
+
+  it('a pair the user edited, or the corrupted prompt made the experiment’s by opening a patch cell, is kept', () => {
+    s().setPrompt(DEFAULT_CORRUPT);
+    expect(followExperimentPrompt()).toBe(false);
+    expect(s().patchingSettings.clean).toBe(DEFAULT_PROMPT);
+    s().setPatchingFollowsPrompt(false);
+    s().setPrompt('The little girl felt very');
+    expect(followExperimentPrompt()).toBe(false);
+    expect(s().patchingSettings).toMatchObject({ clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT });
+  });
+
+  it('README’s example stays one click away, and picking it stops the following', () => {
+    s().setPrompt('The little girl felt very');
+    followExperimentPrompt();
+    pickExamplePair();
+    expect(s().patchingSettings).toMatchObject({ clean: EXAMPLE_PAIR.clean, corrupt: EXAMPLE_PAIR.corrupt });
+    expect(EXAMPLE_PAIR).toEqual({ clean: DEFAULT_PROMPT, corrupt: DEFAULT_CORRUPT });
+    expect(s().patchingFollowsPrompt).toBe(false);
+    expect(followExperimentPrompt()).toBe(false);
   });
 });
 
