@@ -77,8 +77,25 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     const inks = new Set(await page.getByTestId('tree-token').evaluateAll((els) => els.map((el) => getComputedStyle(el).fill)));
     expect([...inks].every((c) => c === 'rgb(0, 0, 0)' || c === 'rgb(255, 255, 255)'), [...inks].join(' ')).toBe(true);
 
-    // Fork points of the branch: every new token scored from two continuations per forced token.
+    // Fork points of the branch: the estimate first (this load's speed measured on the trunk and the fork);
+    // every new token scored from two continuations per forced token.
+    await page.getByTestId('fork-near-ties-only').uncheck();
+    await page.getByTestId('fork-samples').fill('32');
+    const estimate = page.getByTestId('fork-estimate');
+    await expect(estimate).toContainText(`Scores ${N} tokens: ${N * 2 * 32} continuations`);
+    await expect(estimate).toContainText('ms per token');
+    expect(Number(await estimate.getAttribute('data-seconds'))).toBeGreaterThan(0);
+    await page.getByTestId('fork-estimate').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SHOTS}/branches-fork-estimate.png`, fullPage: true });
+    // a long run shows the time left and cancels, keeping what is done
+    await page.getByTestId('find-forks').click();
+    await expect(page.getByTestId('progress-detail')).toContainText(/continuations · (about \d+ s|about \d+ min|under a second) left/, { timeout: 60_000 });
+    await page.getByTestId('progress').screenshot({ path: `${SHOTS}/branches-fork-eta.png` });
+    await page.getByTestId('cancel-job').click();
+    await settled(page);
+    await expect(page.getByTestId('fork-points')).toContainText('Cancelled:');
     await page.getByTestId('fork-samples').fill('2');
+    await expect(estimate).toContainText(`${N * 2 * 2} continuations`);
     await page.getByTestId('find-forks').click();
     // Pressed low in the view: its progress and then its chart are in the viewport, not above or below it.
     await expect(page.getByTestId('progress')).toBeInViewport();

@@ -5,6 +5,9 @@ import { futureInput } from '../lib/futures';
 import { specRequest } from '../lib/specs';
 import { runJob } from './job';
 import { inOrder } from './worker';
+import { currentIdentity } from './identity';
+import { decodeRate, forkWork, type ForkWork } from '../lib/fork_estimate';
+import { pathOf } from '../../workers/engine/branching/tree';
 
 /** The active interventions as specs, when the fork settings say to run under them. */
 function steering(): SpecRequest {
@@ -31,7 +34,9 @@ export async function startTree(): Promise<void> {
   await runJob('branch', 'Generating the trunk', 'Could not generate the trunk', async () => {
     const s = useStore.getState();
     const req: ExploreRequest & SpecRequest = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: s.generation.maxNewTokens, ...steering() };
+    const t0 = performance.now();
     const tree = await inOrder((w) => w.branchStart(req, s.forkDraw, tokenCounter(s.generation.maxNewTokens)));
+    measured(t0, tree.nodes[0]?.forwarded ?? 0);
     useStore.getState().setTree(tree);
   }, { cancellable: true });
 }
@@ -44,7 +49,9 @@ export async function forkTo(tokenId: number): Promise<void> {
   await runJob('branch', 'Generating the branch', 'Could not fork there', async () => {
     const steer = steering();
     const total = s.tree!.promptIds.length + s.tree!.maxNewTokens - site.position;
+    const t0 = performance.now();
     const tree = await inOrder((w) => w.branchFork(site.node, site.position, tokenId, s.forkDraw, steer, tokenCounter(total)));
+    measured(t0, tree.nodes[tree.nodes.length - 1].forwarded);
     useStore.getState().setTree(tree, tree.nodes[tree.nodes.length - 1].id);
   }, { cancellable: true });
 }
@@ -60,13 +67,32 @@ export async function pickForkSite(node: number, position: number, alternatives:
   });
 }
 
-/** Scores the fork points of the selected branch's path (progress per continuation; Cancel keeps what is done). */
+/** Keeps this load's decode speed from a run that pushed `positions` through the model since `t0` (for the fork-points estimate). */
+function measured(t0: number, positions: number): void {
+  useStore.getState().setDecodeRate(decodeRate(currentIdentity(), (performance.now() - t0) / 1000, positions));
+}
+
+/** The work Find fork points would do on the selected branch as set up now (lib/fork_estimate.ts). */
+export function forkPointsWork(): ForkWork | null {
+  const s = useStore.getState();
+  if (!s.tree || !s.tree.nodes.some((n) => n.id === s.branchNode)) return null;
+  const path = pathOf(s.tree, s.branchNode);
+  return forkWork(path.top, s.tree.promptIds.length, s.tree.promptIds.length + s.tree.maxNewTokens, s.forkSamples, s.forkNearTiesOnly ? s.gapThreshold : 1);
+}
+
+/**
+ * Scores the fork points of the selected branch's path: every new token, or only the near ties
+ * (gap ≤ the slider) when so set (progress per continuation with the time left; Cancel keeps what is done).
+ */
 export async function findForkPoints(): Promise<void> {
   await runJob('forks', 'Resampling continuations at each token', 'Could not measure the fork points', async () => {
     const s = useStore.getState();
     const steer = steering();
+    const work = forkPointsWork();
     const onProgress = Comlink.proxy((p: ForkProgress) => useStore.getState().setJobSteps(p));
-    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered }, steer, onProgress));
+    const t0 = performance.now();
+    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered, maxGap: s.forkNearTiesOnly ? s.gapThreshold : 1 }, steer, onProgress));
+    if (work && !r.cancelled) measured(t0, work.tokens);
     useStore.getState().setForks(r);
   }, { cancellable: true });
 }

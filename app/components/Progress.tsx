@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { useStore } from '../store';
 import { cancelRunning, dropQueued } from '../actions/job';
 import { bytes } from '../lib/format';
+import { duration, etaSeconds } from '../lib/fork_estimate';
 
 /** What a job's steps count, where it counts them. */
 const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
@@ -34,11 +35,15 @@ export function Progress() {
     const run = gen.steered && !gen.steered.final ? gen.steered : gen;
     detail = `${run.events.length} of ${gen.maxNewTokens} tokens`;
     fraction = run.events.length / Math.max(1, gen.maxNewTokens);
-  } else if (steps) {
-    detail = `${steps.done} of ${steps.total} ${STEP_UNITS[job.kind] ?? 'texts read'}`;
-    fraction = steps.done / Math.max(1, steps.total);
   }
   const seconds = Math.max(0, (now - job.startedAt) / 1000);
+  if (!(job.kind === 'load' && load) && !(job.kind === 'generate' && gen) && steps) {
+    detail = `${steps.done} of ${steps.total} ${STEP_UNITS[job.kind] ?? 'texts read'}`;
+    fraction = steps.done / Math.max(1, steps.total);
+    // at the job's own pace so far (lib/fork_estimate.ts etaSeconds)
+    const left = etaSeconds(seconds, steps.done, steps.total);
+    if (left !== null) detail += ` · ${duration(left)} left`;
+  }
   return (
     <div className="progress" role="status" data-testid="progress" data-job={job.kind}>
       <span className="spinner" aria-hidden="true" />

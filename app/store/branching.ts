@@ -2,6 +2,7 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { BranchTree, DrawSettings, ForkPointsResult, LensMargins } from '../../workers/protocol';
+import type { DecodeRate } from '../lib/fork_estimate';
 
 /** What colours the nodes of the tree view. */
 export type NodeColour = 'final_margin' | 'mean_margin' | 'mean_entropy';
@@ -25,6 +26,10 @@ export interface BranchingSlice {
   /** Positions with p(top-1) − p(top-2) at most this are marked as fork points. */
   gapThreshold: number;
   forkSamples: number;
+  /** Find fork points scores only the near ties (gap ≤ gapThreshold) rather than every new token. */
+  forkNearTiesOnly: boolean;
+  /** This load's decode speed, measured on the last trunk, fork or fork-points run (lib/fork_estimate.ts). */
+  decodeRate: DecodeRate | null;
   forks: ForkPointsResult | null;
   /** A tree cleared by a model load (the worker drops it with its model): the load it was of and the one now, until a new tree. */
   droppedTree: { was: string; now: string } | null;
@@ -37,6 +42,8 @@ export interface BranchingSlice {
   setForkDraw(patch: Partial<DrawSettings>): void;
   setGapThreshold(v: number): void;
   setForkSamples(n: number): void;
+  setForkNearTiesOnly(on: boolean): void;
+  setDecodeRate(rate: DecodeRate | null): void;
   setForks(r: ForkPointsResult | null): void;
   /** Clears the tree after a load replaced the model it was grown with (`was`, `now`: modelIdentity strings). */
   dropTree(was: string, now: string): void;
@@ -52,6 +59,8 @@ export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice
   forkDraw: { temperature: 0, topK: 0, seed: 0, steered: false },
   gapThreshold: 0.2,
   forkSamples: 4,
+  forkNearTiesOnly: true,
+  decodeRate: null,
   forks: null,
   droppedTree: null,
   setTree: (tree, select) => set((s) => ({
@@ -69,6 +78,8 @@ export const createBranchingSlice: StateCreator<AppState, [], [], BranchingSlice
   setForkDraw: mergeSetter(set, 'forkDraw'),
   setGapThreshold: (gapThreshold) => set({ gapThreshold }),
   setForkSamples: (forkSamples) => set({ forkSamples }),
+  setForkNearTiesOnly: (forkNearTiesOnly) => set({ forkNearTiesOnly }),
+  setDecodeRate: (rate) => set((s) => ({ decodeRate: rate ?? s.decodeRate })),
   setForks: (forks) => set({ forks }),
   dropTree: (was, now) => set((s) => (s.tree ? { tree: null, droppedTree: { was, now }, branchNode: 0, compare: [], forkSite: null, forkLens: null, forks: null } : {})),
 });

@@ -1,7 +1,8 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { schemeTableau10 } from 'd3';
 import { useStore } from '../store';
-import { findForkPoints, forkTo, pickForkSite, restoreTree, startTree } from '../actions/branching';
+import { findForkPoints, forkPointsWork, forkTo, pickForkSite, restoreTree, startTree } from '../actions/branching';
+import { duration, forkSeconds } from '../lib/fork_estimate';
 import { BranchTreeChart, nodeColourScale, nodeValue } from '../components/BranchTreeChart';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
@@ -194,6 +195,13 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
   const setSamples = useStore((s) => s.setForkSamples);
   const node = useStore((s) => s.branchNode);
   const job = useStore((s) => s.job);
+  const nearOnly = useStore((s) => s.forkNearTiesOnly);
+  const setNearOnly = useStore((s) => s.setForkNearTiesOnly);
+  const rate = useStore((s) => s.decodeRate);
+  const identity = useStore((s) => s.modelIdentity);
+  // what the run would cost, before it runs: recomputed when the branch or the settings change
+  const work = useMemo(() => forkPointsWork(), [tree, node, samples, gap, nearOnly]);
+  const seconds = work ? forkSeconds(work, rate, identity) : null;
   const svg = useRef<SVGSVGElement | null>(null);
   const r: ForkPointsResult | null = forks && forks.node === node ? forks : null;
   // The result lands below the button, often below the fold: bring the chart into view once, when it answers a press here.
@@ -217,9 +225,20 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <label>Continuations per token
           <input type="number" className="short" min={1} max={64} value={samples} data-testid="fork-samples" onChange={(e) => { const n = Number(e.target.value); if (Number.isInteger(n) && n >= 1) setSamples(n); }} />
         </label>
-        <button type="button" data-testid="find-forks" title={waitingFor(job)} disabled={!!job} onClick={() => { asked.current = true; void findForkPoints(); }}>Find fork points</button>
+        <label title="Score only the tokens marked as near ties (gap ≤ the slider) rather than every new token">
+          <input type="checkbox" checked={nearOnly} data-testid="fork-near-ties-only" onChange={(e) => setNearOnly(e.target.checked)} /> near ties only
+        </label>
+        <button type="button" data-testid="find-forks" title={waitingFor(job)} disabled={!!job || work?.positions === 0} onClick={() => { asked.current = true; void findForkPoints(); }}>Find fork points</button>
       </div>
-      <p className="hint">At each new token: force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
+      {work && (
+        <p className="hint" data-testid="fork-estimate" data-continuations={work.continuations} data-seconds={seconds ?? ''}>
+          {work.positions === 0
+            ? `No new token of this branch is a near tie (gap ≤ ${fixed(gap, 2)}): raise the slider or untick “near ties only”.`
+            : <>Scores {work.positions} {nearOnly ? 'near-tie ' : ''}token{work.positions === 1 ? '' : 's'}: {work.continuations} continuations ({work.tokens} token positions through the model),{' '}
+              {seconds !== null ? <>{duration(seconds)} at this load’s measured {fixed(rate!.secondsPerToken * 1000, 1)} ms per token.</> : 'time not measured yet on this load (generate a trunk first).'}</>}
+        </p>
+      )}
+      <p className="hint">At each new token (or each near tie): force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
       {r && (
         <>
           {r.cancelled && <p className="note-warn" role="status">Cancelled: {scored.length} of {r.points.length} positions scored.</p>}

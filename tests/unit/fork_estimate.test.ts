@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { BranchExplorer } from '../../workers/engine/branching/explorer';
+import { forkPoints, type ForkProgress } from '../../workers/engine/branching/forks';
+import { pathOf, type TopTokens } from '../../workers/engine/branching/tree';
+import { decodeRate, duration, etaSeconds, forkSeconds, forkWork } from '../../app/lib/fork_estimate';
+import { sharedPath } from '../shared';
+
+/** What Find fork points will cost, said before it runs (lib/fork_estimate.ts), and the time left while it runs. */
+const top = (...p: number[]): TopTokens => ({ ids: p.map((_, i) => i), tokens: p.map((_, i) => `t${i}`), logProbs: p.map(Math.log) });
+
+describe('the fork-points estimate', () => {
+  // prompt of 2 tokens, 3 new ones (positions 2, 3, 4), end = 5: gaps 0.1, 0.8, 0.0
+  const path = [null, top(0.6, 0.3), top(0.5, 0.4), top(0.9, 0.1), top(0.45, 0.45)];
+
+  it('counts (1 + alternatives) × samples continuations per scored position, each running from it to the end', () => {
+    // every position: 3 × 2 × 4 continuations; tokens 2·4·(5 − 2) + 2·4·(5 − 3) + 2·4·(5 − 4) = 24 + 16 + 8
+    expect(forkWork(path, 2, 5, 4, 1)).toEqual({ positions: 3, continuations: 24, tokens: 48 });
+    // near ties only (gap ≤ 0.2): positions 2 and 4
+    expect(forkWork(path, 2, 5, 4, 0.2)).toEqual({ positions: 2, continuations: 16, tokens: 32 });
+    // a position with a single candidate has no alternative to force
+    expect(forkWork([null, null, top(1)], 2, 3, 4, 1)).toEqual({ positions: 1, continuations: 4, tokens: 4 });
+  });
+
+  it('seconds come only from a rate measured on the load in use', () => {
+    const rate = decodeRate('stories260K · float32 · WebGPU', 2, 100)!;
+    expect(rate.secondsPerToken).toBeCloseTo(0.02, 12);
+    const work = forkWork(path, 2, 5, 4, 1);
+    expect(forkSeconds(work, rate, 'stories260K · float32 · WebGPU')).toBeCloseTo(48 * 0.02, 12);
+    expect(forkSeconds(work, rate, 'stories260K · Q8_0 · CPU')).toBeNull();
+    expect(forkSeconds(work, null, 'stories260K · float32 · WebGPU')).toBeNull();
+    expect(decodeRate('', 2, 100)).toBeNull();
+    expect(decodeRate('x', 2, 0)).toBeNull();
+  });
+
+  it('the time left is the pace so far times the steps left; none before the first step or after the last', () => {
+    expect(etaSeconds(10, 4, 12)).toBeCloseTo(20, 12);
+    expect(etaSeconds(10, 0, 12)).toBeNull();
+    expect(etaSeconds(10, 12, 12)).toBeNull();
+    expect([duration(0.4), duration(42.4), duration(178)]).toEqual(['under a second', 'about 42 s', 'about 3 min']);
+  });
+});
+
+describe('the estimate counts what forks.ts runs (stories260K)', () => {
+  let e: Engine;
+  beforeAll(async () => { e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend()); });
+  afterAll(() => e.dispose());
+
+  it('its continuations equal the measurement\'s progress total, for every position and for the near ties only', async () => {
+    const x = await BranchExplorer.start(e, { prompt: 'Once upon a time', good: { text: ' Tom' }, bad: { text: ' Lily' }, maxNewTokens: 5, stopAtEos: false }, { temperature: 0, topK: 0, seed: 0, steered: false });
+    const T = x.tree.promptIds.length, end = T + x.tree.maxNewTokens;
+    const path = pathOf(x.tree, 0);
+    for (const maxGap of [1, 0.3]) {
+      const progress: ForkProgress[] = [];
+      const r = await forkPoints(x, { samples: 1, maxGap, horizon: 0 }, [], (p) => progress.push(p));
+      const work = forkWork(path.top, T, end, 1, maxGap);
+      expect(progress.at(-1)?.total ?? 0).toBe(work.continuations);
+      expect(r.points.filter((p) => Number.isFinite(p.score)).length).toBe(work.positions);
+    }
+  });
+});
