@@ -281,19 +281,7 @@ export class Transformer {
    * follow with Backend.trimPool to give WebGPU's pooled buffers back. The model is unusable after.
    */
   releaseWeights(): void {
-    const w = this.weights;
-    const all = new Set<Tensor>([w.embed, w.unembed, w.lnFinal.w]);
-    for (const t of [w.posEmbed, w.unembedBias, w.lnFinal.b]) if (t) all.add(t);
-    for (const bw of w.blocks) {
-      for (const x of [bw.ln1, bw.ln2, bw.q, bw.k, bw.v, bw.o, bw.postAttnNorm, bw.postMlpNorm, bw.gate, bw.up, bw.down]) {
-        if (!x) continue;
-        all.add(x.w);
-        if (x.b) all.add(x.b);
-      }
-      if (bw.qNorm) all.add(bw.qNorm);
-      if (bw.kNorm) all.add(bw.kNorm);
-    }
-    for (const t of all) this.backend.release(t);
+    for (const t of weightTensors(this.weights)) this.backend.release(t);
   }
 }
 
@@ -302,4 +290,25 @@ export function contextMessage(tokens: number, nCtx: number, contextLength: numb
   return contextLength < nCtx
     ? `${tokens} tokens are longer than the working context of ${contextLength} tokens (the KV cache this session allocated; the model's max_position_embeddings is ${nCtx})`
     : `${tokens} tokens are longer than the model's context of ${nCtx} tokens (max_position_embeddings)`;
+}
+
+/**
+ * Every tensor the weights hold, each once (a tied W_U is W_E), found by walking the object rather
+ * than listing ModelWeights / BlockWeights fields by hand, so a field added to either is released
+ * too. A tensor is a leaf (its storage is not walked). Order: first reached first.
+ */
+export function weightTensors(w: ModelWeights): Set<Tensor> {
+  const all = new Set<Tensor>();
+  const visit = (x: unknown): void => {
+    if (x === null || typeof x !== 'object' || ArrayBuffer.isView(x)) return;
+    if (isTensor(x)) { all.add(x); return; }
+    for (const v of Object.values(x)) visit(v);
+  };
+  visit(w);
+  return all;
+}
+
+/** A backend tensor (backend.ts Tensor: a shape and its size), not a container of weights. */
+function isTensor(x: object): x is Tensor {
+  return Array.isArray((x as Tensor).shape) && typeof (x as Tensor).size === 'number';
 }
