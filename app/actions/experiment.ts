@@ -239,9 +239,11 @@ let posterHeld: Experiment | null = null;
 /**
  * Poster mode starts: keeps the experiment open now, and stops writing the link and local storage
  * (deck slides load their own experiments, which must not replace the user's saved one).
+ * @returns the held experiment: poster mode's first slide (one capture serves both).
  */
-export function holdForPoster(): void {
-  posterHeld = currentExperiment();
+export function holdForPoster(): Experiment {
+  posterHeld ??= currentExperiment();
+  return posterHeld;
 }
 
 /**

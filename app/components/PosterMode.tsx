@@ -2,7 +2,7 @@ import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react'
 import QRCode from 'qrcode';
 import { useStore } from '../store';
 import type { Deck, Experiment } from '../../workers/engine/io/experiment';
-import { currentExperiment, deckLink, experimentLink, fetchDeck, holdForPoster, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+import { deckLink, experimentLink, fetchDeck, holdForPoster, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
 
 /** Idle time after which a kiosk goes back to the deck's first experiment (ms). */
 const KIOSK_IDLE_MS = 3 * 60_000;
@@ -57,7 +57,8 @@ export interface PosterModeProps {
  * enterPosterFullscreen); a kiosk start fills the window, the browser's kiosk mode the screen.
  */
 export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
-  const [slides, setSlides] = useState<Experiment[]>(() => (kiosk ? [] : [currentExperiment()]));
+  // Slide 0 is the experiment held for the user (one capture: the one put back on leaving).
+  const [slides, setSlides] = useState<Experiment[]>(() => (kiosk ? [] : [holdForPoster()]));
   const [index, setIndex] = useState(0);
   const [deckTitle, setDeckTitle] = useState('Branchpoint');
   const [problem, setProblem] = useState<string | null>(null);
@@ -72,7 +73,7 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   useEffect(() => {
     if (kiosk) return;
     slideLoaded.current = false;
-    holdForPoster();
+    holdForPoster(); // already held since the first render; again after a remount released it
     return () => { void releasePosterHold(slideLoaded.current); };
   }, [kiosk]);
   useEffect(() => {
