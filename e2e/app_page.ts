@@ -25,6 +25,22 @@ export async function analysed(page: Page): Promise<void> {
   await settled(page);
 }
 
+/** What an analysis is of: the prompt and the two futures, as typed into the workbench. */
+export interface Analysis { prompt: string; good: string; bad: string }
+
+/**
+ * Types the prompt and both futures, presses Analyse and (unless `wait` is false: a spec that
+ * looks at the run or its failure) waits until it has drawn its final margin and nothing runs.
+ */
+export async function analyseWith(page: Page, a: Analysis, opts: { wait?: boolean } = {}): Promise<void> {
+  await page.getByTestId('prompt').fill(a.prompt);
+  await page.getByTestId('good-future').fill(a.good);
+  await page.getByTestId('bad-future').fill(a.bad);
+  await expect(page.getByTestId('analyse')).toBeEnabled({ timeout: 60_000 });
+  await page.getByTestId('analyse').click();
+  if (opts.wait !== false) await analysed(page);
+}
+
 /**
  * Builds the CAA vector of the bundled happy/sad set in the Vectors tab (the set's suggested prompt
  * and futures, then Build) at `hook` (default: the hook the tab offers) and waits for it to finish.

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { CASES } from '../tests/corpus/cases';
 import { CORPUS_PROMPT } from '../tests/corpus/inputs';
 import { modelFiles } from '../tests/hardening/model_variants';
+import { analyseWith } from './app_page';
 
 /**
  * The bad-input corpus (tests/corpus/cases.ts) through the UI: every case marked `ui` — model
@@ -20,13 +21,8 @@ async function banner(page: Page, re: RegExp, id: string): Promise<void> {
   await expect(b, id).toContainText(re);
 }
 
-async function analyse(page: Page, prompt: string, good: string, bad: string): Promise<void> {
-  await page.getByTestId('prompt').fill(prompt);
-  await page.getByTestId('good-future').fill(good);
-  await page.getByTestId('bad-future').fill(bad);
-  await expect(page.getByTestId('analyse')).toBeEnabled({ timeout: 60_000 });
-  await page.getByTestId('analyse').click();
-}
+/** Analyse pressed on a corpus case, without waiting: the case may fail. */
+const analyse = (page: Page, prompt: string, good: string, bad: string) => analyseWith(page, { prompt, good, bad }, { wait: false });
 
 test(`${ui.length} corpus cases through the UI give the runner's messages, and the workbench stays usable`, async ({ page }) => {
   test.setTimeout(240_000);

@@ -1,5 +1,6 @@
 import { test, expect } from '@playwright/test';
 import { Lens, firstTokenAfter, parseShown, referencePrompt } from './golden';
+import { analyseWith } from './app_page';
 
 const PROMPT = 'Once upon a time';
 
@@ -22,13 +23,8 @@ test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU 
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
   if (await page.evaluate(() => navigator.hardwareConcurrency) > 1) await expect(badge).toContainText(/; \d+ threads\)/);
 
-  await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('good-future').fill(',');
-  await page.getByTestId('bad-future').fill(' there');
   await page.getByTestId('show-tables').check();
-  await page.getByTestId('analyse').click();
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
+  await analyseWith(page, { prompt: PROMPT, good: ',', bad: ' there' });
   for (let l = 0; l <= lens.L; l++) {
     for (let t = 0; t < golden.n_prompt; t++) {
       const shown = parseShown(await page.getByTestId(`margin-cell-${l}-${t}`).textContent());

@@ -2,6 +2,7 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import { parseShown } from './golden';
 import { parseCsv, parseSvg, pngSize, save } from './export_files';
+import { analyseWith } from './app_page';
 
 /**
  * Print-quality exports as a user saves them: each view's SVG parses and holds the plotted values,
@@ -16,12 +17,7 @@ test('every view saves SVG with its values, PNG at 2× and 4×, and CSV equal to
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   await page.goto('/');
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('good-future').fill(' he');
-  await page.getByTestId('bad-future').fill(' she');
-  await page.getByTestId('analyse').click();
-  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await analyseWith(page, { prompt: PROMPT, good: ' he', bad: ' she' });
   await page.getByTestId('show-tables').check();
 
   // Margin heatmap: one rect per cell holding its value; the CSV equals the on-screen table; PNG sizes.

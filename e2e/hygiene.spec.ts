@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CSP } from '../tools/csp';
 import { sharedPath } from '../tests/shared';
+import { analyseWith } from './app_page';
 
 /**
  * Issue #8 hygiene: the built site runs under a Content-Security-Policy (and still loads its model,
@@ -23,12 +24,7 @@ test('the built site runs under its CSP: the bundled model loads in the worker a
   const meta = await page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
   expect(meta).toBe(CSP);
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await page.getByTestId('prompt').fill('Once upon a time there was a girl');
-  await page.getByTestId('good-future').fill(' who');
-  await page.getByTestId('bad-future').fill(' and');
-  await page.getByTestId('analyse').click();
-  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
+  await analyseWith(page, { prompt: 'Once upon a time there was a girl', good: ' who', bad: ' and' });
   const pageViolations = await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []);
   expect(pageViolations, 'CSP violations while loading and analysing').toEqual([]);
   expect(violations).toEqual([]);

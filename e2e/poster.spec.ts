@@ -3,7 +3,7 @@ import QRCode from 'qrcode';
 import * as fs from 'node:fs';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { parseShown } from './golden';
-import { analysed, open } from './app_page';
+import { analyseWith, analysed, open } from './app_page';
 
 /**
  * Poster mode as a kiosk (`?poster`) on the built site from a sub-path: the deck's experiments
@@ -70,11 +70,7 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
 test('poster mode gives the user\'s own experiment back on Esc, in the page and in the saved link and local storage', async ({ page }) => {
   const mine = { prompt: 'Once upon a time the cat', good: ' ran', bad: ' sat' };
   await open(page, site.url);
-  await page.getByTestId('prompt').fill(mine.prompt);
-  await page.getByTestId('good-future').fill(mine.good);
-  await page.getByTestId('bad-future').fill(mine.bad);
-  await page.getByTestId('analyse').click();
-  await analysed(page);
+  await analyseWith(page, mine);
   await page.getByTestId('poster-mode').click();
   await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
   // R goes to the first slide (the user's experiment), not the deck's first.

@@ -2,20 +2,18 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { analysed, open } from './app_page';
+import { analysed, analyseWith, open } from './app_page';
 import { SHARED } from './golden';
 import { llamaToGguf } from '../tools/gguf_write';
+
+const ONCE = { prompt: 'Once upon a time', good: ',', bad: ' there' };
 
 test('Q8_0 weights from the load control: the model info names the storage and, on Measure, the logit error against float32, and Analyse works', async ({ page }) => {
   test.setTimeout(240_000);
   await open(page);
   // A float32 analysis and a branch trunk first: the fresh-user trial reloaded as CPU + Q8_0 after one,
   // and the float32 heatmap stayed on screen unmarked, the tree clickable but gone from the worker.
-  await page.getByTestId('prompt').fill('Once upon a time');
-  await page.getByTestId('good-future').fill(',');
-  await page.getByTestId('bad-future').fill(' there');
-  await page.getByTestId('analyse').click();
-  await analysed(page);
+  await analyseWith(page, ONCE);
   await page.getByTestId('tab-branches').click();
   await page.getByTestId('branch-max-new').fill('4');
   await page.getByTestId('branch-start').click();
@@ -83,11 +81,7 @@ test('a folder holding model.gguf (Q4_0) and tokenizer.json opens: the model inf
     await expect(storage).toContainText('Q4_0 ×30');
     await expect(storage).toContainText('no float32 weights to compare with');
     await expect(page.getByTestId('model-info')).toContainText('5 layers');
-    await page.getByTestId('prompt').fill('Once upon a time');
-    await page.getByTestId('good-future').fill(',');
-    await page.getByTestId('bad-future').fill(' there');
-    await page.getByTestId('analyse').click();
-    await analysed(page);
+    await analyseWith(page, ONCE);
   } finally {
     fs.rmSync(path.dirname(folder), { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { STORIES, firstTokenAfter, referencePrompt } from './golden';
-import { settled } from './app_page';
+import { analyseWith, settled } from './app_page';
 
 /**
  * Results that no longer answer the experiment say so, on the production build with stories260K:
@@ -37,11 +37,7 @@ test('edited prompt, futures and interventions mark the results stale; chips res
   await page.goto('/');
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await settled(page);
-  await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('good-future').fill(' Tom');
-  await page.getByTestId('bad-future').fill(' Lily');
-  await page.getByTestId('analyse').click();
-  await settled(page);
+  await analyseWith(page, { prompt: PROMPT, good: ' Tom', bad: ' Lily' });
   const status = page.getByTestId('margin-status');
   await expect(status).toBeHidden();
 

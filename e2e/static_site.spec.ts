@@ -2,6 +2,7 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import { serveStatic, type StaticServer } from '../tools/static_server';
 import { Lens, firstTokenAfter, parseShown, referencePrompt } from './golden';
+import { analyseWith } from './app_page';
 
 /**
  * The production build as a static host serves it: dist/ (built by the `e2e` project's web server
@@ -41,12 +42,7 @@ test('the built site under a sub-path opens on its bundled stories260K and repro
   const lens = new Lens(golden);
   const he = await firstTokenAfter(PROMPT, ' he');
   const she = await firstTokenAfter(PROMPT, ' she');
-  await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('good-future').fill(' he');
-  await page.getByTestId('bad-future').fill(' she');
-  await page.getByTestId('analyse').click();
-  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await analyseWith(page, { prompt: PROMPT, good: ' he', bad: ' she' });
   const shown = parseShown(await page.getByTestId('final-margin-last').textContent());
   const want = lens.margin(lens.L, golden.n_prompt - 1, he.id, she.id);
   expect(Math.abs(shown - want), `final margin " he" − " she": shown ${shown}, reference ${want}`).toBeLessThanOrEqual(1e-3);

@@ -1,6 +1,7 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import { Lens, firstTokenAfter, parseShown, referencePrompt } from './golden';
+import { analyseWith } from './app_page';
 
 const PROMPT = 'Lily and Tom went to the park. Lily gave the ball to';
 const GOOD = ' Tom';
@@ -37,14 +38,8 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
   await expect(badge).not.toContainText(/CPU fallback/);
   await expect(page.getByTestId('model-info')).toContainText('stories260K');
 
-  await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('good-future').fill(GOOD);
-  await page.getByTestId('bad-future').fill(BAD);
-  await expect(page.getByTestId('analyse')).toBeEnabled();
-  await page.getByTestId('analyse').click();
-  await expect(page.getByTestId('margin-heatmap')).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await expect(page.getByTestId('error-banner')).toBeHidden();
+  await analyseWith(page, { prompt: PROMPT, good: GOOD, bad: BAD });
+  await expect(page.getByTestId('margin-heatmap')).toBeVisible();
 
   // The page resolved the futures to the same first tokens as the tokenizer here, and shows the prompt's tokens.
   await expect(page.getByTestId('good-resolved')).toHaveAttribute('data-first-ids', String(good.id));
