@@ -30,7 +30,8 @@ const bandOf = (curves: number[][]) => {
   const rows = curves[0].map((_, j) => bootstrapMean(curves.map((c) => c[j]), { ...boot, seed: boot.seed + j }));
   return [rows.map((x) => x.lo), rows.map((x) => x.hi)];
 };
-const firstAtHalf = (xs: number[]) => { const i = xs.findIndex((x) => x >= 0.5); return i < 0 ? null : i; };
+/** The causal rule: the first block from 1 on with r ≥ 0.5 (block 0's resid_pre is the embeddings: r ≈ 1 there by construction). */
+const firstAtHalf = (xs: number[]) => { const i = xs.findIndex((x, l) => l >= 1 && x >= 0.5); return i < 0 ? null : i; };
 
 beforeAll(async () => {
   e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
