@@ -55,6 +55,22 @@ describe('activation patching grid', () => {
     expect(Math.max(...d.recovery)).toBeGreaterThan(0.3);
   });
 
+  it('patching every position of resid_pre at any layer is the source run (r = 1 denoise, 0 noise); a cell where both runs hold equal values is r = 0 without a forward', async () => {
+    const d = await grid(), n = await grid({ direction: 'noise' });
+    for (let l = 0; l < 5; l++) {
+      expect(Math.abs(d.layerRecovery[l] - 1)).toBeLessThanOrEqual(1e-5);
+      expect(Math.abs(n.layerRecovery[l])).toBeLessThanOrEqual(1e-5);
+    }
+    // Layer 0's resid_pre is the embedding of each token: equal where the two prompts' tokens are equal. Later layers
+    // see earlier positions only (causal attention): equal before the first position whose token differs.
+    const same = d.cleanIds.map((id, t) => id === d.corruptIds[t]);
+    const firstDiff = same.indexOf(false);
+    expect(firstDiff).toBeGreaterThan(0);
+    same.forEach((eq, t) => { if (eq) expect(d.recovery[t]).toBe(0); else expect(d.recovery[t]).not.toBe(0); });
+    for (let l = 1; l < 5; l++) for (let t = 0; t < 21; t++) if (t < firstDiff) expect(d.recovery[l * 21 + t]).toBe(0);
+    expect(d.cellsSkipped).toBe(same.filter(Boolean).length + 4 * firstDiff);
+  });
+
   it('the prefix-reuse path equals the naive loop (a full forward per cell) bit for bit, for every hook and both directions', async () => {
     for (const over of [{}, { hook: 'attn_out' as const }, { hook: 'mlp_out' as const, direction: 'noise' as const }, { hook: 'z' as const }]) {
       const fast = await grid(over);

@@ -7,6 +7,7 @@ import { decisionReport, firstAt95, labelledPairs, type ReportProgress } from '.
 import { reportJson } from '../../workers/engine/analysis/report_json';
 import { probeLayers } from '../../workers/engine/analysis/probe';
 import { toIntervention } from '../../workers/engine/steering/spec';
+import { bootstrapMean, bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
 import { sharedPath } from '../shared';
 
 /**
@@ -101,6 +102,12 @@ describe('decision-point report: changeable and probe', () => {
     });
     expect(pb.interval).not.toBeNull();
     expect(pb.interval![0]).toBeLessThanOrEqual(pb.interval![1]);
+    // Band and interval: the bootstrap (batch/bootstrap.ts) of each example's 0/1 correctness per row (seed + row for the band).
+    const correct = Array.from({ length: 6 }, (_, i) => pr.heldOut.map((s) => ((s[i] > 0 ? 1 : 0) === (i < 3 ? 1 : 0) ? 1 : 0)));
+    const rowsBoot = pr.accuracy.map((_, j) => bootstrapMean(correct.map((c) => c[j]), { resamples: 300, seed: j }));
+    expect(pb.band).toEqual([rowsBoot.map((x) => x.lo), rowsBoot.map((x) => x.hi)]);
+    expect(pb.interval).toEqual(bootstrapStatistic(correct, firstAt95, { resamples: 300 }).interval);
+    expect([pb.classes, pb.nPositive, pb.nNegative, pb.folds, pb.controlAccuracy, pb.auroc]).toEqual([['girl', 'boy'], 3, 3, pr.folds, pr.controlAccuracy, pr.auroc]);
     // Window over the set: mean over prompts of outcome × sign(unsteered outcome), from plain generations.
     const c = r.changeable!;
     const prompts = [CLEAN, ...SET.positive, ...SET.negative];
