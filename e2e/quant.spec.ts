@@ -2,7 +2,7 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { analysed, analyseWith, open } from './app_page';
+import { analysed, analyseWith, buildCaa, open, settled } from './app_page';
 import { SHARED } from './golden';
 import { llamaToGguf } from '../tools/gguf_write';
 
@@ -13,6 +13,8 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await open(page);
   // A float32 analysis and a branch trunk first: the fresh-user trial reloaded as CPU + Q8_0 after one,
   // and the float32 heatmap stayed on screen unmarked, the tree clickable but gone from the worker.
+  await buildCaa(page); // (it sets its suggested prompt: the analysis below is of ONCE)
+  await page.getByTestId('tab-margins').click();
   await analyseWith(page, ONCE);
   await page.getByTestId('tab-branches').click();
   await page.getByTestId('branch-max-new').fill('4');
@@ -23,6 +25,14 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await page.getByTestId('run-batch').click();
   await expect(page.getByTestId('batch-status')).toContainText('2 of 2 prompts', { timeout: 60_000 });
   await expect(page.getByTestId('batch-stale')).toHaveCount(0);
+  // and a dose–response sweep, whose points could still be loaded into the list after the reload
+  await page.getByTestId('tab-dose').click();
+  await page.getByTestId('sweep-vector').selectOption({ index: 1 });
+  await page.getByTestId('sweep-layers').fill('1');
+  await page.getByTestId('sweep-doses').fill('0,4');
+  await page.getByTestId('run-sweep').click();
+  await settled(page);
+  await expect(page.getByTestId('sweep-stale')).toHaveCount(0);
   const loadedAs = await page.getByTestId('backend-badge').getAttribute('data-kind');
   // CPU + Q8_0, as the trial chose (its header went ragged and the logit-error line wrapped mid-formula).
   await page.getByTestId('backend-choice').selectOption('cpu');
@@ -41,6 +51,14 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   await expect(page.getByTestId('batch-stale-load')).toContainText('(stories260K · Q8_0 · CPU is loaded now)');
   await expect(page.getByTestId('batch-stale-figure')).toHaveText('Stale — run the batch again');
   await page.screenshot({ path: '.artifacts/screenshots/quant-reload-batch.png', fullPage: true });
+  await page.getByTestId('tab-dose').click();
+  await expect(page.getByTestId('sweep-status')).toHaveAttribute('data-stale', 'load');
+  await expect(page.getByTestId('sweep-stale')).toHaveText('Stale — run the sweep again');
+  await expect(page.getByTestId('sweep-stale-pick')).toContainText('cannot be loaded into the list');
+  await page.locator('[data-testid="dose-margin-chart"] g.series circle').first().click();
+  await expect(page.getByTestId('no-interventions')).toBeVisible();
+  await expect(page.getByTestId('sweep-picked')).toHaveCount(0);
+  await page.screenshot({ path: '.artifacts/screenshots/quant-reload-sweep.png', fullPage: true });
   await page.getByTestId('tab-margins').click();
   await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'load');
   await expect(page.getByTestId('margin-status-load')).toContainText(`computed with stories260K · float32 · ${loadedAs === 'webgpu' ? 'WebGPU' : 'CPU'} (stories260K · Q8_0 · CPU is loaded now)`);
