@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
-import { firstAt95, firstStable, labelledPairs } from '../../workers/engine/analysis/report';
+import { differingPositions, firstAt95, firstCausalBlock, firstStable, labelledPairs } from '../../workers/engine/analysis/report';
 
 describe('percentile bootstrap of a statistic of the mean curve', () => {
   it('the mean of a 0/1 sample has the normal-approximation interval p ± 1.96·sqrt(p(1−p)/n)', () => {
@@ -49,5 +49,14 @@ describe('the rules at their edges', () => {
       { clean: 'p0', corrupt: 'n0' }, { clean: 'p1', corrupt: 'n1' }, { clean: 'p2', corrupt: null },
       { clean: 'n0', corrupt: 'p0' }, { clean: 'n1', corrupt: 'p1' },
     ]);
+  });
+
+  it('firstCausalBlock: the first block from 1 on at r ≥ 0.5 (equal counts; block 0, the embeddings, never); differingPositions', () => {
+    expect(firstCausalBlock([1, 0.2, 0.5, 0.9])).toBe(2);
+    expect(firstCausalBlock([0.9, 0.1, 0.49])).toBeNull();
+    expect(firstCausalBlock([0, 0.3, 0.7], 0.3)).toBe(1);
+    expect(firstCausalBlock([])).toBeNull();
+    expect(differingPositions([1, 2, 3, 4], [1, 5, 3, 6])).toEqual([1, 3]);
+    expect(differingPositions([7, 8], [7, 8])).toEqual([]);
   });
 });
