@@ -88,6 +88,8 @@ test('the Lily/Tom decision-point report shows the runner’s visible row, causa
     await expect(page.getByTestId('report-causal')).toContainText(`${short} · blocks.${one.causal_layer}.hook_resid_pre`);
   }
   await expect(page.getByTestId('report-view')).not.toContainText(/\brow \d/);
+  // Its positions list quotes each token as the token strip shows it (a "," token must not read as a separator).
+  if (one.causal_positions.length) await expect(page.getByTestId('report-causal')).toContainText(new RegExp(`positions ${one.causal_positions[0]} “[^”]+”`));
   await expect(page.getByTestId('report-figure')).not.toContainText(/\bemb\b/);
   // No intervention placed, no set: the runner prints null, the view says what to do.
   expect([one.point_of_no_return, one.first_layer_95]).toEqual([null, null]);

@@ -3,7 +3,7 @@ import { divergingScale } from '../lib/color_scale';
 import { useLayoutEffect, useRef, useState, type RefObject } from 'react';
 import type { BranchTree, TreeNode } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
-import { visibleToken } from '../lib/format';
+import { quotedToken, visibleToken } from '../lib/format';
 
 /** The scalar a node is coloured by (NaN for an empty node). */
 export function nodeValue(n: TreeNode, c: NodeColour): number {
@@ -140,7 +140,7 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
               <>
                 <path d={`M${x0},${TOP + parentRow * ROW + ROW - 8} V${y + (ROW - 8) / 2} h2`} fill="none" stroke="#57606a" />
                 <text x={x0 - 4} y={y + (ROW - 8) / 2} textAnchor="end" dominantBaseline="middle" className="edge-label" data-testid={`tree-edge-${n.id}`}>
-                  {`“${visibleToken(n.tokens[0] ?? '')}” ${p < 0.001 ? p.toExponential(1) : p.toFixed(3)}`}
+                  {`${quotedToken(n.tokens[0] ?? '')} ${p < 0.001 ? p.toExponential(1) : p.toFixed(3)}`}
                 </text>
               </>
             )}
@@ -150,7 +150,7 @@ export function BranchTreeChart({ tree, colour, selected, compare, onSelect, onC
             {n.tokens.map((t, i) => (
               <text key={i} x={x(n.start + i) + 2} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="tree-token" data-testid="tree-token" style={{ fill: ink }}>
                 {fitLabel(visibleToken(t), cell)}
-                <title>{`position ${n.start + i}: “${visibleToken(t)}”`}</title>
+                <title>{`position ${n.start + i}: ${quotedToken(t)}`}</title>
               </text>
             ))}
             {ab && <text x={x1 + 4} y={y + (ROW - 8) / 2} dominantBaseline="middle" className="compare-letter">{ab}</text>}

@@ -12,10 +12,27 @@ export function signed(v: number, digits = 4): string {
   return v > 0 ? `+${fixed(v, digits)}` : fixed(v, digits);
 }
 
-/** A token made visible: spaces as "·", newlines as "↵", tabs as "⇥", the empty string as "∅". */
+/**
+ * A token made visible: spaces as "·", newlines as "↵", tabs as "⇥", the empty string as "∅". Bare,
+ * where a box or cell delimits the token (token strip, heatmap axes, chips, table cells).
+ */
 export function visibleToken(t: string): string {
   if (t.length === 0) return '∅';
   return t.replace(/ /g, '·').replace(/\n/g, '↵').replace(/\t/g, '⇥');
+}
+
+/**
+ * A token in running text, readouts and lists: visible as in the token strip and quoted, so that a
+ * "," or "." token does not read as punctuation of the sentence (trials read the report's
+ * "positions 12 ,, 13 ·Tom" as a list).
+ */
+export function quotedToken(t: string): string {
+  return `“${visibleToken(t)}”`;
+}
+
+/** Position and token as a list or readout names them: 12 “,”. */
+export function positionToken(position: number, t: string): string {
+  return `${position} ${quotedToken(t)}`;
 }
 
 /** Bytes as B / KiB / MiB / GiB. */

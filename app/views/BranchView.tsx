@@ -9,7 +9,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { LineChart, type Series } from '../components/LineChart';
 import { ResultStatus } from '../components/ResultStatus';
-import { fixed, positionLabel, signed, visibleToken } from '../lib/format';
+import { fixed, positionLabel, signed, quotedToken, visibleToken } from '../lib/format';
 import { pathOf, type TreePath } from '../../workers/engine/branching/tree';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
@@ -105,10 +105,10 @@ function ForkPanel({ path }: { path: TreePath }) {
   const alts = top.ids.map((id, i) => ({ id, token: top.tokens[i], p: Math.exp(top.logProbs[i]) }));
   const shown = hover ?? lens?.alternatives[0] ?? null;
   const ai = lens && shown !== null ? lens.alternatives.indexOf(shown) : -1;
-  const series: Series[] = lens && ai >= 0 ? [{ name: `Δ “${visibleToken(path.tokens[site.position])}” − “${visibleToken(alts.find((a) => a.id === shown)?.token ?? '')}”`, color: '#8250df', points: lens.margins[ai].map((v, l) => [l, v] as [number, number]) }] : [];
+  const series: Series[] = lens && ai >= 0 ? [{ name: `Δ ${quotedToken(path.tokens[site.position])} − ${quotedToken(alts.find((a) => a.id === shown)?.token ?? '')}`, color: '#8250df', points: lens.margins[ai].map((v, l) => [l, v] as [number, number]) }] : [];
   return (
     <div className="fork-panel" data-testid="fork-panel" data-position={site.position}>
-      <h3>Fork at {positionLabel(site.position, nPrompt)} <span className="muted">(chosen: “{visibleToken(path.tokens[site.position])}”)</span></h3>
+      <h3>Fork at {positionLabel(site.position, nPrompt)} <span className="muted">(chosen: {quotedToken(path.tokens[site.position])})</span></h3>
       <div className="row">
         <table className="data-table alternatives" data-testid="alternatives">
           <thead><tr><th>#</th><th>token</th><th>p</th><th /></tr></thead>
@@ -257,7 +257,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
                   <td>{p.position} <span className="muted">(new {p.step})</span></td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
                   <td className="outcomes">
                     <OutcomeStrip p={p} domain={domain} />
-                    <span className="muted">{p.forced.map((f) => `“${visibleToken(f.token)}” ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>
+                    <span className="muted">{p.forced.map((f) => `${quotedToken(f.token)} ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>
                   </td>
                 </tr>
               ))}

@@ -6,7 +6,7 @@ import { cancelRunning } from '../actions/job';
 import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
-import { fixed, signed, visibleToken } from '../lib/format';
+import { fixed, signed, quotedToken, visibleToken } from '../lib/format';
 import type { GenerationSettings } from '../store/experiment';
 import type { GenerationRun } from '../store/results';
 import type { TokenEvent } from '../../workers/protocol';
@@ -173,7 +173,7 @@ export function GenerationView() {
                 <p className="divergence" data-testid="divergence" data-step={diverge ?? ''}>
                   {diverge === null
                     ? 'The two texts are identical: the interventions did not change any chosen token.'
-                    : `The texts first differ at step ${diverge}: “${visibleToken(gen.events[diverge]?.token ?? '∅')}” unsteered vs “${visibleToken(steered.events[diverge]?.token ?? '∅')}” steered (highlighted).`}
+                    : `The texts first differ at step ${diverge}: ${quotedToken(gen.events[diverge]?.token ?? '∅')} unsteered vs ${quotedToken(steered.events[diverge]?.token ?? '∅')} steered (highlighted).`}
                 </p>
               )}
               <p className="hint">Underlined blue where Δ &gt; 0 and red where Δ &lt; 0; an orange top edge marks a token drawn from a forward pass the interventions acted on.</p>

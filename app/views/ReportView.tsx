@@ -4,7 +4,7 @@ import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
-import { fixed, signed, visibleToken } from '../lib/format';
+import { fixed, positionToken, quotedToken, signed, visibleToken } from '../lib/format';
 import { hookName, residName, residShort } from '../lib/layer_names';
 import { runReport } from '../actions/report';
 import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
@@ -113,13 +113,13 @@ function Answers({ d, missing }: { d: ReportDisplay; missing: string }) {
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
         {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${interval(r.visible.interval)}`}
-        {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">“{visibleToken(tokens[r.visible.token] ?? '')}”</span>)</>}
+        {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">{quotedToken(tokens[r.visible.token] ?? '')}</span>)</>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
-        {r.causal.layer === null ? `no hook_resid_pre patch after the embeddings recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}
+        {r.causal.layer === null ? `no hook_resid_pre patch after the embeddings recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => positionToken(t, tokens[t])).join(', ')}
           {r.causal.positions.every((t) => r.causal.trivial.positions.includes(t)) ? ' (still at the tokens that differ: not yet moved to another position)' : ''}</>}
-        <span className="muted" data-testid="report-causal-trivial"> · the embed row (blocks.0.hook_resid_pre) is left out: there only the tokens that differ ({r.causal.trivial.positions.map((t) => `${t} ${visibleToken(tokens[t])}`).join(', ')}) change, and patching one is the clean prompt’s token itself (r = {fixed(r.causal.trivial.recovery, 2)} by construction)</span>
+        <span className="muted" data-testid="report-causal-trivial"> · the embed row (blocks.0.hook_resid_pre) is left out: there only the tokens that differ ({r.causal.trivial.positions.map((t) => positionToken(t, tokens[t])).join(', ')}) change, and patching one is the clean prompt’s token itself (r = {fixed(r.causal.trivial.recovery, 2)} by construction)</span>
       </dd>
       <dt>Visible (probe)</dt>
       <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>

@@ -8,7 +8,7 @@ import { useTokenCellHover } from '../components/useTokenCellHover';
 import { ColorLegend } from '../components/ColorLegend';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
-import { fixed, visibleToken } from '../lib/format';
+import { fixed, positionToken, visibleToken } from '../lib/format';
 import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 
 /** Residual-stream norms ‖h^l_t‖ (layer × token) and massive activations per layer (Sun et al. 2024, arXiv 2402.17762). */
@@ -59,7 +59,7 @@ export function ResidualNormsView() {
           {hover ? (
             <dl>
               <dt>Layer</dt><dd>{residName(hover.row, a.nLayers)}</dd>
-              <dt>Position</dt><dd>{hover.col} <span className="mono">{visibleToken(a.tokens[hover.col])}</span></dd>
+              <dt>Position</dt><dd className="mono">{positionToken(hover.col, a.tokens[hover.col])}</dd>
               <dt>‖h‖</dt><dd className="mono big">{fixed(a.residNorms[hover.row * T + hover.col], 3)}</dd>
             </dl>
           ) : <p className="muted">Point at a cell to read it.</p>}
@@ -74,7 +74,7 @@ export function ResidualNormsView() {
               <tr key={l}>
                 <th scope="row">{label}</th>
                 <td className="num">{fixed(m.value[l], 3)}</td>
-                <td>{m.token[l]} <span className="mono">{visibleToken(a.tokens[m.token[l]] ?? '')}</span></td>
+                <td className="mono">{positionToken(m.token[l], a.tokens[m.token[l]] ?? '')}</td>
                 <td className="num">{m.dim[l]}</td>
                 <td className="num">{fixed(m.ratio[l], 1)}</td>
               </tr>

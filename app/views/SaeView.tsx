@@ -5,7 +5,7 @@ import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
-import { fixed, signed, visibleToken } from '../lib/format';
+import { fixed, signed, quotedToken, visibleToken } from '../lib/format';
 import type { SaeResult } from '../store/sae';
 import { useWaitingFor } from '../components/useWaitingFor';
 
@@ -73,17 +73,17 @@ function FeaturePanel({ r }: { r: SaeResult }) {
   const fires = maxTokens(r, info.feature);
   return (
     <section className="subview sae-feature" data-testid="sae-feature" data-feature={info.feature}>
-      <h4>Feature {info.feature}{position !== null ? ` at token ${position} “${visibleToken(r.analysis.tokens[position])}”` : ''}</h4>
+      <h4>Feature {info.feature}{position !== null ? ` at token ${position} ${quotedToken(r.analysis.tokens[position])}` : ''}</h4>
       <p>
         ‖W_dec[f]‖ = {fixed(info.decoderNorm, 3)}{position !== null ? ` · activation here ${act !== null ? fixed(act, 3) : 'below the top-k (pin it to see every token)'}` : ''}
         {info.neuronpedia && <> · <a href={info.neuronpedia} target="_blank" rel="noreferrer" data-testid="sae-neuronpedia">Neuronpedia</a></>}
       </p>
       <p data-testid="sae-feature-max">
         {fires.length ? <>Fires most in this prompt at: {fires.map(([t, v]) => (
-          <button key={t} type="button" className="chip" data-testid="sae-max-token" data-position={t} onClick={() => void openFeature(info.feature, t)}>{t} “{visibleToken(r.analysis.tokens[t])}” {fixed(v, 3)}</button>
+          <button key={t} type="button" className="chip" data-testid="sae-max-token" data-position={t} onClick={() => void openFeature(info.feature, t)}>{t} {quotedToken(r.analysis.tokens[t])} {fixed(v, 3)}</button>
         ))}</> : 'Does not fire anywhere in this prompt.'}
       </p>
-      <p data-testid="sae-feature-lens">Promotes (logit lens of W_dec[f], final norm recomputed; log-probs in nats): {info.lensTokens.map((t, i) => <span key={i}>{i ? ' · ' : ''}<span className="chip">“{visibleToken(t)}” <span className="muted">{fixed(info.lensLogProbs[i], 2)}</span></span></span>)}</p>
+      <p data-testid="sae-feature-lens">Promotes (logit lens of W_dec[f], final norm recomputed; log-probs in nats): {info.lensTokens.map((t, i) => <span key={i}>{i ? ' · ' : ''}<span className="chip">{quotedToken(t)} <span className="muted">{fixed(info.lensLogProbs[i], 2)}</span></span></span>)}</p>
       {info.cosines.length > 0 && <p data-testid="sae-feature-cosines">cos with library vectors: {info.cosines.map((c) => `${c.name} ${signed(c.cosine, 3)}`).join(' · ')}</p>}
       <div className="row">
         <button type="button" data-testid="sae-pin" onClick={() => void togglePin(info.feature)}>{pinned.includes(info.feature) ? 'Unpin' : 'Pin to heatmap'}</button>

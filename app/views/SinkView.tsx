@@ -10,7 +10,7 @@ import { BarChart } from '../components/BarChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
 import type { AnalysisResult, PatternResult } from '../store/results';
-import { fixed, visibleToken } from '../lib/format';
+import { fixed, positionToken, quotedToken, visibleToken } from '../lib/format';
 import { blockName, blockShort, BLOCK_AXIS } from '../lib/layer_names';
 import { analyse } from '../actions/analyse';
 import { useWaitingFor } from '../components/useWaitingFor';
@@ -78,8 +78,8 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
         <aside className="readout" data-testid="pattern-readout">
           {hover ? (
             <dl>
-              <dt>Query</dt><dd className="mono">{hover.row} {visibleToken(a.tokens[hover.row])}</dd>
-              <dt>Key</dt><dd className="mono">{hover.col} {visibleToken(a.tokens[hover.col])}</dd>
+              <dt>Query</dt><dd className="mono">{positionToken(hover.row, a.tokens[hover.row])}</dd>
+              <dt>Key</dt><dd className="mono">{positionToken(hover.col, a.tokens[hover.col])}</dd>
               <dt>A</dt><dd className="mono big" data-testid="pattern-readout-value">{fixed(p.data[hover.row * T + hover.col], 4)}</dd>
             </dl>
           ) : <p className="muted">Point at a cell to read it.</p>}
@@ -122,7 +122,7 @@ export function SinkView() {
       <header className="view-head">
         <h2>Attention sinks<SteeredTag steering={r.steering} testId="sinks-steered-tag" /></h2>
         <p className="muted">
-          α₀ = mean over queries of the attention paid to position 0 (“{visibleToken(a.tokens[0])}”); a head is a sink head when α₀ &gt; ε = {s.eps}.
+          α₀ = mean over queries of the attention paid to position 0 ({quotedToken(a.tokens[0])}); a head is a sink head when α₀ &gt; ε = {s.eps}.
           Numbers in cells: α₀ and the head's sink position k (the key receiving the most total attention). Click a head for its pattern.
         </p>
         <SinkEpsField />
@@ -133,7 +133,7 @@ export function SinkView() {
           csv={() => [['block', 'head', 'alpha0 (mean attention to position 0)', 'sink_position (key with the most total attention)', 'sink_token', 'sink_value_norm (‖v‖ at the sink position)'], ...grid((l, h) => l * H + h).flat().map((i) => [blockShort(Math.floor(i / H)), i % H, s.alpha0[i], s.sinkPos[i], a.tokens[s.sinkPos[i]], s.sinkValueNorm[i]])]}
           figure={() => ({
             title: `Attention sinks · ${r.modelLabel}`,
-            caption: [`α₀ = mean over queries of the attention to position 0 (“${visibleToken(a.tokens[0])}”), by layer and head; cells: α₀ and the head's sink position k`, `sink rate = fraction of heads with α₀ > ε = ${s.eps} · prompt: “${r.prompt}”`],
+            caption: [`α₀ = mean over queries of the attention to position 0 (${quotedToken(a.tokens[0])}), by layer and head; cells: α₀ and the head's sink position k`, `sink rate = fraction of heads with α₀ > ε = ${s.eps} · prompt: “${r.prompt}”`],
             panels: [
               { kind: 'heatmap', values: s.alpha0, nRows: L, nCols: H, rowLabels: layerLabels, colLabels: headLabels, rowTitle: BLOCK_AXIS, colTitle: 'head', annotate: (l, h) => `${fixed(s.alpha0[l * H + h], 2)}\nk=${s.sinkPos[l * H + h]}`, scale: { color: alphaColor, domain: [0, 1], title: 'α₀ (mean attention to position 0)' } },
               ...(rateSvg.current ? [{ kind: 'svg' as const, title: 'Sink rate per layer', element: rateSvg.current }] : []),
@@ -161,7 +161,7 @@ export function SinkView() {
               <dl>
                 <dt>Head</dt><dd>{blockShort(cur.row)}H{cur.col} · blocks.{cur.row}.attn.hook_pattern, head {cur.col}</dd>
                 <dt>α₀</dt><dd className="mono big" data-testid="sink-readout-alpha0">{fixed(s.alpha0[cur.row * H + cur.col], 4)}</dd>
-                <dt>Sink position</dt><dd className="mono">{s.sinkPos[cur.row * H + cur.col]} {visibleToken(a.tokens[s.sinkPos[cur.row * H + cur.col]])}</dd>
+                <dt>Sink position</dt><dd className="mono">{positionToken(s.sinkPos[cur.row * H + cur.col], a.tokens[s.sinkPos[cur.row * H + cur.col]])}</dd>
                 <dt>‖v‖ at sink</dt><dd className="mono">{fixed(s.sinkValueNorm[cur.row * H + cur.col], 3)}</dd>
               </dl>
             ) : <p className="muted">Point at a head to read it; click to open its pattern.</p>}
