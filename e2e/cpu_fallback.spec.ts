@@ -7,7 +7,7 @@ const PROMPT = 'Once upon a time';
 // The same Chromium without --enable-unsafe-webgpu: requestAdapter() finds no adapter.
 test.use({ launchOptions: { executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox'] } });
 
-test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU backend shows the golden margins', async ({ page }) => {
+test('without WebGPU the badge says "CPU backend (fallback: …)" with the reason, the menu names the same backend, and the CPU backend shows the golden margins', async ({ page }) => {
   const golden = referencePrompt(PROMPT);
   const lens = new Lens(golden);
   const good = (await firstTokenAfter(PROMPT, ',')).id;
@@ -17,7 +17,9 @@ test('without WebGPU the badge says "CPU fallback" with the reason, and the CPU 
   const badge = page.getByTestId('backend-badge');
   await expect(badge).toBeVisible({ timeout: 120_000 });
   await expect(badge).toHaveAttribute('data-kind', 'cpu');
-  await expect(badge).toContainText(/CPU fallback \(.+\)/);
+  await expect(badge).toContainText(/CPU backend \(fallback: .+\)/);
+  // One name for it: the backend menu's choice is the badge's (trials saw "CPU reference" beside "TypeScript + WASM SIMD").
+  await expect(page.getByTestId('backend-choice').locator('option[value="cpu"]')).toHaveText('CPU backend');
   console.log(`badge: ${await badge.textContent()}`);
   // the preview server sends COOP/COEP (vite.config.ts): the page is isolated, so the CPU backend multiplies on several threads
   expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);

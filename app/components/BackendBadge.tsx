@@ -2,13 +2,13 @@ import { useStore } from '../store';
 import type { ModelInfo } from '../../workers/protocol';
 import { WeightStorageInfo } from './WeightStorage';
 
-/** The backend's own description ("WebGPU: <adapter>", "CPU fallback (<reason>)"), prefixed with its kind when it does not say it. */
+/** The backend's own description ("WebGPU: <adapter>", "CPU backend (fallback: <reason>)"), prefixed with its kind when it does not say it. */
 function badgeText({ kind, description }: ModelInfo['backend']): string {
   const name = kind === 'webgpu' ? 'WebGPU' : 'CPU';
   return description.toLowerCase().includes(name.toLowerCase()) ? description : `${name} · ${description}`;
 }
 
-/** The model on duty and where it runs: the WebGPU adapter, or "CPU fallback" with the reason. */
+/** The model on duty and where it runs: the WebGPU adapter, or the CPU backend (with the reason when it is a fallback). */
 export function BackendBadge() {
   const info = useStore((s) => s.info);
   const status = useStore((s) => s.modelStatus);

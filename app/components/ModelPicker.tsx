@@ -8,6 +8,7 @@ import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
 import { WeightStorageChoice } from './WeightStorage';
 import { loadBlocked, loadCancels, waitingFor } from '../lib/job_rules';
+import { CPU_BACKEND } from '../../workers/engine/backend/names';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
@@ -112,9 +113,9 @@ export function ModelPicker() {
         <label>
           Backend
           <select data-testid="backend-choice" value={backendChoice} onChange={(e) => setBackendChoice(e.target.value as BackendChoice)}>
-            <option value="auto">auto (WebGPU, else CPU)</option>
+            <option value="auto">auto (WebGPU, else the {CPU_BACKEND})</option>
             <option value="webgpu">WebGPU only</option>
-            <option value="cpu">CPU reference</option>
+            <option value="cpu">{CPU_BACKEND}</option>
           </select>
         </label>
         <WeightStorageChoice />

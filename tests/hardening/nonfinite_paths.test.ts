@@ -35,7 +35,7 @@ for (const [label, backend] of [['WASM SIMD matmul', () => new CpuBackend()], ['
     afterAll(() => e.dispose());
 
     it('analyse and generate (device next-token path)', async () => {
-      expect(e.backend.description).toMatch(label.startsWith('WASM') ? /WASM SIMD/ : /CPU \(TypeScript\)/);
+      expect(e.backend.description).toMatch(label.startsWith('WASM') ? /WASM SIMD/ : /CPU backend \(TypeScript\)/);
       const err = await e.analyse({ ...req, interventions: [overflow] }).catch((x) => x);
       expect(err).toBeInstanceOf(NonFiniteError);
       expect(err.message).toMatch(SITE);

@@ -24,7 +24,7 @@ describe('CPU backend matmul in WASM SIMD', () => {
   });
 
   it('is used: the backend says so', () => {
-    expect(new CpuBackend().description).toMatch(/WASM SIMD/);
+    expect(new CpuBackend().description).toMatch(/^CPU backend \(TypeScript \+ WASM SIMD/);
     expect(new CpuBackend(undefined, { simd: false }).description).not.toMatch(/WASM/);
   });
 

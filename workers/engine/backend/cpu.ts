@@ -11,6 +11,7 @@ import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
 import { dequantise, dequantiseRows, formatLabel, QK, quantBytes, type QuantFormat, type QuantizedMatrix } from './quant';
 import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
+import { CPU_BACKEND } from './names';
 
 /**
  * Storage shared by the CPU tensors: the values on the JS heap until a matmul moves them into the
@@ -126,13 +127,14 @@ export class CpuBackend implements Backend {
   }
 
   /**
-   * "CPU (TypeScript + WASM SIMD, 2 threads)" or "CPU fallback (reason; 2 threads)": the threads
-   * counted are those running now (helpers that have started, plus this one).
+   * "CPU backend (TypeScript + WASM SIMD, 2 threads)" or "CPU backend (fallback: reason; 2 threads)":
+   * one name for this backend wherever it is shown (the UI's backend menu says "CPU backend" too);
+   * the threads counted are those running now (helpers that have started, plus this one).
    */
   get description(): string {
     const n = this.arena?.runningThreads ?? 1;
     const what = this.arena ? `TypeScript + WASM SIMD${n > 1 ? `, ${n} threads` : ''}` : 'TypeScript';
-    return this.reason ? `CPU fallback (${this.reason}${n > 1 ? `; ${n} threads` : ''})` : `CPU (${what})`;
+    return this.reason ? `${CPU_BACKEND} (fallback: ${this.reason}${n > 1 ? `; ${n} threads` : ''})` : `${CPU_BACKEND} (${what})`;
   }
 
   /** Threads the matrix products run on (1 without WASM or where threads are unavailable). */
