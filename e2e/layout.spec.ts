@@ -96,7 +96,7 @@ test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dos
   await page.getByTestId('show-tables').setChecked(false);
 });
 
-test('at 1440×900 a patching grid wider than its box keeps the whole-layer column "all" and the row labels in view while it scrolls', async ({ page }) => {
+test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wider than its box keeps the whole-layer column "all" and the row labels in view while it scrolls', async ({ page }) => {
   await page.setViewportSize({ width: 1440, height: 900 });
   await open(page);
   await page.getByTestId('tab-patching').click();
@@ -104,8 +104,14 @@ test('at 1440×900 a patching grid wider than its box keeps the whole-layer colu
   const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
   await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
   await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  // The progress line starting and ending moves nothing (its space is reserved; trials saw the page jump ~55 px).
+  const top = () => page.locator('main').evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
+  const before = await top();
   await page.getByTestId('run-patching').click();
+  await expect(page.getByTestId('progress')).toBeVisible();
+  expect(await top(), 'page shift when the job started').toBe(before);
   await settled(page);
+  expect(await top(), 'page shift when the job ended').toBe(before);
   const box = page.locator('[data-testid="patching-view"] .heatmap-box');
   const inBox = async (testId: string) => {
     const [b, c] = await Promise.all([box.boundingBox(), page.getByTestId(testId).boundingBox()]);

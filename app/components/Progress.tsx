@@ -20,7 +20,8 @@ export function Progress() {
     const t = setInterval(() => setNow(performance.now()), 200);
     return () => clearInterval(t);
   }, [job]);
-  if (!job) return null;
+  // The line's space is reserved while no job runs, so a job starting or ending never moves the page (trials saw it jump ~55 px).
+  if (!job) return <div className="progress idle" data-testid="progress-idle" aria-hidden="true" />;
   let detail = '';
   let fraction: number | null = null;
   if (job.kind === 'load' && load) {
@@ -44,6 +45,7 @@ export function Progress() {
     const left = etaSeconds(seconds, steps.done, steps.total);
     if (left !== null) detail += ` · ${duration(left)} left`;
   }
+  const waiting = `Other actions wait for it (their buttons are disabled${job.kind === 'load' ? '; one model load at a time' : ''})${job.kind === 'load' ? '' : '; Analyse queues behind it'}.`;
   return (
     <div className="progress" role="status" data-testid="progress" data-job={job.kind}>
       <span className="spinner" aria-hidden="true" />
@@ -52,9 +54,7 @@ export function Progress() {
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
-      <span className="muted" data-testid="progress-waiting">
-        Other actions wait for it (their buttons are disabled{job.kind === 'load' ? '; one model load at a time' : ''}){job.kind === 'load' ? '' : '; Analyse queues behind it'}.
-      </span>
+      <span className="muted waiting" data-testid="progress-waiting" title={waiting}>{waiting}</span>
       {queued && (
         <span className="queued" data-testid="queued">
           Queued: {queued.label} — runs when this ends, on the experiment as edited then.{' '}
