@@ -44,19 +44,27 @@ export interface BranchTreeChartProps {
   svgRef?: RefObject<SVGSVGElement | null>;
 }
 
-const ROW = 30, LEFT = 120, TOP = 22, RIGHT = 14;
-/** Width of a character of the 10 px monospace token labels (styles.css .tree-token), and a cell's padding. */
-const CHAR = 6.1, PAD = 5;
+/**
+ * Font size (px) of the token and edge labels (styles.css .tree-token, .edge-label: 12 px monospace;
+ * trials found 10 px too small at 1440×900), the width of one of their characters (0.6 em) and a
+ * cell's padding.
+ */
+export const LABEL_PX = 12;
+const CHAR = 0.6 * LABEL_PX, PAD = 6;
+/** Labels up to this many characters are always shown whole (longer ones are cut with "…", whole in their tooltip). */
+export const WHOLE_CHARS = 10;
+/** Row pitch, and the left margin that holds the edge label of a fork at the first column: “token” and its probability. */
+const ROW = 34, LEFT = Math.ceil((WHOLE_CHARS + 9) * CHAR), TOP = 24, RIGHT = 14;
+export const TREE_LEFT = LEFT, TREE_RIGHT = RIGHT;
 
 /**
- * The width of one token column: what fills the panel, but never less than what shows most labels
- * whole (the 80th percentile of their lengths, 2–8 characters); the panel scrolls sideways when the
- * tree is wider than it.
+ * The width of one token column: what fills the panel, but never less than what shows every label
+ * of up to WHOLE_CHARS characters whole (trials saw "·hap…" cut at the 80th percentile's width); the
+ * panel scrolls sideways when the tree is wider than it.
  */
 export function tokenCellWidth(labels: readonly string[], nCols: number, panelWidth: number): number {
-  const lengths = labels.map((t) => [...t].length).sort((a, b) => a - b);
-  const typical = Math.min(8, Math.max(2, lengths[Math.floor(0.8 * (lengths.length - 1))] ?? 2));
-  return Math.max(typical * CHAR + PAD, (panelWidth - LEFT - RIGHT) / Math.max(1, nCols));
+  const longest = Math.min(WHOLE_CHARS, Math.max(2, ...labels.map((t) => [...t].length)));
+  return Math.max(longest * CHAR + PAD, (panelWidth - LEFT - RIGHT) / Math.max(1, nCols));
 }
 
 /** A token label cut to `cell` pixels, with "…" where it was cut (the full text is in its tooltip). */

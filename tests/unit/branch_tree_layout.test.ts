@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rgb } from 'd3';
-import { fitLabel, labelInk, nodeColourScale, tokenCellWidth } from '../../app/components/BranchTreeChart';
+import { fitLabel, LABEL_PX, labelInk, nodeColourScale, tokenCellWidth, TREE_LEFT, TREE_RIGHT, WHOLE_CHARS } from '../../app/components/BranchTreeChart';
 import type { BranchTree } from '../../workers/protocol';
 
 /**
@@ -17,7 +17,16 @@ describe('branch tree token columns', () => {
   });
 
   it('fill the panel when a short tree leaves room', () => {
-    expect(tokenCellWidth(['a', 'b'], 4, 814)).toBeCloseTo((814 - 120 - 14) / 4, 6);
+    expect(tokenCellWidth(['a', 'b'], 4, 814)).toBeCloseTo((814 - TREE_LEFT - TREE_RIGHT) / 4, 6);
+  });
+
+  it('show every label of up to WHOLE_CHARS characters whole, at 12 px (trials at 1440×900: 10 px, "·hap…")', () => {
+    // The trunk the trial saw: mostly short tokens, a few long ones.
+    const labels = ['·the', '·p', 'ar', 'k', '.', '·They', '·we', 're', '·very', '·happy', '.', '·They', '·want', 'ed', '·to', '·play', '·with', '·the', '·b', 'all', '.', '·wonderful'];
+    const cell = tokenCellWidth(labels, 32, 1000);
+    for (const l of labels) expect(fitLabel(l, cell)).toBe(l);
+    expect(WHOLE_CHARS).toBeGreaterThanOrEqual(10);
+    expect(LABEL_PX).toBeGreaterThanOrEqual(12);
   });
 
   it('cut a label longer than the column to its first characters and "…"', () => {
