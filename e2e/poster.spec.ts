@@ -71,8 +71,15 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
   const mine = { prompt: 'Once upon a time the cat', good: ' ran', bad: ' sat' };
   await open(page, site.url);
   await analyseWith(page, mine);
+  await page.setViewportSize({ width: 1440, height: 900 });
   await page.getByTestId('poster-mode').click();
   await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+  // Slide 1's QR code holds the short link (#q=, the difference from the default experiment): a sparse code (trials: 87
+  // modules), which opens this experiment (checked after leaving).
+  const qr = page.getByTestId('poster-qr');
+  await expect(qr).toHaveAttribute('data-link', /#q=/);
+  const qrLink = (await qr.getAttribute('data-link'))!;
+  expect(Number((await qr.locator('svg').getAttribute('viewBox'))!.split(' ')[2])).toBeLessThanOrEqual(51);
   // R goes to the first slide (the user's experiment), not the deck's first.
   await page.keyboard.press('r');
   await expect(page.getByTestId('poster-counter')).toHaveText('1 / 6');
@@ -81,6 +88,9 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
     await expect(page.getByTestId('poster-counter')).toHaveText(`${n} / 6`);
     await expect(page.getByTestId('margin-stale')).toBeHidden({ timeout: 120_000 });
     await analysed(page);
+    // At 1440×900 the side panel (title, note, prompt, QR, buttons) fits without scrolling.
+    await expect(page.getByTestId('poster-exit')).toBeInViewport({ ratio: 1 });
+    expect(await page.locator('.poster-side').evaluate((el) => el.scrollHeight - el.clientHeight)).toBeLessThanOrEqual(0);
   }
   await page.keyboard.press('Escape');
   await expect(page.getByTestId('poster')).toBeHidden();
@@ -94,4 +104,8 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
     expect((await saved()).interventions).toEqual([]);
     if (!reload) await page.screenshot({ path: `${SHOTS}/poster-left.png` });
   }
+  await page.getByTestId('prompt').fill('A different prompt');
+  await open(page, qrLink);
+  await expect(page.getByTestId('prompt')).toHaveValue(mine.prompt);
+  await expect(page.getByTestId('good-future')).toHaveValue(mine.good);
 });

@@ -309,11 +309,12 @@ export function followExperiment(): () => void {
 
 /**
  * The link to this experiment (the page's address with the experiment hash), and the vectors it leaves out.
- * @param opts.forQr the shorter link a QR code carries: without the vectors' contrastive texts (lib/experiment_state.ts qrExperiment).
+ * @param opts.forQr the shorter link a QR code carries: without the vectors' contrastive texts (lib/experiment_state.ts qrExperiment);
+ * @param opts.short written as its difference from the default experiment (`#q=`, lib/link_delta.ts): the shortest link.
  */
-export function experimentLink(opts: { forQr?: boolean } = {}): { url: string; missing: string[] } {
+export function experimentLink(opts: { forQr?: boolean; short?: boolean } = {}): { url: string; missing: string[] } {
   const e = currentExperiment();
-  const { hash, missing } = experimentHash(opts.forQr ? qrExperiment(e) : e);
+  const { hash, missing } = experimentHash(opts.forQr ? qrExperiment(e) : e, { short: opts.short });
   return { url: `${location.origin}${location.pathname}${location.search}${hash}`, missing };
 }
 

@@ -78,8 +78,11 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   }, [kiosk]);
   useEffect(() => {
     if (!hashLink) return;
-    const full = experimentLink({ forQr: true }).url;
-    setLink(full.length <= QR_MAX || index < deckStart ? full : deckLink(index - deckStart));
+    // The user's own experiment (slide 1 outside a kiosk) has no deck link: its QR holds its shortest link (#q=, its
+    // difference from the default experiment); a deck slide's holds its full link when short enough, else `#deck=n`.
+    const own = index < deckStart;
+    const url = experimentLink({ forQr: true, short: own }).url;
+    setLink(own || url.length <= QR_MAX ? url : deckLink(index - deckStart));
   }, [hashLink, index, deckStart]);
   const qr = useQr(link || location.href);
 

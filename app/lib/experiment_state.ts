@@ -8,9 +8,12 @@ import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment,
 import type { ModelSource } from '../../workers/protocol';
 import type { AppState } from '../store';
 import type { ViewName } from '../store/ui';
+import { applyLinkDelta, LINK_BASE, linkDelta } from './link_delta';
 
 /** The hash key of an experiment link: `#x=<lz-string of the JSON>`. */
 export const HASH_KEY = 'x';
+/** The hash key of a QR code's short link: `#q=<lz-string of the JSON of its difference from LINK_BASE>` (lib/link_delta.ts). */
+export const DELTA_HASH_KEY = 'q';
 /** Longest link hash written with vectors inside; past it the vectors' values are left out (and the link says so). */
 export const MAX_HASH_CHARS = 8000;
 
@@ -83,14 +86,18 @@ export function experimentJson(e: Experiment): string {
 }
 
 /**
- * The link hash of an experiment: `#x=…`, vectors inside when it stays under MAX_HASH_CHARS.
+ * The link hash of an experiment: `#x=…`, or with `short` the QR code's `#q=…` (its difference from
+ * LINK_BASE, lib/link_delta.ts); vectors inside when it stays under MAX_HASH_CHARS.
  * @returns the hash and the names of the vectors left out (their values are null in the link).
  */
-export function experimentHash(e: Experiment): { hash: string; missing: string[] } {
-  const full = `#${HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(e))}`;
+export function experimentHash(e: Experiment, opts: { short?: boolean } = {}): { hash: string; missing: string[] } {
+  const write = (x: Experiment) => opts.short
+    ? `#${DELTA_HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(linkDelta(LINK_BASE, JSON.parse(JSON.stringify(x)))))}`
+    : `#${HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(x))}`;
+  const full = write(e);
   if (full.length <= MAX_HASH_CHARS || !e.vectors.length) return { hash: full, missing: [] };
   const light = { ...e, vectors: e.vectors.map((v) => ({ ...v, values: null })) };
-  return { hash: `#${HASH_KEY}=${LZString.compressToEncodedURIComponent(JSON.stringify(light))}`, missing: e.vectors.map((v) => v.name) };
+  return { hash: write(light), missing: e.vectors.map((v) => v.name) };
 }
 
 /**
@@ -98,11 +105,15 @@ export function experimentHash(e: Experiment): { hash: string; missing: string[]
  * @throws ExperimentError 'corrupt' when it does not decompress or parse; 'version' / 'invalid' as readExperiment.
  */
 export function experimentFromHash(hash: string): Experiment | null {
-  const m = new RegExp(`^#?${HASH_KEY}=(.*)$`).exec(hash);
+  const m = new RegExp(`^#?(${HASH_KEY}|${DELTA_HASH_KEY})=(.*)$`).exec(hash);
   if (!m) return null;
-  const text = LZString.decompressFromEncodedURIComponent(m[1]);
+  const text = LZString.decompressFromEncodedURIComponent(m[2]);
   if (!text) throw new ExperimentError('corrupt', 'the link is damaged: its experiment could not be decompressed (was it cut off when copied?)');
-  return readExperiment(text);
+  if (m[1] === HASH_KEY) return readExperiment(text);
+  let delta: unknown;
+  try { delta = JSON.parse(text); } catch { throw new ExperimentError('corrupt', 'the link is damaged: its experiment is not JSON'); }
+  if (typeof delta !== 'object' || delta === null || Array.isArray(delta)) throw new ExperimentError('corrupt', 'the link is damaged: its experiment is not an object');
+  return readExperiment(JSON.stringify(applyLinkDelta(LINK_BASE, delta as Record<string, unknown>)));
 }
 
 /** The views an experiment may name; another name (from a newer app) opens the margin heatmap. */
