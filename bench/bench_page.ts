@@ -31,7 +31,8 @@ export async function withBenchPage<T>(o: { html: string; fn: string; port: numb
   try {
     const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'error' && !(o.ignore?.test(m.text()))) console.error(`[page] ${m.text()}`); });
-    await page.goto(`${base}bench/${o.html}`);
+    // A cold Vite transform of the bench page takes over 30 s on a busy 2-core machine.
+    await page.goto(`${base}bench/${o.html}`, { timeout: 180_000 });
     await page.waitForFunction((f) => typeof (window as unknown as Record<string, unknown>)[f] === 'function', o.fn, { timeout: 120_000 });
     return await body(page, base);
   } finally {
