@@ -94,12 +94,12 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
   const x0 = Math.ceil(Math.max(28 + rowW + 8, colW * Math.cos(ANGLE) - p.cellWidth.min / 2 + 8));
   measure.font = SMALL;
   const markW = p.rowMarks?.size ? Math.ceil(Math.max(...[...p.rowMarks.values()].map((t) => measure.measureText(t).width))) + 14 : 0;
-  const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - 12 - markW) / p.nCols)));
+  const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - RIGHT_PAD - markW) / p.nCols)));
   const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
   const y0 = 18;
   const { angle, labelEvery } = columnLabelSpacing(cw);
   const bottom = Math.ceil(colW * Math.sin(angle) + LABEL_GAP + 34);
-  return { x0, y0, cw, ch, angle, labelEvery, width: x0 + p.nCols * cw + 12 + markW, height: y0 + p.nRows * ch + bottom };
+  return { x0, y0, cw, ch, angle, labelEvery, width: x0 + p.nCols * cw + RIGHT_PAD + markW, height: y0 + p.nRows * ch + bottom };
 }
 
 /**
@@ -117,8 +117,10 @@ function indexedColumns(cw: number, nCols: number, keepLast: boolean): number[] 
 
 const colIndexText = (p: HeatmapProps, c: number) => (p.colIndex ? p.colIndex(c) : String(c));
 
-/** Width of the pinned last column's copy: the column and a margin that separates it from the grid. */
+/** Margin left of the pinned last column's copy, which separates it from the grid. */
 const PIN_PAD = 8;
+/** Margin right of the grid. */
+const RIGHT_PAD = 12;
 /** Height of the column title's line at the bottom of the canvas. */
 const TITLE_H = 20;
 
@@ -220,7 +222,8 @@ export function Heatmap(p: HeatmapProps) {
     // The copies stop above the column title (the grid's bottom line), which stays readable under them.
     if (pinLeft.current) drawRowLabels(sized(pinLeft.current, g.x0, g.height - TITLE_H), p, g, ys);
     if (pinRight.current) {
-      const ctx = sized(pinRight.current, cellWidth + PIN_PAD, g.height - TITLE_H);
+      // As wide as the column with the grid's right margin: scrolled to the end, the copy lies exactly on the column.
+      const ctx = sized(pinRight.current, PIN_PAD + cellWidth + RIGHT_PAD, g.height - TITLE_H);
       ctx.fillStyle = MUTED;
       ctx.fillRect(1, g.y0, 1, p.nRows * cellHeight);
       drawColumn(ctx, p, g, p.nCols - 1, PIN_PAD, ys, true);
