@@ -9,7 +9,13 @@
  * the React components (PascalCase functions) with the most inclusive time (V8 samples, 100 µs
  * apart by default). The load average is printed beside each generation.
  *
- *   npx tsx bench/ui_profile.ts --site DIR [--tokens 128] [--runs 2] [--top 2]
+ * The Generate click's task and (first generation) the task that puts the first token on screen
+ * are found by performance marks and always detailed.
+ * It also lists every task with at least `--list` ms of CPU (8 by default), in order, split into
+ * script, style, layout, paint and GC. `--no-samples` leaves the V8 sampler out (it slows the
+ * page's script a little): the task list only.
+ *
+ *   npx tsx bench/ui_profile.ts --site DIR [--tokens 128] [--runs 2] [--top 2] [--list 8] [--no-samples]
  */
 import { chromium } from '@playwright/test';
 import * as os from 'node:os';
@@ -22,6 +28,8 @@ const SITE = flag('site', '');
 const TOKENS = Number(flag('tokens', '128'));
 const RUNS = Number(flag('runs', '2'));
 const TOP = Number(flag('top', '2'));
+const LIST = Number(flag('list', '8'));
+const SAMPLES = !args.includes('--no-samples');
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 if (!SITE) throw new Error('--site DIR is required (a production build, ideally with --minify false)');
 
@@ -51,7 +59,7 @@ const top = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) 
 
 function report(json: string) {
   const evs = (JSON.parse(json) as { traceEvents: Ev[] }).traceEvents;
-  const main = evs.find((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain' && evs.some((x) => x.name === 'Profile' && x.pid === e.pid && x.tid === e.tid));
+  const main = evs.find((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain' && evs.some((x) => (SAMPLES ? x.name === 'Profile' : x.name === 'FireAnimationFrame') && x.pid === e.pid && x.tid === e.tid));
   if (!main) throw new Error('no renderer main thread with a V8 profile in the trace');
   const mine = evs.filter((e) => e.pid === main.pid && e.tid === main.tid && e.ph === 'X' && e.dur !== undefined).sort((a, b) => a.ts - b.ts);
   const tasks: Ev[] = [];
@@ -61,9 +69,25 @@ function report(json: string) {
   }
   const { nodes, samples } = samplesOf(evs, main.pid, main.tid);
   const t0 = tasks[0]?.ts ?? 0;
-  for (const t of [...tasks].sort((a, b) => (b.tdur ?? 0) - (a.tdur ?? 0)).slice(0, TOP)) {
+  // Every task over --list ms of CPU, in order: where it falls and what kind of work it was.
+  const kindsOf = (t: Ev) => {
+    const sum = (re: RegExp) => mine.filter((e) => e.ts >= t.ts && e.ts < t.ts + t.dur! && re.test(e.name)).reduce((a, e) => a + (e.tdur ?? e.dur!) / 1e3, 0);
+    return `script ${sum(/^(FunctionCall|EvaluateScript|v8\.run)$/).toFixed(1)}, style ${sum(/^UpdateLayoutTree$/).toFixed(1)}, layout ${sum(/^Layout$/).toFixed(1)}, paint ${sum(/^(Paint|PrePaint|Layerize)$/).toFixed(1)}, GC ${sum(/^(MajorGC|MinorGC)$/).toFixed(1)}`;
+  };
+  const listed = tasks.filter((t) => (t.tdur ?? 0) / 1e3 >= LIST);
+  console.log(`  ${listed.length} of ${tasks.length} main-thread tasks with ≥ ${LIST} ms CPU:`);
+  for (const t of listed) console.log(`    +${((t.ts - t0) / 1e3).toFixed(0)} ms: ${(t.dur! / 1e3).toFixed(1)} ms wall, ${((t.tdur ?? 0) / 1e3).toFixed(1)} ms CPU (${kindsOf(t)})`);
+  // The tasks the page marked (performance.mark, see below): the Generate click and the first token on screen.
+  const marked = new Map<Ev, string>();
+  for (const m of evs.filter((e) => e.pid === main.pid && e.tid === main.tid && (e.name === 'generate-click' || e.name === 'first-token'))) {
+    const t = tasks.find((x) => m.ts >= x.ts && m.ts <= x.ts + x.dur!);
+    if (t) marked.set(t, m.name);
+  }
+  for (const [t, name] of marked) console.log(`  ${name}: task at +${((t.ts - t0) / 1e3).toFixed(0)} ms, ${(t.dur! / 1e3).toFixed(1)} ms wall, ${((t.tdur ?? 0) / 1e3).toFixed(1)} ms CPU (${kindsOf(t)})`);
+  const detailed = [...new Set([...marked.keys(), ...[...tasks].sort((a, b) => (b.tdur ?? 0) - (a.tdur ?? 0)).slice(0, TOP)])];
+  for (const t of SAMPLES ? detailed : []) {
     const end = t.ts + t.dur!;
-    console.log(`  task at +${((t.ts - t0) / 1e3).toFixed(0)} ms: ${(t.dur! / 1e3).toFixed(1)} ms wall, ${((t.tdur ?? 0) / 1e3).toFixed(1)} ms CPU`);
+    console.log(`  task at +${((t.ts - t0) / 1e3).toFixed(0)} ms${marked.has(t) ? ` (${marked.get(t)})` : ''}: ${(t.dur! / 1e3).toFixed(1)} ms wall, ${((t.tdur ?? 0) / 1e3).toFixed(1)} ms CPU`);
     const kinds = new Map<string, number>();
     for (const e of mine) if (e.ts >= t.ts && e.ts < end && e !== t && !/RunTask|ThreadController|SequenceManager|TaskAnnotator|Scheduler|ThreadPool/.test(e.name)) {
       const k = `${e.name}`;
@@ -106,7 +130,17 @@ try {
   for (let run = 1; run <= RUNS; run++) {
     await enabled();
     await page.evaluate(() => document.querySelector('[data-testid="generation-output"]')?.removeAttribute('data-done'));
-    await browser.startTracing(page, { categories: ['toplevel', 'devtools.timeline', 'v8', 'disabled-by-default-v8.cpu_profiler', 'disabled-by-default-devtools.timeline'] });
+    await page.evaluate(() => {
+      addEventListener('submit', () => performance.mark('generate-click'), { capture: true, once: true });
+      const seen = new MutationObserver(() => {
+        if (!document.querySelector('[data-testid="generated-token"]')) return;
+        performance.mark('first-token');
+        seen.disconnect();
+      });
+      // Marked on the first generation only (later ones replace tokens already on screen).
+      if (!document.querySelector('[data-testid="generated-token"]')) seen.observe(document.body, { childList: true, subtree: true });
+    });
+    await browser.startTracing(page, { categories: ['blink.user_timing', 'toplevel', 'devtools.timeline', 'v8', 'disabled-by-default-devtools.timeline', ...(SAMPLES ? ['disabled-by-default-v8.cpu_profiler'] : [])] });
     await page.getByTestId('generate').click();
     await page.waitForFunction(() => document.querySelector('[data-testid="generation-output"]')?.getAttribute('data-done') === 'true', undefined, { timeout: 600_000, polling: 'raf' });
     const json = (await browser.stopTracing()).toString('utf8');

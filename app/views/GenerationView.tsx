@@ -41,6 +41,9 @@ const STOP: Record<string, string> = {
 const UNSTEERED = '#0969da';
 const STEERED = '#d9480f';
 
+/** What the plain run's elements show before the first generation (hidden then). */
+const NO_RUN: GenerationRun = { events: [], final: null };
+
 /** The text of a run so far (the decoded text once it has finished). */
 function runText(run: GenerationRun): string {
   return run.final ? run.final.text : run.events.map((e) => e.token).join('');
@@ -150,45 +153,43 @@ export function GenerationView() {
           <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
         </span>
       </form>
-      {gen ? (
+      {gen ? <ResultStatus model={gen.modelLabel} computedWith={gen.computedWith} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" /> : <p className="placeholder">Generate to watch the margin move token by token.</p>}
+      {gen && steered ? (
         <>
-          <ResultStatus model={gen.modelLabel} computedWith={gen.computedWith} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" />
-          {steered ? (
-            <>
-              <div className="compare" data-testid="generation-compare">
-                <div>
-                  <h3 className="unsteered-title">Unsteered</h3>
-                  <Continuation run={gen} prompt={gen.prompt} diverge={diverge} testId="" live={generating && !!steered.final} />
-                  <StopLine run={gen} max={gen.maxNewTokens} testId="" />
-                  <TokenRow run={gen} steeredBy={() => []} diverge={diverge} testId="" />
-                </div>
-                <div>
-                  <h3 className="steered-title">Steered <span className="muted">{steeringText}</span></h3>
-                  <Continuation run={steered} prompt={gen.prompt} diverge={diverge} testId="-steered" live={generating && !steered.final} />
-                  <StopLine run={steered} max={gen.maxNewTokens} testId="-steered" />
-                  <TokenRow run={steered} steeredBy={steeredBy} diverge={diverge} testId="-steered" />
-                </div>
-              </div>
-              {bothDone && (
-                <p className="divergence" data-testid="divergence" data-step={diverge ?? ''}>
-                  {diverge === null
-                    ? 'The two texts are identical: the interventions did not change any chosen token.'
-                    : `The texts first differ at step ${diverge}: ${quotedToken(gen.events[diverge]?.token ?? '∅')} unsteered vs ${quotedToken(steered.events[diverge]?.token ?? '∅')} steered (highlighted).`}
-                </p>
-              )}
-              <p className="hint">Underlined blue where Δ &gt; 0 and red where Δ &lt; 0; an orange top edge marks a token drawn from a forward pass the interventions acted on.</p>
-            </>
-          ) : (
-            <>
-              <Continuation run={gen} prompt={gen.prompt} diverge={null} testId="" live={generating} />
+          <div className="compare" data-testid="generation-compare">
+            <div>
+              <h3 className="unsteered-title">Unsteered</h3>
+              <Continuation run={gen} prompt={gen.prompt} diverge={diverge} testId="" live={generating && !!steered.final} />
               <StopLine run={gen} max={gen.maxNewTokens} testId="" />
-              <p className="hint">Each new token, underlined blue where Δ &gt; 0 (good future ahead) and red where Δ &lt; 0; hover for its log p and Δ.</p>
-              <TokenRow run={gen} steeredBy={() => []} diverge={null} testId="" />
-            </>
+              <TokenRow run={gen} steeredBy={() => []} diverge={diverge} testId="" />
+            </div>
+            <div>
+              <h3 className="steered-title">Steered <span className="muted">{steeringText}</span></h3>
+              <Continuation run={steered} prompt={gen.prompt} diverge={diverge} testId="-steered" live={generating && !steered.final} />
+              <StopLine run={steered} max={gen.maxNewTokens} testId="-steered" />
+              <TokenRow run={steered} steeredBy={steeredBy} diverge={diverge} testId="-steered" />
+            </div>
+          </div>
+          {bothDone && (
+            <p className="divergence" data-testid="divergence" data-step={diverge ?? ''}>
+              {diverge === null
+                ? 'The two texts are identical: the interventions did not change any chosen token.'
+                : `The texts first differ at step ${diverge}: ${quotedToken(gen.events[diverge]?.token ?? '∅')} unsteered vs ${quotedToken(steered.events[diverge]?.token ?? '∅')} steered (highlighted).`}
+            </p>
           )}
+          <p className="hint">Underlined blue where Δ &gt; 0 and red where Δ &lt; 0; an orange top edge marks a token drawn from a forward pass the interventions acted on.</p>
         </>
-      ) : <p className="placeholder">Generate to watch the margin move token by token.</p>}
-      {/* Mounted before the first generation (empty axes): the frame that shows the first streamed tokens then only adds points, not a whole chart (issue 11, a UI that never stalls). */}
+      ) : (
+        // Mounted, hidden, before the first generation (an empty run): the frame of the first streamed
+        // tokens then shows it and adds tokens instead of building it (issue 11, a UI that never stalls).
+        <div className="generation-run" hidden={!gen}>
+          <Continuation run={gen ?? NO_RUN} prompt={gen?.prompt ?? prompt} diverge={null} testId="" live={generating} />
+          <StopLine run={gen ?? NO_RUN} max={gen?.maxNewTokens ?? maxNewTokens} testId="" />
+          <p className="hint">Each new token, underlined blue where Δ &gt; 0 (good future ahead) and red where Δ &lt; 0; hover for its log p and Δ.</p>
+          <TokenRow run={gen ?? NO_RUN} steeredBy={() => []} diverge={null} testId="" />
+        </div>
+      )}
+      {/* Shown before the first generation (empty axes): the frame of the first streamed tokens then adds points instead of building the chart. */}
       <div className="figure">
         <div className="view-head">
           <h3>Margin curve <span className="muted">Δ per step; above the dashed line the good future leads</span></h3>

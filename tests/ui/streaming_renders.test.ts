@@ -65,15 +65,23 @@ describe('the workbench does not re-render on store changes it does not draw', (
 });
 
 describe('Generation view while tokens stream', () => {
-  it('shows the margin curve before the first generation and keeps that element as the tokens arrive', () => {
+  it('shows the margin curve and holds the (hidden) output before the first generation, and keeps those elements as the tokens arrive', () => {
     act(() => useStore.getState().setGeneration({ maxNewTokens: 16 }));
     act(() => root.render(createElement(GenerationView)));
     const curve = host.querySelector('svg[data-testid="margin-curve"]');
     expect(curve).not.toBeNull();
     expect(curve!.querySelectorAll('circle')).toHaveLength(0);
     expect(host.querySelector('.placeholder')?.textContent).toContain('Generate');
+    const output = host.querySelector('[data-testid="generation-output"]');
+    const strip = host.querySelector('ol.generated-tokens');
+    expect(output?.closest('[hidden]')).not.toBeNull();
+    expect(strip?.children).toHaveLength(0);
     streamTokens(5, 2);
     expect(host.querySelector('svg[data-testid="margin-curve"]')).toBe(curve);
+    expect(host.querySelector('[data-testid="generation-output"]')).toBe(output);
+    expect(host.querySelector('ol.generated-tokens')).toBe(strip);
+    expect(output!.closest('[hidden]')).toBeNull();
+    expect(host.querySelector('[data-testid="generation-stop"]')?.textContent).toBe('5 of 5 tokens…');
     expect([...curve!.querySelectorAll('circle')].map((c) => Number(c.getAttribute('data-y')))).toEqual([0, 1, 2, 3, 4].map((i) => token(i).margin));
     expect([...host.querySelectorAll('[data-testid="generated-token"]')].map((li) => Number(li.getAttribute('data-id')))).toEqual([100, 101, 102, 103, 104]);
     expect(host.querySelector('[data-testid="generated-text"]')?.textContent).toBe(' t0 t1 t2 t3 t4');
