@@ -159,7 +159,7 @@ async function linear(h: Harness): Promise<void> {
 /**
  * The vec4 register-tiled, double-buffered matmul ('gpu' tuning, n > GEMV_MAX_ROWS, in % 4 = 0;
  * the 'cpu' run covers the dot kernel on the same shapes): partial tiles in rows, columns and k, one
- * and several k steps, f16 weights (oracle: the CPU linear on the rounded weights).
+ * and several k steps, f16 weights (compared with the CPU backend's linear on the rounded weights).
  */
 async function matmulVec4(h: Harness): Promise<void> {
   const rand = rng(20261202); // its own stream (see linearFused)
@@ -289,7 +289,7 @@ async function qkvRope(h: Harness): Promise<void> {
   });
 }
 
-/** f16 weight storage: the oracle is the CPU linear on the same weights rounded to binary16. */
+/** f16 weight storage: compared with the CPU backend's linear on the same weights rounded to binary16. */
 async function linearF16(h: Harness): Promise<void> {
   const shapes: [number, number, number, boolean][] = [
     [1, 65, 129, true], [3, 17, 33, false], [65, 63, 64, true], [130, 257, 70, false], [1, 64, 40, true], [6, 128, 33, false], [2, 4, 3, true],
