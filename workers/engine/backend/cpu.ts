@@ -41,11 +41,14 @@ abstract class ArenaStorage<H extends Float32Array | Uint32Array> {
     return this.resident;
   }
 
-  release(): void {
+  /** Frees the values. @returns the heap copy when it held them (the caller may reuse it), else null. */
+  release(): H | null {
+    const host = this.released || this.resident ? null : this.host;
     if (this.resident) this.arena!.release(this.resident);
     this.resident = null;
     this.host = null;
     this.released = true;
+    return host;
   }
 }
 
@@ -96,6 +99,14 @@ function d(t: Tensor): Float32Array {
   return t.data;
 }
 
+/**
+ * Bytes of released tensors' heap arrays kept for reuse. A new Float32Array is zeroed memory that the
+ * OS maps in on first touch: a prefill step makes ~450 arrays of 0.1–0.4 MB, and where page faults
+ * are slow (Chromium's allocator returns freed pages to the OS; ~20 µs a page in a sandboxed VM) that
+ * costs as much as the matmuls. Reused arrays are already mapped.
+ */
+const SPARE_BYTES = 64 << 20;
+
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => t.size / cols(t);
 
@@ -113,6 +124,9 @@ export class CpuBackend implements Backend {
   /** The WASM SIMD GEMM and the memory the weights move into; null = scalar TypeScript matmul. */
   private readonly arena: WasmGemm | null;
   private live = 0;
+  /** Released tensors' heap arrays by length, reused by alloc() (at most SPARE_BYTES in all). */
+  private readonly spare = new Map<number, Float32Array[]>();
+  private spareBytes = 0;
 
   /**
    * @param reason why the CPU is used (shown in the description), when it is a fallback.
@@ -146,6 +160,25 @@ export class CpuBackend implements Backend {
   /** Resolves once every matmul thread has started (products use fewer threads until then). */
   async whenStarted(): Promise<void> { await this.arena?.whenStarted(); }
 
+  /**
+   * An array of n floats for an op's result: a released tensor's array of that length when one is
+   * kept (its old values: the op must write every element), else a new one.
+   */
+  private alloc(n: number): Float32Array {
+    const a = this.spare.get(n)?.pop();
+    if (!a) return new Float32Array(n);
+    this.spareBytes -= 4 * n;
+    return a;
+  }
+
+  /** Keeps a heap array no tensor uses any more for alloc() (within SPARE_BYTES). */
+  private recycle(a: Float32Array | null): void {
+    if (!a || a.length === 0 || this.spareBytes + 4 * a.length > SPARE_BYTES) return;
+    const list = this.spare.get(a.length);
+    if (list) list.push(a); else this.spare.set(a.length, [a]);
+    this.spareBytes += 4 * a.length;
+  }
+
   private t(data: Float32Array, shape: readonly number[]): Tensor {
     const t = new CpuTensor(shape, data, this.arena);
     this.live++;
@@ -160,8 +193,12 @@ export class CpuBackend implements Backend {
     return this.live;
   }
 
-  upload(data: Float32Array, shape: readonly number[]): Tensor { return this.t(new Float32Array(data), shape); }
-  zeros(shape: readonly number[]): Tensor { return this.t(new Float32Array(shapeSize(shape)), shape); }
+  upload(data: Float32Array, shape: readonly number[]): Tensor {
+    const a = this.alloc(data.length);
+    a.set(data);
+    return this.t(a, shape);
+  }
+  zeros(shape: readonly number[]): Tensor { return this.t(this.alloc(shapeSize(shape)).fill(0), shape); }
   async read(t: Tensor): Promise<Float32Array> {
     if (t instanceof CpuQuantTensor) {
       if (t.released) throw new Error('tensor was released');
@@ -187,18 +224,22 @@ export class CpuBackend implements Backend {
     }
     const c = t as CpuTensor;
     if (!c.released) this.live--;
-    c.release();
+    this.recycle(c.release());
   }
   async sync(): Promise<void> {}
-  /** Stops the matmul threads (tensors stay readable; products then run on this thread). */
-  dispose(): void { this.arena?.dispose(); }
+  /** Stops the matmul threads (tensors stay readable; products then run on this thread) and drops the kept arrays. */
+  dispose(): void {
+    this.arena?.dispose();
+    this.spare.clear();
+    this.spareBytes = 0;
+  }
 
-  clone(t: Tensor): Tensor { return this.t(new Float32Array(d(t)), t.shape); }
+  clone(t: Tensor): Tensor { return this.upload(d(t), t.shape); }
 
   embed(table: Tensor, ids: Int32Array, scale: number): Tensor {
     const [V, D] = table.shape;
     const src = d(table);
-    const y = new Float32Array(ids.length * D);
+    const y = this.alloc(ids.length * D);
     ids.forEach((id, r) => {
       if (!(id >= 0 && id < V)) throw new Error(`token id ${id} is outside the vocabulary [0, ${V})`);
       for (let i = 0; i < D; i++) y[r * D + i] = src[id * D + i] * scale;
@@ -209,13 +250,13 @@ export class CpuBackend implements Backend {
   sliceRows(table: Tensor, start: number, n: number): Tensor {
     const D = cols(table);
     if (start < 0 || start + n > rowsOf(table)) throw new Error(`rows ${start}..${start + n} outside [0, ${rowsOf(table)})`);
-    return this.t(d(table).slice(start * D, (start + n) * D), [n, D]);
+    return this.upload(d(table).subarray(start * D, (start + n) * D), [n, D]);
   }
 
   concatRows(parts: readonly Tensor[]): Tensor {
     const D = cols(parts[0]);
     const n = parts.reduce((s, p) => s + rowsOf(p), 0);
-    const y = new Float32Array(n * D);
+    const y = this.alloc(n * D);
     let o = 0;
     for (const p of parts) {
       if (cols(p) !== D) throw new Error('concatRows: row widths differ');
@@ -231,8 +272,10 @@ export class CpuBackend implements Backend {
     const n = rowsOf(x);
     if (w instanceof CpuQuantTensor) return this.t(this.linearQuant(x, w, bias, n), [n, nOut]);
     const resident = this.arena && (w as CpuTensor).place();
-    const y = resident && this.arena!.linear(() => d(x), resident, bias && (() => d(bias)), n, nIn, nOut);
-    return this.t(y ?? linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
+    const out = resident ? this.alloc(n * nOut) : undefined;
+    const y = resident && this.arena!.linear(() => d(x), resident, bias && (() => d(bias)), n, nIn, nOut, out);
+    if (!y) this.recycle(out ?? null);
+    return this.t(y || linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
   }
 
   /**
@@ -253,35 +296,35 @@ export class CpuBackend implements Backend {
 
   sliceCols(x: Tensor, start: number, width: number): Tensor {
     const C = cols(x), n = rowsOf(x), src = d(x);
-    const y = new Float32Array(n * width);
+    const y = this.alloc(n * width);
     for (let r = 0; r < n; r++) y.set(src.subarray(r * C + start, r * C + start + width), r * width);
     return this.t(y, [n, width]);
   }
 
   add(a: Tensor, b: Tensor): Tensor {
     if (a.size !== b.size) throw new Error('add: sizes differ');
-    const x = d(a), y = d(b), z = new Float32Array(a.size);
+    const x = d(a), y = d(b), z = this.alloc(a.size);
     for (let i = 0; i < z.length; i++) z[i] = x[i] + y[i];
     return this.t(z, a.shape);
   }
 
   sub(a: Tensor, b: Tensor): Tensor {
     if (a.size !== b.size) throw new Error('sub: sizes differ');
-    const x = d(a), y = d(b), z = new Float32Array(a.size);
+    const x = d(a), y = d(b), z = this.alloc(a.size);
     for (let i = 0; i < z.length; i++) z[i] = x[i] - y[i];
     return this.t(z, a.shape);
   }
 
   rmsNorm(x: Tensor, w: Tensor, eps: number, offset: number): Tensor {
-    return this.t(rmsNormCpu(d(x), d(w), eps, offset), x.shape);
+    return this.t(rmsNormCpu(d(x), d(w), eps, offset, this.alloc(x.size)), x.shape);
   }
 
   layerNorm(x: Tensor, w: Tensor, b: Tensor | undefined, eps: number): Tensor {
-    return this.t(layerNormCpu(d(x), d(w), b && d(b), eps), x.shape);
+    return this.t(layerNormCpu(d(x), d(w), b && d(b), eps, this.alloc(x.size)), x.shape);
   }
 
   rope(x: Tensor, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Tensor {
-    return this.t(ropeCpu(d(x), rowsOf(x), nHeads, headDim, rotaryDims, pos0, invFreq), x.shape);
+    return this.t(ropeCpu(d(x), rowsOf(x), nHeads, headDim, rotaryDims, pos0, invFreq, this.alloc(x.size)), x.shape);
   }
 
   writeRows(cache: Tensor, x: Tensor, offset: number): void {
@@ -291,7 +334,7 @@ export class CpuBackend implements Backend {
   }
 
   attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult {
-    const r = attentionCpu(d(q), d(kCache), d(vCache), p);
+    const r = attentionCpu(d(q), d(kCache), d(vCache), p, this.alloc(p.n * p.nHeads * p.headDim));
     const T = p.past + p.n;
     return {
       z: this.t(r.z, [p.n, p.nHeads * p.headDim]),
@@ -300,14 +343,14 @@ export class CpuBackend implements Backend {
     };
   }
 
-  act(x: Tensor, act: Activation): Tensor { return this.t(actCpu(d(x), act), x.shape); }
-  gatedAct(gate: Tensor, up: Tensor, act: Activation): Tensor { return this.t(gatedActCpu(d(gate), d(up), act), gate.shape); }
+  act(x: Tensor, act: Activation): Tensor { return this.t(actCpu(d(x), act, this.alloc(x.size)), x.shape); }
+  gatedAct(gate: Tensor, up: Tensor, act: Activation): Tensor { return this.t(gatedActCpu(d(gate), d(up), act, this.alloc(gate.size)), gate.shape); }
   softcap(x: Tensor, cap: number): Tensor { return this.t(softcapCpu(d(x), cap), x.shape); }
   logSoftmax(x: Tensor): Tensor { return this.t(logSoftmaxCpu(d(x), cols(x)), x.shape); }
 
   gatherCols(x: Tensor, idx: Int32Array): Tensor {
     const C = cols(x), n = rowsOf(x), src = d(x);
-    const y = new Float32Array(n * idx.length);
+    const y = this.alloc(n * idx.length);
     for (let r = 0; r < n; r++) for (let j = 0; j < idx.length; j++) y[r * idx.length + j] = src[r * C + idx[j]];
     return this.t(y, [n, idx.length]);
   }

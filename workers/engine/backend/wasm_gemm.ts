@@ -191,17 +191,25 @@ export class WasmGemm {
     return y;
   }
 
+  /** The product at scratch view y copied to the JS heap: into `out` when given (n·m values), else a new array. */
+  private static give(y: Float32Array, out: Float32Array | undefined): Float32Array {
+    if (!out) return y.slice();
+    out.set(y);
+    return out;
+  }
+
   /**
    * y [n, m] = x [n, k] · wᵀ + bias, w [m, k] resident (nn.Linear layout). x and bias are taken
    * through getters after the scratch space is reserved (growing the memory detaches resident views).
+   * @param out where the product goes (n·m values; default a new array).
    * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
    */
-  linear(x: () => Float32Array, w: Resident, bias: (() => Float32Array) | undefined, n: number, k: number, m: number): Float32Array | null {
+  linear(x: () => Float32Array, w: Resident, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, out?: Float32Array): Float32Array | null {
     const sx = this.top, sy = sx + align(n * k * 4);
     if (!this.reserve(sy + n * m * 4)) return null;
     const y = this.stage(x, bias, sx, sy, n, m);
     this.product(KIND.f32, [sx, k, w.offset, k, sy, m, n, k, m], n * k * m);
-    return y.slice();
+    return WasmGemm.give(y, out);
   }
 
   /**
@@ -210,10 +218,11 @@ export class WasmGemm {
    * scaled in registers (fused GEMV, the weight read once at its stored size); more (prefill): slabs
    * of rows are dequantised in WASM SIMD into scratch space and multiplied by the f32 GEMM. Both are
    * bit-identical to the f32 product with the dequantised ŵ.
+   * @param out where the product goes (n·m values; default a new array).
    * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
    * @throws Error when k is not a multiple of 32 (padded rows go through linearRows).
    */
-  linearQuant(x: () => Float32Array, w: Resident, format: QuantFormat, bias: (() => Float32Array) | undefined, n: number, k: number, m: number): Float32Array | null {
+  linearQuant(x: () => Float32Array, w: Resident, format: QuantFormat, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, out?: Float32Array): Float32Array | null {
     if (k % 32 !== 0) throw new Error(`linearQuant: rows of ${k} values are not whole blocks of 32`);
     const bpr = k / 32, scales = w.offset + 4 * scaleOffset(format, m, k);
     const slab = n < FUSED_MAX_ROWS ? 0 : Math.min(m, Math.max(4, Math.floor(SLAB_BYTES / (4 * k))));
@@ -230,16 +239,17 @@ export class WasmGemm {
         this.product(KIND.f32, [sx, k, sw, k, sy + r0 * 4, m, n, k, rows], n * k * rows);
       }
     }
-    return y.slice();
+    return WasmGemm.give(y, out);
   }
 
   /**
    * y [n, m] = x [n, k] · wᵀ + bias for a weight that is not resident but produced `slab` rows at a
    * time by `fill(dst [rows, k], row0, rows)` into scratch space (a block-quantised weight
    * dequantised on the fly: memory stays at its stored size plus one slab).
+   * @param out where the product goes (n·m values; default a new array).
    * @returns the product on the JS heap, or null when the scratch space does not fit in wasm32.
    */
-  linearRows(x: () => Float32Array, fill: (dst: Float32Array, row0: number, rows: number) => void, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, slab: number): Float32Array | null {
+  linearRows(x: () => Float32Array, fill: (dst: Float32Array, row0: number, rows: number) => void, bias: (() => Float32Array) | undefined, n: number, k: number, m: number, slab: number, out?: Float32Array): Float32Array | null {
     const sx = this.top, sy = sx + align(n * k * 4), sw = sy + align(n * m * 4);
     if (!this.reserve(sw + slab * k * 4)) return null;
     const y = this.stage(x, bias, sx, sy, n, m);
@@ -249,6 +259,6 @@ export class WasmGemm {
       fill(f.subarray(sw / 4, sw / 4 + rows * k), r0, rows);
       this.product(KIND.f32, [sx, k, sw, k, sy + r0 * 4, m, n, k, rows], n * k * rows);
     }
-    return y.slice();
+    return WasmGemm.give(y, out);
   }
 }

@@ -21,14 +21,16 @@ export function activate(x: number, act: Activation): number {
   }
 }
 
-export function actCpu(x: Float32Array, act: Activation): Float32Array {
-  const y = new Float32Array(x.length);
+/** act(x) elementwise, into `out` (default a new array). */
+export function actCpu(x: Float32Array, act: Activation, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(x.length);
   for (let i = 0; i < x.length; i++) y[i] = activate(x[i], act);
   return y;
 }
 
-export function gatedActCpu(gate: Float32Array, up: Float32Array, act: Activation): Float32Array {
-  const y = new Float32Array(gate.length);
+/** act(gate)·up elementwise (gated MLP), into `out` (default a new array). */
+export function gatedActCpu(gate: Float32Array, up: Float32Array, act: Activation, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(gate.length);
   for (let i = 0; i < gate.length; i++) y[i] = activate(gate[i], act) * up[i];
   return y;
 }

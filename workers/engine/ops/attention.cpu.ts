@@ -6,14 +6,15 @@ import type { AttentionParams } from '../backend/backend';
  * the probabilities and masked scores [H, n, past+n]. Scores and the weighted sum of values are
  * accumulated in float64, the head dims four at a time in independent sums (a decode step at long
  * context spends its time in these two loops).
+ * @param out where z goes (n·H·d values, every one written; default a new array).
  */
-export function attentionCpu(q: Float32Array, k: Float32Array, v: Float32Array, p: AttentionParams): { z: Float32Array; pattern?: Float32Array; scores?: Float32Array } {
+export function attentionCpu(q: Float32Array, k: Float32Array, v: Float32Array, p: AttentionParams, out?: Float32Array): { z: Float32Array; pattern?: Float32Array; scores?: Float32Array } {
   const { n, past, nHeads, nKvHeads, headDim: d, scale, softcap, window } = p;
   const T = past + n;
   const group = nHeads / nKvHeads;
   const kvW = nKvHeads * d;
   const d4 = d - (d % 4);
-  const z = new Float32Array(n * nHeads * d);
+  const z = out ?? new Float32Array(n * nHeads * d);
   const pattern = p.wantPattern ? new Float32Array(nHeads * n * T) : undefined;
   const scores = p.wantScores ? new Float32Array(nHeads * n * T).fill(-Infinity) : undefined;
   const s = new Float64Array(T);

@@ -1,9 +1,11 @@
 /**
  * Rotary embedding, rotate_half layout (Su et al. 2021, arXiv 2104.09864; HF `apply_rotary_pos_emb`):
  * for each row r (position pos0 + r) and head, dims j and j + rotaryDims/2 rotate by (pos0 + r)·invFreq[j].
+ * @param out where y goes (x.length values; default a new array).
  */
-export function ropeCpu(x: Float32Array, n: number, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array): Float32Array {
-  const y = new Float32Array(x);
+export function ropeCpu(x: Float32Array, n: number, nHeads: number, headDim: number, rotaryDims: number, pos0: number, invFreq: Float32Array, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(x.length);
+  y.set(x);
   const half = rotaryDims / 2;
   for (let r = 0; r < n; r++) {
     const pos = pos0 + r;
