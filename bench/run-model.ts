@@ -9,10 +9,13 @@
  *
  *   npx tsx bench/run-model.ts [--t 16,64] [--decode 8] [--reps 1] [--warmup 0]
  *        [--impls webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
- *        [--layers 30] [--tuning gpu|cpu] [--json out.json]
+ *        [--layers 30] [--tuning gpu|cpu] [--cpu-threads 1] [--json out.json]
  *
  * --gpu: a real GPU (Chromium on Vulkan, GPU blocklist off) instead of SwiftShader; the peaks are then
  * measured at full size. --layers N: a shallower model of the same widths (quick checks on SwiftShader).
+ * --cpu-threads N: our CPU backend's WASM matmul on N threads (N > 1 in a dedicated worker, as the
+ * product runs it) and onnxruntime-web's numThreads = N for tjs-wasm, so cpu vs tjs-wasm compares
+ * equal thread counts (default 1; the column thr shows the threads each ran on).
  * Chromium is /usr/bin/chromium or $CHROMIUM_PATH.
  */
 import * as fs from 'node:fs';
@@ -40,7 +43,9 @@ const opts = {
   lens: !args.includes('--no-lens'),
   peakScale: Number(flag('peak-scale', GPU ? '1' : '0.02')),
   tuning: (flag('tuning', '') || undefined) as KernelTuning | undefined,
+  cpuThreads: Number(flag('cpu-threads', '1')),
 };
+if (!(Number.isInteger(opts.cpuThreads) && opts.cpuThreads >= 1)) throw new Error(`--cpu-threads ${flag('cpu-threads', '')}: expected a whole number ≥ 1`);
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 
 /** The model folder with onnx/model.onnx beside model.safetensors (same weights, rounded to f16 as the safetensors store them). */
@@ -68,12 +73,12 @@ const loadAfter = load();
 const f = (x: number | undefined, d = 1) => (x === undefined || !Number.isFinite(x) ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(d));
 console.log(`\nmodel: ${LAYERS} layers of SmolLM-135M's widths, random weights · adapter: ${result.adapter}${opts.tuning ? ` ('${opts.tuning}' kernels)` : ''} · crossOriginIsolated ${result.crossOriginIsolated}`);
 if (result.peak) console.log(`adapter peaks (measured): copy ${f(result.peak.copyGBs)} GB/s, f32 FMA ${f(result.peak.fmaGflops)} GFLOP/s`);
-console.log('impl             T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step  disp/layer  bindgroups/step');
+console.log('impl           thr    T   prefill ms  GFLOP/s  %peak   decode ms/tok  GFLOP/s   GB/s  %peak   lens/fwd  disp/step  disp/layer  bindgroups/step');
 const gpuImpl = (i: Impl) => i.startsWith('webgpu') || i === 'tjs-webgpu';
 for (const r of result.rows) {
   const pk = result.peak && gpuImpl(r.impl);
   console.log([
-    r.impl.padEnd(14), String(r.T).padStart(4), f(r.prefillMs).padStart(12), f(r.prefillGflops, 2).padStart(8),
+    r.impl.padEnd(14), String(r.threads ?? '—').padStart(3), String(r.T).padStart(4), f(r.prefillMs).padStart(12), f(r.prefillGflops, 2).padStart(8),
     (pk ? f(100 * r.prefillGflops / result.peak!.fmaGflops) : '—').padStart(6), f(r.decodeMs).padStart(15), f(r.decodeGflops, 2).padStart(8),
     f(r.decodeGBs, 2).padStart(6), (pk ? f(100 * r.decodeGBs / result.peak!.copyGBs) : '—').padStart(6),
     (r.lensMs !== undefined ? `${(r.lensMs / r.forwardMs!).toFixed(2)}×` : '—').padStart(10), String(r.dispatchesPerDecodeStep ?? '—').padStart(10),
@@ -85,7 +90,8 @@ console.log('\nratios (same model, prompt and adapter; > 1 = ours faster):');
 for (const T of opts.ts) {
   for (const [ours, theirs] of [['webgpu', 'tjs-webgpu'], ['webgpu', 'webgpu-prev'], ['webgpu', 'webgpu-unfused'], ['cpu', 'tjs-wasm']] as [Impl, Impl][]) {
     const a = find(ours, T), b = find(theirs, T);
-    if (a && b) console.log(`  T=${T}: ${ours} vs ${theirs}: prefill ${(b.prefillMs / a.prefillMs).toFixed(2)}×, decode ${(b.decodeMs / a.decodeMs).toFixed(2)}× (${load()})`);
+    const thr = a?.threads !== undefined && b?.threads !== undefined ? ` at ${a.threads} vs ${b.threads} threads` : '';
+    if (a && b) console.log(`  T=${T}: ${ours} vs ${theirs}${thr}: prefill ${(b.prefillMs / a.prefillMs).toFixed(2)}×, decode ${(b.decodeMs / a.decodeMs).toFixed(2)}× (${load()})`);
   }
   const ids = opts.impls.map((i) => find(i, T)?.greedy.join(',')).filter(Boolean);
   if (ids.length > 1) console.log(`  T=${T}: greedy ids ${new Set(ids).size === 1 ? 'agree' : 'DIFFER'} across ${ids.length} implementations`);

@@ -146,13 +146,16 @@ export class CpuBackend implements Backend {
    * the threads counted are those running now (helpers that have started, plus this one).
    */
   get description(): string {
-    const n = this.arena?.runningThreads ?? 1;
+    const n = this.runningThreads;
     const what = this.arena ? `TypeScript + WASM SIMD${n > 1 ? `, ${n} threads` : ''}` : 'TypeScript';
     return this.reason ? `${CPU_BACKEND} (fallback: ${this.reason}${n > 1 ? `; ${n} threads` : ''})` : `${CPU_BACKEND} (${what})`;
   }
 
   /** Threads the matrix products run on (1 without WASM or where threads are unavailable). */
   get threads(): number { return this.arena?.threads ?? 1; }
+
+  /** Threads multiplying now: this one and the helpers that have started (see whenStarted()). */
+  get runningThreads(): number { return this.arena?.runningThreads ?? 1; }
 
   /** Shares of matrix products computed by the helper threads so far (0 on one thread). */
   get helperParts(): number { return this.arena?.helperParts ?? 0; }
