@@ -17,7 +17,7 @@ const SUBSETS: Record<string, string[]> = {
     'tests/integration/patching.test.ts', 'tests/unit/recovery_denominator.test.ts', 'tests/unit/patching_prompts.test.ts', 'tests/batch/batch_columns.test.ts',
     'tests/integration/window_stories.test.ts', 'tests/integration/report.test.ts', 'tests/integration/report_changeable.test.ts', 'tests/unit/report_rules.test.ts',
     'tests/unit/next_token.test.ts', 'tests/analysis/distribution.test.ts', 'tests/unit/report_json.test.ts', 'tests/integration/sampling_generate.test.ts', 'tests/hardening/nonfinite.test.ts', 'tests/hardening/nonfinite_paths.test.ts',
-    'tests/analysis/finite.test.ts', 'tests/analysis/logistic_numerics.test.ts', 'tests/integration/report_set.test.ts',
+    'tests/analysis/finite.test.ts', 'tests/analysis/logistic_numerics.test.ts', 'tests/integration/report_set.test.ts', 'tests/integration/patching_definition.test.ts',
   ],
   // caa_stories computes its vector in beforeAll (every mutant there would be "static": all tests per
   // mutant) and fixture_spec loads nine models per run; vectors_reference and properties cover the same code.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { probeActivations } from '../../workers/engine/analysis/probe';
+import { crossValidate, stratifiedFolds } from '../../workers/engine/analysis/logistic';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 
 function gaussian(seed: number): () => number {
@@ -90,5 +91,16 @@ describe('probes per layer (Alain & Bengio; Hewitt & Liang control)', () => {
     const r = probeActivations(acts, [1, 1, 0, 0, 1], 2, { folds: 2 });
     expect(r.directions[0][0]).toBeCloseTo(7 / 3 - 6, 6);
     expect(r.directions[0][1]).toBeCloseTo(8 / 3 - 7, 6);
+  });
+
+  it('the seed picks the folds (stratifiedFolds(labels, folds, seed)), λ defaults to 1; first row at 95 % of a best row below 1', () => {
+    const { acts, labels } = synthetic(4, 30, 5, 1, 1.2, 13); // a weak signal: no row separates the classes
+    for (const seed of [0, 3]) {
+      const r = probeActivations(acts, labels, 5, { seed });
+      acts.forEach((X, row) => expect(r.heldOut[row]).toEqual(crossValidate(X, labels, 30, 5, stratifiedFolds(labels, 5, seed), 1).scores));
+      expect(r.bestAccuracy).toBeLessThan(0.95);
+      expect(r.firstLayer95).toBe(r.accuracy.findIndex((a) => a >= 0.95 * r.bestAccuracy));
+      expect(r.firstLayer95).toBeGreaterThanOrEqual(0);
+    }
   });
 });

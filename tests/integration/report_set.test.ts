@@ -68,6 +68,9 @@ describe('decision-point report over a prompt set', () => {
     expect(r.causal.band).toEqual(bandOf(recov));
     expect(r.causal.interval).toEqual(bootstrapStatistic(recov, firstAtHalf, boot).interval);
     expect([r.probe, r.changeable]).toEqual([null, null]);
+    // the patching grid shown is the main pair's, not the last prompt's
+    const mainGrid = await patchingGrid(e, { ...MAIN, ...futures, hook: 'resid_pre' });
+    expect(r.patching.recovery).toEqual(mainGrid.recovery);
   }, 300_000);
 
   it('one prompt with a corruption plus lens-only prompts: the causal panel is that prompt’s own numbers, no band, skipped counted', async () => {
@@ -77,6 +80,9 @@ describe('decision-point report over a prompt set', () => {
     expect(one.causal.curve).toEqual(one.prompts[0].maxRecovery);
     expect([one.causal.layer, one.causal.band, one.causal.interval]).toEqual([one.prompts[0].causalLayer, null, null]);
     expect(one.visible.band).not.toBeNull(); // the lens part is still a set of three
+    for (const n of one.prompts.slice(1)) expect([n.maxRecovery, n.causalLayer, n.causalPositions, n.window]).toEqual([null, null, [], null]);
+    // the main pair must be patchable: a corruption of another token length is an error (a set prompt's is skipped)
+    await expect(decisionReport(e, { clean: MAIN.clean, corrupt: 'Lily and Tom went to the park. Tom gave the ball to', ...futures })).rejects.toThrow('the clean prompt has 21 tokens and the corrupted prompt 22');
   }, 300_000);
 
   it('the intervention window over a set: a prompt it does not fit is skipped and counted; the main prompt’s failure is an error', async () => {
@@ -99,5 +105,11 @@ describe('decision-point report over a prompt set', () => {
     expect(c.interval).toEqual(bootstrapStatistic(curves, (x) => pointOfNoReturn([0, 1], x, 1), boot).interval);
     const failsOnMain = (p: { prompt: string; nPrompt: number }) => (p.prompt === MAIN.clean ? interventions({ ...p, prompt: SET[1].clean }) : interventions(p));
     await expect(decisionReport(e, { ...MAIN, ...futures, set: SET, window: { interventions: failsOnMain, maxNewTokens: N } })).rejects.toThrow('does not fit this prompt');
+  }, 300_000);
+
+  it('a labelled set without a progress callback: the probe panel is computed', async () => {
+    const labelled = { positive: ['Tom went to the park. Then', 'Ben found a big red ball. Then'], negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then'] };
+    const w = await decisionReport(e, { ...MAIN, ...futures, labelled, bootstrap: boot });
+    expect([w.nPrompts, w.probe!.nPositive, w.probe!.nNegative, w.probe!.folds, w.probe!.accuracy.length]).toEqual([5, 2, 2, 2, 6]);
   }, 300_000);
 });

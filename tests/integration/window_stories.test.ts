@@ -150,5 +150,7 @@ describe('point of no return', () => {
     expect(pointOfNoReturn([0, 1, 2], [-1, -2, -3], -2)).toBeNull();
     expect(pointOfNoReturn([0, 1, 2], [-1, 0, 3], 2)).toBe(0);
     expect(pointOfNoReturn([0, 1], [1, -1], 0)).toBeNull();
+    expect(pointOfNoReturn([0, 1], [0, 1], 0)).toBeNull(); // no unsteered sign: an outcome of 0 is not "opposite"
+    expect(pointOfNoReturn([2, 0, 1], [-1, -1, -1], 1)).toBe(2); // the largest such k, whatever the order of ks
   });
 });
