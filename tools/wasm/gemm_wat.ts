@@ -22,9 +22,13 @@
  *   q8deq(q, s, blocks, dst) / q4deq(…): the blocks dequantised into f32 (prefill: slabs of rows for
  * gemm, which reuses each weight for n x rows).
  *
+ * The module also holds the attention dots (tools/wasm/attention_wat.ts: attn_scores, attn_mix).
+ *
  * Every output element's arithmetic is the same whichever block shape computes it, so splitting the
  * w rows between threads (backend/gemm_threads.ts) leaves the result bit-identical.
  */
+
+import { attentionWat } from './attention_wat';
 
 /** One micro-kernel: an MR × NR block of dot products over k, added into y. */
 function microKernel(MR: number, NR: number): string {
@@ -317,6 +321,7 @@ export function gemmWat(shared = false): string {
     driver(quantSet('q4')),
     dequantFunc('q8'),
     dequantFunc('q4'),
+    attentionWat(),
     PART,
     ')',
   ].join('\n');

@@ -337,7 +337,9 @@ export class CpuBackend implements Backend {
   }
 
   attention(q: Tensor, kCache: Tensor, vCache: Tensor, p: AttentionParams): AttentionResult {
-    const r = attentionCpu(d(q), d(kCache), d(vCache), p, this.alloc(p.n * p.nHeads * p.headDim));
+    const out = this.alloc(p.n * p.nHeads * p.headDim);
+    const dots = this.arena?.attentionDots(() => d(q), () => d(kCache), () => d(vCache), p, out) ?? undefined;
+    const r = attentionCpu(d(q), d(kCache), d(vCache), p, out, dots);
     const T = p.past + p.n;
     return {
       z: this.t(r.z, [p.n, p.nHeads * p.headDim]),

@@ -1,6 +1,8 @@
 import { GEMM_SHARED_WASM_BASE64, GEMM_WASM_BASE64 } from '../ops/gemm.wasm';
 import { CONTROL_BYTES, GemmThreads, MAX_THREADS, threadsAvailable } from './gemm_threads';
 import { scaleOffset, type QuantFormat } from './quant';
+import type { AttentionParams } from './backend';
+import type { AttentionDots } from '../ops/attention.cpu';
 
 const PAGE = 65536;
 const ALIGN = 64;
@@ -19,6 +21,8 @@ export const FUSED_MAX_ROWS = 4;
 const SLAB_BYTES = 1 << 20;
 
 type DequantFn = (q: number, s: number, blocks: number, dst: number) => void;
+type ScoresFn = (q: number, qd: number, k: number, ldk: number, s: number, cnt: number, d: number, scale: number) => void;
+type MixFn = (s: number, v: number, ldv: number, cnt: number, d: number, z: number) => void;
 
 /** Job kinds of the control block (tools/wasm/gemm_wat.ts, part()). */
 const KIND = { f32: 0, q8_0: 1, q4_0: 2 } as const;
@@ -62,6 +66,8 @@ export class WasmGemm {
   private readonly quant: Record<QuantFormat, QuantGemmFn>;
   private readonly dequant: Record<QuantFormat, DequantFn>;
   private readonly part: (ctl: number, t: number) => void;
+  private readonly scores: ScoresFn;
+  private readonly mix: MixFn;
   private readonly pool: GemmThreads | null;
   private readonly parallelMacs: number;
   private top: number;
@@ -76,6 +82,8 @@ export class WasmGemm {
     this.quant = { q8_0: inst.exports.q8gemm as QuantGemmFn, q4_0: inst.exports.q4gemm as QuantGemmFn };
     this.dequant = { q8_0: inst.exports.q8deq as DequantFn, q4_0: inst.exports.q4deq as DequantFn };
     this.part = inst.exports.part as (ctl: number, t: number) => void;
+    this.scores = inst.exports.attn_scores as ScoresFn;
+    this.mix = inst.exports.attn_mix as MixFn;
     this.f32 = new Float32Array(this.memory.buffer);
     this.top = threads > 1 ? CONTROL_BYTES : 0;
     this.pool = threads > 1 ? new GemmThreads(this, mod, this.memory, threads) : null;
@@ -240,6 +248,37 @@ export class WasmGemm {
       }
     }
     return WasmGemm.give(y, out);
+  }
+
+  /**
+   * Attention's dot products (ops/attention.cpu.ts AttentionDots) in WASM SIMD, bit-identical to the
+   * TypeScript loops: q [n, H·d] and the cache rows [0, past + n) of k, v [ctx, KV·d] are copied into
+   * scratch space (taken through getters after it is reserved), z goes to `out` (n·H·d values). On
+   * this thread only (one head row's dots are too small to share). Valid until the next use of the arena.
+   * @returns the dots, or null when the head dim is not a multiple of 4 or the scratch space does not fit in wasm32.
+   */
+  attentionDots(q: () => Float32Array, k: () => Float32Array, v: () => Float32Array, p: AttentionParams, out: Float32Array): AttentionDots | null {
+    const { n, nHeads: H, nKvHeads, headDim: d } = p;
+    const T = p.past + p.n, kvW = nKvHeads * d;
+    if (d % 4 !== 0) return null;
+    const sq = this.top, sk = sq + align(n * H * d * 4), sv = sk + align(T * kvW * 4), ss = sv + align(T * kvW * 4);
+    const sqd = ss + align(T * 8), sz = sqd + align(d * 8);
+    if (!this.reserve(sz + n * H * d * 4)) return null;
+    const f = this.view();
+    f.set(q(), sq / 4);
+    f.set(k().subarray(0, T * kvW), sk / 4);
+    f.set(v().subarray(0, T * kvW), sv / 4);
+    const s = new Float64Array(this.memory.buffer, ss, T);
+    const { scores, mix } = this;
+    return {
+      s,
+      scores: (i, h, kh, lo, hi, scale) => scores(sq + 4 * (i * H + h) * d, sqd, sk + 4 * (lo * kvW + kh * d), 4 * kvW, ss + 8 * lo, hi - lo + 1, d, scale),
+      mix: (i, h, kh, lo, hi) => mix(ss + 8 * lo, sv + 4 * (lo * kvW + kh * d), 4 * kvW, hi - lo + 1, d, sz + 4 * (i * H + h) * d),
+      z: () => {
+        out.set(this.view().subarray(sz / 4, sz / 4 + n * H * d));
+        return out;
+      },
+    };
   }
 
   /**
