@@ -1,4 +1,5 @@
 import type { Activation } from '../backend/backend';
+import { exp64 } from './exp64';
 
 const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 
@@ -14,7 +15,7 @@ export function erf(x: number): number {
 /** Scalar activation. gelu: x·Φ(x) (exact, erf); gelu_tanh: HF gelu_new / gelu_pytorch_tanh. */
 export function activate(x: number, act: Activation): number {
   switch (act) {
-    case 'silu': return x / (1 + Math.exp(-x));
+    case 'silu': return x / (1 + exp64(-x)); // exp64: Math.exp's value, inlined
     case 'gelu': return 0.5 * x * (1 + erf(x / Math.SQRT2));
     case 'gelu_tanh': return 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
     case 'relu': return x > 0 ? x : 0;

@@ -7,13 +7,19 @@ export function ropeCpu(x: Float32Array, n: number, nHeads: number, headDim: num
   const y = out ?? new Float32Array(x.length);
   y.set(x);
   const half = rotaryDims / 2;
+  // cos and sin of a row's angles, once for all its heads
+  const cos = new Float64Array(half), sin = new Float64Array(half);
   for (let r = 0; r < n; r++) {
     const pos = pos0 + r;
+    for (let j = 0; j < half; j++) {
+      const a = pos * invFreq[j];
+      cos[j] = Math.cos(a);
+      sin[j] = Math.sin(a);
+    }
     for (let h = 0; h < nHeads; h++) {
       const base = (r * nHeads + h) * headDim;
       for (let j = 0; j < half; j++) {
-        const a = pos * invFreq[j];
-        const c = Math.cos(a), s = Math.sin(a);
+        const c = cos[j], s = sin[j];
         const x1 = x[base + j], x2 = x[base + j + half];
         y[base + j] = x1 * c - x2 * s;
         y[base + j + half] = x2 * c + x1 * s;
