@@ -27,7 +27,7 @@ export async function runPatching(): Promise<void> {
     s.setJobSteps({ done: 0, total: 1 });
     const onProgress = Comlink.proxy((p: PatchingProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.patching(req, onProgress));
-    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good.value, bad: s.bad.value });
+    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad });
   }, { cancellable: true });
 }
 

@@ -32,8 +32,8 @@ export async function runReport(): Promise<void> {
     const onProgress = Comlink.proxy((p: ReportProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.report(req, onProgress));
     useStore.getState().setReport({
-      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean, corrupt, good: s.good.value, bad: s.bad.value,
-      steering: setup ? setup.steering.map((a) => `${a.draft.type} at ${a.draft.hook}`).join(', ') : null, scoreLabel: setup?.scoreLabel ?? null,
+      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean, corrupt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad,
+      steering: setup ? setup.steering.map((a) => `${a.draft.type} at ${a.draft.hook}`).join(', ') : null, windowSteering: setup?.steering ?? null, scoreLabel: setup?.scoreLabel ?? null,
       setSource: set ? set.source : null,
     });
   }, { cancellable: true });

@@ -2,6 +2,7 @@ import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { WindowJob, WindowProgress, WindowScore } from '../../workers/protocol';
 import type { WindowSettings } from '../store/window';
+import type { InterventionDraft } from '../store/steering';
 import type { AppliedIntervention } from '../store/results';
 import { futureInput } from '../lib/futures';
 import { appliedInterventions, interventionLabel, toSpec } from '../lib/specs';
@@ -39,16 +40,25 @@ export function windowScore(set: WindowSettings, N: number): { score: WindowScor
 export function windowSetup(): Pick<WindowJob, 'specs' | 'specLabels' | 'maxNewTokens' | 'kMax' | 'score'> & { steering: AppliedIntervention[]; scoreLabel: string } {
   const s = useStore.getState();
   const set = s.windowSettings;
-  const chosen = set.interventionId === null ? s.interventions : s.interventions.filter((d) => d.id === set.interventionId);
-  const applied = appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === set.interventionId })));
-  if (!applied.length) throw new Error('place an intervention first (Interventions list, or click a heatmap cell): the window switches it on from step k');
-  const steering = applied.map((a) => ({ ...a, n: s.interventions.findIndex((d) => d.id === a.draft.id) + 1 }));
+  const steering = windowApplied(s.interventions, set.interventionId);
+  if (!steering.length) throw new Error('place an intervention first (Interventions list, or click a heatmap cell): the window switches it on from step k');
   const N = set.maxNewTokens;
   const { score, label } = windowScore(set, N);
   return {
     specs: steering.map((a) => toSpec(a, s.vectors)), specLabels: steering.map((a) => interventionLabel(a.n)),
     maxNewTokens: N, kMax: set.kMax.trim() === '' ? undefined : Number(set.kMax), score, steering, scoreLabel: label,
   };
+}
+
+/**
+ * The interventions the window switches on from step k: every enabled one of the list, or the one
+ * chosen in the Window view (`interventionId`, even when switched off in the list), numbered by
+ * their place in the list. Empty when none is placed.
+ */
+export function windowApplied(list: readonly InterventionDraft[], interventionId: number | null): AppliedIntervention[] {
+  const chosen = interventionId === null ? list : list.filter((d) => d.id === interventionId);
+  return appliedInterventions(chosen.map((d) => ({ ...d, enabled: d.enabled || d.id === interventionId })))
+    .map((a) => ({ ...a, n: list.findIndex((d) => d.id === a.draft.id) + 1 }));
 }
 
 /** Token passes of a window of N steps and start steps 0..K: the unsteered run, its prefill, and N − k per start step. */

@@ -1,7 +1,8 @@
 import { useMemo } from 'react';
 import { useStore, type AppState } from '../store';
 import type { AnalysisResult } from '../store/results';
-import { staleParts, staleText, type StalePart } from '../lib/stale';
+import { pairStaleParts, staleParts, staleText, type PairRun, type StaleNames, type StalePart } from '../lib/stale';
+import { windowApplied } from '../actions/window';
 import { reloadedSince } from '../lib/model_identity';
 import { AnalyseButton } from './AnalyseButton';
 import { useWaitingFor } from './useWaitingFor';
@@ -23,6 +24,25 @@ export function useStaleParts(r: AnalysisResult | null): StalePart[] {
   return useMemo(() => (r ? staleParts(r, { model, identity, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, identity, prompt, chatTemplate, good, bad, interventions]);
 }
 
+/**
+ * What changed since a run on the Patching view's prompt pair (a patching grid, the decision-point
+ * report): the load, the pair or chat template, the futures, and the interventions of its window.
+ */
+export function usePairStaleParts(r: PairRun | null): StalePart[] {
+  const model = useStore(readyModel);
+  const identity = useStore(readyIdentity);
+  const pair = useStore((s) => s.patchingSettings);
+  const chatTemplate = useStore((s) => s.chatTemplate);
+  const good = useStore((s) => s.good);
+  const bad = useStore((s) => s.bad);
+  const interventions = useStore((s) => s.interventions);
+  const chosen = useStore((s) => s.windowSettings.interventionId);
+  return useMemo(() => (r ? pairStaleParts(r, {
+    model, identity, clean: pair.clean, corrupt: pair.corrupt, chatTemplate, good, bad,
+    windowSteering: r.windowSteering ? windowApplied(interventions, chosen) : [],
+  }) : []), [r, model, identity, pair, chatTemplate, good, bad, interventions, chosen]);
+}
+
 /** A prompt as a label: quoted, the first 60 characters. */
 export function promptLabel(prompt: string): string {
   const one = prompt.replace(/\s+/g, ' ').trim();
@@ -37,11 +57,12 @@ export function promptLabel(prompt: string): string {
  * interventions changed since the analysis, naming the prompt it was computed for (`computedFor`)
  * when the prompt is what changed.
  * @param noun what the result is ("analysis", "generation"); rerun the button that recomputes it
- *   (default: Analyse, which queues while a job runs).
+ *   (default: Analyse, which queues while a job runs); names the view's own words for a part
+ *   ("the prompt pair").
  */
-export function ResultStatus({ model, computedWith, stale = [], testId, computedFor, noun = 'analysis', rerun }: {
+export function ResultStatus({ model, computedWith, stale = [], testId, computedFor, noun = 'analysis', rerun, names }: {
   model: string; computedWith?: string; stale?: readonly StalePart[]; testId: string; computedFor?: string; noun?: string;
-  rerun?: { label: string; run: () => void };
+  rerun?: { label: string; run: () => void }; names?: StaleNames;
 }) {
   const current = useStore(readyModel);
   const identity = useStore(readyIdentity);
@@ -49,7 +70,7 @@ export function ResultStatus({ model, computedWith, stale = [], testId, computed
   const waiting = useWaitingFor();
   const previous = current !== model;
   const reloaded = computedWith !== undefined && reloadedSince(computedWith, model, { label: current, identity });
-  const changed = staleText(stale);
+  const changed = staleText(stale, names);
   if (!previous && !changed && !reloaded) return null;
   const parts = reloaded && !stale.includes('load') ? ['load', ...stale] : stale;
   const forPrompt = computedFor !== undefined && stale.includes('prompt') ? <> (computed for the prompt <span data-testid={`${testId}-prompt`}>{promptLabel(computedFor)}</span>)</> : null;

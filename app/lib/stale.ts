@@ -6,7 +6,7 @@ import type { AnalysisResult, AppliedIntervention } from '../store/results';
 import type { FutureDraft } from '../store/experiment';
 import type { InterventionDraft } from '../store/steering';
 import { appliedInterventions } from './specs';
-import { reloadedSince } from './model_identity';
+import { loadStaleness } from './model_identity';
 
 /**
  * What changed since a result was computed: 'model' (another model, or none, is loaded now),
@@ -33,22 +33,67 @@ const sameFuture = (a: FutureDraft, b: FutureDraft) => a.mode === b.mode && a.va
 /** A draft's settings, without its list identity (id) and switch (only enabled ones are compared). */
 const settings = ({ id: _id, enabled: _on, ...rest }: InterventionDraft) => JSON.stringify(rest);
 
+/** Whether two runs switch on the same interventions: the same settings in the same order (list ids aside). */
+const sameSteering = (a: readonly AppliedIntervention[], b: readonly AppliedIntervention[]) =>
+  a.length === b.length && a.every((x, i) => settings(x.draft) === settings(b[i].draft));
+
 /** What differs between an analysis and the experiment now, in the order of StalePart (empty: up to date). */
 export function staleParts(r: Pick<AnalysisResult, 'modelLabel' | 'computedWith' | 'prompt' | 'chatTemplate' | 'good' | 'bad' | 'steering'>, now: Current): StalePart[] {
-  const parts: StalePart[] = [];
-  if (now.model !== r.modelLabel) parts.push('model');
-  else if (reloadedSince(r.computedWith, r.modelLabel, { label: now.model, identity: now.identity })) parts.push('load');
+  const load = loadStaleness(r.modelLabel, r.computedWith, { label: now.model, identity: now.identity });
+  const parts: StalePart[] = load ? [load] : [];
   if (now.prompt !== r.prompt || now.chatTemplate !== r.chatTemplate) parts.push('prompt');
   if (!sameFuture(now.good, r.good) || !sameFuture(now.bad, r.bad)) parts.push('futures');
-  const applied = appliedInterventions(now.interventions);
-  if (applied.length !== r.steering.length || applied.some((a, i) => settings(a.draft) !== settings(r.steering[i].draft))) parts.push('interventions');
+  if (!sameSteering(appliedInterventions(now.interventions), r.steering)) parts.push('interventions');
   return parts;
 }
 
+/**
+ * A run on the Patching view's prompt pair — a patching grid, or the decision-point report — as it
+ * was run: the pair, the chat-template setting, the experiment's futures, and the interventions it
+ * switched on (the report's intervention window; null when it ran none).
+ */
+export interface PairRun {
+  modelLabel: string;
+  /** lib/model_identity.ts modelIdentity of the load it ran on ('' when not known). */
+  computedWith: string;
+  clean: string;
+  corrupt: string;
+  chatTemplate: boolean;
+  good: FutureDraft;
+  bad: FutureDraft;
+  /** The interventions its intervention window switched on (a report's changeable panel); null or absent: it ran none. */
+  windowSteering?: readonly AppliedIntervention[] | null;
+}
+
+/** The pair, the futures and the interventions a rerun would use now, and the model ready now. */
+export interface PairNow extends Omit<Current, 'prompt' | 'interventions'> {
+  clean: string;
+  corrupt: string;
+  /** What the run's window would switch on now (actions/window.ts windowApplied). */
+  windowSteering: readonly AppliedIntervention[];
+}
+
+/**
+ * What differs between a run on the prompt pair and the setup now, in the order of StalePart:
+ * 'prompt' when either prompt of the pair or the chat template changed (the experiment's prompt is
+ * not the pair's), 'interventions' only for a run that switched some on. Empty: up to date.
+ */
+export function pairStaleParts(r: PairRun, now: PairNow): StalePart[] {
+  const load = loadStaleness(r.modelLabel, r.computedWith, { label: now.model, identity: now.identity });
+  const parts: StalePart[] = load ? [load] : [];
+  if (now.clean !== r.clean || now.corrupt !== r.corrupt || now.chatTemplate !== r.chatTemplate) parts.push('prompt');
+  if (!sameFuture(now.good, r.good) || !sameFuture(now.bad, r.bad)) parts.push('futures');
+  if (r.windowSteering && !sameSteering(now.windowSteering, r.windowSteering)) parts.push('interventions');
+  return parts;
+}
+
+/** The parts named in words (prompt, futures, interventions); a view may name its own prompt otherwise ("the prompt pair"). */
+export type StaleNames = Partial<Record<Exclude<StalePart, 'model' | 'load'>, string>>;
+
 /** "the prompt and the futures changed" for the parts other than the model and its load; '' for none. */
-export function staleText(parts: readonly StalePart[]): string {
+export function staleText(parts: readonly StalePart[], own: StaleNames = {}): string {
   type Named = Exclude<StalePart, 'model' | 'load'>;
-  const names: Record<Named, string> = { prompt: 'the prompt', futures: 'the futures', interventions: 'the interventions' };
+  const names: Record<Named, string> = { prompt: 'the prompt', futures: 'the futures', interventions: 'the interventions', ...own };
   const list = parts.filter((p): p is Named => p !== 'model' && p !== 'load').map((p) => names[p]);
   if (!list.length) return '';
   const joined = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} and ${list.at(-1)}`;

@@ -1,7 +1,7 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
-import { DEFAULT_PROMPT } from './experiment';
+import { DEFAULT_PROMPT, type FutureDraft } from './experiment';
 import { KNOWN_CORRUPTIONS } from '../lib/patching_prompts';
 import type { PatchDirection, PatchHook, PatchingResult, PatchMetric } from '../../workers/protocol';
 
@@ -25,8 +25,9 @@ export interface PatchingDisplay {
   clean: string;
   corrupt: string;
   chatTemplate: boolean;
-  good: string;
-  bad: string;
+  /** The experiment's futures as drafted when it ran (lib/stale.ts pairStaleParts compares them). */
+  good: FutureDraft;
+  bad: FutureDraft;
 }
 
 /** The patching slice: the view's settings and the grid on display (kept until replaced). */

@@ -2,6 +2,8 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { ReportResult } from '../../workers/protocol';
+import type { FutureDraft } from './experiment';
+import type { AppliedIntervention } from './results';
 
 /**
  * The report as set up in its view. The prompts are the Patching view's, the futures the
@@ -24,10 +26,14 @@ export interface ReportDisplay {
   computedWith: string;
   clean: string;
   corrupt: string;
-  good: string;
-  bad: string;
+  chatTemplate: boolean;
+  /** The experiment's futures as drafted when it ran (lib/stale.ts pairStaleParts compares them). */
+  good: FutureDraft;
+  bad: FutureDraft;
   /** The interventions of the window, in words (null: no window). */
   steering: string | null;
+  /** The same interventions as they were set (null: no window): a later edit makes the report stale. */
+  windowSteering: AppliedIntervention[] | null;
   scoreLabel: string | null;
   /** Where the labelled set came from (null: none). */
   setSource: string | null;

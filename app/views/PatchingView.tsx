@@ -5,7 +5,7 @@ import { ColorLegend } from '../components/ColorLegend';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
-import { ResultStatus } from '../components/ResultStatus';
+import { ResultStatus, StaleOverlay, usePairStaleParts } from '../components/ResultStatus';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { BLOCK_AXIS, hookName, hookShort, RESID_AXIS } from '../lib/layer_names';
 import { followExperimentPrompt, openPatchCell, pickExamplePair, runPatching } from '../actions/patching';
@@ -148,6 +148,9 @@ export function PatchingView() {
   const [hover, setHover] = useState<Cell | null>(null);
   const [opened, setOpened] = useState<{ id: number; promptChanged: boolean; text: string } | null>(null);
   const list = useStore((s) => s.interventions);
+  const stale = usePairStaleParts(p);
+  // dimmed as the other views dim a result that no longer answers the setup (another model: its own line, not dimmed)
+  const outdated = stale.some((x) => x !== 'model');
   const values = useMemo(() => {
     if (!p) return new Float32Array();
     const r = p.result, C = r.nCols + 1;
@@ -183,16 +186,16 @@ export function PatchingView() {
         <>
           <div className="view-head">
             <p className="muted" data-testid="patching-caption" data-direction={r.direction} data-hook={r.hook}>
-              {p.modelLabel} · {r.hookTemplate} · <b>{dirText}</b> · Δ = log p(<b className="good">{visibleToken(p.good)}</b>) − log p(<b className="bad">{visibleToken(p.bad)}</b>), {metricText} ·
+              {p.modelLabel} · {r.hookTemplate} · <b>{dirText}</b> · Δ = log p(<b className="good">{visibleToken(p.good.value)}</b>) − log p(<b className="bad">{visibleToken(p.bad.value)}</b>), {metricText} ·
               Δ_clean = <span className="mono" data-testid="patching-clean-margin">{signed(r.cleanMargin, 4)}</span>, Δ_corrupt = <span className="mono" data-testid="patching-corrupt-margin">{signed(r.corruptMargin, 4)}</span>
             </p>
             <ExportButtons
               name={`patching-${r.hook}-${r.direction}-${p.modelLabel}`}
-              json={() => ({ model: p.modelLabel, clean: p.clean, corrupt: p.corrupt, goodText: p.good, badText: p.bad, chatTemplate: p.chatTemplate, ...r, recovery: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.recovery.subarray(l * r.nCols, (l + 1) * r.nCols))), patchedMargin: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.patchedMargin.subarray(l * r.nCols, (l + 1) * r.nCols))) })}
+              json={() => ({ model: p.modelLabel, clean: p.clean, corrupt: p.corrupt, goodText: p.good.value, badText: p.bad.value, chatTemplate: p.chatTemplate, ...r, recovery: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.recovery.subarray(l * r.nCols, (l + 1) * r.nCols))), patchedMargin: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.patchedMargin.subarray(l * r.nCols, (l + 1) * r.nCols))) })}
               csv={() => [['layer', r.columns, 'label', 'patched margin Δ (nats)', 'recovery r'], ...Array.from({ length: r.nLayers }, (_, l) => Array.from({ length: r.nCols }, (_, c) => [l, c, cols[c], r.patchedMargin[l * r.nCols + c], r.recovery[l * r.nCols + c]])).flat(), ...Array.from({ length: r.nLayers }, (_, l) => [l, 'all', 'all', '', r.layerRecovery[l]])]}
               figure={() => ({
                 title: `Activation patching · ${p.modelLabel} · ${r.hookTemplate} · ${r.direction}`,
-                caption: [`recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); Δ = log p(${visibleToken(p.good)}) − log p(${visibleToken(p.bad)}), ${metricText}; Δ_clean = ${signed(r.cleanMargin, 4)}, Δ_corrupt = ${signed(r.corruptMargin, 4)}; ${dirText}`, `clean: “${p.clean}”`, `corrupted: “${p.corrupt}”`],
+                caption: [`recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); Δ = log p(${visibleToken(p.good.value)}) − log p(${visibleToken(p.bad.value)}), ${metricText}; Δ_clean = ${signed(r.cleanMargin, 4)}, Δ_corrupt = ${signed(r.corruptMargin, 4)}; ${dirText}`, `clean: “${p.clean}”`, `corrupted: “${p.corrupt}”`],
                 panels: [{
                   kind: 'heatmap', values, nRows: r.nLayers, nCols: C, rowLabels, colLabels: cols, rowTitle, colTitle: r.columns === 'head' ? 'head' : 'position · token (clean/corrupted)', rowsUpward: true,
                   annotate: (row, col) => fixed(values[row * C + col], 2),
@@ -201,7 +204,7 @@ export function PatchingView() {
               })}
             />
           </div>
-          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} testId="patching-status" />
+          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} stale={stale} noun="patching grid" names={{ prompt: 'the prompt pair' }} rerun={{ label: 'Run patching', run: () => void runPatching() }} testId="patching-status" />
           <DenominatorWarning cleanMargin={r.cleanMargin} corruptMargin={r.corruptMargin} testId="patching-denominator" />
           {opened && openedAt > 0 && (
             <p className="note-ok" role="status" data-testid="patching-opened">
@@ -209,7 +212,8 @@ export function PatchingView() {
             </p>
           )}
           <div className="view-body">
-            <div className="figure">
+            <div className={`figure${outdated ? ' stale' : ''}`}>
+              {outdated && <StaleOverlay testId="patching-stale" action="run patching again" />}
               <ScaleControl what="r" testId="patching-scale" />
               <Heatmap
                 values={values} nRows={r.nLayers} nCols={C} color={scale.color}

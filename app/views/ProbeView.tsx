@@ -123,7 +123,7 @@ export function ProbeView() {
               })}
             />
           </div>
-          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} testId="probe-status" />
+          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} noun="probe" rerun={{ label: 'Run probes', run: () => void runProbe() }} testId="probe-status" />
           <div className="view-body">
             <div className="figure">
               <ProbeChart p={p} svgRef={svg} />

@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'react';
 import { useStore } from '../store';
 import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
 import { ExportButtons } from '../components/ExportButtons';
-import { ResultStatus } from '../components/ResultStatus';
+import { ResultStatus, StaleOverlay, usePairStaleParts } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
 import { fixed, positionToken, quotedToken, signed, visibleToken } from '../lib/format';
 import { hookName, residName, residShort } from '../lib/layer_names';
@@ -105,11 +105,11 @@ function PromptMismatchNote() {
   );
 }
 
-/** The three answers in words. */
-function Answers({ d, missing }: { d: ReportDisplay; missing: string }) {
+/** The three answers in words (dimmed when `stale`: they no longer answer the setup as edited). */
+function Answers({ d, missing, stale }: { d: ReportDisplay; missing: string; stale: boolean }) {
   const r = d.result, L = r.nLayers, tokens = r.patching.cleanTokens;
   return (
-    <dl className="summary report-answers">
+    <dl className={`summary report-answers${stale ? ' stale' : ''}`} data-testid="report-answers">
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
         {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${interval(r.visible.interval)}`}
@@ -146,6 +146,8 @@ export function ReportView() {
   const showTables = useStore((s) => s.showTables);
   const missing = changeableMissing(useStore((s) => s.reportSettings.changeable), useStore((s) => s.interventions.length));
   const svg = useRef<SVGSVGElement | null>(null);
+  const stale = usePairStaleParts(d);
+  const outdated = stale.some((x) => x !== 'model');
   const r = d?.result;
   const L = r?.nLayers ?? 0;
   const panels: ReportPanel[] = r ? [
@@ -186,12 +188,12 @@ export function ReportView() {
         <>
           <div className="view-head">
             <p className="muted" data-testid="report-caption" data-prompts={r.nPrompts}>
-              {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good)}</b>) − log p(<b className="bad">{visibleToken(d.bad)}</b>) · <b data-testid="report-label">{r.label}</b> ·
+              {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good.value)}</b>) − log p(<b className="bad">{visibleToken(d.bad.value)}</b>) · <b data-testid="report-label">{r.label}</b> ·
               Δ_clean = {signed(r.patching.cleanMargin, 4)}, Δ_corrupt = {signed(r.patching.corruptMargin, 4)}
             </p>
             <ExportButtons
               name={`report-${d.modelLabel}`}
-              json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good, bad: d.bad, ...reportJson(r) })}
+              json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good.value, bad: d.bad.value, ...reportJson(r) })}
               csv={() => [['layer (residual row)', 'lens margin toward the final answer (nats)', 'lens band low', 'lens band high', 'max recovery r over positions', 'recovery band low', 'recovery band high', 'probe held-out accuracy', 'probe band low', 'probe band high', 'step k (intervention on from k)', `window outcome (${d.scoreLabel ?? 'none'})`, 'outcome band low', 'outcome band high'],
                 ...Array.from({ length: nRows }, (_, i) => [
                   ...(i <= L ? [residShort(i), r.visible.curve[i], r.visible.band?.[0][i] ?? '', r.visible.band?.[1][i] ?? '', r.causal.curve[i] ?? '', r.causal.band?.[0][i] ?? '', r.causal.band?.[1][i] ?? '', r.probe?.accuracy[i] ?? '', r.probe?.band[0][i] ?? '', r.probe?.band[1][i] ?? ''] : Array<string>(10).fill('')),
@@ -199,17 +201,18 @@ export function ReportView() {
                 ])]}
               figure={() => (svg.current ? {
                 title: `Decision-point report · ${d.modelLabel}`,
-                caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good)}) − log p(${visibleToken(d.bad)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`,
+                caption: [`${r.label}`, `Δ = log p(${visibleToken(d.good.value)}) − log p(${visibleToken(d.bad.value)}); clean: “${d.clean}”; corrupted: “${d.corrupt}”`,
                   ...(d.setSource ? [`prompt set: ${d.setSource}; probe: ${r.probe ? `first layer at 95 % of the best held-out accuracy ${residName(r.probe.firstLayer95, L)}` : '—'}`] : []),
                   w ? `changeable: ${d.steering} from step k, N = ${w.maxNewTokens}, outcome ${d.scoreLabel}; point of no return ${w.pointOfNoReturn ?? 'none'}` : 'changeable: not computed (no intervention)'],
                 panels: [{ kind: 'svg', element: svg.current }],
               } : null)}
             />
           </div>
-          <ResultStatus model={d.modelLabel} computedWith={d.computedWith} testId="report-status" />
+          <ResultStatus model={d.modelLabel} computedWith={d.computedWith} stale={stale} noun="report" names={{ prompt: 'the prompt pair' }} rerun={{ label: 'Build report', run: () => void runReport() }} testId="report-status" />
           <DenominatorWarning cleanMargin={r.patching.cleanMargin} corruptMargin={r.patching.corruptMargin} testId="report-denominator" />
-          <Answers d={d} missing={missing} />
-          <div className="figure">
+          <Answers d={d} missing={missing} stale={outdated} />
+          <div className={`figure${outdated ? ' stale' : ''}`}>
+            {outdated && <StaleOverlay testId="report-stale" action="build the report again" />}
             <ReportFigure layerPanels={panels} stepPanel={step} nLayers={L} svgRef={svg} testId="report-figure" />
           </div>
           {showTables && (

@@ -101,7 +101,7 @@ export function WindowView() {
               })}
             />
           </div>
-          <ResultStatus model={w.modelLabel} computedWith={w.computedWith} testId="window-status" />
+          <ResultStatus model={w.modelLabel} computedWith={w.computedWith} noun="window" rerun={{ label: 'Run window', run: () => void runWindow() }} testId="window-status" />
           <div className="view-body">
             <div className="figure">
               <WindowChart w={w} svgRef={svg} />

@@ -7,7 +7,8 @@ import { appliedInterventions } from '../../app/lib/specs';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadStaleness, loadStaleText, loadedNow, modelIdentity, reloadedSince } from '../../app/lib/model_identity';
-import { staleParts, staleText, steeringName, steeringNow, type Current } from '../../app/lib/stale';
+import { pairStaleParts, staleParts, staleText, steeringName, steeringNow, type Current, type PairNow, type PairRun } from '../../app/lib/stale';
+import { windowApplied } from '../../app/actions/window';
 import { futureKey } from '../../app/lib/futures';
 import { placeFromSweep } from '../../app/actions/steering';
 
@@ -87,6 +88,49 @@ describe('a result is stale when the same model is loaded again with other weigh
     expect(reloadedSince(f32, 'stories260K', { label: 'stories260K', identity: null })).toBe(false);
     // a job queued while a load ran (identity unknown, '') runs after that load in the worker: not stale (the concurrency e2e)
     expect(reloadedSince('', 'stories260K', { label: 'stories260K', identity: q8cpu })).toBe(false);
+  });
+});
+
+describe('a run on the prompt pair (patching grid, decision-point report) is stale when its own inputs differ', () => {
+  const F32 = 'stories260K · float32 · WebGPU';
+  /** The fresh-user trial: a grid of the cat/dog pair, futures " mat" vs " dog", float32 on WebGPU. */
+  const run = (patch: Partial<PairRun> = {}): PairRun => ({
+    modelLabel: 'stories260K', computedWith: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, ...patch,
+  });
+  const pairNow = (patch: Partial<PairNow> = {}): PairNow => ({
+    model: 'stories260K', identity: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, windowSteering: [], ...patch,
+  });
+
+  it('nothing changed: up to date, whatever the experiment\'s own prompt is (the pair is the Patching view\'s)', () => {
+    expect(pairStaleParts(run(), pairNow())).toEqual([]);
+  });
+
+  it('the trial: futures changed to happy/sad and the model reloaded as Q8_0 on the CPU', () => {
+    expect(pairStaleParts(run(), pairNow({ identity: 'stories260K · Q8_0 · CPU', good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' } }))).toEqual(['load', 'futures']);
+    expect(staleText(['load', 'futures'], { prompt: 'the prompt pair' })).toBe('the futures changed');
+  });
+
+  it('either prompt of the pair or the chat template is the prompt part; a future\'s mode is a change of futures', () => {
+    expect(pairStaleParts(run(), pairNow({ corrupt: 'The cat sat on the hat.' }))).toEqual(['prompt']);
+    expect(pairStaleParts(run(), pairNow({ clean: 'The dog sat on the mat.' }))).toEqual(['prompt']);
+    expect(pairStaleParts(run(), pairNow({ chatTemplate: true }))).toEqual(['prompt']);
+    expect(pairStaleParts(run(), pairNow({ bad: { mode: 'ids', value: ' dog' } }))).toEqual(['futures']);
+    expect(pairStaleParts(run(), pairNow({ model: 'aidreams260K', identity: 'aidreams260K · float32 · WebGPU' }))).toEqual(['model']);
+    expect(staleText(['prompt', 'futures'], { prompt: 'the prompt pair' })).toBe('the prompt pair and the futures changed');
+  });
+
+  it('interventions count only for a run whose window switched some on, compared with what its window would switch on now', () => {
+    const list = [draft({ id: 1 }), draft({ id: 2, hook: 'blocks.1.hook_resid_post', enabled: false })];
+    const ran = run({ windowSteering: windowApplied(list, null) });
+    expect(ran.windowSteering?.map((a) => a.n)).toEqual([1]);
+    expect(pairStaleParts(ran, pairNow({ windowSteering: windowApplied(list, null) }))).toEqual([]);
+    expect(pairStaleParts(ran, pairNow({ windowSteering: windowApplied([draft({ id: 1, dose: 8 }), list[1]], null) }))).toEqual(['interventions']);
+    // the Window view's choice of #2 (off in the list) is what a rerun switches on: another intervention
+    expect(pairStaleParts(ran, pairNow({ windowSteering: windowApplied(list, 2) }))).toEqual(['interventions']);
+    // a patching grid switches none on: the list is not its input
+    expect(pairStaleParts(run(), pairNow({ windowSteering: windowApplied(list, null) }))).toEqual([]);
   });
 });
 
