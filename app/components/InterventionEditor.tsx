@@ -6,6 +6,7 @@ import { hookDescription, isPerHead, steerableHooks, vectorWidth } from '../lib/
 import { needsVector } from '../lib/specs';
 import { parsePositionList } from '../lib/lists';
 import { vectorLabel } from '../lib/format';
+import { vectorSiteNote } from '../lib/vector_site';
 
 const TYPES: { type: InterventionType; title: string }[] = [
   { type: 'add', title: 'add: h += α·v' },
@@ -121,6 +122,7 @@ export function InterventionEditor() {
   const update = useStore((s) => s.updateIntervention);
   const saes = useStore((s) => s.saes);
   const maxNew = useStore((s) => s.generation.maxNewTokens);
+  const sweep = useStore((s) => s.sweep);
   const n = list.findIndex((x) => x.id === id) + 1;
   const d = list[n - 1];
   if (!d || !info) return null;
@@ -132,10 +134,12 @@ export function InterventionEditor() {
   const notes: string[] = [];
   if (needsVector(d) && !vector) notes.push(vectors.length ? 'Pick a vector.' : 'The library is empty: build or import a vector in the Vectors tab.');
   if (needsVector(d) && vector && width !== null && vector.dModel !== width) notes.push(`${vector.name} has ${vector.dModel} values, but ${d.hook}${perHead && d.head !== null ? ` (one head)` : ''} takes ${width}.`);
-  if (vector?.hook && vector.hook !== d.hook && needsVector(d)) notes.push(`${vector.name} was computed at ${vector.hook}.`);
   if (d.steps && d.steps.start > 0 && d.positions === 'prompt') notes.push('Prompt positions are only read at step 0: this step window never acts on them.');
   if (d.steps && d.steps.start > 0) notes.push('Analyses run step 0 only: this intervention acts during generation alone.');
   if (d.steps && d.steps.start >= maxNew) notes.push(`The window starts at step ${d.steps.start}, but a generation of ${maxNew} tokens runs steps 0..${maxNew - 1}: it would never act.`);
+  // placed by a click on the dose–response curve: its layer is the sweep's, on purpose
+  const fromSweep = sweep !== null && sweep.pickedId === d.id && sweep.vectorId === d.vectorId && sweep.result.hooks.includes(d.hook);
+  const site = vector && needsVector(d) ? vectorSiteNote(vector, d.hook, fromSweep) : null;
   return (
     <fieldset className="intervention-editor" data-testid="intervention-editor" data-n={n}>
       <legend>Intervention #{n}</legend>
@@ -202,6 +206,7 @@ export function InterventionEditor() {
       )}
       <PositionsField key={`p${d.id}`} d={d} />
       <StepsField d={d} />
+      {site && <p className="hint" data-testid="editor-vector-site">{site}</p>}
       {notes.map((t) => <p key={t} className="note" data-testid="editor-note">{t}</p>)}
     </fieldset>
   );

@@ -38,6 +38,23 @@ export function lensRowOf(hook: string, nLayers: number): number {
   return m[2] === 'hook_resid_pre' ? l : l + 1;
 }
 
+/**
+ * The residual-stream row a residual hook reads: blocks.l.hook_resid_pre is row l and
+ * blocks.l.hook_resid_post row l + 1 — the same vector as blocks.{l+1}.hook_resid_pre
+ * (TransformerLens names one tensor twice). null for any other hook.
+ */
+export function residRow(hook: string): number | null {
+  const m = /^blocks\.(\d+)\.hook_resid_(pre|post)$/.exec(hook);
+  return m ? Number(m[1]) + (m[2] === 'post' ? 1 : 0) : null;
+}
+
+/** Whether two hook names are one point of the forward pass: the same name, or the same residual row under two names. */
+export function sameHookPoint(a: string, b: string): boolean {
+  if (a === b) return true;
+  const ra = residRow(a);
+  return ra !== null && ra === residRow(b);
+}
+
 /** The model dimensions a hook's declared width is written in (ModelInfo's fields). */
 export interface Dims {
   dModel: number;
