@@ -105,15 +105,41 @@ function PromptMismatchNote() {
   );
 }
 
+/**
+ * The visible answer in plain words (DESIGN.md §3; analysis/report.ts firstStable): the layer half
+ * reads the logit lens at the last prompt position down the layers, the position half reads the
+ * final layer along the prompt (what the model would predict after each token). Each names where
+ * the margin first reaches |Δ| ≥ threshold toward the final answer, keeping that sign after it.
+ */
+export function visibleWhy(d: ReportDisplay): string {
+  const r = d.result, L = r.nLayers, tokens = r.patching.cleanTokens, main = r.prompts[0];
+  const t = r.threshold, last = tokens.length - 1;
+  const answer = quotedToken(main.finalSign > 0 ? d.good.value : d.bad.value);
+  const parts: string[] = [];
+  if (r.visible.layer !== null) {
+    parts.push(r.nPrompts > 1
+      ? `Averaged over the ${r.nPrompts} prompts, the logit-lens margin at each prompt’s last position, toward its own final answer, reaches |Δ| ≥ ${t} at ${residShort(r.visible.layer)} and keeps its sign at every later layer.`
+      : `At the last prompt position (${positionToken(last, tokens[last] ?? '')}), the logit-lens margin already favours ${answer}, the final answer, by |Δ| ≥ ${t} at ${residShort(r.visible.layer)}${r.visible.layer === L ? ' (the final layer)' : ''}, and keeps that sign at every later layer.`);
+  }
+  if (r.visible.token !== null) {
+    parts.push(`${r.nPrompts > 1 ? 'In the clean prompt, reading' : 'Reading'} the final layer at each prompt position instead (the model’s next-token prediction after that token), the margin favours ${answer} by |Δ| ≥ ${t} from position ${positionToken(r.visible.token, tokens[r.visible.token] ?? '')} on${r.visible.token < last ? ', and keeps that sign to the last position' : ' (the last position)'}.`);
+  } else if (r.visible.layer !== null) {
+    parts.push(`Read at the final layer along the ${r.nPrompts > 1 ? 'clean ' : ''}prompt, the margin never reaches |Δ| ≥ ${t} with that sign kept to the last position.`);
+  }
+  return parts.join(' ');
+}
+
 /** The three answers in words (dimmed when `stale`: they no longer answer the setup as edited). */
 function Answers({ d, missing, stale }: { d: ReportDisplay; missing: string; stale: boolean }) {
   const r = d.result, L = r.nLayers, tokens = r.patching.cleanTokens;
+  const why = visibleWhy(d);
   return (
     <dl className={`summary report-answers${stale ? ' stale' : ''}`} data-testid="report-answers">
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
         {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${interval(r.visible.interval)}`}
         {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">{quotedToken(tokens[r.visible.token] ?? '')}</span>)</>}
+        {why && <span className="muted" data-testid="report-visible-why"> · {why}</span>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
@@ -179,7 +205,7 @@ export function ReportView() {
         <h2>Decision-point report</h2>
         <p className="muted">
           The three questions on one page: where the decision becomes <b>visible</b> (logit lens: the earliest layer from which the margin at the last token keeps its
-          final sign with |Δ| at the threshold), when it becomes <b>causal</b> (activation patching: the earliest block whose residual stream, patched from the clean
+          final sign with |Δ| at the threshold, and the earliest prompt position from which the final layer’s margin does), when it becomes <b>causal</b> (activation patching: the earliest block whose residual stream, patched from the clean
           prompt at one position, recovers r ≥ 0.5; after the embed row, since patching an embedding only swaps the differing token back) and whether it is still <b>changeable</b> (the intervention window’s point of no return).
         </p>
       </header>
