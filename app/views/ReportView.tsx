@@ -119,12 +119,12 @@ export function visibleWhy(d: ReportDisplay): string {
   if (r.visible.layer !== null) {
     parts.push(r.nPrompts > 1
       ? `Averaged over the ${r.nPrompts} prompts, the logit-lens margin at each prompt’s last position, toward its own final answer, reaches |Δ| ≥ ${t} at ${residShort(r.visible.layer)} and keeps its sign at every later layer.`
-      : `At the last prompt position (${positionToken(last, tokens[last] ?? '')}), the logit-lens margin already favours ${answer}, the final answer, by |Δ| ≥ ${t} at ${residShort(r.visible.layer)}${r.visible.layer === L ? ' (the final layer)' : ''}, and keeps that sign at every later layer.`);
+      : `At the last prompt position (${positionToken(last, tokens[last] ?? '')}), the logit-lens margin favours ${answer} (the final answer) by |Δ| ≥ ${t} from ${residShort(r.visible.layer)}${r.visible.layer === L ? ' (the final layer)' : ''} on, keeping that sign through every later layer.`);
   }
   if (r.visible.token !== null) {
-    parts.push(`${r.nPrompts > 1 ? 'In the clean prompt, reading' : 'Reading'} the final layer at each prompt position instead (the model’s next-token prediction after that token), the margin favours ${answer} by |Δ| ≥ ${t} from position ${positionToken(r.visible.token, tokens[r.visible.token] ?? '')} on${r.visible.token < last ? ', and keeps that sign to the last position' : ' (the last position)'}.`);
+    parts.push(`Read at the final layer along the ${r.nPrompts > 1 ? 'clean ' : ''}prompt instead (the model’s next-token prediction after each token), it favours ${answer} by |Δ| ≥ ${t} from position ${positionToken(r.visible.token, tokens[r.visible.token] ?? '')} on${r.visible.token < last ? ', keeping that sign to the last position' : ' (the last position)'}.`);
   } else if (r.visible.layer !== null) {
-    parts.push(`Read at the final layer along the ${r.nPrompts > 1 ? 'clean ' : ''}prompt, the margin never reaches |Δ| ≥ ${t} with that sign kept to the last position.`);
+    parts.push(`Read at the final layer along the ${r.nPrompts > 1 ? 'clean ' : ''}prompt, it never reaches |Δ| ≥ ${t} with that sign kept to the last position.`);
   }
   return parts.join(' ');
 }

@@ -42,21 +42,21 @@ const display = (r: ReportResult): ReportDisplay => ({
 describe('the visible answer in words', () => {
   it('one prompt: the layer half at the last position, the position half along the prompt at the final layer, toward the final answer', () => {
     expect(visibleWhy(display(result()))).toBe(
-      'At the last prompt position (17 “·the”), the logit-lens margin already favours “·mat”, the final answer, by |Δ| ≥ 0.1 at embed, and keeps that sign at every later layer. '
-      + 'Reading the final layer at each prompt position instead (the model’s next-token prediction after that token), the margin favours “·mat” by |Δ| ≥ 0.1 from position 13 “g” on, and keeps that sign to the last position.');
+      'At the last prompt position (17 “·the”), the logit-lens margin favours “·mat” (the final answer) by |Δ| ≥ 0.1 from embed on, keeping that sign through every later layer. '
+      + 'Read at the final layer along the prompt instead (the model’s next-token prediction after each token), it favours “·mat” by |Δ| ≥ 0.1 from position 13 “g” on, keeping that sign to the last position.');
   });
 
   it('the final answer is the bad future when the final margin is negative; a later layer and the last position are named so', () => {
     const r = result({ visible: { layer: 3, token: 17, curve: [], band: null, interval: null } }, -1);
     expect(visibleWhy(display(r))).toBe(
-      'At the last prompt position (17 “·the”), the logit-lens margin already favours “·dog”, the final answer, by |Δ| ≥ 0.1 at L2, and keeps that sign at every later layer. '
-      + 'Reading the final layer at each prompt position instead (the model’s next-token prediction after that token), the margin favours “·dog” by |Δ| ≥ 0.1 from position 17 “·the” on (the last position).');
+      'At the last prompt position (17 “·the”), the logit-lens margin favours “·dog” (the final answer) by |Δ| ≥ 0.1 from L2 on, keeping that sign through every later layer. '
+      + 'Read at the final layer along the prompt instead (the model’s next-token prediction after each token), it favours “·dog” by |Δ| ≥ 0.1 from position 17 “·the” on (the last position).');
   });
 
   it('a prompt set: the layer from the mean curve, the position of the clean prompt; nothing visible: no explanation', () => {
     const set = visibleWhy(display(result({ nPrompts: 12, label: '12 prompts' })));
     expect(set).toContain('Averaged over the 12 prompts, the logit-lens margin at each prompt’s last position, toward its own final answer, reaches |Δ| ≥ 0.1 at embed');
-    expect(set).toContain('In the clean prompt, reading the final layer at each prompt position instead');
+    expect(set).toContain('Read at the final layer along the clean prompt instead');
     expect(visibleWhy(display(result({ visible: { layer: null, token: null, curve: [], band: null, interval: null } })))).toBe('');
   });
 });
