@@ -89,11 +89,12 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     await page.screenshot({ path: `${SHOTS}/branches-fork-estimate.png`, fullPage: true });
     // a long run shows the time left and cancels, keeping what is done
     await page.getByTestId('find-forks').click();
-    await expect(page.getByTestId('progress-detail')).toContainText(/continuations · (about \d+ s|about \d+ min|under a second) left/, { timeout: 60_000 });
+    // one unit with the estimate: continuations, the tokens scored, then (after the first few) the time left
+    await expect(page.getByTestId('progress-detail')).toContainText(new RegExp(`of ${N * 2 * 32} continuations · \\d+ of ${N} tokens scored · (about \\d+ s|about \\d+ min|under a second) left`), { timeout: 60_000 });
     await page.getByTestId('progress').screenshot({ path: `${SHOTS}/branches-fork-eta.png` });
     await page.getByTestId('cancel-job').click();
     await settled(page);
-    await expect(page.getByTestId('fork-points')).toContainText('Cancelled:');
+    await expect(page.getByTestId('fork-cancelled')).toContainText(new RegExp(`Cancelled: \\d+ of ${N} tokens scored`));
     await page.getByTestId('fork-samples').fill('2');
     await expect(estimate).toContainText(`${N * 2 * 2} continuations`);
     await page.getByTestId('find-forks').click();

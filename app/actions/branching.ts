@@ -6,7 +6,7 @@ import { specRequest } from '../lib/specs';
 import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
-import { decodeRate, forkWork, type ForkWork } from '../lib/fork_estimate';
+import { decodeRate, forkSteps, forkWork, tokensWord, type ForkWork } from '../lib/fork_estimate';
 import { pathOf } from '../../workers/engine/branching/tree';
 
 /** The active interventions as specs, when the fork settings say to run under them. */
@@ -18,11 +18,20 @@ function steering(): SpecRequest {
   return { specs, specLabels };
 }
 
-/** Counts streamed tokens into the progress bar. */
+/**
+ * Counts streamed tokens into the progress bar, and times them: `rate()` is this load's decode
+ * speed between the first and the last token (the prefill and the first token's warm-up left out,
+ * as a fork-points continuation decodes), null before two tokens.
+ */
 function tokenCounter(total: number) {
-  let done = 0;
+  let done = 0, first = 0, last = 0;
   useStore.getState().setJobSteps({ done, total });
-  return Comlink.proxy((_e: BranchTokenEvent) => useStore.getState().setJobSteps({ done: ++done, total }));
+  const onToken = Comlink.proxy((_e: BranchTokenEvent) => {
+    last = performance.now();
+    if (done === 0) first = last;
+    useStore.getState().setJobSteps({ done: ++done, total });
+  });
+  return { onToken, rate: () => decodeRate(currentIdentity(), (last - first) / 1000, done - 1) };
 }
 
 /**
@@ -34,9 +43,9 @@ export async function startTree(): Promise<void> {
   await runJob('branch', 'Generating the trunk', 'Could not generate the trunk', async () => {
     const s = useStore.getState();
     const req: ExploreRequest & SpecRequest = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: s.generation.maxNewTokens, ...steering() };
-    const t0 = performance.now();
-    const tree = await inOrder((w) => w.branchStart(req, s.forkDraw, tokenCounter(s.generation.maxNewTokens)));
-    measured(t0, tree.nodes[0]?.forwarded ?? 0);
+    const counter = tokenCounter(s.generation.maxNewTokens);
+    const tree = await inOrder((w) => w.branchStart(req, s.forkDraw, counter.onToken));
+    useStore.getState().setDecodeRate(counter.rate());
     useStore.getState().setTree(tree);
   }, { cancellable: true });
 }
@@ -49,9 +58,9 @@ export async function forkTo(tokenId: number): Promise<void> {
   await runJob('branch', 'Generating the branch', 'Could not fork there', async () => {
     const steer = steering();
     const total = s.tree!.promptIds.length + s.tree!.maxNewTokens - site.position;
-    const t0 = performance.now();
-    const tree = await inOrder((w) => w.branchFork(site.node, site.position, tokenId, s.forkDraw, steer, tokenCounter(total)));
-    measured(t0, tree.nodes[tree.nodes.length - 1].forwarded);
+    const counter = tokenCounter(total);
+    const tree = await inOrder((w) => w.branchFork(site.node, site.position, tokenId, s.forkDraw, steer, counter.onToken));
+    useStore.getState().setDecodeRate(counter.rate());
     useStore.getState().setTree(tree, tree.nodes[tree.nodes.length - 1].id);
   }, { cancellable: true });
 }
@@ -67,11 +76,6 @@ export async function pickForkSite(node: number, position: number, alternatives:
   });
 }
 
-/** Keeps this load's decode speed from a run that pushed `positions` through the model since `t0` (for the fork-points estimate). */
-function measured(t0: number, positions: number): void {
-  useStore.getState().setDecodeRate(decodeRate(currentIdentity(), (performance.now() - t0) / 1000, positions));
-}
-
 /** The work Find fork points would do on the selected branch as set up now (lib/fork_estimate.ts). */
 export function forkPointsWork(): ForkWork | null {
   const s = useStore.getState();
@@ -82,17 +86,22 @@ export function forkPointsWork(): ForkWork | null {
 
 /**
  * Scores the fork points of the selected branch's path: every new token, or only the near ties
- * (gap ≤ the slider) when so set (progress per continuation with the time left; Cancel keeps what is done).
+ * (gap ≤ the slider) when so set (progress per continuation, with the tokens scored and the time left
+ * in the estimate's units; Cancel keeps what is done).
  */
 export async function findForkPoints(): Promise<void> {
-  await runJob('forks', 'Resampling continuations at each token', 'Could not measure the fork points', async () => {
+  await runJob('forks', 'Finding fork points', 'Could not measure the fork points', async () => {
     const s = useStore.getState();
     const steer = steering();
     const work = forkPointsWork();
-    const onProgress = Comlink.proxy((p: ForkProgress) => useStore.getState().setJobSteps(p));
+    const maxGap = s.forkNearTiesOnly ? s.gapThreshold : 1;
+    // the units of the estimate from the start: continuations, token positions, tokens to score
+    if (work) s.setJobSteps({ done: 0, total: work.continuations, work: { done: 0, total: work.tokens }, note: `0 of ${work.positions} ${tokensWord(work.positions, maxGap < 1)} scored` });
+    const onProgress = Comlink.proxy((p: ForkProgress) => useStore.getState().setJobSteps(forkSteps(p, maxGap < 1)));
     const t0 = performance.now();
-    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered, maxGap: s.forkNearTiesOnly ? s.gapThreshold : 1 }, steer, onProgress));
-    if (work && !r.cancelled) measured(t0, work.tokens);
+    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered, maxGap }, steer, onProgress));
+    // this load's rate for the next estimate: the run's own, warm-up and overheads included
+    if (work && !r.cancelled) useStore.getState().setDecodeRate(decodeRate(currentIdentity(), (performance.now() - t0) / 1000, work.tokens));
     useStore.getState().setForks(r);
   }, { cancellable: true });
 }

@@ -1,8 +1,9 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
+import type { Job } from '../store/ui';
 import { cancelRunning, dropQueued } from '../actions/job';
 import { bytes } from '../lib/format';
-import { duration, etaSeconds } from '../lib/fork_estimate';
+import { duration, nextEta, type EtaState } from '../lib/time_left';
 
 /** What a job's steps count, where it counts them. */
 const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
@@ -15,6 +16,8 @@ export function Progress() {
   const steps = useStore((s) => s.jobSteps);
   const queued = useStore((s) => s.queued);
   const [now, setNow] = useState(() => performance.now());
+  // the time left of this job: where its pace is measured from, and what was shown last (lib/time_left.ts)
+  const eta = useRef<{ job: Job | null; state: EtaState }>({ job: null, state: { base: null, shown: null } });
   useEffect(() => {
     if (!job) return;
     const t = setInterval(() => setNow(performance.now()), 200);
@@ -39,13 +42,18 @@ export function Progress() {
   }
   const seconds = Math.max(0, (now - job.startedAt) / 1000);
   if (!(job.kind === 'load' && load) && !(job.kind === 'generate' && gen) && steps) {
-    detail = `${steps.done} of ${steps.total} ${STEP_UNITS[job.kind] ?? 'texts read'}`;
-    fraction = steps.done / Math.max(1, steps.total);
-    // at the job's own pace so far (lib/fork_estimate.ts etaSeconds)
-    const left = etaSeconds(seconds, steps.done, steps.total);
-    if (left !== null) detail += ` · ${duration(left)} left`;
+    detail = `${steps.done} of ${steps.total} ${STEP_UNITS[job.kind] ?? 'texts read'}${steps.note ? ` · ${steps.note}` : ''}`;
+    const work = steps.work ?? steps;
+    fraction = work.done / Math.max(1, work.total);
+    // at the job's own pace after its first steps, once measured, counting down between estimates (lib/time_left.ts)
+    if (eta.current.job !== job) eta.current = { job, state: { base: null, shown: null } };
+    eta.current.state = nextEta(eta.current.state, seconds, steps);
+    const shown = eta.current.state.shown;
+    if (shown) detail += ` · ${duration(shown.seconds)} left`;
   }
   const waiting = `Other actions wait for it (their buttons are disabled${job.kind === 'load' ? '; one model load at a time' : ''})${job.kind === 'load' ? '' : '; Analyse queues behind it'}.`;
+  // short enough to stay whole beside a long count; the whole sentence is its title
+  const waitingShort = job.kind === 'load' ? 'Other actions wait for it.' : 'Other actions wait; Analyse queues.';
   return (
     <div className="progress" role="status" data-testid="progress" data-job={job.kind}>
       <span className="spinner" aria-hidden="true" />
@@ -54,7 +62,7 @@ export function Progress() {
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
-      <span className="muted waiting" data-testid="progress-waiting" title={waiting}>{waiting}</span>
+      <span className="muted waiting" data-testid="progress-waiting" title={waiting}>{waitingShort}</span>
       {queued && (
         <span className="queued" data-testid="queued">
           Queued: {queued.label} — runs when this ends, on the experiment as edited then.{' '}

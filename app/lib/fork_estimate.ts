@@ -1,10 +1,11 @@
 /**
- * What "Find fork points" will cost before it runs, and how long is left while it runs. The
+ * What "Find fork points" will cost before it runs, and how far it is while it runs. The
  * measurement (workers/engine/branching/forks.ts) forces the chosen token and `alternatives` others
  * at each scored position and samples `samples` continuations after each, every one run from that
  * position to the end of the path; the seconds come from this load's own measured decode speed.
  */
-import type { TopTokens } from '../../workers/protocol';
+import type { ForkProgress, TopTokens } from '../../workers/protocol';
+import type { JobSteps } from '../store/ui';
 
 /** The work of one fork-points run. */
 export interface ForkWork {
@@ -54,18 +55,16 @@ export function forkSeconds(work: ForkWork, rate: DecodeRate | null, identity: s
   return rate && identity && rate.identity === identity ? work.tokens * rate.secondsPerToken : null;
 }
 
-/**
- * Seconds left of a job that has done `done` of `total` steps in `elapsed` seconds, at its own pace
- * so far; null before the first step (no pace yet) or once done.
- */
-export function etaSeconds(elapsed: number, done: number, total: number): number | null {
-  if (!(done > 0) || done >= total || !(elapsed >= 0)) return null;
-  return (elapsed / done) * (total - done);
+/** The scored positions in words, one unit for the estimate, the progress and a cancelled run: "22 near-tie tokens", "1 token". */
+export function tokensWord(n: number, nearTies: boolean): string {
+  return `${nearTies ? 'near-tie ' : ''}token${n === 1 ? '' : 's'}`;
 }
 
-/** "about 40 s", "about 3 min"; "under a second". */
-export function duration(seconds: number): string {
-  if (seconds < 1) return 'under a second';
-  if (seconds < 90) return `about ${Math.round(seconds)} s`;
-  return `about ${Math.round(seconds / 60)} min`;
+/**
+ * A fork-points run's progress as the progress line counts it: continuations as the steps, token
+ * positions as the work of equal cost (the bar and the time left: continuations from early
+ * positions run longer), and the positions scored in the estimate's unit.
+ */
+export function forkSteps(p: ForkProgress, nearTies: boolean): JobSteps {
+  return { done: p.done, total: p.total, work: { done: p.tokens, total: p.tokensTotal }, note: `${p.scored} of ${p.positions} ${tokensWord(p.positions, nearTies)} scored` };
 }

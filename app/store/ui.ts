@@ -1,4 +1,5 @@
 import type { StateCreator } from 'zustand';
+import type { StepCounts } from '../lib/time_left';
 import type { AppState } from './index';
 
 export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms' | 'activations' | 'dose' | 'vectors' | 'branches' | 'batch' | 'probe' | 'window' | 'patching' | 'report' | 'sae';
@@ -18,6 +19,12 @@ export interface Failure {
   retry?: { label: string; run: () => void };
 }
 
+/** How far a job is: steps of its own unit done of total (lib/time_left.ts StepCounts), and a second count in words. */
+export interface JobSteps extends StepCounts {
+  /** Shown after the steps: "3 of 22 near-tie tokens scored". */
+  note?: string;
+}
+
 /** The UI slice: the active view, the running job, the error banner and view toggles. */
 export interface UiSlice {
   view: ViewName;
@@ -28,7 +35,7 @@ export interface UiSlice {
   /** Prompt position under the pointer in a view (highlighted on the token strip). */
   focusPosition: number | null;
   /** How far the running job is, in its own units (sweep cells, texts read), where it counts. */
-  jobSteps: { done: number; total: number } | null;
+  jobSteps: JobSteps | null;
   /** The margin heatmap shows steered − unsteered instead of the steered margins. */
   showDifference: boolean;
   /** Prompt positions [start, end) selected on the token strip (drag or shift-click). */
@@ -39,7 +46,7 @@ export interface UiSlice {
   setShowTables(on: boolean): void;
   setSelectedHead(h: { layer: number; head: number } | null): void;
   setFocusPosition(t: number | null): void;
-  setJobSteps(steps: { done: number; total: number } | null): void;
+  setJobSteps(steps: JobSteps | null): void;
   setShowDifference(on: boolean): void;
   setTokenSelection(sel: { start: number; end: number } | null): void;
 }

@@ -2,7 +2,8 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { schemeTableau10 } from 'd3';
 import { useStore } from '../store';
 import { findForkPoints, forkPointsWork, forkTo, pickForkSite, restoreTree, startTree } from '../actions/branching';
-import { duration, forkSeconds } from '../lib/fork_estimate';
+import { forkSeconds, tokensWord } from '../lib/fork_estimate';
+import { duration } from '../lib/time_left';
 import { BranchTreeChart, nodeColourScale, nodeValue } from '../components/BranchTreeChart';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
@@ -212,6 +213,8 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
     asked.current = false;
   }, [r]);
   const scored = r ? r.points.filter((p) => Number.isFinite(p.score)) : [];
+  // what the run was to score (the estimate's positions), not every new token
+  const planned = r ? r.points.filter((p) => p.gap <= r.maxGap).length : 0;
   const all = scored.flatMap((p) => p.forced.flatMap((f) => f.outcomes));
   const domain: [number, number] = all.length ? [Math.min(0, ...all), Math.max(0, ...all)] : [-1, 1];
   return (
@@ -234,14 +237,14 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <p className="hint" data-testid="fork-estimate" data-continuations={work.continuations} data-seconds={seconds ?? ''}>
           {work.positions === 0
             ? `No new token of this branch is a near tie (gap ≤ ${fixed(gap, 2)}): raise the slider or untick “near ties only”.`
-            : <>Scores {work.positions} {nearOnly ? 'near-tie ' : ''}token{work.positions === 1 ? '' : 's'}: {work.continuations} continuations ({work.tokens} token positions through the model),{' '}
+            : <>Scores {work.positions} {tokensWord(work.positions, nearOnly && gap < 1)}: {work.continuations} continuations ({work.tokens} token positions through the model),{' '}
               {seconds !== null ? <>{duration(seconds)} at this load’s measured {fixed(rate!.secondsPerToken * 1000, 1)} ms per token.</> : 'time not measured yet on this load (generate a trunk first).'}</>}
         </p>
       )}
       <p className="hint">At each new token (or each near tie): force the chosen token and the most likely other one, sample continuations (seeded, T = 1) to the end, and read the outcome Δ after each. Score = |mean Δ(other) − mean Δ(chosen)|: how far forcing another token there moves the outcome.</p>
       {r && (
         <>
-          {r.cancelled && <p className="note-warn" role="status">Cancelled: {scored.length} of {r.points.length} positions scored.</p>}
+          {r.cancelled && <p className="note-warn" role="status" data-testid="fork-cancelled">Cancelled: {scored.length} of {planned} {tokensWord(planned, r.maxGap < 1)} scored; the others are left unscored.</p>}
           <div className="view-head" ref={chart}>
             <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
               legend xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />

@@ -47,7 +47,8 @@ describe('fork points', () => {
     const x = await BranchExplorer.start(e, req, GREEDY);
     const b = await forkPoints(x, { samples: S, seed: 5 }, [], (p) => progress.push(p));
     expect(b.points.map((p) => p.score)).toEqual(a.points.map((p) => p.score));
-    expect(progress.at(-1)).toEqual({ done: N * 2 * S, total: N * 2 * S });
+    // every position scored; each continuation from new token k runs the N − k positions to the end: 2·S·Σ(N − k) = S·N·(N + 1)
+    expect(progress.at(-1)).toEqual({ done: N * 2 * S, total: N * 2 * S, scored: N, positions: N, tokens: S * N * (N + 1), tokensTotal: S * N * (N + 1) });
     const c = await run(6);
     expect(c.points.map((p) => p.forced.map((f) => f.outcomes))).not.toEqual(a.points.map((p) => p.forced.map((f) => f.outcomes)));
     const cli = await runCli(['forks', '--model', MODEL, '--prompt', PROMPT, '--good', ' Tom', '--bad', ' Lily', '--max-new-tokens', String(N), '--samples', String(S), '--seed', '5']);

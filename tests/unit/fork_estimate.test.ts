@@ -5,7 +5,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { BranchExplorer } from '../../workers/engine/branching/explorer';
 import { forkPoints, type ForkProgress } from '../../workers/engine/branching/forks';
 import { pathOf, type TopTokens } from '../../workers/engine/branching/tree';
-import { decodeRate, duration, etaSeconds, forkSeconds, forkWork } from '../../app/lib/fork_estimate';
+import { decodeRate, forkSeconds, forkSteps, forkWork, tokensWord } from '../../app/lib/fork_estimate';
 import { sharedPath } from '../shared';
 
 /** What Find fork points will cost, said before it runs (lib/fork_estimate.ts), and the time left while it runs. */
@@ -35,11 +35,10 @@ describe('the fork-points estimate', () => {
     expect(decodeRate('x', 2, 0)).toBeNull();
   });
 
-  it('the time left is the pace so far times the steps left; none before the first step or after the last', () => {
-    expect(etaSeconds(10, 4, 12)).toBeCloseTo(20, 12);
-    expect(etaSeconds(10, 0, 12)).toBeNull();
-    expect(etaSeconds(10, 12, 12)).toBeNull();
-    expect([duration(0.4), duration(42.4), duration(178)]).toEqual(['under a second', 'about 42 s', 'about 3 min']);
+  it('one unit everywhere: the progress counts continuations, token positions (the bar) and the tokens scored as the estimate names them', () => {
+    expect([tokensWord(22, true), tokensWord(1, false), tokensWord(0, true)]).toEqual(['near-tie tokens', 'token', 'near-tie tokens']);
+    expect(forkSteps({ done: 24, total: 176, scored: 3, positions: 22, tokens: 1500, tokensTotal: 5608 }, true))
+      .toEqual({ done: 24, total: 176, work: { done: 1500, total: 5608 }, note: '3 of 22 near-tie tokens scored' });
   });
 });
 
@@ -52,12 +51,19 @@ describe('the estimate counts what forks.ts runs (stories260K)', () => {
     const x = await BranchExplorer.start(e, { prompt: 'Once upon a time', good: { text: ' Tom' }, bad: { text: ' Lily' }, maxNewTokens: 5, stopAtEos: false }, { temperature: 0, topK: 0, seed: 0, steered: false });
     const T = x.tree.promptIds.length, end = T + x.tree.maxNewTokens;
     const path = pathOf(x.tree, 0);
-    for (const maxGap of [1, 0.3]) {
+    // every position, and the near ties under the median gap (some but not all of them)
+    const gaps = path.top.slice(T).map((t) => Math.exp(t!.logProbs[0]) - Math.exp(t!.logProbs[1])).sort((a, b) => a - b);
+    for (const maxGap of [1, gaps[Math.floor(gaps.length / 2)]]) {
       const progress: ForkProgress[] = [];
-      const r = await forkPoints(x, { samples: 1, maxGap, horizon: 0 }, [], (p) => progress.push(p));
+      const r = await forkPoints(x, { samples: 1, maxGap }, [], (p) => progress.push(p)); // to the end of the path, as the app runs it
       const work = forkWork(path.top, T, end, 1, maxGap);
+      expect(work.positions).toBeGreaterThan(0);
       expect(progress.at(-1)?.total ?? 0).toBe(work.continuations);
       expect(r.points.filter((p) => Number.isFinite(p.score)).length).toBe(work.positions);
+      // the progress counts in the estimate's units: positions to score and token positions through the model
+      expect(progress.at(-1)).toEqual({ done: work.continuations, total: work.continuations, scored: work.positions, positions: work.positions, tokens: work.tokens, tokensTotal: work.tokens });
+      expect(progress.map((p) => p.scored)).toEqual([...progress.map((p) => p.scored)].sort((a, b) => a - b));
+      expect(r.points.filter((p) => p.gap <= r.maxGap).length).toBe(work.positions);
     }
   });
 });

@@ -67,12 +67,20 @@ export interface ForkPointsResult {
   horizon: number;
   temperature: number;
   seed: number;
+  /** The gap at or under which a position was to be scored (1: every position); the others keep score NaN. */
+  maxGap: number;
   points: ForkPoint[];
   /** Stopped by cancel: the points scored so far are kept (the rest have score NaN). */
   cancelled: boolean;
 }
 
-export interface ForkProgress { done: number; total: number }
+/**
+ * How far a fork-points run is, after each continuation: continuations `done` of `total`; positions
+ * whose continuations are all done (`scored`) of those to score (`positions`, gap ≤ maxGap); and the
+ * token positions those continuations push through the model (`tokens` of `tokensTotal`: each runs
+ * from its position to its end), the unit of equal cost for the time left.
+ */
+export interface ForkProgress { done: number; total: number; scored: number; positions: number; tokens: number; tokensTotal: number }
 
 /** A continuation's seed from the measurement's seed and its place (position, forced token, sample): order-free, so a partial run and a full run agree. */
 export function continuationSeed(seed: number, position: number, forced: number, sample: number): number {
@@ -111,10 +119,14 @@ export async function forkPoints(x: BranchExplorer, req: ForkPointsRequest, inte
     return [{ id: p.id, token: p.token, prob: Math.exp(path.logProbs[p.position]) }, ...others.map((o) => ({ id: o.id, token: top.tokens[o.i], prob: Math.exp(top.logProbs[o.i]) }))];
   };
   const total = todo.reduce((s, p) => s + forcedOf(p).length * req.samples, 0);
-  let done = 0, cancelled = false;
+  // token positions one continuation from `pos` runs through the model (as lib/fork_estimate.ts forkWork counts them)
+  const cost = (pos: number) => Math.max(1, Math.min(x.end, pos + 1 + horizon) - pos);
+  const tokensTotal = todo.reduce((s, p) => s + forcedOf(p).length * req.samples * cost(p.position), 0);
+  let done = 0, scored = 0, tokens = 0, cancelled = false;
   outer: for (const p of todo) {
     const forced: ForkOutcome[] = [];
-    for (const [fi, f] of forcedOf(p).entries()) {
+    const candidates = forcedOf(p);
+    for (const [fi, f] of candidates.entries()) {
       const outcomes: number[] = [];
       for (let j = 0; j < req.samples; j++) {
         await new Promise((r) => setTimeout(r, 0)); // lets a cancel message in (worker)
@@ -122,12 +134,14 @@ export async function forkPoints(x: BranchExplorer, req: ForkPointsRequest, inte
         const draw: DrawSettings = { temperature, topK: req.topK ?? 0, seed: continuationSeed(seed, p.position, fi, j), steered: req.steered ?? false };
         const r = await x.resample(nodeId, p.position, f.id, draw, horizon, interventions);
         outcomes.push(r.outcome);
-        onProgress?.({ done: ++done, total });
+        tokens += cost(p.position);
+        if (fi === candidates.length - 1 && j === req.samples - 1) scored++;
+        onProgress?.({ done: ++done, total, scored, positions: todo.length, tokens, tokensTotal });
       }
       forced.push({ id: f.id, token: f.token, prob: f.prob, outcomes, mean: outcomes.reduce((s, v) => s + v, 0) / outcomes.length, fracGood: outcomes.filter((v) => v > 0).length / outcomes.length });
     }
     p.forced = forced;
     p.score = forced.length > 1 ? Math.max(...forced.slice(1).map((f) => Math.abs(f.mean - forced[0].mean))) : NaN;
   }
-  return { node: nodeId, samples: req.samples, horizon, temperature, seed, points, cancelled };
+  return { node: nodeId, samples: req.samples, horizon, temperature, seed, maxGap, points, cancelled };
 }
