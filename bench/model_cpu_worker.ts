@@ -1,21 +1,35 @@
 /**
- * The CPU backend's rows of the model benchmark (bench/model.ts) on several threads, in a dedicated
+ * Our CPU backend for the model benchmark (bench/model.ts) on several threads, in a dedicated
  * worker: the WASM matmul's calling thread waits for its helpers in Atomics.wait, which a page's main
  * thread may not (gemm_threads.ts), so on the page CpuBackend runs on one thread whatever it asks.
  * The product runs its engine in a worker too (workers/inference.worker.ts).
  *
- * Message in: { o: ModelBenchOptions, threads }; out: { rows } or { error }.
+ * Messages in → out: { load: { modelUrl, contextLength, threads } } → { threads } (those running);
+ * { run: { ids, nDecode } } → { run: GreedyRun }; { dispose: true } → {}; a failure → { error }.
  */
 import { CpuBackend } from '../workers/engine/backend/cpu';
-import { engineRows, type ModelBenchOptions, type Row } from './model_rows';
+import { Engine } from '../workers/engine/engine';
+import { HttpFiles } from '../workers/engine/io/model_files';
+import { engineGreedy } from './page_tools';
 
-self.onmessage = async (e: MessageEvent<{ o: ModelBenchOptions; threads: number }>) => {
+let engine: Engine | null = null;
+
+self.onmessage = async (e: MessageEvent<{ load?: { modelUrl: string; contextLength: number; threads: number }; run?: { ids: number[]; nDecode: number }; dispose?: true }>) => {
   try {
-    const backend = new CpuBackend(undefined, { threads: e.data.threads });
-    await backend.whenStarted();
-    const rows: Row[] = [];
-    await engineRows(e.data.o, 'cpu', backend, rows); // disposes the backend (its engine does)
-    self.postMessage({ rows });
+    const m = e.data;
+    if (m.load) {
+      const backend = new CpuBackend(undefined, { threads: m.load.threads });
+      await backend.whenStarted();
+      engine = await Engine.load(new HttpFiles('bench model', m.load.modelUrl), backend, undefined, { contextLength: m.load.contextLength });
+      self.postMessage({ threads: backend.runningThreads });
+    } else if (m.run) {
+      if (!engine) throw new Error('run before load');
+      self.postMessage({ run: await engineGreedy(engine, m.run.ids, m.run.nDecode) });
+    } else {
+      engine?.dispose();
+      engine = null;
+      self.postMessage({});
+    }
   } catch (err) {
     self.postMessage({ error: err instanceof Error ? err.message : String(err) });
   }

@@ -1,8 +1,7 @@
 /**
  * Our engine's rows of the model benchmark (bench/model.ts): prefill and greedy decode of one model
  * on one of our backends, with FLOP and byte counts from the model's spec, the lens grid against a
- * plain forward and (WebGPU) dispatches per decode step. Shared by the page and by the worker that
- * runs the CPU backend on several threads (bench/model_cpu_worker.ts).
+ * plain forward and (WebGPU) dispatches per decode step; the benchmark's options and result types.
  */
 import { WebGpuBackend, type WebGpuOptions } from '../workers/engine/backend/webgpu';
 import type { KernelTuning } from '../workers/engine/backend/webgpu_host';
@@ -52,6 +51,11 @@ export interface ModelBenchOptions {
    * page's main thread may not) and onnxruntime-web's numThreads for transformers.js wasm.
    */
   cpuThreads?: number;
+  /**
+   * The CPU implementations (cpu, tjs-wasm) loaded together, their repetitions alternating, so that
+   * both see the same machine load (their ratio is then fair on a busy machine; no lens grid).
+   */
+  interleave?: boolean;
 }
 
 export interface Row {

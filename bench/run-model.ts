@@ -9,13 +9,15 @@
  *
  *   npx tsx bench/run-model.ts [--t 16,64] [--decode 8] [--reps 1] [--warmup 0]
  *        [--impls webgpu,webgpu-prev,webgpu-unfused,cpu,tjs-wasm,tjs-webgpu] [--no-lens] [--gpu] [--peak-scale 0.05]
- *        [--layers 30] [--tuning gpu|cpu] [--cpu-threads 1] [--json out.json]
+ *        [--layers 30] [--tuning gpu|cpu] [--cpu-threads 1] [--interleave] [--json out.json]
  *
  * --gpu: a real GPU (Chromium on Vulkan, GPU blocklist off) instead of SwiftShader; the peaks are then
  * measured at full size. --layers N: a shallower model of the same widths (quick checks on SwiftShader).
  * --cpu-threads N: our CPU backend's WASM matmul on N threads (N > 1 in a dedicated worker, as the
  * product runs it) and onnxruntime-web's numThreads = N for tjs-wasm, so cpu vs tjs-wasm compares
- * equal thread counts (default 1; the column thr shows the threads each ran on).
+ * equal thread counts (default 1; the column thr shows the threads each ran on). --interleave: cpu
+ * and tjs-wasm loaded together, their repetitions alternating, so both see the same load (use it on
+ * a busy machine; no lens grid for them).
  * Chromium is /usr/bin/chromium or $CHROMIUM_PATH.
  */
 import * as fs from 'node:fs';
@@ -44,6 +46,7 @@ const opts = {
   peakScale: Number(flag('peak-scale', GPU ? '1' : '0.02')),
   tuning: (flag('tuning', '') || undefined) as KernelTuning | undefined,
   cpuThreads: Number(flag('cpu-threads', '1')),
+  interleave: args.includes('--interleave'),
 };
 if (!(Number.isInteger(opts.cpuThreads) && opts.cpuThreads >= 1)) throw new Error(`--cpu-threads ${flag('cpu-threads', '')}: expected a whole number ≥ 1`);
 const load = () => `load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`;
