@@ -137,6 +137,32 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
     expect(w.variants[1].margins).toEqual(g1.margins);
   });
 
+  it('a two-token prompt with N = 5 (steps past the prompt length), a margin at step 0, two interventions switched on at different steps, EOS drawn in the unsteered run, and the prefix snapshot released', async () => {
+    await steering();
+    const short = { prompt: 'Once', good: { text: ' happy' }, bad: { text: ' sad' }, maxNewTokens: 5 };
+    expect(e.encodePrompt(short)).toHaveLength(2); // BOS, "Once": the variants' passes run at positions T + step > 2T
+    const r = await interventionWindow(e, { ...short, interventions: [iv], score: { kind: 'margin', step: 0 } });
+    for (const k of [0, 2, 4]) {
+      const g = await e.generate({ ...short, stopAtEos: false, interventions: [withSteps(k)] });
+      expect(r.variants[k].ids).toEqual(g.ids);
+      expect(r.variants[k].margins).toEqual(g.margins);
+      expect(r.outcome[k]).toBe(g.margins[0]);
+    }
+    // Two interventions: variant 0 is steered from the first position either acts on (the CAA from step 0), not the last.
+    const both = await interventionWindow(e, { ...base(), interventions: [iv, withSteps(3)], kMax: 0 });
+    const g = await generate([iv, withSteps(3)]);
+    expect(both.variants[0].ids).toEqual(g.ids);
+    expect(both.variants[0].margins).toEqual(g.margins);
+    // EOS does not end the unsteered run either (temperature 5, seed 121 draws EOS at step 5 of 10).
+    const eos = await interventionWindow(e, { ...base(), temperature: 5, seed: 121, kMax: 0 });
+    expect(eos.unsteered.ids.indexOf(e.spec.eosTokenIds[0])).toBe(5);
+    expect(eos.unsteered.ids).toEqual((await generate([], { temperature: 5, seed: 121 })).ids);
+    const b = e.model.backend as CpuBackend;
+    const live = b.liveTensors();
+    await interventionWindow(e, { ...base(), kMax: 1 });
+    expect(b.liveTensors(), 'the prefix cache snapshot is released').toBe(live);
+  });
+
   it('stops when cancelled', async () => {
     await steering();
     const ctrl = new AbortController();
