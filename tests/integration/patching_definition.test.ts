@@ -7,6 +7,7 @@ import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { patchingGrid, type PatchingRequest } from '../../workers/engine/analysis/patching';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
+import { json, memory, modelFiles, putJson } from '../hardening/model_variants';
 
 /**
  * Activation patching against its definition written out with plain engine runs (Heimersheim & Nanda
@@ -55,6 +56,35 @@ describe('activation patching against its definition', () => {
     const one = await patchingGrid(e, req({ hook: 'z', only: { layer: 1, col: 2 } }));
     expect(one.layerRecovery).toHaveLength(5);
     expect(one.recovery[1 * 8 + 2]).toBeCloseTo(z.recovery[1 * 8 + 2], 5);
+  });
+
+  it('a whole layer of hook_z (every head at every position) is the corrupted run with blocks.l.attn.hook_z of the clean run, from plain runs', async () => {
+    const z = await patchingGrid(e, req({ hook: 'z' }));
+    const [good] = z.good.firstIds, [bad] = z.bad.firstIds;
+    const hooks = Array.from({ length: 5 }, (_, l) => `blocks.${l}.attn.hook_z`);
+    const clean = await e.run(z.cleanIds, { capture: hooks, logits: 'last' });
+    const dClean = await finalMargin(z.cleanIds, good, bad), dCorrupt = await finalMargin(z.corruptIds, good, bad);
+    const rs: number[] = [];
+    for (const l of [0, 2, 4]) {
+      const dp = await finalMargin(z.corruptIds, good, bad, [{ hook: hooks[l], op: { kind: 'patch', replacement: clean.captured.get(hooks[l])! }, positions: 'all' }]);
+      rs.push((dp - dCorrupt) / (dClean - dCorrupt));
+      expect(z.layerRecovery[l]).toBeCloseTo(rs.at(-1)!, 4);
+    }
+    expect(Math.max(...rs.map(Math.abs))).toBeGreaterThan(0.05); // a layer whose heads matter, so a patch of no head (r = 0) fails
+  });
+
+  it('chatTemplate: both prompts are encoded with the tokenizer’s chat template (stories260K with a Llama-2 template)', async () => {
+    const f = modelFiles();
+    const template = "{% for message in messages %}{{ bos_token + '[INST] ' + message['content'].strip() + ' [/INST]' }}{% endfor %}";
+    const chat = await Engine.load(memory(putJson(f, 'tokenizer_config.json', { ...json(f, 'tokenizer_config.json'), chat_template: template })), new CpuBackend());
+    try {
+      const g = await patchingGrid(chat, req({ chatTemplate: true, only: { layer: 1, col: 3 } }));
+      expect(g.cleanIds).toEqual(chat.encodePrompt({ prompt: CLEAN, chatTemplate: true }));
+      expect(g.corruptIds).toEqual(chat.encodePrompt({ prompt: CORRUPT, chatTemplate: true }));
+      expect(g.cleanIds.length).toBeGreaterThan(chat.encodePrompt({ prompt: CLEAN }).length); // the template's [INST] … [/INST] tokens
+    } finally {
+      chat.dispose();
+    }
   });
 
   it('positions computed with prefix reuse: T − t for each cell that runs, T − (first differing position) for each whole layer', async () => {
