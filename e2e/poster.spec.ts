@@ -70,10 +70,16 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
 test('poster mode gives the user\'s own experiment back on Esc, in the page and in the saved link and local storage', async ({ page }) => {
   const mine = { prompt: 'Once upon a time the cat', good: ' ran', bad: ' sat' };
   await open(page, site.url);
-  await analyseWith(page, mine);
+  // Analysed with another bad future, then edited: the heatmap on display is stale when poster mode starts.
+  await analyseWith(page, { ...mine, bad: ' jumped' });
+  await page.getByTestId('bad-future').fill(mine.bad);
+  await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'futures');
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.getByTestId('poster-mode').click();
   await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+  // Slide 1 shows the experiment as edited (the one its prompt and QR code stand for): the analysis was run again.
+  await expect(page.getByTestId('margin-status')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByRole('button', { name: 'next experiment' })).toBeEnabled({ timeout: 120_000 });
   // Slide 1's QR code holds the short link (#q=, the difference from the default experiment): a sparse code (trials: 87
   // modules), which opens this experiment (checked after leaving).
   const qr = page.getByTestId('poster-qr');

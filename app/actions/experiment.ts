@@ -3,6 +3,7 @@ import type { ViewName } from '../store/ui';
 import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/io/experiment';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
+import { posterQrLink } from '../lib/qr_link';
 import { analyse } from './analyse';
 import { generate } from './generate';
 import { bundledModelNames, listModels, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
@@ -316,6 +317,11 @@ export function experimentLink(opts: { forQr?: boolean; short?: boolean } = {}):
   const e = currentExperiment();
   const { hash, missing } = experimentHash(opts.forQr ? qrExperiment(e) : e, { short: opts.short });
   return { url: `${location.origin}${location.pathname}${location.search}${hash}`, missing };
+}
+
+/** The link poster mode's first slide shows as a QR code: the experiment as edited, sparse enough to scan (lib/qr_link.ts posterQrLink). */
+export function posterOwnLink(): { url: string; omitted: string[] } {
+  return posterQrLink(currentExperiment(), `${location.origin}${location.pathname}${location.search}`);
 }
 
 /** Saves the experiment as a JSON file (schema: docs/experiment-format.md), vectors inside. */

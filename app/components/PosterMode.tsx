@@ -2,7 +2,8 @@ import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react'
 import QRCode from 'qrcode';
 import { useStore } from '../store';
 import type { Deck, Experiment } from '../../workers/engine/io/experiment';
-import { deckLink, experimentLink, fetchDeck, holdForPoster, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+import { deckLink, experimentLink, fetchDeck, holdForPoster, posterOwnLink, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+import { refreshOwnSlide } from '../actions/poster_slide';
 
 /** Idle time after which a kiosk goes back to the deck's first experiment (ms). */
 const KIOSK_IDLE_MS = 3 * 60_000;
@@ -50,8 +51,9 @@ export interface PosterModeProps {
 /**
  * Poster mode: full screen, large type, the experiment's key view large, a QR code of its link, and
  * a deck of prepared experiments stepped with ← / →. Slide 0 is the experiment open when poster
- * mode started (unless started as a kiosk, `?poster`); the rest is the shipped deck. R (or the
- * button, or 3 minutes idle) goes back to slide 1 (a kiosk: the deck's first experiment, local
+ * mode started (unless started as a kiosk, `?poster`), its stale results run again on entering
+ * (actions/poster_slide.ts); the rest is the shipped deck. R (or the button, or 3 minutes idle)
+ * goes back to slide 1 (a kiosk: the deck's first experiment, local
  * state cleared). Slides do not replace the user's saved experiment (link, local storage): Esc
  * (or Leave) puts it back as it was on entering (actions/experiment.ts holdForPoster). Full screen is asked for by the button that opens it (a user gesture,
  * enterPosterFullscreen); a kiosk start fills the window, the browser's kiosk mode the screen.
@@ -67,22 +69,34 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
   const prompt = useStore((s) => s.prompt);
   const hashLink = useStore((s) => (s.restoring ? '' : `${s.prompt}\u0000${s.interventions.length}\u0000${s.view}`));
   const [link, setLink] = useState('');
+  // Vectors slide 1's code leaves out (their values would make it too dense to scan).
+  const [omitted, setOmitted] = useState<string[]>([]);
   const deckStart = kiosk ? 0 : 1;
   // Outside a kiosk the user's experiment is held (the link and local storage keep it) and put back on leaving.
   const slideLoaded = useRef(false);
+  const refreshed = useRef(false);
   useEffect(() => {
     if (kiosk) return;
     slideLoaded.current = false;
     holdForPoster(); // already held since the first render; again after a remount released it
+    // Slide 1 shows the experiment as edited: what the view shows and is stale is run again (once, not per StrictMode mount).
+    if (!refreshed.current) { refreshed.current = true; void refreshOwnSlide(); }
     return () => { void releasePosterHold(slideLoaded.current); };
   }, [kiosk]);
   useEffect(() => {
     if (!hashLink) return;
     // The user's own experiment (slide 1 outside a kiosk) has no deck link: its QR holds its shortest link (#q=, its
-    // difference from the default experiment); a deck slide's holds its full link when short enough, else `#deck=n`.
-    const own = index < deckStart;
-    const url = experimentLink({ forQr: true, short: own }).url;
-    setLink(own || url.length <= QR_MAX ? url : deckLink(index - deckStart));
+    // difference from the default experiment), without the vectors' values when they would make it too dense; a deck
+    // slide's holds its full link when short enough, else `#deck=n`.
+    if (index < deckStart) {
+      const own = posterOwnLink();
+      setLink(own.url);
+      setOmitted(own.omitted);
+      return;
+    }
+    const url = experimentLink({ forQr: true }).url;
+    setLink(url.length <= QR_MAX ? url : deckLink(index - deckStart));
+    setOmitted([]);
   }, [hashLink, index, deckStart]);
   const qr = useQr(link || location.href);
 
@@ -147,6 +161,12 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
         <figure className="poster-qr" data-testid="poster-qr" data-link={link}>
           <div className="qr" dangerouslySetInnerHTML={{ __html: qr }} />
           <figcaption>{qr ? 'Scan to open this experiment' : 'This experiment\'s link is too long for a QR code: save it as a file to share it.'}</figcaption>
+          {qr && omitted.length > 0 && (
+            <p className="poster-qr-note" data-testid="poster-qr-omitted">
+              Without the vector{omitted.length > 1 ? 's' : ''} {omitted.map((n) => `“${n}”`).join(', ')} (its values would make the code too dense to scan):
+              the scan opens the prompt, futures and interventions; build or import it there, or share the experiment file.
+            </p>
+          )}
         </figure>
         <nav className="poster-nav">
           <button type="button" onClick={() => go(index - 1)} disabled={busy || index === 0} aria-label="previous experiment">←</button>
