@@ -96,9 +96,9 @@ export function App() {
         <div className="row"><BackendBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
+      <div className="progress-dock"><Progress /></div>
       <ExperimentBar onPoster={() => { enterPosterFullscreen(); setPoster('on'); }} />
       <div className="status-stack">
-        <Progress />
         <DeviceLostBanner />
         <ErrorBanner />
       </div>

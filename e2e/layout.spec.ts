@@ -104,12 +104,19 @@ test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wi
   const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
   await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
   await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
-  // The progress line starting and ending moves nothing (its space is reserved; trials saw the page jump ~55 px).
+  // The progress line starting and ending moves nothing (it floats; trials saw the page jump ~55 px).
   const top = () => page.locator('main').evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
   const before = await top();
+  // No band is kept for it between jobs (trials saw ~60 px of empty space under the Experiment row).
+  const barBottom = await page.getByTestId('experiment-bar').evaluate((el) => el.getBoundingClientRect().bottom + window.scrollY);
+  expect(before - barBottom, 'space between the Experiment row and the panels').toBeLessThan(24);
   await page.getByTestId('run-patching').click();
   await expect(page.getByTestId('progress')).toBeVisible();
   expect(await top(), 'page shift when the job started').toBe(before);
+  // It lies over the Experiment row's empty right part, clear of its buttons.
+  const [line, button] = await Promise.all([page.getByTestId('progress').boundingBox(), page.getByTestId('poster-mode').boundingBox()]);
+  expect(line!.x, 'the progress line starts right of the Experiment buttons').toBeGreaterThan(button!.x + button!.width);
+  await page.screenshot({ path: `${SHOTS}/layout-progress-1440.png` });
   await settled(page);
   expect(await top(), 'page shift when the job ended').toBe(before);
   const box = page.locator('[data-testid="patching-view"] .heatmap-box');

@@ -23,8 +23,8 @@ export function Progress() {
     const t = setInterval(() => setNow(performance.now()), 200);
     return () => clearInterval(t);
   }, [job]);
-  // The line's space is reserved while no job runs, so a job starting or ending never moves the page (trials saw it jump ~55 px).
-  if (!job) return <div className="progress idle" data-testid="progress-idle" aria-hidden="true" />;
+  // No space is reserved for it: it floats in the progress dock (styles.css), so a job starting or ending moves nothing.
+  if (!job) return null;
   let detail = '';
   let fraction: number | null = null;
   if (job.kind === 'load' && load) {
