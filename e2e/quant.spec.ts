@@ -41,6 +41,10 @@ test('Q8_0 weights from the load control: the model info names the storage and, 
   const storage = page.getByTestId('weight-storage');
   await expect(storage).toHaveAttribute('data-dtype', 'q8_0', { timeout: 120_000 });
   await expect(storage).toContainText('Q8_0 linear weights');
+  // One line under the badge, Measure included (trials saw it wrap raggedly): a long description gives way, whole in its title.
+  const line = page.getByTestId('weight-storage-line');
+  expect((await line.boundingBox())!.height, 'the weight-storage line does not wrap').toBeLessThan(30);
+  await expect(line.locator('.weights-text')).toHaveAttribute('title', /embeddings, unembedding and norms float32/);
   // the tree went with the float32 model; the heatmap is marked as computed with it
   await expect(page.getByTestId('branch-caption')).toHaveCount(0);
   await page.getByTestId('tab-branches').click();

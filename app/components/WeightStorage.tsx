@@ -26,26 +26,32 @@ export function WeightStorageChoice() {
 /**
  * The loaded model's weight storage and, when quantised, the logit error against float32 on the
  * probe prompt (model/quant_error.ts): max |Δlogit| over its positions, and at its last; measured
- * when asked for (Measure), as it runs the float32 model once.
+ * when asked for (Measure), as it runs the float32 model once. Each line stays one line (trials saw
+ * the description wrap raggedly under the badge): a long description ends in an ellipsis and its
+ * whole text is the line's title.
  */
 export function WeightStorageInfo({ weights }: { weights: ModelInfo['weights'] }) {
   const busy = useStore((s) => s.job !== null);
   if (!weights || weights.dtype === 'f32') return null;
   const e = weights.logitError;
+  const rest = weights.unmeasured ? ` · ${weights.unmeasured}` : '';
   return (
     <div className="weight-storage" data-testid="weight-storage" data-dtype={weights.dtype}>
-      weights: {weights.description}
+      <div className="weights-line" data-testid="weight-storage-line">
+        <span className="weights-text" title={`weights: ${weights.description}${rest}`}>
+          weights: {weights.description}{rest && <span className="muted">{rest}</span>}
+        </span>
+        {!e && !weights.unmeasured && (
+          <span className="weights-measure">
+            · logit error vs float32 not measured yet{' '}
+            <button type="button" className="small" data-testid="measure-logit-error" disabled={busy} title="Runs the probe prompt once with the checkpoint's float32 weights and compares the logits (a second model's compute, so not done at load)" onClick={() => void measureLogitError()}>Measure</button>
+          </span>
+        )}
+      </div>
       {e && (
         <span className="logit-error" data-testid="logit-error" data-max-abs={e.maxAbs} title={`The same ${e.ids.length}-token probe prompt with float32 weights and with these: largest |Δlogit| over every position and token (largest |logit| ${e.maxLogit.toFixed(2)})`}>
           <span className="nowrap">max |Δlogit| vs float32 {e.maxAbs.toFixed(3)}</span> <span className="nowrap">on a {e.ids.length}-token probe</span> <span className="nowrap">(last position {e.lastMaxAbs.toFixed(3)})</span>
         </span>
-      )}
-      {weights.unmeasured && <span className="muted"> · {weights.unmeasured}</span>}
-      {!e && !weights.unmeasured && (
-        <>
-          {' '}· logit error vs float32 not measured yet{' '}
-          <button type="button" className="small" data-testid="measure-logit-error" disabled={busy} title="Runs the probe prompt once with the checkpoint's float32 weights and compares the logits (a second model's compute, so not done at load)" onClick={() => void measureLogitError()}>Measure</button>
-        </>
       )}
     </div>
   );
