@@ -10,10 +10,16 @@ export function steerableHooks(hookNames: readonly string[]): string[] {
   return hookNames.filter((h) => hookInfo(h)?.steerable);
 }
 
-/** Shape and meaning of a hook as declared, e.g. "[pos, d_model] · residual stream after block l". */
+/**
+ * Shape and meaning of a concrete hook as declared, with its block number in place of the
+ * declaration's "l": "[pos, d_model] · residual stream after block 3" for blocks.3.hook_resid_post
+ * (trials read a literal "block l" in the intervention editor).
+ */
 export function hookDescription(hook: string): string {
   const info = hookInfo(hook);
-  return info ? `${info.shape} · ${info.meaning}` : 'unknown hook';
+  if (!info) return 'unknown hook';
+  const block = /^blocks\.(\d+)\./.exec(hook)?.[1];
+  return `${info.shape} · ${block === undefined ? info.meaning : info.meaning.replace(/\bblock l\b/g, `block ${block}`)}`;
 }
 
 /** True for hooks whose rows are heads side by side (attn.hook_q/k/v/z), where "head" applies. */

@@ -8,7 +8,7 @@ import type { InterventionDraft } from '../../app/store/steering';
 import type { LibraryEntry } from '../../app/store/vectors';
 import { specRequest, toSpec } from '../../app/lib/specs';
 import { drawnUnderSteering, promptMarks, steeredPromptPositions } from '../../app/lib/steered';
-import { hookOfLensRow, lensRowOf, steerableHooks, vectorWidth } from '../../app/lib/hooks';
+import { hookDescription, hookOfLensRow, lensRowOf, steerableHooks, vectorWidth } from '../../app/lib/hooks';
 import { parseIndexList, parseNumberList, parsePositionList } from '../../app/lib/lists';
 import { firstDivergence } from '../../app/lib/divergence';
 import { sharedPath } from '../shared';
@@ -79,6 +79,13 @@ describe('hooks as the UI reads them', () => {
     expect(lensRowOf('blocks.2.hook_resid_pre', L)).toBe(2);
     expect(lensRowOf('blocks.2.mlp.hook_post', L)).toBe(3);
     expect(lensRowOf('ln_final.hook_normalized', L)).toBe(L);
+  });
+
+  it('the editor describes a hook with its own block number, never the declaration\'s "block l"', () => {
+    expect(hookDescription('blocks.3.hook_resid_post')).toBe('[pos, d_model] · residual stream after block 3');
+    expect(hookDescription('blocks.12.hook_resid_pre')).toBe('[pos, d_model] · residual stream entering block 12');
+    expect(hookDescription('ln_final.hook_normalized')).toBe('[pos, d_model] · final norm output, input to W_U');
+    for (const h of steerableHooks(e.info().hookNames)) expect(hookDescription(h), h).not.toMatch(/\bl\b|unknown/);
   });
 });
 
