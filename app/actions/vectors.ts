@@ -5,6 +5,7 @@ import type { ContrastSet, LibraryEntry } from '../store/vectors';
 import { download } from '../lib/export';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
+import { sameVectorIn } from '../lib/same_vector';
 
 /** The contrastive set the library panel starts with (public/steering/). */
 export const DEFAULT_SET = 'steering/happy_sad.json';
@@ -38,16 +39,24 @@ export async function loadDefaultSet(): Promise<void> {
   }
 }
 
-/** Adds a vector to the library and makes it the sweep's vector when the sweep has none. */
-function addToLibrary(v: LibraryVector, name: string): LibraryEntry {
-  const s = useStore.getState();
-  const entry = s.addVector(v, name);
-  if (!s.sweepSettings.vectorId) s.setSweepSettings({ vectorId: entry.id });
-  return entry;
+/** A vector put into the library, or found there already. */
+export interface LibraryAddition {
+  entry: LibraryEntry;
+  /** false: an identical vector (lib/same_vector.ts) was in the library, and `entry` is that one. */
+  added: boolean;
 }
 
-/** Builds a steering vector in the worker (progress per text read) and adds it to the library. */
-export async function buildVector(req: VectorRequest, name: string): Promise<LibraryEntry | null> {
+/** Adds a vector to the library, unless it holds an identical one, and makes it the sweep's vector when the sweep has none. */
+function addToLibrary(v: LibraryVector, name: string): LibraryAddition {
+  const s = useStore.getState();
+  const same = sameVectorIn(s.vectors, v, name);
+  const entry = same ?? s.addVector(v, name);
+  if (!s.sweepSettings.vectorId) s.setSweepSettings({ vectorId: entry.id });
+  return { entry, added: !same };
+}
+
+/** Builds a steering vector in the worker (progress per text read) and adds it to the library (once: see addToLibrary). */
+export async function buildVector(req: VectorRequest, name: string): Promise<LibraryAddition | null> {
   const method = req.method === 'caa' ? 'CAA' : 'ActAdd';
   return runJob('vector', `Building the ${method} vector at ${req.hook}`, `Could not build the ${method} vector`, async () => {
     const onProgress = Comlink.proxy((done: number, total: number) => useStore.getState().setJobSteps({ done, total }));
@@ -56,8 +65,8 @@ export async function buildVector(req: VectorRequest, name: string): Promise<Lib
   });
 }
 
-/** Reads a vector file (.npy, .safetensors, .json) in the worker, which checks it against the model, and adds it to the library. */
-export async function importVectorFile(file: File): Promise<LibraryEntry | null> {
+/** Reads a vector file (.npy, .safetensors, .json) in the worker, which checks it against the model, and adds it to the library (once). */
+export async function importVectorFile(file: File): Promise<LibraryAddition | null> {
   return runJob('import', `Importing ${file.name}`, `Could not import the vector file ${file.name}`, async () => {
     const bytes = new Uint8Array(await file.arrayBuffer());
     const v = await inOrder((w) => w.importVector(file.name, Comlink.transfer(bytes, [bytes.buffer])));

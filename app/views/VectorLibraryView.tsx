@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import type { VectorFormat, VectorRequest } from '../../workers/protocol';
-import { buildVector, exportVector, importVectorFile, loadDefaultSet, DEFAULT_SET } from '../actions/vectors';
+import { buildVector, exportVector, importVectorFile, loadDefaultSet, DEFAULT_SET, type LibraryAddition } from '../actions/vectors';
 import { defaultHook } from '../actions/steering';
 import { isPerHead, steerableHooks } from '../lib/hooks';
 import type { LibraryEntry } from '../store/vectors';
@@ -13,8 +13,14 @@ const FORMATS: VectorFormat[] = ['npy', 'safetensors', 'json'];
 /** Non-empty lines of a text box. */
 const texts = (lines: readonly string[]) => lines.map((t) => t.trim()).filter(Boolean);
 
+/** "Already in the library" for a build or import that found its vector there (null when it was added, or failed). */
+function duplicateNote(r: LibraryAddition | null, rows: readonly LibraryEntry[]): string | null {
+  if (!r || r.added) return null;
+  return `“${r.entry.name}” is in the library already (row ${rows.findIndex((v) => v.id === r.entry.id) + 1}: the same definition and values), so it was not added again.`;
+}
+
 /** Builds a vector from the contrastive set being edited (CAA over the sets, or ActAdd from their first texts). */
-function Builder() {
+function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
   const set = useStore((s) => s.contrastSet);
   const setSet = useStore((s) => s.setContrastSet);
   const info = useStore((s) => s.info);
@@ -34,7 +40,7 @@ function Builder() {
       position: position === 'marker' ? { marker } : position, ...(head !== null && isPerHead(hook) ? { head } : {}),
     };
     const what = method === 'caa' ? `CAA ${set.name}` : `ActAdd “${req.positive[0]}” − “${req.negative[0]}”`;
-    void buildVector(req, what);
+    void buildVector(req, what).then(onDone);
   };
   const hooks = steerableHooks(info?.hookNames ?? []);
   return (
@@ -126,13 +132,15 @@ export function VectorLibraryView() {
   const waiting = useWaitingFor();
   const ready = useStore((s) => s.modelStatus === 'ready');
   const fileInput = useRef<HTMLInputElement | null>(null);
+  const [duplicate, setDuplicate] = useState<string | null>(null);
+  const done = (r: LibraryAddition | null) => setDuplicate(duplicateNote(r, useStore.getState().vectors));
   return (
     <section className="view" data-testid="vectors-view">
       <header className="view-head">
         <h2>Steering vectors</h2>
         <p className="muted">Vectors for the interventions and the dose–response sweep, with where each came from. Built vectors are read from the loaded model; imported files are checked against it.</p>
       </header>
-      <Builder />
+      <Builder onDone={done} />
       <fieldset className="builder">
         <legend>Import a file</legend>
         <div className="row">
@@ -141,7 +149,7 @@ export function VectorLibraryView() {
             ref={fileInput} className="visually-hidden" type="file" accept=".npy,.safetensors,.json" data-testid="vector-file" aria-label="vector file"
             onChange={(e) => {
               const f = e.currentTarget.files?.[0];
-              if (f) void importVectorFile(f);
+              if (f) void importVectorFile(f).then(done);
               e.currentTarget.value = '';
             }}
           />
@@ -150,7 +158,7 @@ export function VectorLibraryView() {
       </fieldset>
       <div className="table-scroll">
         <table className="data-table library" data-testid="vector-library">
-          <caption>Library ({vectors.length})</caption>
+          <caption>Library ({vectors.length}){duplicate && <span className="hint" role="status" data-testid="library-duplicate"> {duplicate}</span>}</caption>
           <thead>
             <tr><th scope="col">name</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
           </thead>
