@@ -40,6 +40,8 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
 
   await analyseWith(page, { prompt: PROMPT, good: GOOD, bad: BAD });
   await expect(page.getByTestId('margin-heatmap')).toBeVisible();
+  // Positions are numbered above the columns (the tokens under them are not their positions).
+  await expect(page.getByTestId('margin-heatmap')).toHaveAttribute('data-col-indices', /^0 /);
 
   // The page resolved the futures to the same first tokens as the tokenizer here, and shows the prompt's tokens.
   await expect(page.getByTestId('good-resolved')).toHaveAttribute('data-first-ids', String(good.id));
@@ -105,6 +107,8 @@ test('the workbench shows the golden lens margins, sink statistics and greedy co
   const [pl, ph] = [1, 1];
   await hoverCell(page, 'sink-heatmap', pl, ph);
   await expect(page.getByTestId('sink-readout-alpha0')).toBeVisible();
+  // Its columns are labelled once (H0 … H7 under them; no index row above, as the token heatmap has).
+  await expect(page.getByTestId('sink-heatmap')).toHaveAttribute('data-col-indices', '');
   expect(Math.abs(parseShown(await page.getByTestId('sink-readout-alpha0').textContent()) - lens.alpha0(pl, ph))).toBeLessThanOrEqual(TOL);
   await page.getByTestId('sink-heatmap').click({ position: await page.getByTestId('sink-heatmap').evaluate((el, [row, col]) => {
     const d = (el as HTMLElement).dataset;

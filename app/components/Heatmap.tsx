@@ -31,8 +31,11 @@ export interface HeatmapProps {
   selected?: Cell | null;
   /** Text drawn beside marked rows, right of the grid, after an orange bar (e.g. "#1 add α=4"). */
   rowMarks?: ReadonlyMap<number, string>;
-  /** The text above column c (default: its index c), e.g. "all" over a whole-layer column. */
-  colIndex?: (c: number) => string;
+  /**
+   * The text above column c (default: its index c), e.g. "all" over a whole-layer column; null: no
+   * index row, for columns whose labels already name them ("H0", "H1", … under a grid of heads).
+   */
+  colIndex?: ((c: number) => string) | null;
   /**
    * Keep the last column in view while the grid scrolls sideways (a sticky copy at the box's right
    * edge): the patching grid's whole-layer column "all" (trials at 1440 px found it off-screen).
@@ -96,7 +99,7 @@ function layout(p: HeatmapProps, measure: CanvasRenderingContext2D, boxWidth: nu
   const markW = p.rowMarks?.size ? Math.ceil(Math.max(...[...p.rowMarks.values()].map((t) => measure.measureText(t).width))) + 14 : 0;
   const cw = Math.max(p.cellWidth.min, Math.min(p.cellWidth.max, Math.floor((boxWidth - x0 - RIGHT_PAD - markW) / p.nCols)));
   const ch = p.cellHeight === 'square' ? cw : p.cellHeight;
-  const y0 = 18;
+  const y0 = p.colIndex === null ? 6 : 18;
   const { angle, labelEvery } = columnLabelSpacing(cw);
   const bottom = Math.ceil(colW * Math.sin(angle) + LABEL_GAP + 34);
   return { x0, y0, cw, ch, angle, labelEvery, width: x0 + p.nCols * cw + RIGHT_PAD + markW, height: y0 + p.nRows * ch + bottom };
@@ -116,6 +119,8 @@ function indexedColumns(cw: number, nCols: number, keepLast: boolean): number[] 
 }
 
 const colIndexText = (p: HeatmapProps, c: number) => (p.colIndex ? p.colIndex(c) : String(c));
+/** The columns of `p` with an index drawn above them at cell width `cw` (none when `colIndex` is null). */
+const columnIndices = (p: HeatmapProps, cw: number) => (p.colIndex === null ? [] : indexedColumns(cw, p.nCols, !!p.colIndex));
 
 /** Margin left of the pinned last column's copy, which separates it from the grid. */
 const PIN_PAD = 8;
@@ -176,7 +181,7 @@ function drawColumn(ctx: CanvasRenderingContext2D, p: HeatmapProps, g: Geometry,
   ctx.fillStyle = MUTED;
   ctx.textAlign = 'center';
   ctx.textBaseline = 'bottom';
-  ctx.fillText(colIndexText(p, c), x + g.cw / 2, g.y0 - 3);
+  if (p.colIndex !== null) ctx.fillText(colIndexText(p, c), x + g.cw / 2, g.y0 - 3);
   ctx.font = FONT;
   ctx.fillStyle = INK;
   ctx.textAlign = 'right';
@@ -189,9 +194,9 @@ function drawColumn(ctx: CanvasRenderingContext2D, p: HeatmapProps, g: Geometry,
 }
 
 /**
- * A dense grid drawn on a canvas, with row and column labels, a column index above each column,
- * axis titles, optional per-cell text and pointer/keyboard interaction. It draws what it is given:
- * colours come from the caller's scale.
+ * A dense grid drawn on a canvas, with row and column labels, a column index above each column
+ * (unless `colIndex` is null), axis titles, optional per-cell text and pointer/keyboard
+ * interaction. It draws what it is given: colours come from the caller's scale.
  */
 export function Heatmap(p: HeatmapProps) {
   const own = useRef<HTMLCanvasElement | null>(null);
@@ -209,7 +214,7 @@ export function Heatmap(p: HeatmapProps) {
     return () => ro.disconnect();
   }, []);
   const measure = useMemo(() => document.createElement('canvas').getContext('2d')!, []);
-  const g = useMemo(() => layout(p, measure, boxWidth), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth.min, p.cellWidth.max, p.cellHeight, p.rowMarks, measure, boxWidth]);
+  const g = useMemo(() => layout(p, measure, boxWidth), [p.rowLabels, p.colLabels, p.nRows, p.nCols, p.cellWidth.min, p.cellWidth.max, p.cellHeight, p.rowMarks, p.colIndex === null, measure, boxWidth]);
   const cellWidth = g.cw, cellHeight = g.ch;
 
   const ys = (row: number) => g.y0 + (p.rowsUpward ? p.nRows - 1 - row : row) * cellHeight;
@@ -255,7 +260,7 @@ export function Heatmap(p: HeatmapProps) {
     ctx.fillStyle = MUTED;
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
-    for (const c of indexedColumns(cellWidth, p.nCols, !!p.colIndex)) ctx.fillText(colIndexText(p, c), xs(c) + cellWidth / 2, g.y0 - 3);
+    for (const c of columnIndices(p, cellWidth)) ctx.fillText(colIndexText(p, c), xs(c) + cellWidth / 2, g.y0 - 3);
     ctx.font = FONT;
     ctx.fillStyle = INK;
     ctx.textAlign = 'right';
@@ -340,7 +345,7 @@ export function Heatmap(p: HeatmapProps) {
         data-cell-height={cellHeight}
         data-rows={p.nRows}
         data-rows-upward={p.rowsUpward ? 'true' : 'false'}
-        data-col-indices={indexedColumns(cellWidth, p.nCols, !!p.colIndex).map((c) => colIndexText(p, c)).join(' ')}
+        data-col-indices={columnIndices(p, cellWidth).map((c) => colIndexText(p, c)).join(' ')}
         data-marked-rows={[...(p.rowMarks?.keys() ?? [])].join(' ')}
         data-marked-cells={(p.markedCells ?? []).map((c) => `${c.row}:${c.col}`).join(' ')}
         onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}

@@ -217,7 +217,7 @@ export function PatchingView() {
               <ScaleControl what="r" testId="patching-scale" />
               <Heatmap
                 values={values} nRows={r.nLayers} nCols={C} color={scale.color}
-                rowLabels={rowLabels} colLabels={cols} colIndex={(c) => (c === r.nCols ? 'all' : String(c))} rowTitle={rowTitle} colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
+                rowLabels={rowLabels} colLabels={cols} colIndex={r.columns === 'head' ? null : (c) => (c === r.nCols ? 'all' : String(c))} rowTitle={rowTitle} colTitle={r.columns === 'head' ? 'head' : 'position · token (clean/corrupted where they differ)'}
                 rowsUpward pinLastColumn cellWidth={{ min: 16, max: 56 }} cellHeight={30}
                 annotate={(c) => { const v = values[c.row * C + c.col]; return Math.abs(v) >= 0.095 ? v.toFixed(1) : null; }}
                 active={hover} onHover={(c) => { if (c) setHover(c); }}

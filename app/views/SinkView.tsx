@@ -146,7 +146,7 @@ export function SinkView() {
           {outdated && <StaleOverlay testId="sinks-stale" />}
           <Heatmap
             values={s.alpha0} nRows={L} nCols={H} color={alphaColor}
-            rowLabels={layerLabels} colLabels={headLabels} rowTitle={BLOCK_AXIS} colTitle="head"
+            rowLabels={layerLabels} colLabels={headLabels} colIndex={null} rowTitle={BLOCK_AXIS} colTitle="head"
             cellWidth={{ min: 40, max: 84 }} cellHeight={40}
             annotate={({ row, col }) => `${fixed(s.alpha0[row * H + col], 2)}\nk=${s.sinkPos[row * H + col]}`}
             active={hover} selected={selected ? { row: selected.layer, col: selected.head } : null}
