@@ -66,6 +66,8 @@ test('at 1024×768 and 1280×800 no view (heatmap, sinks, generation, norms, dos
   await page.getByTestId('sweep-doses').fill(Array.from({ length: 40 }, (_, i) => i - 20).join(','));
   await page.getByTestId('run-sweep').click();
   await expect(page.getByTestId('progress-detail')).toContainText(/[1-9]\d* of 200 forward passes/, { timeout: 60_000 });
+  // The view itself says the sweep runs and how far it got (trials watched ~40 s of a silent view).
+  await expect(page.getByTestId('sweep-running')).toContainText(/\d+ of 200 forward passes/);
   await expect(page.locator('progress')).toHaveCount(1);
   await expect(page.getByRole('button', { name: 'Cancel', exact: true })).toHaveCount(1);
   await page.getByTestId('cancel-job').click();

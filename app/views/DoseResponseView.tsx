@@ -64,6 +64,24 @@ function SweepForm() {
   );
 }
 
+/**
+ * While a sweep runs, the view says so and how far it got (the job's steps, which the worker reports
+ * after each forward pass): trials watched ~40 s of a view that said nothing, or showed the last
+ * sweep's charts as if current. Its Cancel is the progress line's (one bar and one Cancel per job).
+ */
+function SweepRunning({ previous }: { previous: boolean }) {
+  const running = useStore((s) => s.job?.kind === 'sweep');
+  const steps = useStore((s) => s.jobSteps);
+  if (!running) return null;
+  return (
+    <p className="running-note" role="status" data-testid="sweep-running">
+      <span className="spinner" aria-hidden="true" />
+      Running the sweep: {steps?.total ? `${steps.done} of ${steps.total} forward passes` : 'starting'}
+      {previous ? '; the charts below are the last sweep’s until it ends' : ''} (Cancel on the progress line above).
+    </p>
+  );
+}
+
 /** One chart of the sweep: a value against dose, one line per layer; points are clickable when `onPick` is given. */
 function SweepChart({ sw, value, yLabel, testId, svgRef, onPick, zero }: { sw: SweepDisplay; value: 'margin' | 'kl'; yLabel: string; testId: string; svgRef: React.RefObject<SVGSVGElement | null>; onPick?: (li: number, di: number) => void; zero: boolean }) {
   const r = sw.result;
@@ -108,6 +126,7 @@ export function DoseResponseView() {
     if (placed) setPicked({ ...placed, text: `${sw.type} ${r.doseKey === 'alpha' ? 'α' : 'θ'} = ${r.doses[di]} at ${r.hooks[li]} (all positions)` });
   };
   const key = r?.doseKey === 'alpha' ? 'α' : 'θ';
+  const running = useStore((s) => s.job?.kind === 'sweep');
   return (
     <section className="view" data-testid="dose-view">
       <header className="view-head">
@@ -119,6 +138,7 @@ export function DoseResponseView() {
         </p>
       </header>
       <SweepForm />
+      <SweepRunning previous={!!sw} />
       {sw && r ? (
         <>
           <div className="view-head">
@@ -152,7 +172,7 @@ export function DoseResponseView() {
             </p>
           )}
           {picked && pickedAt > 0 && <p className="note-ok" role="status" data-testid="sweep-picked" data-replaced={picked.replaced ? 'true' : 'false'}>{picked.replaced ? 'Replaced' : 'Added'} #{pickedAt}: {picked.text}, open in the editor.</p>}
-          <div className="view-body">
+          <div className={`view-body${running ? ' updating' : ''}`}>
             <div className={`figure${stale ? ' stale' : ''}`}>
               <h3>Margin Δ</h3>
               {stale && <StaleOverlay testId="sweep-stale" action="run the sweep again" />}
@@ -172,7 +192,7 @@ export function DoseResponseView() {
             </>
           )}
         </>
-      ) : <p className="placeholder">Pick a vector and run the sweep to see how the margin and the side effects grow with the dose, layer by layer.</p>}
+      ) : !running && <p className="placeholder">Pick a vector and run the sweep to see how the margin and the side effects grow with the dose, layer by layer.</p>}
     </section>
   );
 }
