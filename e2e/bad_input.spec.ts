@@ -117,6 +117,11 @@ test('broken model folders and an over-long prompt give clear messages, and the 
   await expect(page.getByText(/longer than the model's context/)).toHaveCount(1);
   await expect(page.getByTestId('prompt-note')).toBeHidden();
   await expect(page.getByTestId('good-unresolved')).toBeHidden();
+  // The prompt's tokens and the futures' tokens stay in view while the user shortens it.
+  await expect(page.getByTestId('token-511')).toBeAttached();
+  await expect(page.getByTestId('tokens-past-context')).toContainText(/\d+ more tokens past the model's 512-token context/);
+  await expect(page.getByTestId('good-resolved')).toBeVisible();
+  await expect(page.getByTestId('bad-resolved')).toBeVisible();
   expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(200);
   await expect(page.getByTestId('error-banner')).toBeInViewport({ ratio: 1 });
   await expect(page.getByTestId('margin-heatmap')).toBeVisible();

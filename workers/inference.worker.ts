@@ -188,13 +188,14 @@ const api: InferenceApi = {
 
   async tokenize(p: PromptInput) {
     const e = need();
-    const ids = e.encodePrompt(p);
-    return { ids, tokens: e.tokenStrings(ids) };
+    const ids = e.encodePrompt(p, { anyLength: true });
+    const tooLong = e.promptTooLong(ids.length);
+    return { ids, tokens: e.tokenStrings(ids), ...(tooLong ? { tooLong } : {}) };
   },
 
   async resolveFuture(p: PromptInput, f: FutureInput) {
     const e = need();
-    return e.resolveFuture(e.encodePrompt(p), f, p);
+    return e.resolveFuture(e.encodePrompt(p, { anyLength: true }), f, p);
   },
 
   async tokenStrings(ids: number[]) {

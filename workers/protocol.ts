@@ -200,11 +200,17 @@ export interface InferenceApi {
    * @throws Error saying why there is nothing to measure (float32 weights, GGUF, too large).
    */
   measureLogitError(): Promise<LogitError>;
-  /** Prompt → ids and display tokens. */
-  tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[] }>;
+  /**
+   * Prompt → ids and display tokens, for the token strip: a prompt longer than the model's context
+   * is tokenized all the same (the strip stays while the user shortens it), with `tooLong` the reason
+   * every run refuses it ("the prompt: 1202 tokens are longer than the model's context of 512 …").
+   * @throws Error for an empty prompt or a chat template that cannot be applied.
+   */
+  tokenize(p: PromptInput): Promise<{ ids: number[]; tokens: string[]; tooLong?: string }>;
   /**
    * One future as analyse() reads it after this prompt (text tokenized in context), without running
-   * the model: the futures editor shows its tokens while the user types.
+   * the model: the futures editor shows its tokens while the user types (also after a prompt longer
+   * than the context, which the prompt's own message names).
    * @throws Error for a prompt that does not tokenize, an empty future or an id outside the vocabulary.
    */
   resolveFuture(p: PromptInput, f: FutureInput): Promise<ResolvedFuture>;

@@ -62,17 +62,18 @@ let tokenizeTicket = 0;
 
 /**
  * Tokenizes the prompt for the token strip (no job, no banner: while typing, a prompt that does not
- * tokenize just leaves the strip empty with the reason).
- * @returns the reason when it failed, else null.
+ * tokenize just leaves the strip empty with the reason). A prompt longer than the context keeps its
+ * strip (the user sees where to cut) and returns the reason runs refuse it.
+ * @returns the reason when it failed or is too long, else null.
  */
 export async function tokenizePrompt(): Promise<string | null> {
   const s = useStore.getState();
   if (s.modelStatus !== 'ready') return null;
   const ticket = ++tokenizeTicket;
   try {
-    const t = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate }));
-    if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(t);
-    return null;
+    const { ids, tokens, tooLong } = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate }));
+    if (ticket === tokenizeTicket) useStore.getState().setPromptTokens({ ids, tokens });
+    return tooLong ?? null;
   } catch (e) {
     if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(null);
     return messageOf(e);

@@ -4,7 +4,7 @@ import type { FutureDraft } from '../store/experiment';
 import type { ResolvedFuture } from '../../workers/protocol';
 import { visibleToken } from '../lib/format';
 import { futureKey } from '../lib/futures';
-import { futureError } from '../lib/input_errors';
+import { errorPlace, futureError } from '../lib/input_errors';
 import { resolveFutures } from '../actions/analyse';
 
 /** The tokens a future resolved to; dimmed and marked while they are for an earlier text or prompt. */
@@ -28,8 +28,12 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
   const setFuture = useStore((s) => s.setFuture);
   const chips = useStore((s) => s.futureChips[which]);
   const key = useStore((s) => futureKey(s, s[which]));
+  const bannerWhy = useStore((s) => s.failure?.why ?? null);
   const set = (patch: Partial<FutureDraft>) => setFuture(which, { ...draft, ...patch });
   const stale = chips?.key !== key;
+  // Its own error, said once: under the field, or only in the banner once Analyse failed with it (the field is outlined then).
+  const error = chips && 'error' in chips && !stale ? futureError(chips.error) : null;
+  const place = errorPlace(error, bannerWhy);
   return (
     <div className={`future future-${which}`}>
       <label htmlFor={`future-${which}`}>{title}</label>
@@ -40,14 +44,16 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
         onChange={(e) => set({ value: e.target.value })}
         spellCheck={false}
         placeholder={draft.mode === 'text' ? ' Tom| Tommy' : '274 287 | 317'}
+        aria-invalid={error ? true : undefined}
+        className={place === 'banner' ? 'invalid' : undefined}
+        title={place === 'banner' ? error ?? undefined : undefined}
       />
       <select aria-label={`${title} written as`} data-testid={`${which}-mode`} value={draft.mode} onChange={(e) => set({ mode: e.target.value as FutureDraft['mode'] })}>
         <option value="text">text</option>
         <option value="ids">token ids</option>
       </select>
-      {chips && ('resolved' in chips
-        ? <Resolved f={chips.resolved} stale={stale} testId={`${which}-resolved`} />
-        : !stale && futureError(chips.error) && <span className="resolved note" data-testid={`${which}-unresolved`}>{chips.error}</span>)}
+      {chips && 'resolved' in chips && <Resolved f={chips.resolved} stale={stale} testId={`${which}-resolved`} />}
+      {place === 'note' && <span className="resolved note" data-testid={`${which}-unresolved`}>{error}</span>}
     </div>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { useStore } from '../store';
 import { tokenizePrompt } from '../actions/analyse';
-import { promptErrorPlace } from '../lib/input_errors';
+import { errorPlace } from '../lib/input_errors';
 
 /** The prompt text and the chat-template toggle (off and explained when the tokenizer has no template). */
 export function PromptEditor() {
@@ -27,7 +27,7 @@ export function PromptEditor() {
         <input type="checkbox" data-testid="chat-template" checked={chatTemplate} disabled={!hasTemplate} onChange={(e) => setChatTemplate(e.target.checked)} />
         Chat template
       </label>
-      {promptErrorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
+      {errorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
     </div>
   );
 }

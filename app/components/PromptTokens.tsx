@@ -8,7 +8,8 @@ import { TokenStrip } from './TokenStrip';
  * The experiment panel's prompt tokens: the strip with the position under the pointer highlighted,
  * the tokens the enabled interventions steer marked, and the selection to steer. Its own component
  * so that hovering a view (the focus position) or a token selection re-renders this strip only,
- * not the whole workbench.
+ * not the whole workbench. A prompt longer than the model's context keeps its strip (trials saw it
+ * vanish with the error): the tokens that fit, and how many more lie past the context.
  */
 export function PromptTokens() {
   const tokens = useStore((s) => s.promptTokens);
@@ -16,12 +17,20 @@ export function PromptTokens() {
   const interventions = useStore((s) => s.interventions);
   const selection = useStore((s) => s.tokenSelection);
   const setTokenSelection = useStore((s) => s.setTokenSelection);
-  const marks = useMemo(() => (tokens ? promptMarks(appliedInterventions(interventions), tokens.ids.length) : []), [tokens, interventions]);
-  if (!tokens) return null;
+  const context = useStore((s) => s.info?.contextLength ?? Infinity);
+  const shown = useMemo(() => (tokens && tokens.ids.length > context ? { ids: tokens.ids.slice(0, context), tokens: tokens.tokens.slice(0, context) } : tokens), [tokens, context]);
+  const marks = useMemo(() => (shown ? promptMarks(appliedInterventions(interventions), shown.ids.length) : []), [shown, interventions]);
+  if (!tokens || !shown) return null;
+  const past = tokens.ids.length - shown.ids.length;
   return (
     <div>
       <h3 className="strip-title">Prompt tokens <span className="muted">({tokens.ids.length}; drag or shift-click to select tokens to steer)</span></h3>
-      <TokenStrip tokens={tokens.tokens} ids={tokens.ids} highlight={focus} marks={marks} selection={selection} onSelect={setTokenSelection} />
+      <TokenStrip tokens={shown.tokens} ids={shown.ids} highlight={focus} marks={marks} selection={selection} onSelect={setTokenSelection} />
+      {past > 0 && (
+        <p className="note strip-past" data-testid="tokens-past-context">
+          … and {past} more token{past === 1 ? '' : 's'} past the model&apos;s {context}-token context: shorten the prompt by at least {past} token{past === 1 ? '' : 's'} to run it.
+        </p>
+      )}
     </div>
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { futureError, isPromptError, promptErrorPlace } from '../../app/lib/input_errors';
+import { futureError, isPromptError, errorPlace } from '../../app/lib/input_errors';
 import { contextMessage } from '../../workers/engine/model/transformer';
 
 // The engine's own wording (engine.ts), so a change of wording there fails here.
@@ -18,9 +18,9 @@ describe('a too-long prompt is named once (trials saw it in the banner, under th
   });
 
   it('under the prompt while typing; in the banner (only) once Analyse or Generate failed with it; under the prompt again when the banner is closed', () => {
-    expect(promptErrorPlace(TOO_LONG, null)).toBe('note');
-    expect(promptErrorPlace(TOO_LONG, TOO_LONG)).toBe('banner');
-    expect(promptErrorPlace(TOO_LONG, 'another job failed')).toBe('note');
-    expect(promptErrorPlace(null, TOO_LONG)).toBeNull();
+    expect(errorPlace(TOO_LONG, null)).toBe('note');
+    expect(errorPlace(TOO_LONG, TOO_LONG)).toBe('banner');
+    expect(errorPlace(TOO_LONG, 'another job failed')).toBe('note');
+    expect(errorPlace(null, TOO_LONG)).toBeNull();
   });
 });

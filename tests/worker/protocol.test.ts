@@ -7,6 +7,7 @@ import { defaultRepos, startMockHub, type MockHub } from '../../tools/mock-hub';
 import { MemoryCacheStorage } from '../io/memory_cache';
 import { F32_TOL, logSoftmax, maxDiff, realModel } from '../reference_math';
 import { inProcessWorker, type Posted } from './in_process';
+import { contextMessage } from '../../workers/engine/model/transformer';
 
 /**
  * The worker protocol (workers/protocol.ts InferenceApi) through Comlink over a MessageChannel:
@@ -79,6 +80,17 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
     await expect(api.resolveFuture({ prompt: A.prompt }, { ids: [[9999]] })).rejects.toThrow('token id 9999 is outside the vocabulary [0, 512)');
     await api.analyse({ prompt: A.prompt, good: { ids: [[383]] }, bad: { ids: [[432]] } });
     expect(await api.tokenStrings([383, 432])).toEqual([' there', ',']);
+  });
+
+  it('a prompt longer than the context still tokenizes for the strip (with the reason runs refuse it), and its futures resolve; analyse refuses it', async () => {
+    const long = { prompt: `${B.prompt} `.repeat(Math.ceil(600 / B.n_prompt)) };
+    const t = await api.tokenize(long);
+    expect(t.ids.length).toBeGreaterThan(512);
+    expect(t.tokens).toHaveLength(t.ids.length);
+    expect(t.tooLong).toBe(`the prompt: ${contextMessage(t.ids.length, 512, 512)}; shorten it`);
+    expect((await api.tokenize({ prompt: B.prompt })).tooLong).toBeUndefined();
+    expect((await api.resolveFuture(long, { ids: [[383]] })).firstIds).toEqual([383]);
+    await expect(api.analyse({ ...long, good: { ids: [[383]] }, bad: { ids: [[432]] } })).rejects.toThrow(t.tooLong!);
   });
 
   it('analyse: typed arrays arrive with reference values; their buffers were transferred (detached in the worker)', async () => {

@@ -183,16 +183,24 @@ export class Engine {
   /**
    * Prompt → ids, with the tokenizer's special tokens (BOS where the model uses one), or through
    * the chat template as one user turn with the generation prompt.
+   * @param opts.anyLength tokenize a prompt longer than the context too (for display: the token
+   *   strip and the futures' tokens while the user shortens it; promptTooLong says why runs refuse it).
    * @throws Error when the chat template is asked for but the tokenizer has none, or the prompt is
-   *   empty or longer than the context (max_position_embeddings).
+   *   empty or (unless anyLength) longer than the context (max_position_embeddings).
    */
-  encodePrompt(p: PromptInput): number[] {
+  encodePrompt(p: PromptInput, opts: { anyLength?: boolean } = {}): number[] {
     if (typeof p.prompt !== 'string' || p.prompt.length === 0) throw new Error('the prompt is empty: type some text');
     const { text, special } = this.promptText(p);
     const ids = this.tokenizer.encode(text, { add_special_tokens: special });
     if (ids.length === 0) throw new Error('the prompt is empty: type some text');
-    if (ids.length > this.model.contextLength) throw new Error(`the prompt: ${contextMessage(ids.length, this.spec.nCtx, this.model.contextLength)}; shorten it`);
+    const tooLong = this.promptTooLong(ids.length);
+    if (tooLong && !opts.anyLength) throw new Error(tooLong);
     return ids;
+  }
+
+  /** Why a prompt of `n` tokens cannot run ("the prompt: n tokens are longer than the model's context …; shorten it"), or null when it fits. */
+  promptTooLong(n: number): string | null {
+    return n > this.model.contextLength ? `the prompt: ${contextMessage(n, this.spec.nCtx, this.model.contextLength)}; shorten it` : null;
   }
 
   /**
