@@ -77,6 +77,10 @@ describe('locating the first non-finite activation (stories260K, 11 prompt token
     const s = await locateNonFinite(e.model, ids, T, [at('ln_final.hook_normalized', Array(64).fill(1), 3e38, 4)]);
     expect(s).toMatchObject({ hook: 'logits', layer: null, position: 4 });
     expect(Number.isFinite(s.value)).toBe(false);
+    // At position 0 the first non-finite logit is index 0 of the [T, d_vocab] logits: position 0, its own value.
+    const s0 = await locateNonFinite(e.model, ids, T, [at('ln_final.hook_normalized', Array(64).fill(1), 3e38, 0)]);
+    expect(s0).toMatchObject({ hook: 'logits', layer: null, position: 0 });
+    expect(Number.isFinite(s0.value)).toBe(false);
   });
 
   it('assertFiniteRun: returns for finite values; refuses a non-finite one (also at index 0) with the site and its token', async () => {

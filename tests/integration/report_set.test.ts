@@ -49,12 +49,15 @@ describe('decision-point report over a prompt set', () => {
       const n = r.prompts[i];
       expect(n.finalSign).toBe(n.lensLast[5] >= 0 ? 1 : -1);
       expect(n.visibleLayer).toBe(firstStable(n.lensLast.map((x) => x * n.finalSign), 0.1));
+      const a = await e.analyse({ prompt: p.clean, ...futures }); // final-layer margins per position: golden-checked in analyse_reference
+      expect(n.visibleToken).toBe(firstStable(Array.from(a.finalMargin, (x) => x * n.finalSign), 0.1));
       const g = await patchingGrid(e, { ...p, ...futures, hook: 'resid_pre' });
       const rows = Array.from({ length: 5 }, (_, l) => Array.from(g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols)));
       expect(n.maxRecovery).toEqual(rows.map((row) => Math.max(...row)));
       expect(n.causalLayer).toBe(firstAtHalf(n.maxRecovery!));
       if (n.causalLayer !== null) expect(n.causalPositions).toEqual(rows[n.causalLayer].flatMap((x, t) => (x >= 0.5 ? [t] : [])));
     }
+    expect(r.prompts.some((n) => n.visibleToken !== null)).toBe(true); // a prompt whose rule names a position
     const aligned = r.prompts.map((n) => n.lensLast.map((x) => x * n.finalSign));
     const recov = r.prompts.map((n) => n.maxRecovery!);
     r.visible.curve.forEach((v, l) => expect(v).toBeCloseTo(meanOf(aligned)[l], 12));
