@@ -101,6 +101,10 @@ describe('probes per layer (Alain & Bengio; Hewitt & Liang control)', () => {
       expect(r.bestAccuracy).toBeLessThan(0.95);
       expect(r.firstLayer95).toBe(r.accuracy.findIndex((a) => a >= 0.95 * r.bestAccuracy));
       expect(r.firstLayer95).toBeGreaterThanOrEqual(0);
+      for (const per of [r.accuracy, r.auroc, r.controlAccuracy, r.controlAuroc]) { // one number in [0, 1] per row
+        expect(per).toHaveLength(acts.length);
+        per.forEach((x) => expect(x >= 0 && x <= 1).toBe(true));
+      }
     }
   });
 });
