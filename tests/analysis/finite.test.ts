@@ -70,6 +70,15 @@ describe('locating the first non-finite activation (stories260K, 11 prompt token
     expect(await locateNonFinite(e.model, ids, T, [at('blocks.0.hook_resid_post', unit(64, 63), -1e39, 10)])).toEqual({ hook: 'blocks.0.hook_resid_post', layer: 0, position: 10, value: -Infinity });
   });
 
+  it('the fine scan reads the bad block only: an earlier non-finite value overwritten before its block\'s resid_post is not named', async () => {
+    load();
+    // block 1: hook_attn_out overflows at position 2, and a patch of blocks.1.hook_resid_mid puts the clean run's finite row back
+    const clean = await e.run(ids, { capture: ['blocks.1.hook_resid_mid'], logits: 'last' });
+    const repair = { hook: 'blocks.1.hook_resid_mid', op: { kind: 'patch' as const, replacement: clean.captured.get('blocks.1.hook_resid_mid')! }, positions: [2] };
+    const ivs = [at('blocks.1.hook_attn_out', unit(64, 5), 1e39, 2), repair, at('blocks.3.hook_mlp_out', unit(64, 9), -1e39, 6)];
+    expect(await locateNonFinite(e.model, ids, T, ivs)).toEqual({ hook: 'blocks.3.hook_mlp_out', layer: 3, position: 6, value: -Infinity });
+  });
+
   it('after the last block: the final norm, then the logits (every activation finite, W_U overflows)', async () => {
     load();
     expect(await locateNonFinite(e.model, ids, T, [at('ln_final.hook_normalized', unit(64, 7), 1e39, 4)])).toEqual({ hook: 'ln_final.hook_normalized', layer: null, position: 4, value: Infinity });
