@@ -92,6 +92,10 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     // one unit with the estimate: continuations, the tokens scored, then (after the first few) the time left
     await expect(page.getByTestId('progress-detail')).toContainText(new RegExp(`of ${N * 2 * 32} continuations · \\d+ of ${N} tokens scored · (about \\d+ s|about \\d+ min|under a second) left`), { timeout: 60_000 });
     await page.getByTestId('progress').screenshot({ path: `${SHOTS}/branches-fork-eta.png` });
+    // Cancel lies whole inside the line and the window (a trial found it past the right edge at 1440 px)
+    const [line, cancel] = await Promise.all([page.getByTestId('progress').boundingBox(), page.getByTestId('cancel-job').boundingBox()]);
+    expect(cancel!.x + cancel!.width, 'Cancel inside the progress line').toBeLessThanOrEqual(line!.x + line!.width);
+    expect(cancel!.x + cancel!.width, 'Cancel inside the window').toBeLessThanOrEqual(page.viewportSize()!.width);
     await page.getByTestId('cancel-job').click();
     await settled(page);
     await expect(page.getByTestId('fork-cancelled')).toContainText(new RegExp(`Cancelled: \\d+ of ${N} tokens scored`));

@@ -58,7 +58,7 @@ export function Progress() {
     <div className="progress" role="status" data-testid="progress" data-job={job.kind}>
       <span className="spinner" aria-hidden="true" />
       <strong>{job.label}</strong>
-      {detail && <span data-testid="progress-detail">{detail}</span>}
+      {detail && <span className="detail" data-testid="progress-detail" title={detail}>{detail}</span>}
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
