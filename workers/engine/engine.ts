@@ -25,6 +25,7 @@ import { seededRandom } from './analysis/sampling';
 import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
 import { assertFiniteRun, firstNonFinite, NonFiniteError } from './analysis/finite';
 import { warmUpGeneration } from './model/warm_up';
+import { firstTokenWarning } from './analysis/future_overlap';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -244,6 +245,12 @@ export class Engine {
     return out;
   }
 
+  /** promptWarnings, then a warning when the futures' first tokens overlap (analysis/future_overlap.ts). */
+  private analysisWarnings(p: PromptInput, good: ResolvedFuture, bad: ResolvedFuture): string[] {
+    const overlap = firstTokenWarning(good.firstIds, bad.firstIds, (id) => this.tokenizer.decode([id], { skip_special_tokens: false }));
+    return overlap ? [...this.promptWarnings(p), overlap] : this.promptWarnings(p);
+  }
+
   /** Display string of each token, leading spaces kept (decode of the prefix difference). */
   tokenStrings(ids: readonly number[], prefix: readonly number[] = []): string[] {
     return ids.map(this.tokenStream(prefix));
@@ -377,7 +384,7 @@ export class Engine {
       // The KV cache now holds the prompt: each branch continues from it.
       const sequenceMargin = (await this.sequenceLogProb(firstLp, ids, good, interventions)) - (await this.sequenceLogProb(firstLp, ids, bad, interventions));
       return {
-        warnings: this.promptWarnings(req),
+        warnings: this.analysisWarnings(req, good, bad),
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
         lensHandle, residNorms: norms, massive, sinks,

@@ -28,6 +28,7 @@ import { logSumExp, rowMargin } from './margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { forwardSpan, PrefixCache } from '../model/kv_prefix';
+import { sameFirstTokens } from './future_overlap';
 
 /** Hooks a patching grid can sweep, with the block hook each stands for. */
 export const PATCH_HOOKS = {
@@ -114,7 +115,7 @@ interface Cell { layer: number; col: number; iv: Intervention; from: number }
  * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
  * @param signal checked between runs; when aborted the job throws signal.reason.
  * @throws Error for prompts of different token lengths (both lengths named), equal clean and
- *   corrupted margins (r undefined), an unknown hook, a bad future, a prompt too long, or an
+ *   corrupted margins (r undefined; futures with the same first tokens named as the cause), an unknown hook, a bad future, a prompt too long, or an
  *   `only` cell outside the grid.
  */
 export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: PatchingProgress) => void, signal?: AbortSignal): Promise<PatchingResult> {
@@ -166,6 +167,9 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   const runMargin = await margin(ref.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
   const [cleanMargin, corruptMargin] = direction === 'denoise' ? [srcMargin, runMargin] : [runMargin, srcMargin];
   if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
+    if (metric === 'final' && sameFirstTokens(good.firstIds, bad.firstIds)) {
+      throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric`);
+    }
     throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
   }
 

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { firstTokenWarning, sameFirstTokens, sharedFirstIds } from '../../workers/engine/analysis/future_overlap';
+import { patchingGrid } from '../../workers/engine/analysis/patching';
+import { sharedPath } from '../shared';
+
+/**
+ * Futures whose first tokens coincide (a trial: " dog" vs " door", both "·do" + …): the first-token
+ * margin (DESIGN.md §3) is 0 by definition, so the analysis says why instead of drawing a blank map.
+ */
+describe('first-token overlap of two futures', () => {
+  it('shared ids, same set, and the warning text in closed form', () => {
+    expect(sharedFirstIds([5, 3, 9], [9, 1, 3])).toEqual([3, 9]);
+    expect(sharedFirstIds([1, 2], [3])).toEqual([]);
+    expect(sameFirstTokens([4], [4])).toBe(true);
+    expect(sameFirstTokens([4, 7], [7, 4, 4])).toBe(true);
+    expect(sameFirstTokens([4, 7], [4])).toBe(false);
+    expect(sameFirstTokens([4], [5])).toBe(false);
+    const t = (id: number) => ` t${id}`;
+    expect(firstTokenWarning([1], [2], t)).toBeNull();
+    expect(firstTokenWarning([8], [8], t)).toBe('both futures start with " t8" (id 8): the margin compares first tokens only, so Δ is 0 at every layer and position; the sequence margin still compares the whole futures — or choose futures whose first tokens differ');
+    expect(firstTokenWarning([8, 2], [8, 5], t)).toBe('the futures share the first token " t8" (id 8): Δ counts it on both sides, which pulls it toward 0; make the two sets\' first tokens disjoint');
+    expect(firstTokenWarning([8, 2, 5], [8, 5], t)).toContain('share the first tokens " t5" (id 5), " t8" (id 8): Δ counts them');
+  });
+
+  describe('on stories260K', () => {
+    let e: Engine;
+    beforeAll(async () => {
+      e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
+    }, 120_000);
+    afterAll(() => e.dispose());
+
+    it('" dog" vs " door": the lens margin is 0 everywhere, the analysis warns and names the token, the sequence margin is not 0; distinct futures carry no such warning', async () => {
+      const prompt = 'Lily saw a big';
+      const a = await e.analyse({ prompt, good: { text: ' dog' }, bad: { text: ' door' } });
+      expect(a.good.firstIds).toEqual(a.bad.firstIds);
+      expect(a.good.sequences[0].length + a.bad.sequences[0].length).toBeGreaterThan(2);
+      expect([...a.lensMargin].every((d) => d === 0)).toBe(true);
+      expect(a.sequenceMargin).not.toBe(0);
+      const w = a.warnings!.find((x) => x.startsWith('both futures start with'));
+      expect(w).toContain(`(id ${a.good.firstIds[0]})`);
+      const other = await e.analyse({ prompt, good: { text: ' dog' }, bad: { text: ' cat' } });
+      expect(other.good.firstIds).not.toEqual(other.bad.firstIds);
+      expect(other.warnings ?? []).not.toContainEqual(expect.stringContaining('first token'));
+    }, 120_000);
+
+    it('patching with such futures names them as the cause, not the corruption', async () => {
+      await expect(patchingGrid(e, { clean: 'Lily and Tom went to the park. Lily gave the ball to', corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' dog' }, bad: { text: ' door' }, hook: 'resid_pre' }))
+        .rejects.toThrow('both futures start with the same token');
+    }, 120_000);
+  });
+});
