@@ -1,12 +1,19 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import type { Job } from '../store/ui';
+import type { LoadProgress } from '../../workers/protocol';
 import { cancelRunning, dropQueued } from '../actions/job';
 import { bytes } from '../lib/format';
 import { duration, nextEta, type EtaState } from '../lib/time_left';
 
 /** What a job's steps count, where it counts them. */
 const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
+
+/** What a load is doing, by its stage (a trial read "Loading stories260K ready" while the load went on). */
+const LOAD_STAGES: Record<LoadProgress['stage'], string> = {
+  config: 'reading the config', weights: 'weights', upload: 'uploading the weights', tokenizer: 'tokenizer',
+  kernels: 'compiling GPU kernels', ready: 'weights and tokenizer loaded · starting the engine',
+};
 
 /** The running job: what it is, how far it got (bytes while loading, tokens while generating, steps of a sweep or a vector), Cancel where possible, and what is queued behind it. */
 export function Progress() {
@@ -28,7 +35,7 @@ export function Progress() {
   let detail = '';
   let fraction: number | null = null;
   if (job.kind === 'load' && load) {
-    detail = load.stage === 'kernels' ? 'compiling GPU kernels' : load.stage;
+    detail = LOAD_STAGES[load.stage];
     if (load.loaded !== undefined) {
       detail += load.total ? ` · ${bytes(load.loaded)} of ${bytes(load.total)}` : ` · ${bytes(load.loaded)}`;
       if (load.total) fraction = load.loaded / load.total;
