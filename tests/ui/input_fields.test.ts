@@ -7,8 +7,8 @@
  * twice, and the strip and future chips vanish with a too-long prompt.
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 import type { ModelInfo } from '../../workers/protocol';
 
 vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
@@ -17,22 +17,9 @@ const { FuturesEditor } = await import('../../app/components/FuturesEditor');
 const { PromptTokens } = await import('../../app/components/PromptTokens');
 const { futureKey } = await import('../../app/lib/futures');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
-const $ = (id: string) => host.querySelector(`[data-testid="${id}"]`);
+const $ = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 // The engine's wording (engine.ts resolveFuture).
 const EMPTY = 'each future needs at least one token (text, or token ids)';
 
@@ -45,14 +32,14 @@ describe('an empty future is named once', () => {
       s.setFuture('bad', bad);
       s.setFutureChips({ good: { key: futureKey(s, s.good), resolved }, bad: { key: futureKey(s, bad), error: EMPTY } });
     });
-    act(() => root.render(createElement(FuturesEditor)));
+    act(() => dom.root.render(createElement(FuturesEditor)));
     expect($('bad-unresolved')?.textContent).toBe(EMPTY);
     expect($('good-resolved')).not.toBeNull();
     expect($('bad-future')?.getAttribute('aria-invalid')).toBe('true');
 
     act(() => s.setFailure({ what: 'Could not analyse the prompt', why: EMPTY }));
     expect($('bad-unresolved')).toBeNull();
-    expect(host.textContent).not.toContain(EMPTY);
+    expect(dom.host.textContent).not.toContain(EMPTY);
     expect($('bad-future')?.classList.contains('invalid')).toBe(true);
     expect($('bad-future')?.getAttribute('title')).toBe(EMPTY);
     expect($('good-future')?.classList.contains('invalid')).toBe(false);
@@ -71,11 +58,11 @@ describe('a prompt longer than the context keeps its token strip', () => {
       info: { contextLength: 512 } as ModelInfo,
       promptTokens: { ids: Array.from({ length: n }, (_, i) => 100 + (i % 50)), tokens: Array.from({ length: n }, (_, i) => ` t${i}`) },
     }));
-    act(() => root.render(createElement(PromptTokens)));
+    act(() => dom.root.render(createElement(PromptTokens)));
     expect($('token-strip')?.querySelectorAll('li')).toHaveLength(512);
     expect($('token-511')).not.toBeNull();
     expect($('token-512')).toBeNull();
-    expect(host.querySelector('.strip-title')?.textContent).toContain(`(${n};`);
+    expect(dom.host.querySelector('.strip-title')?.textContent).toContain(`(${n};`);
     expect($('tokens-past-context')?.textContent).toContain(`${n - 512} more tokens past the model's 512-token context`);
     // A prompt that fits has no such line.
     act(() => useStore.setState({ promptTokens: { ids: [1, 2], tokens: ['<s>', ' a'] } }));

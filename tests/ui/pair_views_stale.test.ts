@@ -8,8 +8,8 @@
  * canvas heatmap and the report's SVG are stubbed (happy-dom draws no canvas).
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 import type { PatchingResult, ReportResult } from '../../workers/protocol';
 import type { InterventionDraft } from '../../app/store/steering';
 
@@ -24,20 +24,8 @@ const { PatchingView } = await import('../../app/views/PatchingView');
 const { ReportView } = await import('../../app/views/ReportView');
 const { windowApplied } = await import('../../app/actions/window');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
 const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
 const F32 = 'stories260K · float32 · WebGPU', Q8 = 'stories260K · Q8_0 · CPU';
 const CLEAN = 'The cat sat on the mat. The dog sat on the', CORRUPT = 'The cat sat on the dog. The dog sat on the';
@@ -71,13 +59,13 @@ function setUp() {
     probeSettings: { ...initial.probeSettings, positive: 'a\nb', negative: 'c\nd' },
   });
 }
-const q = (id: string) => host.querySelector(`[data-testid="${id}"]`);
+const q = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 
 describe('a stale patching grid', () => {
   beforeEach(() => {
     setUp();
     useStore.getState().setPatching({ result: grid, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, good: MAT, bad: DOG });
-    act(() => root.render(createElement(PatchingView)));
+    act(() => dom.root.render(createElement(PatchingView)));
   });
 
   it('up to date: no stale line, the heatmap not dimmed', () => {
@@ -124,7 +112,7 @@ describe('a stale decision-point report', () => {
       result: report, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, good: MAT, bad: DOG,
       steering: 'add at blocks.1.hook_resid_post', windowSteering: windowApplied(list, null), scoreLabel: 'mean margin over all 12 steps', setSource: null,
     });
-    act(() => root.render(createElement(ReportView)));
+    act(() => dom.root.render(createElement(ReportView)));
   });
 
   it('up to date: no stale line, the answers and figure not dimmed', () => {

@@ -7,8 +7,8 @@
  * by token positions. Store and DOM only.
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 
 vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
 
@@ -16,20 +16,7 @@ const { useStore } = await import('../../app/store');
 const { Progress } = await import('../../app/components/Progress');
 const { forkSteps } = await import('../../app/lib/fork_estimate');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
 describe('the fork-points progress line', () => {
   afterEach(() => vi.useRealTimers());
@@ -39,8 +26,8 @@ describe('the fork-points progress line', () => {
     const at = (p: { done: number; scored: number; tokens: number }) => act(() => useStore.getState().setJobSteps(forkSteps({ ...p, total: 176, positions: 22, tokensTotal: 5608 }, true)));
     act(() => useStore.getState().setJob({ kind: 'forks', label: 'Finding fork points', startedAt: performance.now(), cancellable: true }));
     at({ done: 1, scored: 0, tokens: 64 });
-    act(() => root.render(createElement(Progress)));
-    const detail = () => host.querySelector('[data-testid="progress-detail"]')!.textContent;
+    act(() => dom.root.render(createElement(Progress)));
+    const detail = () => dom.host.querySelector('[data-testid="progress-detail"]')!.textContent;
     expect(detail()).toBe('1 of 176 continuations · 0 of 22 near-tie tokens scored');
     // the first 3 continuations (64 token positions each) take 6 s: the warm-up, no time left yet
     act(() => vi.advanceTimersByTime(6000));
@@ -50,11 +37,11 @@ describe('the fork-points progress line', () => {
     act(() => vi.advanceTimersByTime(3000));
     at({ done: 6, scored: 0, tokens: 381 });
     expect(detail()).toBe('6 of 176 continuations · 0 of 22 near-tie tokens scored · about 83 s left');
-    expect(Number(host.querySelector('progress')!.getAttribute('value'))).toBeCloseTo(381 / 5608, 6);
+    expect(Number(dom.host.querySelector('progress')!.getAttribute('value'))).toBeCloseTo(381 / 5608, 6);
     // a second later the countdown goes on (a re-estimate within the noise does not raise it)
     act(() => vi.advanceTimersByTime(1000));
     at({ done: 7, scored: 0, tokens: 443 });
     expect(detail()).toMatch(/· about 8[0-2] s left$/);
-    expect(host.querySelector('[data-testid="progress-waiting"]')!.textContent).toBe('Other actions wait; Analyse queues.');
+    expect(dom.host.querySelector('[data-testid="progress-waiting"]')!.textContent).toBe('Other actions wait; Analyse queues.');
   });
 });

@@ -4,34 +4,21 @@
  * "Loading stories260K ready" for seconds while the load went on). Store and DOM only.
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 
 vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
 
 const { useStore } = await import('../../app/store');
 const { Progress } = await import('../../app/components/Progress');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
 it('each load stage in words; the weights with bytes and the time left; never the bare word "ready"', () => {
   act(() => useStore.getState().setJob({ kind: 'load', label: 'Loading stories260K', startedAt: performance.now(), cancellable: true }));
   act(() => useStore.getState().loadProgressed({ stage: 'config' }));
-  act(() => root.render(createElement(Progress)));
-  const detail = () => host.querySelector('[data-testid="progress-detail"]')!.textContent;
+  act(() => dom.root.render(createElement(Progress)));
+  const detail = () => dom.host.querySelector('[data-testid="progress-detail"]')!.textContent;
   expect(detail()).toBe('reading the config');
   act(() => useStore.getState().loadProgressed({ stage: 'weights', loaded: 512 * 1024, total: 1024 * 1024, etaSeconds: 2.2 }));
   expect(detail()).toMatch(/^weights · .+ of .+ · 3 s left$/);

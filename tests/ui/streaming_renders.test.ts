@@ -7,8 +7,8 @@
  * identity only; speed is measured in bench/ui_longtasks.ts.
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 import type { TokenEvent } from '../../workers/protocol';
 
 const renders = vi.hoisted(() => ({ promptEditor: 0 }));
@@ -22,20 +22,7 @@ const { useStore } = await import('../../app/store');
 const { App } = await import('../../app/App');
 const { GenerationView } = await import('../../app/views/GenerationView');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
 const token = (step: number): TokenEvent => ({ step, id: 100 + step, token: ` t${step}`, margin: step % 2 ? 0.5 : -0.25, logProb: -1.5 });
 /** What generate() does in the store for a run of `n` tokens delivered in frames of `perFrame`. */
@@ -50,7 +37,7 @@ describe('the workbench does not re-render on store changes it does not draw', (
   it('a job starting and ending, streamed tokens and a hover leave App (and its other children) alone', async () => {
     useStore.setState({ modelStatus: 'ready', modelLabel: 'stories260K' });
     // Async: what the panels start on mount (the cached-model list) settles inside act.
-    await act(async () => root.render(createElement(App)));
+    await act(async () => dom.root.render(createElement(App)));
     const afterMount = renders.promptEditor;
     expect(afterMount).toBeGreaterThan(0);
     streamTokens(6, 2);
@@ -60,31 +47,31 @@ describe('the workbench does not re-render on store changes it does not draw', (
     // …but App does re-render for what it draws: the active tab.
     act(() => useStore.getState().setView('generation'));
     expect(renders.promptEditor).toBe(afterMount + 1);
-    expect(host.querySelector('[data-testid="generation-view"]')).not.toBeNull();
+    expect(dom.host.querySelector('[data-testid="generation-view"]')).not.toBeNull();
   });
 });
 
 describe('Generation view while tokens stream', () => {
   it('shows the margin curve and holds the (hidden) output before the first generation, and keeps those elements as the tokens arrive', () => {
     act(() => useStore.getState().setGeneration({ maxNewTokens: 16 }));
-    act(() => root.render(createElement(GenerationView)));
-    const curve = host.querySelector('svg[data-testid="margin-curve"]');
+    act(() => dom.root.render(createElement(GenerationView)));
+    const curve = dom.host.querySelector('svg[data-testid="margin-curve"]');
     expect(curve).not.toBeNull();
     expect(curve!.querySelectorAll('circle')).toHaveLength(0);
-    expect(host.querySelector('.placeholder')?.textContent).toContain('Generate');
-    const output = host.querySelector('[data-testid="generation-output"]');
-    const strip = host.querySelector('ol.generated-tokens');
+    expect(dom.host.querySelector('.placeholder')?.textContent).toContain('Generate');
+    const output = dom.host.querySelector('[data-testid="generation-output"]');
+    const strip = dom.host.querySelector('ol.generated-tokens');
     expect(output?.closest('[hidden]')).not.toBeNull();
     expect(strip?.children).toHaveLength(0);
     streamTokens(5, 2);
-    expect(host.querySelector('svg[data-testid="margin-curve"]')).toBe(curve);
-    expect(host.querySelector('[data-testid="generation-output"]')).toBe(output);
-    expect(host.querySelector('ol.generated-tokens')).toBe(strip);
+    expect(dom.host.querySelector('svg[data-testid="margin-curve"]')).toBe(curve);
+    expect(dom.host.querySelector('[data-testid="generation-output"]')).toBe(output);
+    expect(dom.host.querySelector('ol.generated-tokens')).toBe(strip);
     expect(output!.closest('[hidden]')).toBeNull();
-    expect(host.querySelector('[data-testid="generation-stop"]')?.textContent).toBe('5 of 5 tokens…');
+    expect(dom.host.querySelector('[data-testid="generation-stop"]')?.textContent).toBe('5 of 5 tokens…');
     expect([...curve!.querySelectorAll('circle')].map((c) => Number(c.getAttribute('data-y')))).toEqual([0, 1, 2, 3, 4].map((i) => token(i).margin));
-    expect([...host.querySelectorAll('[data-testid="generated-token"]')].map((li) => Number(li.getAttribute('data-id')))).toEqual([100, 101, 102, 103, 104]);
-    expect(host.querySelector('[data-testid="generated-text"]')?.textContent).toBe(' t0 t1 t2 t3 t4');
-    expect(host.querySelector('.placeholder')).toBeNull();
+    expect([...dom.host.querySelectorAll('[data-testid="generated-token"]')].map((li) => Number(li.getAttribute('data-id')))).toEqual([100, 101, 102, 103, 104]);
+    expect(dom.host.querySelector('[data-testid="generated-text"]')?.textContent).toBe(' t0 t1 t2 t3 t4');
+    expect(dom.host.querySelector('.placeholder')).toBeNull();
   });
 });

@@ -6,50 +6,37 @@
  * while another job runs.
  */
 import { act, createElement } from 'react';
-import { createRoot, type Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
 
 vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
 const { useStore } = await import('../../app/store');
 const { DoseResponseView } = await import('../../app/views/DoseResponseView');
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-const initial = useStore.getState();
-let root: Root;
-let host: HTMLElement;
-beforeEach(() => {
-  useStore.setState(initial, true);
-  host = document.createElement('div');
-  document.body.append(host);
-  root = createRoot(host);
-});
-afterEach(() => {
-  act(() => root.unmount());
-  host.remove();
-});
+const dom = domPerTest(useStore);
 
-const $ = (id: string) => host.querySelector(`[data-testid="${id}"]`);
+const $ = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 
 describe('a running sweep in its own view', () => {
   it('says how far it got, step by step, instead of the placeholder; gone when it ends', () => {
-    act(() => root.render(createElement(DoseResponseView)));
+    act(() => dom.root.render(createElement(DoseResponseView)));
     expect($('sweep-running')).toBeNull();
-    expect(host.querySelector('.placeholder')?.textContent).toContain('run the sweep');
+    expect(dom.host.querySelector('.placeholder')?.textContent).toContain('run the sweep');
     const s = useStore.getState();
     act(() => s.setJob({ kind: 'sweep', label: 'Dose–response sweep', startedAt: 0, cancellable: true }));
     expect($('sweep-running')?.textContent).toContain('Running the sweep: starting');
     act(() => s.setJobSteps({ done: 28, total: 200 }));
     expect($('sweep-running')?.textContent).toContain('28 of 200 forward passes');
-    expect(host.querySelector('.placeholder')).toBeNull();
+    expect(dom.host.querySelector('.placeholder')).toBeNull();
     act(() => s.setJobSteps({ done: 29, total: 200 }));
     expect($('sweep-running')?.textContent).toContain('29 of 200 forward passes');
     act(() => s.setJob(null));
     expect($('sweep-running')).toBeNull();
-    expect(host.querySelector('.placeholder')).not.toBeNull();
+    expect(dom.host.querySelector('.placeholder')).not.toBeNull();
   });
 
   it('another job (an analysis) is not taken for a sweep', () => {
-    act(() => root.render(createElement(DoseResponseView)));
+    act(() => dom.root.render(createElement(DoseResponseView)));
     act(() => useStore.getState().setJob({ kind: 'analyse', label: 'Analysing the prompt', startedAt: 0, cancellable: false }));
     expect($('sweep-running')).toBeNull();
   });
