@@ -1,7 +1,8 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
-import { DEFAULT_PROMPT, type FutureDraft } from './experiment';
+import { DEFAULT_PROMPT } from './experiment';
+import type { PairRun } from '../lib/stale';
 import { KNOWN_CORRUPTIONS } from '../lib/patching_prompts';
 import type { PatchDirection, PatchHook, PatchingResult, PatchMetric } from '../../workers/protocol';
 
@@ -16,18 +17,9 @@ export interface PatchingSettings {
   metric: PatchMetric;
 }
 
-/** A patching grid on display, with what it was run on. */
-export interface PatchingDisplay {
+/** A patching grid on display, with what it was run on (lib/stale.ts pairStaleParts compares the rest). */
+export interface PatchingDisplay extends PairRun {
   result: PatchingResult;
-  modelLabel: string;
-  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
-  computedWith: string;
-  clean: string;
-  corrupt: string;
-  chatTemplate: boolean;
-  /** The experiment's futures as drafted when it ran (lib/stale.ts pairStaleParts compares them). */
-  good: FutureDraft;
-  bad: FutureDraft;
 }
 
 /** The patching slice: the view's settings and the grid on display (kept until replaced). */

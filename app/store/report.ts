@@ -2,7 +2,7 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { ReportResult } from '../../workers/protocol';
-import type { FutureDraft } from './experiment';
+import type { PairRun } from '../lib/stale';
 import type { AppliedIntervention } from './results';
 
 /**
@@ -18,18 +18,9 @@ export interface ReportSettings {
   useSet: boolean;
 }
 
-/** A report on display, with what it was run on. */
-export interface ReportDisplay {
+/** A report on display, with what it was run on (lib/stale.ts pairStaleParts compares the rest). */
+export interface ReportDisplay extends PairRun {
   result: ReportResult;
-  modelLabel: string;
-  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
-  computedWith: string;
-  clean: string;
-  corrupt: string;
-  chatTemplate: boolean;
-  /** The experiment's futures as drafted when it ran (lib/stale.ts pairStaleParts compares them). */
-  good: FutureDraft;
-  bad: FutureDraft;
   /** The interventions of the window, in words (null: no window). */
   steering: string | null;
   /** The same interventions as they were set (null: no window): a later edit makes the report stale. */
