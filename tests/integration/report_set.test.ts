@@ -110,6 +110,26 @@ describe('decision-point report over a prompt set', () => {
     await expect(decisionReport(e, { ...MAIN, ...futures, set: SET, window: { interventions: failsOnMain, maxNewTokens: N } })).rejects.toThrow('does not fit this prompt');
   }, 300_000);
 
+  it('a main pair with no causal block (no block ≥ 1 reaches r = 0.5) in a set whose mean curve has one: the set’s layer is the rule on the mean curve, the positions stay the main pair’s (none)', async () => {
+    // Found by scanning pairs on stories260K: block 0 recovers the clean run at the differing token
+    // (r ≈ 0.98), blocks 1–4 only partly (max r 0.45, 0.42, 0.38, 0.34); the set pair reaches 0.5 from block 2 on average.
+    const main = { clean: 'Sue had a ball. It was very', corrupt: 'Sue had a toy. It was very' };
+    const set = [{ clean: 'Once upon a time, a girl lived in a big house. Every day, it', corrupt: 'Once upon a time, a boy lived in a big house. Every day, it' }];
+    const fut = { good: { text: ' was' }, bad: { text: ' had' } };
+    const r = await decisionReport(e, { ...main, ...fut, set, bootstrap: boot });
+    const grids = [];
+    for (const p of [main, ...set]) grids.push(await patchingGrid(e, { ...p, ...fut, hook: 'resid_pre' })); // one job at a time: the engine has one KV cache
+    const rows = grids.map((g) => Array.from({ length: 5 }, (_, l) => Array.from(g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols))));
+    const maxima = rows.map((rs) => rs.map((row) => Math.max(...row)));
+    expect(r.prompts.map((n) => n.maxRecovery)).toEqual(maxima);
+    expect(firstAtHalf(maxima[0])).toBeNull();
+    expect(rows[0][0].some((x) => x >= 0.5)).toBe(true); // block 0 has positions with r ≥ 0.5, which the rule leaves out
+    expect([r.prompts[0].causalLayer, r.prompts[0].causalPositions]).toEqual([null, []]);
+    const mean = firstAtHalf(meanOf(maxima));
+    expect(mean).not.toBeNull();
+    expect([r.causal.layer, r.causal.positions]).toEqual([mean, []]);
+  }, 300_000);
+
   it('a labelled set without a progress callback: the probe panel is computed', async () => {
     const labelled = { positive: ['Tom went to the park. Then', 'Ben found a big red ball. Then'], negative: ['Lily went to the park. Then', 'Sue found a big red ball. Then'] };
     const w = await decisionReport(e, { ...MAIN, ...futures, labelled, bootstrap: boot });

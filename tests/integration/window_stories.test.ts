@@ -163,6 +163,27 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
     expect(b.liveTensors(), 'the prefix cache snapshot is released').toBe(live);
   });
 
+  it('a prompt plus N tokens exactly at the context length is taken: N steps read positions 0..T + N − 2 (stories260K loaded with a context of T + 4 positions)', async () => {
+    await steering();
+    const T = e.encodePrompt({ prompt }).length, n = 4, ctx = T + n; // the last token is drawn at position T + n − 2 and never fed back
+    const small = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend(), undefined, { contextLength: ctx });
+    try {
+      expect(small.model.contextLength).toBe(ctx);
+      const r = await interventionWindow(small, { ...base(), maxNewTokens: n, kMax: 1 });
+      expect(r.ks).toEqual([0, 1]);
+      // The definition at this length: variant k is the generation steered from step k, all n steps long.
+      for (const k of [0, 1]) {
+        const g = await small.generate({ prompt, good: { text: ' happy' }, bad: { text: ' sad' }, maxNewTokens: n, stopAtEos: false, interventions: [withSteps(k)] });
+        expect(g.ids).toHaveLength(n);
+        expect(r.variants[k].ids).toEqual(g.ids);
+        expect(r.variants[k].margins).toEqual(g.margins);
+      }
+      await expect(interventionWindow(small, { ...base(), maxNewTokens: n + 1 })).rejects.toThrow(`the prompt (${T} tokens) plus ${n + 1} new tokens do not fit the context of ${ctx} tokens`);
+    } finally {
+      small.dispose();
+    }
+  });
+
   it('stops when cancelled', async () => {
     await steering();
     const ctrl = new AbortController();
