@@ -28,7 +28,7 @@ describe('CPU backend matmul in WASM SIMD', () => {
     expect(new CpuBackend(undefined, { simd: false }).description).not.toMatch(/WASM/);
   });
 
-  // every block path: 4×2, 4×1 (odd m), 1×1, k mod 4 tails, k mod 16 rests after the unrolled loop, GEMV, decode and prefill shapes
+  // every block path: 4×2, 4×1 (odd m), the n mod 4 rows' 3×2 … 1×1 blocks, 1×1 for n < 4, k mod 4 tails, k mod 16 rests after the unrolled loop, GEMV, decode and prefill shapes
   const shapes: [number, number, number][] = [[1, 1, 1], [1, 5, 3], [3, 7, 5], [4, 8, 2], [4, 3, 1], [5, 13, 9], [6, 45, 7], [8, 576, 6], [17, 64, 33], [1, 576, 1536], [64, 576, 192], [7, 1536, 11]];
   it.each(shapes)('x [%i, %i] · wᵀ [%i, k] (+ bias) equals the float64 product within f32 rounding', (n, k, m) => {
     const b = new CpuBackend();
@@ -41,6 +41,16 @@ describe('CPU backend matmul in WASM SIMD', () => {
       for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
       expect(y.shape).toEqual([n, m]);
       expect(worst).toBeLessThanOrEqual(2e-6 * Math.sqrt(k) * 4);
+    }
+  });
+
+  it('a row\'s product is bit-identical whichever block computes it (n = 1 … 11 rows, odd m): prefix KV reuse and decode rely on it', async () => {
+    const b = new CpuBackend();
+    const k = 37, m = 9, x = randn(11 * k), w = b.upload(randn(m * k), [m, k]);
+    const alone = await Promise.all(Array.from({ length: 11 }, (_, r) => b.read(b.linear(b.upload(x.subarray(r * k, (r + 1) * k), [1, k]), w))));
+    for (let n = 2; n <= 11; n++) {
+      const y = await b.read(b.linear(b.upload(x.subarray(0, n * k), [n, k]), w));
+      for (let r = 0; r < n; r++) expect(y.subarray(r * m, (r + 1) * m)).toEqual(alone[r]);
     }
   });
 

@@ -7,10 +7,11 @@
  *   gemm(x, ldx, w, ldw, y, ldy, n, k, m):  y[r, o] += Σ_i x[r, i]·w[o, i]   (r < n, o < m, i < k)
  * i.e. y += x·wᵀ with x [n, k] and w [m, k] in nn.Linear layout. The caller initialises y (zeros or
  * the bias). Row blocks of 4 x rows × 2 w rows keep 8 f32x4 accumulators (plus 6 loaded vectors)
- * within the 16 SIMD registers of x86-64 and AArch64's 32; single x rows (decode's GEMV and the
- * rows left over) take one w row at a time (1 × 1), so w streams through memory in one sequential
- * pass: measured on x86-64 (Zen 5, V8 in Node 20 and Chromium 150), a GEMV reading 4 w rows side by
- * side streams ~12–16 GB/s, one row at a time ~27–33 GB/s. k is walked 4 floats at a time (16
+ * within the 16 SIMD registers of x86-64 and AArch64's 32; the n mod 4 rows left over take 3×2, 2×2
+ * or 1×2 blocks while the pair of w rows is in L1. Fewer than 4 x rows (decode's GEMV) take one w row
+ * at a time (1 × 1), so w streams through memory in one sequential pass: measured on x86-64 (Zen 5,
+ * V8 in Node 20 and Chromium 150), a GEMV reading 4 w rows side by side streams ~12–16 GB/s, one row
+ * at a time ~27–33 GB/s. k is walked 4 floats at a time (16
  * per loop iteration, then 4), lane l of each accumulator summing the terms i ≡ l (mod 4) in order
  * of i; the k mod 4 tail in scalar f32.
  *
@@ -221,13 +222,15 @@ interface KernelSet {
 /** x row $r's address, and y[$r, o]'s. */
 const X_ROW = '(i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $ldx)) (i32.const 2))) (local.get $ldx)';
 const Y_AT = (o: string) => `(i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $ldy)) (local.get $${o})) (i32.const 2))) (local.get $ldy)`;
+/** w row o's byte address (f32). */
+const W_ROW = (o: string) => `(i32.add (local.get $w) (i32.shl (i32.mul (local.get $${o}) (local.get $ldw)) (i32.const 2)))`;
 
 const F32_SET: KernelSet = {
   name: 'gemm',
   params: '(param $x i32) (param $ldx i32) (param $w i32) (param $ldw i32) (param $y i32) (param $ldy i32) (param $n i32) (param $k i32) (param $m i32)',
   call: (kernel, o) => `(call $k${kernel}
         ${X_ROW}
-        (i32.add (local.get $w) (i32.shl (i32.mul (local.get $${o}) (local.get $ldw)) (i32.const 2))) (local.get $ldw)
+        ${W_ROW(o)} (local.get $ldw)
         ${Y_AT(o)}
         (local.get $k))`,
 };
@@ -243,14 +246,41 @@ const quantSet = (fmt: QFormat): KernelSet => ({
         ${Y_AT(o)})`,
 });
 
-/** A driver: 4×2 blocks over rows divisible by 4, then 4×1 for an odd last w row; 1×1 for the remaining x rows (w row by w row). */
+/** The call of an MR×NR block (MR = 1…3) for the n mod 4 rows at $r, chosen by local $rem. */
+const remCall = (call: KernelSet['call'], NR: number, o: string) =>
+  `(if (i32.eq (local.get $rem) (i32.const 3)) (then ${call(`3x${NR}`, o)})
+        (else (if (i32.eq (local.get $rem) (i32.const 2)) (then ${call(`2x${NR}`, o)})
+          (else (if (i32.eq (local.get $rem) (i32.const 1)) (then ${call(`1x${NR}`, o)}))))))`;
+
+/**
+ * A driver. n < 4 (decode's GEMV): 1×1 blocks, one w row at a time, so w streams through memory in
+ * one sequential pass (several rows read side by side run at half the bandwidth or less). n ≥ 4: w
+ * rows in pairs (outer), each pair multiplied by every block of 4 x rows and then by the n mod 4
+ * rows left (a 3×2, 2×2 or 1×2 block) while it is in L1; an odd last w row the same with ×1 blocks.
+ * (Touching the next pair's cache lines during a pair's first block, as a prefetch, measured no
+ * faster on Zen 5 in Chromium 150 and Node 20.)
+ */
 function driver({ name, params, call }: KernelSet): string {
   return `
 (func $${name} (export "${name}") ${params}
-  (local $r i32) (local $o i32) (local $n4 i32) (local $m2 i32)
+  (local $r i32) (local $o i32) (local $n4 i32) (local $m2 i32) (local $rem i32)
   (local.set $n4 (i32.and (local.get $n) (i32.const -4)))
+  (local.set $rem (i32.sub (local.get $n) (local.get $n4)))
   (local.set $m2 (i32.and (local.get $m) (i32.const -2)))
-  ;; blocks of 4 x rows: w rows in pairs (outer), so a pair of w rows stays in L1 while every x row block passes
+  (if (i32.eqz (local.get $n4))
+    (then
+      (local.set $r (i32.const 0))
+      (block $rd3 (loop $rl3
+        (br_if $rd3 (i32.ge_u (local.get $r) (local.get $n)))
+        (local.set $o (i32.const 0))
+        (block $od4 (loop $ol4
+          (br_if $od4 (i32.ge_u (local.get $o) (local.get $m)))
+          ${call('1x1', 'o')}
+          (local.set $o (i32.add (local.get $o) (i32.const 1)))
+          (br $ol4)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rl3)))
+      (return)))
   (local.set $o (i32.const 0))
   (block $od (loop $ol
     (br_if $od (i32.ge_u (local.get $o) (local.get $m2)))
@@ -260,6 +290,7 @@ function driver({ name, params, call }: KernelSet): string {
       ${call('4x2', 'o')}
       (local.set $r (i32.add (local.get $r) (i32.const 4)))
       (br $rl)))
+    ${remCall(call, 2, 'o')}
     (local.set $o (i32.add (local.get $o) (i32.const 2)))
     (br $ol)))
   (if (i32.lt_u (local.get $m2) (local.get $m))
@@ -269,24 +300,13 @@ function driver({ name, params, call }: KernelSet): string {
         (br_if $rd2 (i32.ge_u (local.get $r) (local.get $n4)))
         ${call('4x1', 'm2')}
         (local.set $r (i32.add (local.get $r) (i32.const 4)))
-        (br $rl2)))))
-  ;; the remaining x rows (all of them for a GEMV): one w row at a time, so w streams through memory
-  ;; in one sequential pass (several rows read side by side run at half the bandwidth or less)
-  (local.set $r (local.get $n4))
-  (block $rd3 (loop $rl3
-    (br_if $rd3 (i32.ge_u (local.get $r) (local.get $n)))
-    (local.set $o (i32.const 0))
-    (block $od4 (loop $ol4
-      (br_if $od4 (i32.ge_u (local.get $o) (local.get $m)))
-      ${call('1x1', 'o')}
-      (local.set $o (i32.add (local.get $o) (i32.const 1)))
-      (br $ol4)))
-    (local.set $r (i32.add (local.get $r) (i32.const 1)))
-    (br $rl3)))
+        (br $rl2)))
+      ${remCall(call, 1, 'm2')}))
 )`;
 }
 
-const SHAPES: [number, number][] = [[4, 2], [4, 1], [1, 1]];
+/** Block shapes of every kernel set (MR × NR): 4-row blocks, the 1–3 rows left over, and 1×1 for the GEMV. */
+const SHAPES: [number, number][] = [[4, 2], [4, 1], [3, 2], [2, 2], [1, 2], [3, 1], [2, 1], [1, 1]];
 
 /**
  * Byte offsets in the control block of the threaded arena (backend/gemm_threads.ts), i32 each: the
