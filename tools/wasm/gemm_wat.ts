@@ -24,13 +24,15 @@
  *   q8deq(q, s, blocks, dst) / q4deq(…): the blocks dequantised into f32 (prefill: slabs of rows for
  * gemm, which reuses each weight for n x rows).
  *
- * The module also holds the attention dots (tools/wasm/attention_wat.ts: attn_scores, attn_mix).
+ * The module also holds the attention dots (tools/wasm/attention_wat.ts: attn_scores, attn_mix) and
+ * the gated SiLU (tools/wasm/silu_wat.ts: silu_mul).
  *
  * Every output element's arithmetic is the same whichever block shape computes it, so splitting the
  * w rows between threads (backend/gemm_threads.ts) leaves the result bit-identical.
  */
 
 import { attentionWat } from './attention_wat';
+import { siluWat } from './silu_wat';
 
 /**
  * Steps of 4 floats per iteration of the micro-kernels' main loop: the loads take constant offsets
@@ -362,6 +364,7 @@ export function gemmWat(shared = false): string {
     dequantFunc('q8'),
     dequantFunc('q4'),
     attentionWat(),
+    siluWat(),
     PART,
     ')',
   ].join('\n');

@@ -23,6 +23,7 @@ const SLAB_BYTES = 1 << 20;
 type DequantFn = (q: number, s: number, blocks: number, dst: number) => void;
 type ScoresFn = (q: number, qd: number, k: number, ldk: number, s: number, cnt: number, d: number, scale: number) => void;
 type MixFn = (s: number, v: number, ldv: number, cnt: number, d: number, z: number) => void;
+type SiluMulFn = (g: number, u: number, y: number, n: number) => number;
 
 /** Job kinds of the control block (tools/wasm/gemm_wat.ts, part()). */
 const KIND = { f32: 0, q8_0: 1, q4_0: 2 } as const;
@@ -68,6 +69,7 @@ export class WasmGemm {
   private readonly part: (ctl: number, t: number) => void;
   private readonly scores: ScoresFn;
   private readonly mix: MixFn;
+  private readonly siluMulFn: SiluMulFn;
   private readonly pool: GemmThreads | null;
   private readonly parallelMacs: number;
   private top: number;
@@ -84,6 +86,7 @@ export class WasmGemm {
     this.part = inst.exports.part as (ctl: number, t: number) => void;
     this.scores = inst.exports.attn_scores as ScoresFn;
     this.mix = inst.exports.attn_mix as MixFn;
+    this.siluMulFn = inst.exports.silu_mul as SiluMulFn;
     this.f32 = new Float32Array(this.memory.buffer);
     this.top = threads > 1 ? CONTROL_BYTES : 0;
     this.pool = threads > 1 ? new GemmThreads(this, mod, this.memory, threads) : null;
@@ -279,6 +282,26 @@ export class WasmGemm {
         return out;
       },
     };
+  }
+
+  /**
+   * SwiGLU's silu(gate)·up elementwise (tools/wasm/silu_wat.ts, bit-identical to ops/activation.cpu.ts
+   * gatedActCpu) for the first n − n mod 2 values, into `out`; gate and up are copied into scratch
+   * space (taken through getters after it is reserved). On this thread only.
+   * @returns the count of values done (n rounded down to even; the caller does the last one), and
+   *   whether some gate value lies outside exp64's reduced range (|x| ≥ 708, |x| < 2⁻²⁸ or NaN: those
+   *   outputs are wrong and the caller recomputes them); null when the scratch space does not fit in wasm32.
+   */
+  siluMul(gate: () => Float32Array, up: () => Float32Array, n: number, out: Float32Array): { done: number; outliers: boolean } | null {
+    const done = n & ~1;
+    const sg = this.top, su = sg + align(n * 4), sy = su + align(n * 4);
+    if (!this.reserve(sy + n * 4)) return null;
+    const f = this.view();
+    f.set(gate().subarray(0, done), sg / 4);
+    f.set(up().subarray(0, done), su / 4);
+    const outliers = this.siluMulFn(sg, su, sy, done) !== 0;
+    out.set(this.view().subarray(sy / 4, sy / 4 + done));
+    return { done, outliers };
   }
 
   /**
