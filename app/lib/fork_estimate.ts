@@ -2,7 +2,8 @@
  * What "Find fork points" will cost before it runs, and how far it is while it runs. The
  * measurement (workers/engine/branching/forks.ts) forces the chosen token and `alternatives` others
  * at each scored position and samples `samples` continuations after each, every one run from that
- * position to the end of the path; the seconds come from this load's own measured decode speed.
+ * position to the end of the path; the seconds come from this load's own measured decode speed
+ * (streamedRate, then the last run's own pace).
  */
 import type { ForkProgress, TopTokens } from '../../workers/protocol';
 import type { JobSteps } from '../store/ui';
@@ -48,6 +49,19 @@ export interface DecodeRate {
 /** The measured rate of a run: seconds over the positions it pushed through the model (null when none). */
 export function decodeRate(identity: string, seconds: number, positions: number): DecodeRate | null {
   return identity && positions > 0 && seconds > 0 ? { identity, secondsPerToken: seconds / positions } : null;
+}
+
+/**
+ * This load's rate from a trunk's or fork's streamed tokens, timed as a fork-points continuation
+ * decodes: the worker's seconds of each token's forward pass and draw (BranchTokenEvent.seconds;
+ * 0 for a token whose logits came with the prompt pass), the first forward left out (warm-up).
+ * The wall clock between streamed tokens also counts the token strings, top alternatives and
+ * streaming a tree's node adds, and read ~2× the scan's pace (a trial's estimate was 2× too long).
+ * @returns null with fewer than two forwards timed.
+ */
+export function streamedRate(identity: string, stepSeconds: readonly number[]): DecodeRate | null {
+  const timed = stepSeconds.filter((s) => s > 0).slice(1);
+  return decodeRate(identity, timed.reduce((a, s) => a + s, 0), timed.length);
 }
 
 /** Seconds the work should take at `rate` when it was measured on the load `identity` (null: no measurement of this load). */

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
+import { BranchExplorer, type BranchTokenEvent } from '../../workers/engine/branching/explorer';
 import { forkPoints, type ForkProgress } from '../../workers/engine/branching/forks';
 import { pathOf, type TopTokens } from '../../workers/engine/branching/tree';
-import { decodeRate, forkSeconds, forkSteps, forkWork, tokensWord } from '../../app/lib/fork_estimate';
+import { decodeRate, forkSeconds, forkSteps, forkWork, streamedRate, tokensWord } from '../../app/lib/fork_estimate';
 import { sharedPath } from '../shared';
 
 /** What Find fork points will cost, said before it runs (lib/fork_estimate.ts), and the time left while it runs. */
@@ -35,6 +35,14 @@ describe('the fork-points estimate', () => {
     expect(decodeRate('x', 2, 0)).toBeNull();
   });
 
+  it('a trunk\'s rate is its forwards\' worker seconds, as a continuation decodes: the prompt-pass token (0 s) and the first forward (warm-up) left out', () => {
+    // 0: token drawn from the prompt pass; 0.05: first forward; then 0.01, 0.02, 0.03 → 0.06 s over 3 tokens
+    expect(streamedRate('id', [0, 0.05, 0.01, 0.02, 0.03])!.secondsPerToken).toBeCloseTo(0.02, 12);
+    expect(streamedRate('id', [0, 0.05, 0.01])!.secondsPerToken).toBeCloseTo(0.01, 12);
+    expect(streamedRate('id', [0, 0.05])).toBeNull();
+    expect(streamedRate('', [0, 0.05, 0.01])).toBeNull();
+  });
+
   it('one unit everywhere: the progress counts continuations, token positions (the bar) and the tokens scored as the estimate names them', () => {
     expect([tokensWord(22, true), tokensWord(1, false), tokensWord(0, true)]).toEqual(['near-tie tokens', 'token', 'near-tie tokens']);
     expect(forkSteps({ done: 24, total: 176, scored: 3, positions: 22, tokens: 1500, tokensTotal: 5608 }, true))
@@ -46,6 +54,13 @@ describe('the estimate counts what forks.ts runs (stories260K)', () => {
   let e: Engine;
   beforeAll(async () => { e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend()); });
   afterAll(() => e.dispose());
+
+  it('the trunk\'s streamed tokens time each forward a continuation repeats: 0 s for the token drawn from the prompt pass, > 0 for each later one', async () => {
+    const events: BranchTokenEvent[] = [];
+    await BranchExplorer.start(e, { prompt: 'Once upon a time', good: { text: ' Tom' }, bad: { text: ' Lily' }, maxNewTokens: 6, stopAtEos: false }, { temperature: 0, topK: 0, seed: 0, steered: false }, [], undefined, (ev) => events.push(ev));
+    expect(events.map((ev) => ev.seconds > 0)).toEqual([false, true, true, true, true, true]);
+    expect(streamedRate('stories260K', events.map((ev) => ev.seconds))!.secondsPerToken).toBeGreaterThan(0);
+  });
 
   it('its continuations equal the measurement\'s progress total, for every position and for the near ties only', async () => {
     const x = await BranchExplorer.start(e, { prompt: 'Once upon a time', good: { text: ' Tom' }, bad: { text: ' Lily' }, maxNewTokens: 5, stopAtEos: false }, { temperature: 0, topK: 0, seed: 0, steered: false });

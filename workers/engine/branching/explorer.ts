@@ -40,6 +40,12 @@ export interface BranchTokenEvent {
   token: string;
   margin: number;
   logProb: number;
+  /**
+   * Seconds this token's forward pass and draw took in the worker (0 when its logits came with the
+   * prompt pass): the work a fork-points continuation repeats per token (forks.ts), without the
+   * token strings and top alternatives a tree node keeps. lib/fork_estimate.ts times estimates by it.
+   */
+  seconds: number;
 }
 
 /** Lens margins at one position: Δ^l = log p^l(chosen) − log p^l(alternative) for every layer row. */
@@ -243,7 +249,7 @@ export class BranchExplorer {
     node.logProbs.push(lpForced);
     this.tree.nodes.push(node);
     this.shapes.set(node.id, this.shapeFor(node, interventions));
-    onToken?.({ node: node.id, position, id: tokenId, token: node.tokens[0], margin: node.margins[0], logProb: lpForced });
+    onToken?.({ node: node.id, position, id: tokenId, token: node.tokens[0], margin: node.margins[0], logProb: lpForced, seconds: 0 });
     if (position + 1 < this.end) await this.continueNode(node, BranchExplorer.owners(path, node), [...prefix, tokenId], null, onToken, signal);
     return node;
   }
@@ -260,17 +266,19 @@ export class BranchExplorer {
     while (ids.length < end) {
       await tick();
       if (signal?.aborted) { node.stop = 'cancelled'; return; }
+      const t0 = performance.now(), forward = !lp;
       if (!lp) {
         const out = await this.run(ownerAt, ids, node.id, { logits: 'last' });
         node.forwarded += ids.length - out.from;
         lp = logSoftmaxCpu(out.logits!, out.logits!.length);
       }
       const id = sampleToken(lp, node.settings.temperature, node.settings.topK, rand);
-      const token = onToken || this.tree.nodes.includes(node) ? this.engine.tokenStrings([id], ids)[0] : '';
       const margin = rowMargin(lp, this.good.firstIds, this.bad.firstIds);
+      const seconds = forward ? (performance.now() - t0) / 1000 : 0;
+      const token = onToken || this.tree.nodes.includes(node) ? this.engine.tokenStrings([id], ids)[0] : '';
       node.ids.push(id); node.tokens.push(token); node.logProbs.push(lp[id]); node.margins.push(margin);
       node.entropy.push(entropy(lp)); node.top.push(this.tree.nodes.includes(node) ? this.top(lp, ids) : { ids: [], tokens: [], logProbs: [] });
-      onToken?.({ node: node.id, position: ids.length, id, token, margin, logProb: lp[id] });
+      onToken?.({ node: node.id, position: ids.length, id, token, margin, logProb: lp[id], seconds });
       ids.push(id);
       lp = null;
       if (eos.includes(id)) { node.stop = 'eos'; return; }
