@@ -16,10 +16,16 @@ function defaultVector(hook: string): string | null {
   return pickVector(vectors, hook, info ? vectorWidth(hook, info, false) : null);
 }
 
-/** A new `add` intervention (α = 1, every step) at a hook and positions. */
+/** α an intervention with this library vector starts with: the vector's own (LibraryEntry.alpha), else 1. */
+function alphaOf(vectorId: string | null): number {
+  return useStore.getState().vectors.find((v) => v.id === vectorId)?.alpha ?? 1;
+}
+
+/** A new `add` intervention (every step) at a hook and positions, with its vector's α (alphaOf). */
 function draft(hook: string, positions: PositionSelector, patch: Partial<InterventionDraft> = {}): Omit<InterventionDraft, 'id'> {
+  const vectorId = patch.vectorId !== undefined ? patch.vectorId : defaultVector(hook);
   return {
-    enabled: true, hook, type: 'add', dose: 1, rotateBy: 'theta', mode: 'project', vectorId: defaultVector(hook),
+    enabled: true, hook, type: 'add', dose: alphaOf(vectorId), rotateBy: 'theta', mode: 'project', vectorId,
     source: '', head: null, positions, steps: null, ...patch,
   };
 }
@@ -69,7 +75,7 @@ export async function buildDefaultAndPlace(row: number, col: number): Promise<Le
   if (!set) return null;
   const hook = hookOfLensRow(row);
   const positive = set.positive.map((t) => t.trim()).filter(Boolean), negative = set.negative.map((t) => t.trim()).filter(Boolean);
-  const v = await buildVector({ method: 'caa', hook, positive, negative, position: 'last' }, `CAA ${set.name}`);
+  const v = await buildVector({ method: 'caa', hook, positive, negative, position: 'last' }, `CAA ${set.name}`, set.suggested?.alpha);
   return v ? placeAtLensCell(row, col) : null;
 }
 
@@ -85,6 +91,29 @@ export function placeOnTokens(start: number, end: number): void {
 /** Adds an intervention with default settings (all positions, every step). */
 export function addDefaultIntervention(): void {
   useStore.getState().addIntervention(draft(defaultHook(), 'all'));
+}
+
+/** What Apply on a library row did: the intervention it set (added, or the one with that vector at that hook it replaced), where, and with which α. */
+export interface AppliedVector { id: number; replaced: boolean; hook: string; alpha: number }
+
+/**
+ * Applies a library vector (Apply in its row): an `add` of it with its α (LibraryEntry.alpha) at the
+ * hook it was computed at (the default hook when the file did not say), at all positions, every
+ * step, opened in the editor. It replaces an `add` of that vector at that hook already in the list
+ * (two would add their doses, α1 + α2), else it is added.
+ * @returns what it set, or null for a vector no longer in the library.
+ */
+export function applyVector(vectorId: string): AppliedVector | null {
+  const s = useStore.getState();
+  const v = s.vectors.find((x) => x.id === vectorId);
+  if (!v) return null;
+  const hook = v.hook ?? defaultHook();
+  const point = draft(hook, 'all', { vectorId });
+  const target = s.interventions.find((d) => d.hook === hook && d.vectorId === vectorId && d.type === 'add');
+  if (!target) return { id: s.addIntervention(point), replaced: false, hook, alpha: point.dose };
+  s.updateIntervention(target.id, point);
+  s.selectIntervention(target.id);
+  return { id: target.id, replaced: true, hook, alpha: point.dose };
 }
 
 /** Types a sweep point can be loaded into: the sweep's own (a dose on a vector). */

@@ -11,7 +11,7 @@ import { sameVectorIn } from '../lib/same_vector';
 export const DEFAULT_SET = 'steering/happy_sad.json';
 
 /**
- * A contrastive set file ({name, positive: [...], negative: [...], suggested?}) checked field by field.
+ * A contrastive set file ({name, positive: [...], negative: [...], suggested?: {prompt, good, bad, alpha?}}) checked field by field.
  * @throws Error saying which field is missing or not a list of strings.
  */
 export function parseContrastSet(json: unknown, file: string): ContrastSet {
@@ -22,7 +22,8 @@ export function parseContrastSet(json: unknown, file: string): ContrastSet {
     return v as string[];
   };
   const sg = o.suggested as Record<string, unknown> | undefined;
-  const suggested = sg && typeof sg.prompt === 'string' && typeof sg.good === 'string' && typeof sg.bad === 'string' ? { prompt: sg.prompt, good: sg.good, bad: sg.bad } : null;
+  const alpha = sg && typeof sg.alpha === 'number' && Number.isFinite(sg.alpha) ? { alpha: sg.alpha } : {};
+  const suggested = sg && typeof sg.prompt === 'string' && typeof sg.good === 'string' && typeof sg.bad === 'string' ? { prompt: sg.prompt, good: sg.good, bad: sg.bad, ...alpha } : null;
   return { name: typeof o.name === 'string' ? o.name : file, positive: texts('positive'), negative: texts('negative'), suggested };
 }
 
@@ -46,22 +47,25 @@ export interface LibraryAddition {
   added: boolean;
 }
 
-/** Adds a vector to the library, unless it holds an identical one, and makes it the sweep's vector when the sweep has none. */
-function addToLibrary(v: LibraryVector, name: string): LibraryAddition {
+/** Adds a vector to the library (with the α it is applied with), unless it holds an identical one, and makes it the sweep's vector when the sweep has none. */
+function addToLibrary(v: LibraryVector, name: string, alpha?: number): LibraryAddition {
   const s = useStore.getState();
   const same = sameVectorIn(s.vectors, v, name);
-  const entry = same ?? s.addVector(v, name);
+  const entry = same ?? s.addVector(v, name, alpha);
   if (!s.sweepSettings.vectorId) s.setSweepSettings({ vectorId: entry.id });
   return { entry, added: !same };
 }
 
-/** Builds a steering vector in the worker (progress per text read) and adds it to the library (once: see addToLibrary). */
-export async function buildVector(req: VectorRequest, name: string): Promise<LibraryAddition | null> {
+/**
+ * Builds a steering vector in the worker (progress per text read) and adds it to the library (once:
+ * see addToLibrary), to be applied with `alpha` (LibraryEntry.alpha; default 1).
+ */
+export async function buildVector(req: VectorRequest, name: string, alpha?: number): Promise<LibraryAddition | null> {
   const method = req.method === 'caa' ? 'CAA' : 'ActAdd';
   return runJob('vector', `Building the ${method} vector at ${req.hook}`, `Could not build the ${method} vector`, async () => {
     const onProgress = Comlink.proxy((done: number, total: number) => useStore.getState().setJobSteps({ done, total }));
     const v = await inOrder((w) => w.steeringVector(req, onProgress));
-    return addToLibrary(v, name);
+    return addToLibrary(v, name, alpha);
   });
 }
 

@@ -2,11 +2,12 @@ import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import type { VectorFormat, VectorRequest } from '../../workers/protocol';
 import { buildVector, exportVector, importVectorFile, loadDefaultSet, DEFAULT_SET, type LibraryAddition } from '../actions/vectors';
-import { defaultHook } from '../actions/steering';
+import { applyVector, defaultHook, type AppliedVector } from '../actions/steering';
 import { isPerHead, steerableHooks } from '../lib/hooks';
 import type { LibraryEntry } from '../store/vectors';
 import { waitingFor } from '../lib/job_rules';
 import { useWaitingFor } from '../components/useWaitingFor';
+import { NumberInput } from '../components/NumberInput';
 
 const FORMATS: VectorFormat[] = ['npy', 'safetensors', 'json'];
 
@@ -40,7 +41,7 @@ function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
       position: position === 'marker' ? { marker } : position, ...(head !== null && isPerHead(hook) ? { head } : {}),
     };
     const what = method === 'caa' ? `CAA ${set.name}` : `ActAdd “${req.positive[0]}” − “${req.negative[0]}”`;
-    void buildVector(req, what).then(onDone);
+    void buildVector(req, what, method === 'caa' ? set.suggested?.alpha : undefined).then(onDone);
   };
   const hooks = steerableHooks(info?.hookNames ?? []);
   return (
@@ -99,16 +100,30 @@ function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
   );
 }
 
-/** One library vector: provenance and export buttons. */
-function LibraryRow({ v, i, busy }: { v: LibraryEntry; i: number; busy: boolean }) {
+/** What Apply did, in words: where, with which α, and which intervention of the list it is. */
+function appliedNote(a: AppliedVector, v: LibraryEntry): string {
+  const n = useStore.getState().interventions.findIndex((d) => d.id === a.id) + 1;
+  return `${a.replaced ? 'Set' : 'Added'} intervention #${n}: add “${v.name}” at ${a.hook} with α = ${a.alpha}, all positions, every step${v.hook ? '' : ' (the file does not say its hook: change it in the editor)'}. Analyse or Generate to see it steered.`;
+}
+
+/** One library vector: provenance, its α and Apply (into the steering editor), and export buttons. */
+function LibraryRow({ v, i, busy, onApplied }: { v: LibraryEntry; i: number; busy: boolean; onApplied: (note: string) => void }) {
   const waiting = useWaitingFor();
   const model = useStore((s) => s.info?.label ?? null);
   const removeVector = useStore((s) => s.removeVector);
+  const setAlpha = useStore((s) => s.setVectorAlpha);
+  const apply = () => { const a = applyVector(v.id); if (a) onApplied(appliedNote(a, v)); };
   const p = v.provenance;
   const pairs = p.positive.length || p.negative.length ? `${p.positive.length} / ${p.negative.length}` : '—';
   return (
     <tr data-testid={`library-row-${i}`} data-d={v.dModel} data-hook={v.hook ?? ''}>
       <th scope="row" className="lib-name">{v.name}{v.file ? <span className="muted"> (file)</span> : null}</th>
+      <td>
+        <span className="lib-buttons">
+          <NumberInput value={v.alpha ?? 1} label={`α of ${v.name}`} testId={`vector-alpha-${i}`} onChange={(a) => a !== null && setAlpha(v.id, a)} />
+          <button type="button" className="small" data-testid={`apply-vector-${i}`} title="Steer with it: an add intervention at its hook with this α, all positions, every step, opened in the editor" onClick={apply}>Apply</button>
+        </span>
+      </td>
       <td>{p.method}{p.position !== 'unknown' ? ` · ${p.position}` : ''}</td>
       <td className="mono">{v.hook ?? '—'}</td>
       <td className={v.model && model && v.model !== model ? 'warn' : undefined} title={v.model && model && v.model !== model ? `computed on ${v.model}; the loaded model is ${model}` : undefined}>{v.model ?? '—'}</td>
@@ -133,6 +148,7 @@ export function VectorLibraryView() {
   const ready = useStore((s) => s.modelStatus === 'ready');
   const fileInput = useRef<HTMLInputElement | null>(null);
   const [duplicate, setDuplicate] = useState<string | null>(null);
+  const [applied, setApplied] = useState<string | null>(null);
   const done = (r: LibraryAddition | null) => setDuplicate(duplicateNote(r, useStore.getState().vectors));
   return (
     <section className="view" data-testid="vectors-view">
@@ -158,14 +174,14 @@ export function VectorLibraryView() {
       </fieldset>
       <div className="table-scroll">
         <table className="data-table library" data-testid="vector-library">
-          <caption>Library ({vectors.length}){duplicate && <span className="hint" role="status" data-testid="library-duplicate"> {duplicate}</span>}</caption>
+          <caption>Library ({vectors.length}){duplicate && <span className="hint" role="status" data-testid="library-duplicate"> {duplicate}</span>}{applied && <span className="hint" role="status" data-testid="library-applied"> {applied}</span>}</caption>
           <thead>
-            <tr><th scope="col">name</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
+            <tr><th scope="col">name</th><th scope="col" title="The dose α it is applied with (Apply, or a heatmap cell at its hook)">steer with α</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
           </thead>
           <tbody>
             {vectors.length
-              ? vectors.map((v, i) => <LibraryRow key={v.id} v={v} i={i} busy={busy} />)
-              : <tr><td colSpan={8} className="muted">No vectors yet: build one above or import a file.</td></tr>}
+              ? vectors.map((v, i) => <LibraryRow key={v.id} v={v} i={i} busy={busy} onApplied={setApplied} />)
+              : <tr><td colSpan={9} className="muted">No vectors yet: build one above or import a file.</td></tr>}
           </tbody>
         </table>
       </div>
