@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { warmUpCalls } from '../../workers/engine/model/warm_up';
 import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
 import { runCaptured } from '../model_run';
 import { F32_TOL, maxDiff } from '../reference_math';
@@ -14,18 +13,8 @@ import { decidableSteps, stories260K, unavailable } from './lavapipe_suite';
  * the context is long enough for split (flash-decoding) attention — and it changes no number:
  * greedy ids and full-sequence logits still match stories260K's golden references. Without the
  * warm-up the same generation does compile pipelines (the check can tell). Node WebGPU adapter,
- * both kernel tunings.
+ * both kernel tunings. The calls it makes, and its no-op on the CPU backend: tests/model/warm_up_calls.test.ts.
  */
-describe('warm-up forward calls', () => {
-  it('cover ≥ 5, 2–4 and 1-row calls and the last cache position, without overlapping, inside the context', () => {
-    expect(warmUpCalls(512)).toEqual([[0, 5], [5, 2], [7, 1], [511, 1]]);
-    expect(warmUpCalls(8)).toEqual([[0, 5], [5, 2], [7, 1]]);
-    expect(warmUpCalls(6)).toEqual([[0, 5], [5, 1]]);
-    expect(warmUpCalls(3)).toEqual([[0, 2], [2, 1]]);
-    expect(warmUpCalls(1)).toEqual([[0, 1]]);
-  });
-});
-
 const why = await unavailable([]);
 const FUTURES = { good: { ids: [[432]] }, bad: { ids: [[383]] } };
 

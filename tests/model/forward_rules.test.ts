@@ -133,6 +133,10 @@ describe('Transformer.forward and unembed', () => {
     const size = fs.statSync(`${m.dir}/model.safetensors`).size;
     expect(w.every((p) => p.total === size)).toBe(true);
     expect(w.map((p) => p.loaded)).toEqual([size >> 1, size]);
+    // without a callback the same reporting download loads all the same (the progress is optional)
+    const { model: m3 } = await loadTransformer(files, b2, undefined, { contextLength: 8 });
+    expect(m3.contextLength).toBe(8);
+    m3.dispose();
   });
 
   it('a Transformer allocates min(n_ctx, contextLength) KV positions whatever it is asked for; dispose frees its KV cache', () => {

@@ -14,11 +14,11 @@ import { sharedPath } from '../shared';
 const t = (name: string): Tensor => ({ shape: [1], size: 1, name } as Tensor);
 
 describe('every weight tensor is released, each once', () => {
-  it('a field the listing never named (a new BlockWeights field) is found; a tied W_U is W_E; storage is not walked', () => {
+  it('a field the listing never named (a new BlockWeights field) is found; a tied W_U is W_E; storage is not walked; undefined and null fields are skipped', () => {
     const embed = t('embed');
     const w = {
       embed, unembed: embed, lnFinal: { w: t('lnf') },
-      blocks: [{ ln1: { w: t('ln1'), b: t('ln1.b') }, q: { w: t('q') }, qNorm: t('qnorm'), someNewNorm: { w: t('new') }, extra: [t('in a list')], gate: undefined }],
+      blocks: [{ ln1: { w: t('ln1'), b: t('ln1.b') }, q: { w: t('q') }, qNorm: t('qnorm'), someNewNorm: { w: t('new') }, extra: [t('in a list')], gate: undefined, unset: null }],
     } as unknown as ModelWeights;
     const names = [...weightTensors(w)].map((x) => (x as Tensor & { name: string }).name);
     expect(names.sort()).toEqual(['embed', 'in a list', 'ln1', 'ln1.b', 'lnf', 'new', 'q', 'qnorm']);
