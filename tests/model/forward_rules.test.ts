@@ -234,6 +234,7 @@ describe('forwardSpan', () => {
     // alpha 0: the intervention changes no value, only the calls the span is split into (step 1 alone)
     const zero: Intervention = { hook: 'blocks.1.hook_resid_post', positions: 'all', steps: { start: 1, end: 2 }, op: { kind: 'add', v: new Float32Array(m.D), alpha: 0 } };
     const opts = { nPrompt: P.n_prompt, interventions: [zero] };
+    const live = b.liveTensors();
     const last = await forwardSpan(model, ids, 0, n, { ...opts, logits: 'last' });
     expect(last.logits).toHaveLength(m.V);
     expect(maxDiff(last.logits!, row(n - 1))).toBeLessThanOrEqual(F32_TOL);
@@ -243,6 +244,16 @@ describe('forwardSpan', () => {
     expect(resid).toHaveLength(n * m.D);
     expect(maxDiff(resid, arr.get('resid_post')!.data.subarray(2 * T * m.D, (2 * T + n) * m.D))).toBeLessThanOrEqual(F32_TOL);
     expect((await forwardSpan(model, ids, 0, n, { ...opts, logits: 'none' })).logits).toBeNull();
+    expect(b.liveTensors(), 'every call\'s logits, captures and run context released').toBe(live);
+  });
+
+  it('non-finite logits are refused with their site, and returned as they are when unchecked', async () => {
+    // 3e38 in every dimension of the final norm's output is finite; W_U times it is not
+    const boom: Intervention = { hook: 'ln_final.hook_normalized', positions: 'all', op: { kind: 'add', v: new Float32Array(m.D).fill(1), alpha: 3e38 } };
+    const opts = { nPrompt: P.n_prompt, interventions: [boom], logits: 'last' as const };
+    await expect(forwardSpan(model, ids, 0, 3, opts)).rejects.toThrow('the logits is not finite: the first non-finite value');
+    const raw = await forwardSpan(model, ids, 0, 3, { ...opts, unchecked: true });
+    expect(raw.logits!.some((x) => !Number.isFinite(x))).toBe(true);
   });
 
   it('a [head, query, key] capture runs in one call without a split (the reference pattern) and is refused over a split span', async () => {
@@ -258,6 +269,16 @@ describe('forwardSpan', () => {
 });
 
 describe('PrefixCache refusals', () => {
+  it('a snapshot holds its copy of the rows until released', async () => {
+    const kv = new PrefixCache(model);
+    await kv.reference(ids.slice(0, 6), { nPrompt: P.n_prompt, logits: 'none' });
+    const live = b.liveTensors();
+    const snap = kv.snapshot()!;
+    expect(b.liveTensors()).toBeGreaterThan(live);
+    kv.release(snap);
+    expect(b.liveTensors()).toBe(live);
+  });
+
   const opts = { nPrompt: P.n_prompt };
 
   it('runFrom before a reference, at a start outside 0..min(T−1, reference length), with other tokens before the start, or another n_prompt', async () => {
