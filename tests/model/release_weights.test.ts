@@ -18,10 +18,12 @@ describe('every weight tensor is released, each once', () => {
     const embed = t('embed');
     const w = {
       embed, unembed: embed, lnFinal: { w: t('lnf') },
-      blocks: [{ ln1: { w: t('ln1'), b: t('ln1.b') }, q: { w: t('q') }, qNorm: t('qnorm'), someNewNorm: { w: t('new') }, extra: [t('in a list')], gate: undefined, unset: null }],
+      blocks: [{ ln1: { w: t('ln1'), b: t('ln1.b') }, q: { w: t('q') }, qNorm: t('qnorm'), someNewNorm: { w: t('new') }, extra: [t('in a list')], gate: undefined, unset: null,
+        // a tensor has both a shape array and a numeric size: a container with only one of them is walked
+        sized: { size: 2, w: t('in sized') }, shaped: { shape: [2], w: t('in shaped') } }],
     } as unknown as ModelWeights;
     const names = [...weightTensors(w)].map((x) => (x as Tensor & { name: string }).name);
-    expect(names.sort()).toEqual(['embed', 'in a list', 'ln1', 'ln1.b', 'lnf', 'new', 'q', 'qnorm']);
+    expect(names.sort()).toEqual(['embed', 'in a list', 'in shaped', 'in sized', 'ln1', 'ln1.b', 'lnf', 'new', 'q', 'qnorm']);
   });
 
   it('on fixtures of every block layout (Gemma 2 sandwich norms, Qwen3 q/k norms, GPT-2 biases and learned positions) the backend releases each weight once', async () => {
