@@ -193,9 +193,9 @@ const api: InferenceApi = {
     return { ids, tokens: e.tokenStrings(ids), ...(tooLong ? { tooLong } : {}) };
   },
 
-  async resolveFuture(p: PromptInput, f: FutureInput) {
+  async resolveFuture(p: PromptInput, f: FutureInput, name?: 'good' | 'bad') {
     const e = need();
-    return e.resolveFuture(e.encodePrompt(p, { anyLength: true }), f, p);
+    return e.resolveFuture(e.encodePrompt(p, { anyLength: true }), f, p, name);
   },
 
   async tokenStrings(ids: number[]) {

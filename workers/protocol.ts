@@ -211,9 +211,10 @@ export interface InferenceApi {
    * One future as analyse() reads it after this prompt (text tokenized in context), without running
    * the model: the futures editor shows its tokens while the user types (also after a prompt longer
    * than the context, which the prompt's own message names).
+   * @param name which future it is ('good', 'bad'), named in its errors (as analyse() names it).
    * @throws Error for a prompt that does not tokenize, an empty future or an id outside the vocabulary.
    */
-  resolveFuture(p: PromptInput, f: FutureInput): Promise<ResolvedFuture>;
+  resolveFuture(p: PromptInput, f: FutureInput, name?: 'good' | 'bad'): Promise<ResolvedFuture>;
   /**
    * Display string of each token id on its own, as it reads after the last analysed prompt's first
    * token (so leading spaces show: " Tom", not "Tom").

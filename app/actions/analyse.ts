@@ -95,7 +95,7 @@ export async function resolveFutures(): Promise<void> {
     const key = futureKey(p, s[which]);
     try {
       const f = futureInput(s[which]);
-      return { key, resolved: await inOrder((w) => w.resolveFuture(p, f)) };
+      return { key, resolved: await inOrder((w) => w.resolveFuture(p, f, which)) };
     } catch (e) {
       return { key, error: messageOf(e) };
     }

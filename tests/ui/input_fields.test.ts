@@ -21,7 +21,7 @@ const dom = domPerTest(useStore);
 
 const $ = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 // The engine's wording (engine.ts resolveFuture).
-const EMPTY = 'each future needs at least one token (text, or token ids)';
+const EMPTY = 'the bad future is empty: each future needs at least one token (text, or token ids)';
 
 describe('an empty future is named once', () => {
   it('under the field while typing; in the banner alone once Analyse failed with it (the field outlined); under the field again when the banner is closed', () => {

@@ -77,7 +77,7 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
     const f = await api.resolveFuture({ prompt: A.prompt }, { text: ', there|,' });
     expect(f.sequences).toEqual([[432, 383], [432]]);
     expect(f.firstIds).toEqual([432]);
-    await expect(api.resolveFuture({ prompt: A.prompt }, { ids: [[9999]] })).rejects.toThrow('token id 9999 is outside the vocabulary [0, 512)');
+    await expect(api.resolveFuture({ prompt: A.prompt }, { ids: [[9999]] }, 'bad')).rejects.toThrow('the bad future: token id 9999 is outside the vocabulary [0, 512)');
     await api.analyse({ prompt: A.prompt, good: { ids: [[383]] }, bad: { ids: [[432]] } });
     expect(await api.tokenStrings([383, 432])).toEqual([' there', ',']);
   });

@@ -283,9 +283,11 @@ export class Engine {
    * that follow the prompt's tokens in encode(prompt + text), the chat template's rendering of the
    * prompt when it is on), so " Tom" gets the same id it has in running text; explicit ids are
    * taken as given.
-   * @throws Error for an empty future or an id outside the vocabulary.
+   * @param name which future it is ('good', 'bad': the request's field), named in the errors.
+   * @throws Error for an empty future ("the bad future is empty: …", "the good future “|” gives no
+   *   token: …") or an id outside the vocabulary.
    */
-  resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput): ResolvedFuture {
+  resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture {
     const seqs: number[][] = [];
     for (const s of f.ids ?? []) seqs.push([...s]);
     if (f.text) {
@@ -297,9 +299,13 @@ export class Engine {
         seqs.push(prefixOk ? full.slice(promptIds.length) : this.tokenizer.encode(alt, { add_special_tokens: false }));
       }
     }
-    if (seqs.length === 0 || seqs.some((s) => s.length === 0)) throw new Error('each future needs at least one token (text, or token ids)');
+    const which = name ? `the ${name} future` : 'a future';
+    if (seqs.length === 0 || seqs.some((s) => s.length === 0)) {
+      const written = f.text ? `“${f.text}”` : f.ids?.length ? `[${f.ids.map((s) => s.join(' ')).join(' | ')}]` : '';
+      throw new Error(`${written ? `${which} ${written} gives no token` : `${which} is empty`}: each future needs at least one token (text, or token ids)`);
+    }
     for (const s of seqs) for (const id of s) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.spec.dVocab) throw new Error(`token id ${id} is outside the vocabulary [0, ${this.spec.dVocab})`);
+      if (!Number.isInteger(id) || id < 0 || id >= this.spec.dVocab) throw new Error(`${name ? `${which}: ` : ''}token id ${id} is outside the vocabulary [0, ${this.spec.dVocab})`);
     }
     return {
       sequences: seqs,
@@ -349,8 +355,8 @@ export class Engine {
     const s = this.spec, b = this.backend, L = s.nLayers;
     const ids = this.encodePrompt(req);
     const T = ids.length;
-    const good = this.resolveFuture(ids, req.good, req);
-    const bad = this.resolveFuture(ids, req.bad, req);
+    const good = this.resolveFuture(ids, req.good, req, 'good');
+    const bad = this.resolveFuture(ids, req.bad, req, 'bad');
     const interventions = req.interventions ?? [];
     for (const iv of interventions) assertHook(s, iv.hook);
     const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
@@ -472,8 +478,8 @@ export class Engine {
    */
   async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
     const promptIds = this.encodePrompt(req);
-    const good = this.resolveFuture(promptIds, req.good, req);
-    const bad = this.resolveFuture(promptIds, req.bad, req);
+    const good = this.resolveFuture(promptIds, req.good, req, 'good');
+    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
     const interventions = req.interventions ?? [];
     for (const iv of interventions) assertHook(this.spec, iv.hook);
     const T = promptIds.length;

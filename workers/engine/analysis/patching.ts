@@ -131,8 +131,8 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
     throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; activation patching needs equal token lengths (the same positions): reword one of them`);
   }
   const T = cleanIds.length;
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat });
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat });
+  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
+  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
   const hookTemplate = `blocks.{l}.${PATCH_HOOKS[req.hook]}`;
   const hooks = Array.from({ length: L }, (_, l) => hookTemplate.replace('{l}', String(l)));

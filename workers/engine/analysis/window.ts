@@ -134,8 +134,8 @@ export async function interventionWindow(engine: Engine, req: WindowRequest, onP
   if (req.interventions.length === 0) throw new Error('the intervention window needs an intervention to switch on');
   for (const iv of req.interventions) assertHook(engine.spec, iv.hook);
   const promptIds = engine.encodePrompt(req);
-  const good = engine.resolveFuture(promptIds, req.good, req);
-  const bad = engine.resolveFuture(promptIds, req.bad, req);
+  const good = engine.resolveFuture(promptIds, req.good, req, 'good');
+  const bad = engine.resolveFuture(promptIds, req.bad, req, 'bad');
   const T = promptIds.length;
   const model = engine.model;
   if (T + N > model.contextLength) throw new Error(`the prompt (${T} tokens) plus ${N} new tokens do not fit the context of ${model.contextLength} tokens`);

@@ -99,8 +99,8 @@ export class BranchExplorer {
   private constructor(private readonly engine: Engine, readonly tree: BranchTree, private readonly req: ExploreRequest) {
     this.kv = new PrefixCache(engine.model);
     const p = tree.promptIds;
-    this.good = engine.resolveFuture(p, req.good, req);
-    this.bad = engine.resolveFuture(p, req.bad, req);
+    this.good = engine.resolveFuture(p, req.good, req, 'good');
+    this.bad = engine.resolveFuture(p, req.bad, req, 'bad');
   }
 
   /** Absolute end position (exclusive) of every path. */

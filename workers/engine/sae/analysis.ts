@@ -141,7 +141,7 @@ export async function analyseSae(engine: Engine, sae: Sae, req: SaeAnalysisReque
   };
   if (!req.good || !req.bad) return out;
 
-  const good = engine.resolveFuture(ids, req.good, req), bad = engine.resolveFuture(ids, req.bad, req);
+  const good = engine.resolveFuture(ids, req.good, req, 'good'), bad = engine.resolveFuture(ids, req.bad, req, 'bad');
   const lp = logSoftmaxCpu(logits, logits.length);
   const clean = rowMargin(lp, good.firstIds, bad.firstIds);
   const marginOf = async (o: Parameters<Engine['run']>[1]) => {

@@ -79,8 +79,8 @@ export async function doseResponse(engine: Engine, req: SweepRequest, onProgress
   }
   for (const d of req.doses) if (!Number.isFinite(d)) throw new Error(`dose ${d} is not a finite number`);
   const ids = engine.encodePrompt(req);
-  const good = engine.resolveFuture(ids, req.good, req);
-  const bad = engine.resolveFuture(ids, req.bad, req);
+  const good = engine.resolveFuture(ids, req.good, req, 'good');
+  const bad = engine.resolveFuture(ids, req.bad, req, 'bad');
   const hooks = req.layers.map((l) => req.template.hook.replaceAll('{l}', String(l)));
   // Validate every cell's intervention before the first forward pass, so a bad layer fails fast.
   const cells = hooks.map((hook, li) => req.doses.map((dose) => {
