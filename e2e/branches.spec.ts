@@ -127,6 +127,16 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     expect(pbranch.slice(0, 3)).toEqual(trunk.slice(0, 3));
     expect(pbranch[3]).toBe(promptAlt);
     expect(pbranch).toEqual(await greedy(pbranch.slice(0, 4)));
+
+    // The colour legend's end notes never run together: with long futures the high one takes a line of its own.
+    await page.getByTestId('good-future').fill(' the little boy with the ball');
+    await page.getByTestId('bad-future').fill(' his big sister');
+    await page.getByTestId('branch-max-new').fill('2');
+    await page.getByTestId('branch-start').click();
+    await settled(page);
+    const [lo, hi] = await page.getByTestId('branch-legend').locator('.legend-notes span').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().toJSON() as DOMRect));
+    expect(lo.bottom <= hi.top || lo.right + 16 <= hi.left, `notes ${JSON.stringify([lo, hi])}`).toBe(true);
+    await page.getByTestId('branch-legend').screenshot({ path: `${SHOTS}/branches-legend-long-futures.png` });
   } finally {
     e.dispose();
   }

@@ -121,6 +121,9 @@ function ticks(lo: number, hi: number, count = 5): number[] {
   return out;
 }
 
+/** Least space between a colour bar's two end notes on one line (CSS px). */
+const NOTE_GAP = 16;
+
 /** A colour bar with ticks, title and end notes; returns its markup and height. */
 function colorBar(s: ColorScaleSpec, x: number, y: number, measure: Measure): { svg: string; height: number; width: number } {
   const W = 320, H = 14, steps = 64;
@@ -138,12 +141,16 @@ function colorBar(s: ColorScaleSpec, x: number, y: number, measure: Measure): { 
     parts.push(text(tx, top + H + 17, tickText(t), F.small, `text-anchor="middle" fill="${INK}" class="tick"`));
   }
   let height = 20 + H + 22;
+  // the end notes side by side when they fit with NOTE_GAP between them, else the high one on a line of its own (long futures ran together)
+  const lowW = measure(s.lowNote ?? '', F.small), highW = measure(s.highNote ?? '', F.small);
+  const span = Math.max(W, lowW, highW);
   if (s.lowNote || s.highNote) {
-    parts.push(text(x, top + H + 34, s.lowNote ?? '', F.small, `fill="${MUTED}"`));
-    parts.push(text(x + W, top + H + 34, s.highNote ?? '', F.small, `fill="${MUTED}" text-anchor="end"`));
-    height += 16;
+    const oneLine = lowW + NOTE_GAP + highW <= span;
+    parts.push(text(x, top + H + 34, s.lowNote ?? '', F.small, `fill="${MUTED}" class="end-note"`));
+    parts.push(text(x + span, top + H + (oneLine ? 34 : 50), s.highNote ?? '', F.small, `fill="${MUTED}" text-anchor="end" class="end-note"`));
+    height += oneLine ? 16 : 32;
   }
-  const width = Math.max(W, measure(s.title, F.label)) + 8;
+  const width = Math.max(span, measure(s.title, F.label)) + 8;
   return { svg: `<g class="color-scale" data-domain="${fmt(lo)} ${fmt(hi)}">${parts.join('')}</g>`, height, width };
 }
 
