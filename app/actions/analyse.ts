@@ -1,4 +1,5 @@
 import { useStore } from '../store';
+import { keptAfterAnalyse } from '../store/share';
 import type { AnalyseRequest } from '../../workers/protocol';
 import { futureInput, futureKey } from '../lib/futures';
 import type { FutureChips } from '../store/results';
@@ -42,6 +43,7 @@ async function analyseNow(): Promise<void> {
     const computedWith = atStart || currentIdentity();
     s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
+    s.setExperimentNotice(keptAfterAnalyse(s.experimentNotice, s.restoring));
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);
   });

@@ -71,7 +71,7 @@ async function ensureModel(e: Experiment): Promise<boolean> {
   if (st.modelStatus === 'ready' && JSON.stringify(loaded) === JSON.stringify(e.model)) return true;
   const fallback = async () => { if (useStore.getState().modelStatus !== 'ready') await loadDefaultModel(); };
   const m = e.model;
-  const notice = (why: string) => useStore.getState().setExperimentNotice({ kind: 'error', what: 'The experiment\'s model could not be loaded', why });
+  const notice = (why: string) => useStore.getState().setExperimentNotice({ what: 'The experiment\'s model could not be loaded', why });
   switch (m.kind) {
     case 'bundled':
       if (!bundledModelNames().includes(m.name)) {
@@ -113,7 +113,7 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
     const missing = applyExperiment(e);
     const ok = await ensureModel(e);
     if (missing.length) {
-      useStore.getState().setExperimentNotice({ kind: 'error', what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
+      useStore.getState().setExperimentNotice({ what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
     }
     if (!ok) return;
     await restoreSaes(e);
@@ -165,7 +165,7 @@ async function restoreSaes(e: Experiment): Promise<void> {
     else off.push(`#${k + 1} (${d.type === 'sae_clamp' ? 'clamp' : 'steer along'} feature ${d.sae?.feature ?? '?'}): ${d.sae ? unloadable.get(d.sae.index) : 'the experiment does not name its SAE (saved by an older version)'}`);
   });
   if (off.length) {
-    s.setExperimentNotice({ kind: 'error', what: 'Some SAE feature interventions are switched off', why: `${off.join('; ')}. Then place the feature again from the SAE view (the rest of the experiment is restored).` });
+    s.setExperimentNotice({ what: 'Some SAE feature interventions are switched off', why: `${off.join('; ')}. Then place the feature again from the SAE view (the rest of the experiment is restored).` });
   }
 }
 
@@ -178,7 +178,7 @@ function restoreSelection(sel: Experiment['view']['selection']): void {
 /** Shows why a link, file or stored experiment could not be read. */
 function showUnreadable(e: unknown, origin: string): void {
   const why = e instanceof ExperimentError || e instanceof Error ? e.message : String(e);
-  useStore.getState().setExperimentNotice({ kind: 'error', what: `This ${origin} could not be opened`, why: `${why}. The workbench starts on its default experiment instead.` });
+  useStore.getState().setExperimentNotice({ what: `This ${origin} could not be opened`, why: `${why}. The workbench starts on its default experiment instead.`, unread: true });
 }
 
 /** The poster deck shipped with the app (public/experiments/deck.json). @throws Error when it cannot be fetched or is not a deck. */
@@ -337,7 +337,7 @@ export async function openExperimentFile(file: File): Promise<void> {
   try {
     e = readExperiment(await file.text());
   } catch (err) {
-    useStore.getState().setExperimentNotice({ kind: 'error', what: `${file.name} could not be opened`, why: (err as Error).message });
+    useStore.getState().setExperimentNotice({ what: `${file.name} could not be opened`, why: (err as Error).message, unread: true });
     return;
   }
   await restoreExperiment(e, 'file');

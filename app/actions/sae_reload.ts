@@ -45,7 +45,7 @@ export async function reattachSaes(before: LoadedSaes): Promise<string[]> {
   if (active) useStore.getState().setActiveSae(active);
   if (lost.length) {
     s.setExperimentNotice({
-      kind: 'error', what: `The model was reloaded, which unloaded ${lost.length === 1 ? 'an SAE' : 'SAEs'}: ${lost.join(', ')}`,
+      what: `The model was reloaded, which unloaded ${lost.length === 1 ? 'an SAE' : 'SAEs'}: ${lost.join(', ')}`,
       why: 'It could not be read again (see the message above). Load it again in the SAE features view; its feature interventions are switched off until then.',
     });
   }

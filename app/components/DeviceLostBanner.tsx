@@ -1,5 +1,6 @@
 import { useStore } from '../store';
 import { reloadModel } from '../actions/model';
+import { Banner } from './Banner';
 
 /** Says that the GPU device was lost and why, with a button that loads the model again on a fresh device. */
 export function DeviceLostBanner() {
@@ -7,12 +8,7 @@ export function DeviceLostBanner() {
   const busy = useStore((s) => s.job !== null);
   if (reason === null) return null;
   return (
-    <div className="error-banner" role="alert" data-testid="device-lost">
-      <div>
-        <strong>GPU device lost ({reason})</strong>
-        <p>Every model call fails until the model is loaded again on a fresh device. Results on display stay.</p>
-      </div>
-      <button type="button" className="primary" data-testid="reload-model" disabled={busy} onClick={() => void reloadModel()}>Reload model</button>
-    </div>
+    <Banner what={`GPU device lost (${reason})`} why="Every model call fails until the model is loaded again on a fresh device. Results on display stay." testId="device-lost"
+      action={<button type="button" className="primary" data-testid="reload-model" disabled={busy} onClick={() => void reloadModel()}>Reload model</button>} />
   );
 }

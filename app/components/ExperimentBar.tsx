@@ -1,11 +1,13 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { experimentLink, openExperimentFile, saveExperimentFile } from '../actions/experiment';
+import { Banner } from './Banner';
 
 /**
  * Share the experiment: copy its link (the whole experiment in the URL hash, vectors included when
  * small enough — otherwise the note says which are left out), save it as a file, open a file. Shows
- * the notice of the last restore (a damaged link, a newer version, a model that cannot be loaded).
+ * the notice of the last restore (a damaged link, a newer version, a model that cannot be loaded) in
+ * the one error Banner.
  */
 /** How long the "Link copied" status stays (ms). */
 const COPIED_STATUS_MS = 8000;
@@ -43,13 +45,7 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
       />
       {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
       {copied && <span className="hint" role="status" data-testid="link-status">{copied}</span>}
-      {notice && (
-        <div className={notice.kind === 'error' ? 'experiment-notice error' : 'experiment-notice'} role="alert" data-testid="experiment-notice">
-          <strong data-testid="experiment-notice-what">{notice.what}</strong>
-          <p data-testid="experiment-notice-why">{notice.why}</p>
-          <button type="button" className="small" onClick={() => setNotice(null)}>Dismiss</button>
-        </div>
-      )}
+      {notice && <div className="experiment-notice"><Banner what={notice.what} why={notice.why} testId="experiment-notice" onDismiss={() => setNotice(null)} /></div>}
     </div>
   );
 }
