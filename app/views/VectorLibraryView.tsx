@@ -117,13 +117,13 @@ function LibraryRow({ v, i, busy, onApplied }: { v: LibraryEntry; i: number; bus
   const pairs = p.positive.length || p.negative.length ? `${p.positive.length} / ${p.negative.length}` : '—';
   return (
     <tr data-testid={`library-row-${i}`} data-d={v.dModel} data-hook={v.hook ?? ''}>
-      <th scope="row" className="lib-name">{v.name}{v.file ? <span className="muted"> (file)</span> : null}</th>
-      <td>
-        <span className="lib-buttons">
-          <NumberInput value={v.alpha ?? 1} label={`α of ${v.name}`} testId={`vector-alpha-${i}`} onChange={(a) => a !== null && setAlpha(v.id, a)} />
-          <button type="button" className="small" data-testid={`apply-vector-${i}`} title="Steer with it: an add intervention at its hook with this α, all positions, every step, opened in the editor" onClick={apply}>Apply</button>
+      <th scope="row" className="lib-name">
+        {v.name}{v.file ? <span className="muted"> (file)</span> : null}
+        <span className="lib-apply" title="Steer with it: an add intervention at its hook with this α, all positions, every step, opened in the editor (a heatmap cell at its hook places it with this α too)">
+          α <NumberInput value={v.alpha ?? 1} label={`α of ${v.name}`} testId={`vector-alpha-${i}`} onChange={(a) => a !== null && setAlpha(v.id, a)} />
+          <button type="button" className="small" data-testid={`apply-vector-${i}`} onClick={apply}>Apply</button>
         </span>
-      </td>
+      </th>
       <td>{p.method}{p.position !== 'unknown' ? ` · ${p.position}` : ''}</td>
       <td className="mono">{v.hook ?? '—'}</td>
       <td className={v.model && model && v.model !== model ? 'warn' : undefined} title={v.model && model && v.model !== model ? `computed on ${v.model}; the loaded model is ${model}` : undefined}>{v.model ?? '—'}</td>
@@ -176,12 +176,12 @@ export function VectorLibraryView() {
         <table className="data-table library" data-testid="vector-library">
           <caption>Library ({vectors.length}){duplicate && <span className="hint" role="status" data-testid="library-duplicate"> {duplicate}</span>}{applied && <span className="hint" role="status" data-testid="library-applied"> {applied}</span>}</caption>
           <thead>
-            <tr><th scope="col">name</th><th scope="col" title="The dose α it is applied with (Apply, or a heatmap cell at its hook)">steer with α</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
+            <tr><th scope="col">name</th><th scope="col">method</th><th scope="col">hook</th><th scope="col">model</th><th scope="col">d</th><th scope="col">pairs (+/−)</th><th scope="col">created</th><th scope="col">export</th></tr>
           </thead>
           <tbody>
             {vectors.length
               ? vectors.map((v, i) => <LibraryRow key={v.id} v={v} i={i} busy={busy} onApplied={setApplied} />)
-              : <tr><td colSpan={9} className="muted">No vectors yet: build one above or import a file.</td></tr>}
+              : <tr><td colSpan={8} className="muted">No vectors yet: build one above or import a file.</td></tr>}
           </tbody>
         </table>
       </div>
