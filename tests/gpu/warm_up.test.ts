@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
+import { warmUpGeneration } from '../../workers/engine/model/warm_up';
 import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
 import { runCaptured } from '../model_run';
 import { F32_TOL, maxDiff } from '../reference_math';
@@ -63,6 +64,9 @@ describe.skipIf(!!why)(`generation after the load's warm-up on the Node adapter$
         expect(short.compiled, 'pipelines compiled for a 3-token prompt').toEqual([]);
         const run = await runCaptured(b, e.model, lily.ids, []);
         expect(maxDiff(run.logits, lily.logits), 'max |Δ logits| of a full sequence after the warm-up').toBeLessThanOrEqual(F32_TOL);
+        // the warm-up's own count: rows 5 + 2 + 1 and the last of the 512 cache positions
+        expect(e.model.contextLength).toBe(512);
+        expect(await warmUpGeneration(e.model, b)).toBe(9);
       } finally {
         e.dispose();
       }
