@@ -125,6 +125,11 @@ describe('fitLogistic step by step: damped Newton on J', () => {
     });
     expect(Math.abs(r.reduce((s, v) => s + v, 0))).toBeLessThan(1e-7);
     for (let j = 0; j < d; j++) expect(Math.abs(r.reduce((s, v, i) => s + v * X[i * d + j], 0) + lambda * fit.w[j])).toBeLessThan(1e-7);
+    // The same design scaled by 1e-4 with λ·1e-8 has the fit w·1e4 and the same b (z and λ‖w‖² unchanged):
+    // the span's eigenvalues (~1e-7) are kept relative to the largest, whatever the features' scale.
+    const s = 1e-4, small = fitLogistic(X.map((v) => v * s), y, n, d, lambda * s * s);
+    expect(Math.abs(small.b - fit.b)).toBeLessThan(1e-6);
+    for (let j = 0; j < d; j++) expect(Math.abs(small.w[j] * s - fit.w[j])).toBeLessThan(1e-6 * (1 + Math.abs(fit.w[j])));
   });
 });
 
@@ -155,6 +160,25 @@ describe('crossValidate: standardisation on the training rows, held-out scores',
       // positives: 4 at +w, 2 at −w; negatives: 4 at −w, 2 at +w → (16 wins + ½·16 ties) / 36
       expect(cv.auroc).toBeCloseTo(24 / 36, 12);
     }
+  });
+
+  it('three features of different scales and offsets, three folds: each fold standardises with its training rows’ mean and population sd, then fits; the scores equal Newton written out on those rows', () => {
+    const g = gaussian(33);
+    const n = 24, d = 3, lambda = 1, scale = [1, 5, 0.2], offset = [0, -3, 7];
+    const Xs = Float64Array.from({ length: n * d }, (_, k) => offset[k % d] + scale[k % d] * g());
+    const ys = Array.from({ length: n }, (_, i) => (Xs[i * d] + 0.3 * Xs[i * d + 1] / 5 + g() > 0 ? 1 : 0));
+    const folds = Int32Array.from({ length: n }, (_, i) => i % 3);
+    const cv = crossValidate(Xs, ys, n, d, folds, lambda);
+    const want = new Float64Array(n);
+    for (let f = 0; f < 3; f++) {
+      const train = [...Array(n).keys()].filter((i) => folds[i] !== f), test = [...Array(n).keys()].filter((i) => folds[i] === f);
+      const mu = [0, 1, 2].map((j) => train.reduce((a, i) => a + Xs[i * d + j], 0) / train.length);
+      const sd = [0, 1, 2].map((j) => Math.sqrt(train.reduce((a, i) => a + (Xs[i * d + j] - mu[j]) ** 2, 0) / train.length));
+      const z = (i: number) => [0, 1, 2].map((j) => (Xs[i * d + j] - mu[j]) / sd[j]);
+      const { theta } = newtonRef(train.flatMap(z), train.map((i) => ys[i]), train.length, d, lambda, 30);
+      for (const i of test) want[i] = theta[d] + z(i).reduce((a, v, j) => a + v * theta[j], 0);
+    }
+    close(cv.scores, want, 1e-8);
   });
 
   it('an empty fold number is skipped; a fold whose training rows hold one class is refused', () => {
