@@ -3,7 +3,7 @@
  * 1. GEMM/GEMV GFLOP/s of the WASM SIMD matmul on 1 and --threads threads (worker_threads sharing
  *    the wasm memory), of the fused Q8_0 / Q4_0 GEMV (1 thread) and of the scalar TypeScript loop
  *    against numpy (OpenBLAS, OPENBLAS_NUM_THREADS=1) on the projection shapes of SmolLM-135M at
- *    T = 1, 64, 512. numpy comes from Debian's python3-numpy (benchmark only; skipped with a note
+ *    T = 1, 16, 64, 512. numpy comes from Debian's python3-numpy (benchmark only; skipped with a note
  *    when absent).
  * 2. On a SmolLM-135M-shaped random Llama (bench/smollm_random.ts): prefill and decode ms with WASM
  *    SIMD on 1 and --threads threads and with the scalar matmul, and the logit-lens margin grid
@@ -74,7 +74,7 @@ print(out)
 
 async function gemmTable(): Promise<void> {
   const D = SMOLLM_135M.hidden_size, F = SMOLLM_135M.intermediate_size, V = SMOLLM_135M.vocab_size;
-  const shapes: [number, number, number][] = [[1, D, F], [1, F, D], [1, D, V], [64, D, F], [64, F, D], [64, D, D], [512, D, F]];
+  const shapes: [number, number, number][] = [[1, D, F], [1, F, D], [1, D, V], [16, D, F], [16, F, D], [16, D, D], [64, D, F], [64, F, D], [64, D, D], [512, D, F]];
   const simd = new CpuBackend(), threaded = new CpuBackend(undefined, { threads: THREADS }), scalar = new CpuBackend(undefined, { simd: false });
   await threaded.whenStarted();
   const rand = seededRandom(3);
