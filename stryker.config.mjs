@@ -1,8 +1,9 @@
 import * as path from 'node:path';
 
 // StrykerJS mutation testing, one engine folder per run (slow on 2 cores: `npm run mutation`, not in CI).
-// MUTATION_TARGET = analysis | steering | model picks the mutated folder and the Vitest subset that
-// exercises it (vitest.mutation.config.ts reads the same variable). Results: docs/mutation.md.
+// MUTATION_TARGET = analysis | steering | model picks the mutated folders and the Vitest subset that
+// exercises them (vitest.mutation.config.ts reads the same variable). Results: docs/mutation.md.
+// 'analysis' mutates the pure maths (analysis/) and the studies built on it (studies/).
 const target = process.env.MUTATION_TARGET;
 if (!['analysis', 'steering', 'model'].includes(target)) {
   throw new Error(`set MUTATION_TARGET to analysis, steering or model (got ${target})`);
@@ -20,7 +21,7 @@ export default {
   plugins: ['@stryker-mutator/vitest-runner'],
   // MUTATION_FILES narrows a run to some files of the folder (comma-separated globs), e.g. to bound
   // a run on a busy machine; MUTATION_SKIP_STRINGS=1 leaves out string-literal mutants (error texts).
-  mutate: process.env.MUTATION_FILES ? process.env.MUTATION_FILES.split(',') : [`workers/engine/${target}/**/*.ts`],
+  mutate: process.env.MUTATION_FILES ? process.env.MUTATION_FILES.split(',') : (target === 'analysis' ? ['analysis', 'studies'] : [target]).map((d) => `workers/engine/${d}/**/*.ts`),
   mutator: { excludedMutations: process.env.MUTATION_SKIP_STRINGS === '1' ? ['StringLiteral'] : [] },
   coverageAnalysis: 'perTest',
   // MUTATION_IGNORE_STATIC=1 leaves out static mutants (reached only while a module loads or in a

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { BranchExplorer } from '../workers/engine/branching/explorer';
+import { BranchExplorer } from '../workers/engine/studies/branching/explorer';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.BRANCHPOINT_SHARED ?? path.join(root, '..', 'shared');

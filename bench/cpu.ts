@@ -24,7 +24,7 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { RunContext } from '../workers/engine/model/run_context';
 import { interleaved, lensGrid } from './page_tools';
-import { lensColumnLogits } from '../workers/engine/analysis/lens';
+import { lensColumnLogits } from '../workers/engine/model/lens';
 import { seededRandom } from '../workers/engine/analysis/sampling';
 import { smolLM135MRandom, SMOLLM_135M } from './smollm_random';
 

@@ -7,7 +7,7 @@ import { DynamicCache, Tensor as HfTensor, type PreTrainedModel } from '@hugging
 import type { WebGpuBackend } from '../workers/engine/backend/webgpu';
 import type { Engine } from '../workers/engine/engine';
 import { RunContext } from '../workers/engine/model/run_context';
-import { lensColumnLogits } from '../workers/engine/analysis/lens';
+import { lensColumnLogits } from '../workers/engine/model/lens';
 
 export const now = () => performance.now();
 
@@ -110,7 +110,7 @@ export async function hfGreedy(model: PreTrainedModel, prompt: number[], nDecode
 /**
  * The logit-lens margin grid alone, as Engine.analyse computes it: forward over the prompt capturing
  * hook_resid_pre of block 0 and every hook_resid_post, then LN_f and the futures' rows of W_U on the
- * stacked [(L+1)·T, d] residuals (analysis/lens.ts lensColumnLogits), read back ([(L+1)·T, |cols|]).
+ * stacked [(L+1)·T, d] residuals (model/lens.ts lensColumnLogits), read back ([(L+1)·T, |cols|]).
  * No sinks or sequence margin.
  */
 export async function lensGrid(e: Engine, ids: number[], cols: Int32Array): Promise<Float32Array> {

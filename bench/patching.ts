@@ -1,7 +1,7 @@
 /**
  * Activation-patching cost on stories260K, CPU backend in Node (`npx tsx bench/patching.ts`): the
  * whole grid (every layer × position, or layer × head for z, plus one whole-layer patch per layer)
- * with prefix KV reuse (analysis/patching.ts) against the naive loop of one full forward per cell,
+ * with prefix KV reuse (studies/patching.ts) against the naive loop of one full forward per cell,
  * for two prompt pairs: the Lily/Tom name swap (21 tokens, the prompts differ from position 1) and
  * a longer story whose corruption is one word near the end. Conditions are interleaved; each
  * figure is printed with the 1-minute load average when it was measured. Asserts nothing.
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { patchingGrid, type PatchHook, type PatchingRequest } from '../workers/engine/analysis/patching';
+import { patchingGrid, type PatchHook, type PatchingRequest } from '../workers/engine/studies/patching';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.BRANCHPOINT_SHARED ?? path.join(root, '..', 'shared');

@@ -5,7 +5,7 @@
  *
  *
  * Memory: the bytes of every weight tensor the load created (packed blocks for quantised ones, 4 per
- * value otherwise; the tied embedding counted once), checked against the estimate (io/estimate.ts,
+ * value otherwise; the tied embedding counted once), checked against the estimate (model/estimate.ts,
  * what the load control's size check uses). Decode: ms per token over --steps greedy steps after a
  * --prompt-token prefill (KV cache; after one untimed forward), token ids < 512, every run fed the
  * float32 run's greedy tokens.
@@ -17,7 +17,8 @@
  */
 import * as os from 'node:os';
 import { CpuBackend } from '../workers/engine/backend/cpu';
-import { estimateModel, formatBytes } from '../workers/engine/io/estimate';
+import { estimateModel } from '../workers/engine/model/estimate';
+import { formatBytes } from '../workers/engine/io/bytes';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { loadTransformer, type WeightDtype } from '../workers/engine/model/load';
 import { RunContext } from '../workers/engine/model/run_context';

@@ -16,7 +16,7 @@ import { HttpFiles, MemoryFiles } from '../workers/engine/io/model_files';
 import { assertSaeFits } from '../workers/engine/sae/estimate';
 import { readSae } from '../workers/engine/sae/files';
 import { Sae, saeMemoryBytes } from '../workers/engine/sae/sae';
-import { ACTIVATION_TOKENS } from '../workers/engine/io/estimate';
+import { ACTIVATION_TOKENS } from '../workers/engine/model/estimate';
 import { encodeSafetensors } from '../tools/safetensors_write';
 
 export interface SaeBenchOptions {

@@ -12,8 +12,8 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import type { Intervention } from '../workers/engine/model/intervention';
 import { toIntervention } from '../workers/engine/steering/spec';
-import { doseResponse } from '../workers/engine/steering/sweep';
-import { caaVector } from '../workers/engine/steering/vectors';
+import { doseResponse } from '../workers/engine/studies/sweep';
+import { caaVector } from '../workers/engine/studies/vectors';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shared = process.env.BRANCHPOINT_SHARED ?? path.join(root, '..', 'shared');

@@ -5,12 +5,12 @@
  */
 import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
-import { batchMetrics, flatRow, runBatch } from '../workers/engine/batch/batch';
-import { summarize } from '../workers/engine/batch/aggregate';
-import { BATCH_METRICS, METRIC_DOCS, parseMetrics } from '../workers/engine/batch/metrics';
-import { parseTemplate, promptListTemplate } from '../workers/engine/batch/template';
-import { PATCH_HOOKS, type PatchHook } from '../workers/engine/analysis/patching';
-import { formatOfName, parseValues } from '../workers/engine/batch/values';
+import { batchMetrics, flatRow, runBatch } from '../workers/engine/studies/batch/batch';
+import { summarize } from '../workers/engine/studies/batch/aggregate';
+import { BATCH_METRICS, METRIC_DOCS, parseMetrics } from '../workers/engine/studies/batch/metrics';
+import { parseTemplate, promptListTemplate } from '../workers/engine/studies/batch/template';
+import { PATCH_HOOKS, type PatchHook } from '../workers/engine/studies/patching';
+import { formatOfName, parseValues } from '../workers/engine/studies/batch/values';
 import type { Args } from './args';
 import { interventionsFromArgs, loadVectorFile } from './steering';
 

@@ -3,9 +3,9 @@
  * one fork of it; `forks` scores the trunk's fork points (Bigelow et al. arXiv 2412.07961).
  */
 import type { Engine } from '../workers/engine/engine';
-import { BranchExplorer, firstTokenInContext, type ExploreRequest } from '../workers/engine/branching/explorer';
-import { forkPoints } from '../workers/engine/branching/forks';
-import { pathOf, type DrawSettings } from '../workers/engine/branching/tree';
+import { BranchExplorer, firstTokenInContext, type ExploreRequest } from '../workers/engine/studies/branching/explorer';
+import { forkPoints } from '../workers/engine/studies/branching/forks';
+import { pathOf, type DrawSettings } from '../workers/engine/studies/branching/tree';
 import type { Args } from './args';
 import { interventionsFromArgs } from './steering';
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { experimentSpecs, readExperiment, type Experiment } from '../workers/engine/io/experiment';
+import { experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
 import type { Args } from './args';
 
 /** Where the app's bundled models live in this checkout (public/models/<name>). */

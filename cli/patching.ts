@@ -1,10 +1,10 @@
 /**
- * The runner's `patch` subcommand: the activation-patching grid of workers/engine/analysis/patching.ts
+ * The runner's `patch` subcommand: the activation-patching grid of workers/engine/studies/patching.ts
  * as one JSON object (the same numbers the Patching view draws).
  */
 import type { Engine } from '../workers/engine/engine';
-import { PATCH_HOOKS, patchingGrid, type PatchDirection, type PatchHook, type PatchMetric } from '../workers/engine/analysis/patching';
-import { patchJson } from '../workers/engine/analysis/report_json';
+import { PATCH_HOOKS, patchingGrid, type PatchDirection, type PatchHook, type PatchMetric } from '../workers/engine/studies/patching';
+import { patchJson } from '../workers/engine/studies/report_json';
 import { checkRecoveryDenominator } from '../workers/engine/analysis/recovery_denominator';
 import type { Args } from './args';
 

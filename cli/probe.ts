@@ -1,10 +1,10 @@
 /**
  * The runner's `probe` subcommand: linear probes per layer on a labelled prompt set
- * (workers/engine/analysis/probe.ts), printed as one JSON object.
+ * (workers/engine/studies/probe.ts), printed as one JSON object.
  */
 import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
-import { probeLayers, type ProbePosition } from '../workers/engine/analysis/probe';
+import { probeLayers, type ProbePosition } from '../workers/engine/studies/probe';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
 import { intFlag, type Args } from './args';
 

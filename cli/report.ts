@@ -1,12 +1,12 @@
 /**
- * The runner's `report` subcommand: the decision-point report of workers/engine/analysis/report.ts
+ * The runner's `report` subcommand: the decision-point report of workers/engine/studies/report.ts
  * (visible / causal / changeable on one layer and step axis) as one JSON object — the numbers the
  * Report view shows.
  */
 import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
-import { decisionReport, type ReportWindow } from '../workers/engine/analysis/report';
-import { reportJson } from '../workers/engine/analysis/report_json';
+import { decisionReport, type ReportWindow } from '../workers/engine/studies/report';
+import { reportJson } from '../workers/engine/studies/report_json';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
 import { intFlag, type Args } from './args';
 import { parsePosition } from './probe';

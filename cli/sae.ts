@@ -10,7 +10,7 @@ import type { Engine } from '../workers/engine/engine';
 import { HubFiles, parseRepoRef } from '../workers/engine/io/hub_files';
 import type { ModelFiles } from '../workers/engine/io/model_files';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { analyseSae } from '../workers/engine/sae/analysis';
+import { analyseSae } from '../workers/engine/studies/sae_features';
 import { neuronpediaUrl } from '../workers/engine/sae/config';
 import { assertSaeFits } from '../workers/engine/sae/estimate';
 import { readSae } from '../workers/engine/sae/files';

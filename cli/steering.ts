@@ -7,11 +7,12 @@ import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
 import type { Intervention } from '../workers/engine/model/intervention';
-import { resolveInterventions } from '../workers/engine/steering/resolve';
+import { resolveInterventions } from '../workers/engine/studies/resolve_interventions';
 import { INTERVENTION_TYPES, isSaeFeatureRef, parseSpec, type InterventionSpec, type RunShape } from '../workers/engine/steering/spec';
-import { doseResponse } from '../workers/engine/steering/sweep';
+import { doseResponse } from '../workers/engine/studies/sweep';
 import { formatOf, readVectorFile, writeVectorFile, type ImportedVector } from '../workers/engine/steering/vector_io';
-import { actAdd, caaVector, type SteeringVector } from '../workers/engine/steering/vectors';
+import { actAdd, caaVector } from '../workers/engine/studies/vectors';
+import { type SteeringVector } from '../workers/engine/steering/vector';
 import { type Args, numberFlag } from './args';
 
 export const STEERING_USAGE = `  branchpoint sweep    --model DIR --prompt TEXT --good TEXT --bad TEXT

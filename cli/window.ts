@@ -1,9 +1,9 @@
 /**
- * The runner's `window` subcommand: the intervention window (workers/engine/analysis/window.ts),
+ * The runner's `window` subcommand: the intervention window (workers/engine/studies/window.ts),
  * the outcome of steering from step k for k = 0..K and the point of no return, as one JSON object.
  */
 import type { Engine } from '../workers/engine/engine';
-import { interventionWindow, type WindowScore } from '../workers/engine/analysis/window';
+import { interventionWindow, type WindowScore } from '../workers/engine/studies/window';
 import type { Args } from './args';
 import { interventionsFromArgs } from './steering';
 

@@ -15,7 +15,7 @@ import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { toIntervention } from '../workers/engine/steering/spec';
-import { caaVector } from '../workers/engine/steering/vectors';
+import { caaVector } from '../workers/engine/studies/vectors';
 
 /**
  * Experiments in a link and a file, on the production build served from a sub-path by a plain

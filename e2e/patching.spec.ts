@@ -5,7 +5,7 @@ import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../workers/engine/ops/logits.cpu';
-import { patchingGrid, type PatchingResult } from '../workers/engine/analysis/patching';
+import { patchingGrid, type PatchingResult } from '../workers/engine/studies/patching';
 import { open, settled } from './app_page';
 
 /**

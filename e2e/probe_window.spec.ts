@@ -7,10 +7,10 @@ import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
-import { probeLayers, type ProbeResult } from '../workers/engine/analysis/probe';
-import { interventionWindow, type WindowResult } from '../workers/engine/analysis/window';
+import { probeLayers, type ProbeResult } from '../workers/engine/studies/probe';
+import { interventionWindow, type WindowResult } from '../workers/engine/studies/window';
 import { toIntervention } from '../workers/engine/steering/spec';
-import { caaVector } from '../workers/engine/steering/vectors';
+import { caaVector } from '../workers/engine/studies/vectors';
 
 /**
  * The probe curve (shipped example public/probes/he_she.json) and the intervention window (the

@@ -10,7 +10,7 @@ import { open, settled } from './app_page';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { probeLayers } from '../workers/engine/analysis/probe';
+import { probeLayers } from '../workers/engine/studies/probe';
 
 /**
  * The decision-point report for the Lily/Tom name swap, opened in the UI (production build, WebGPU

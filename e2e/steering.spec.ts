@@ -9,8 +9,8 @@ import { Engine } from '../workers/engine/engine';
 import type { Analysis, Generation } from '../workers/engine/api';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { toIntervention } from '../workers/engine/steering/spec';
-import { doseResponse, type SweepResult } from '../workers/engine/steering/sweep';
-import { caaVector, type CaaVector } from '../workers/engine/steering/vectors';
+import { doseResponse, type SweepResult } from '../workers/engine/studies/sweep';
+import { caaVector, type CaaVector } from '../workers/engine/studies/vectors';
 import { readNpy, writeNpy } from '../workers/engine/steering/vector_io';
 import { settled } from './app_page';
 

@@ -9,9 +9,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
-import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, parseExperiment, type Deck } from '../workers/engine/io/experiment';
+import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, parseExperiment, type Deck } from '../workers/engine/experiment';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { caaVector } from '../workers/engine/steering/vectors';
+import { caaVector } from '../workers/engine/studies/vectors';
 
 const ROOT = path.join(import.meta.dirname, '..');
 const MODEL = path.join(ROOT, 'public', 'models', 'stories260K');

@@ -7,26 +7,26 @@ import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest
 import type { LoadProgress, WeightDtype } from './engine/model/load';
 import type { CachedModel } from './engine/io/cache';
 import type { InterventionSpec } from './engine/steering/spec';
-import type { SweepProgress, SweepRequest, SweepResult } from './engine/steering/sweep';
+import type { SweepProgress, SweepRequest, SweepResult } from './engine/studies/sweep';
 import type { VectorFormat } from './engine/steering/vector_io';
-import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/branching/explorer';
-import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/branching/forks';
-import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/branching/tree';
-import type { BatchProgress, BatchRequest, BatchResult, BatchRow } from './engine/batch/batch';
-import type { BatchMetric } from './engine/batch/metrics';
-import type { StudyTemplate } from './engine/batch/template';
-import type { ValuesTable } from './engine/batch/values';
-import type { PatchingProgress, PatchingRequest, PatchingResult } from './engine/analysis/patching';
-import type { ReportProgress, ReportRequest, ReportResult } from './engine/analysis/report';
-import type { VectorProvenance } from './engine/steering/vectors';
-import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/analysis/probe';
-import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/analysis/window';
-import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/sae/analysis';
+import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/studies/branching/explorer';
+import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/studies/branching/forks';
+import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/studies/branching/tree';
+import type { BatchProgress, BatchRequest, BatchResult, BatchRow } from './engine/studies/batch/batch';
+import type { BatchMetric } from './engine/studies/batch/metrics';
+import type { StudyTemplate } from './engine/studies/batch/template';
+import type { ValuesTable } from './engine/studies/batch/values';
+import type { PatchingProgress, PatchingRequest, PatchingResult } from './engine/studies/patching';
+import type { ReportProgress, ReportRequest, ReportResult } from './engine/studies/report';
+import type { VectorProvenance } from './engine/steering/vector';
+import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/studies/probe';
+import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/studies/window';
+import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/studies/sae_features';
 import type { SaeConfig } from './engine/sae/config';
 import type { LogitError } from './engine/model/quant_error';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype, LogitError };
-export type { SinkStats } from './engine/api';
+export type { SinkStats } from './engine/analysis/sinks';
 export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
 export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';
@@ -54,7 +54,7 @@ export interface SaeInfo {
 export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress, BranchTree, DrawSettings, TopTokens, TreeNode };
 export type { BatchProgress, BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 
-/** A batch study as the UI sends it (engine/batch/batch.ts BatchRequest, interventions as specs). */
+/** A batch study as the UI sends it (engine/studies/batch/batch.ts BatchRequest, interventions as specs). */
 export interface BatchJob {
   template: StudyTemplate;
   values: ValuesTable;
@@ -62,13 +62,13 @@ export interface BatchJob {
   metrics?: BatchMetric[];
   visibleThreshold?: number;
   sinkEps?: number;
-  /** probe_score's direction and hook; patch_recovery's cell (batch/batch.ts BatchRequest). */
+  /** probe_score's direction and hook; patch_recovery's cell (studies/batch/batch.ts BatchRequest). */
   probe?: BatchRequest['probe'];
   patchCell?: BatchRequest['patchCell'];
 }
 export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
-export type { ReportPrompt, ReportLabelledSet } from './engine/analysis/report';
-export type { PatchDirection, PatchHook, PatchMetric } from './engine/analysis/patching';
+export type { ReportPrompt, ReportLabelledSet } from './engine/studies/report';
+export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/patching';
 
 export type { ProbeProgress, ProbeRequest, ProbeResult, WindowContinuation, WindowProgress, WindowResult, WindowScore };
 
@@ -140,7 +140,7 @@ export interface SpecRequest {
   specLabels?: string[];
 }
 
-/** How to build a steering vector from the model's own activations (engine/steering/vectors.ts). */
+/** How to build a steering vector from the model's own activations (engine/studies/vectors.ts). */
 export interface VectorRequest {
   /** 'caa': difference of means over the sets (Rimsky et al., arXiv 2312.06681); 'actadd': one pair (Turner et al., arXiv 2308.10248). */
   method: 'caa' | 'actadd';
@@ -262,12 +262,12 @@ export interface InferenceApi {
   /** A vector as file bytes (vector_io.ts): .npy '<f4' (d,), or .safetensors / .json with the provenance. */
   exportVector(format: VectorFormat, v: LibraryVector): Promise<Uint8Array>;
   /**
-   * Dose–response sweep (steering/sweep.ts): margin and KL per layer × dose, onProgress after each
+   * Dose–response sweep (studies/sweep.ts): margin and KL per layer × dose, onProgress after each
    * forward pass. cancel() stops it between forward passes (it rejects with a CancelledError).
    */
   sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void): Promise<SweepResult>;
   /**
-   * Starts a branch tree (engine/branching/explorer.ts): generates the trunk, streaming its tokens;
+   * Starts a branch tree (engine/studies/branching/explorer.ts): generates the trunk, streaming its tokens;
    * the specs act on the trunk when draw.steered. Replaces the tree held before.
    * @throws Error for a bad prompt, future or spec, or a prompt plus new tokens longer than the context.
    */
@@ -289,39 +289,39 @@ export interface InferenceApi {
    */
   branchRestore(tree: unknown, specs?: SpecRequest): Promise<BranchTree>;
   /**
-   * Fork points of a node's path (engine/branching/forks.ts): gaps, and outcome margins of seeded
+   * Fork points of a node's path (engine/studies/branching/forks.ts): gaps, and outcome margins of seeded
    * continuations after each forced token; onProgress after each continuation. cancel() stops it
    * and it resolves with the points scored so far (cancelled = true).
    */
   forkPoints(req: ForkPointsRequest, specs?: SpecRequest, onProgress?: (p: ForkProgress) => void): Promise<ForkPointsResult>;
   /**
-   * A batch study (engine/batch/batch.ts): every prompt of the template × values table analysed,
+   * A batch study (engine/studies/batch/batch.ts): every prompt of the template × values table analysed,
    * its metrics streamed through onRow. cancel() stops it between prompts and it resolves with the
    * rows done (cancelled = true); a prompt that fails becomes a row with its error.
    * @throws Error before anything runs for a template variable without a column or an unknown metric.
    */
   batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void): Promise<BatchResult>;
   /**
-   * Linear probes per layer (analysis/probe.ts): one forward per prompt, then cross-validated
+   * Linear probes per layer (studies/probe.ts): one forward per prompt, then cross-validated
    * probes per row; onProgress after each. cancel() stops it (it rejects with a CancelledError).
    * @throws Error for a set with fewer than 2 prompts per class or a position outside a prompt.
    */
   probe(req: ProbeRequest, onProgress?: (p: ProbeProgress) => void): Promise<ProbeResult>;
   /**
-   * Intervention window (analysis/window.ts): the generation regenerated with the specs switched on
+   * Intervention window (studies/window.ts): the generation regenerated with the specs switched on
    * from step k, k = 0..K, and the point of no return; onProgress after each token pass.
    * cancel() stops it between passes (it rejects with a CancelledError).
    * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
    */
   interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void): Promise<WindowResult>;
   /**
-   * Activation patching grid (analysis/patching.ts): recovery per (layer, position) or (layer,
+   * Activation patching grid (studies/patching.ts): recovery per (layer, position) or (layer,
    * head), onProgress after each patched run. cancel() stops it between runs (CancelledError).
    * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
    */
   patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void): Promise<PatchingResult>;
   /**
-   * Decision-point report (analysis/report.ts): visible / causal / changeable on one layer axis,
+   * Decision-point report (studies/report.ts): visible / causal / changeable on one layer axis,
    * onProgress per prompt and stage; cancel() stops it (CancelledError).
    * @throws Error as patching does for the main prompt pair, as the window does for an intervention
    *   that does not fit the main prompt, as the probe does for a labelled set it refuses.
@@ -340,7 +340,7 @@ export interface InferenceApi {
   unloadSae(id: string): Promise<void>;
   /**
    * Per-token features, reconstruction statistics and (with both futures) margin attributions of
-   * the unsteered prompt with the SAE attached (engine/sae/analysis.ts).
+   * the unsteered prompt with the SAE attached (engine/studies/sae_features.ts).
    */
   analyseSae(id: string, req: SaeAnalysisRequest): Promise<SaeAnalysis>;
   /** A feature's decoder-direction lens, cosines with the given vectors and Neuronpedia link. */

@@ -1,7 +1,7 @@
 import type { Backend } from './engine/backend/backend';
 import { WebGpuBackend } from './engine/backend/webgpu';
 import { withCache } from './engine/io/cache';
-import { assertFits, type DeviceLimits } from './engine/io/estimate';
+import { assertFits, type DeviceLimits } from './engine/model/estimate';
 import { HubFiles } from './engine/io/hub_files';
 import { HttpFiles, MemoryFiles, type ModelFiles } from './engine/io/model_files';
 import type { WeightDtype } from './engine/model/load';

@@ -1,6 +1,6 @@
 import { useStore } from '../store';
 import type { ViewName } from '../store/ui';
-import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/io/experiment';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/experiment';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { posterQrLink } from '../lib/qr_link';

@@ -1,10 +1,10 @@
 /**
- * The workbench's state ↔ the experiment file (workers/engine/io/experiment.ts): what is saved to
+ * The workbench's state ↔ the experiment file (workers/engine/experiment.ts): what is saved to
  * a file, a link and local storage, and how a loaded experiment is put back into the store.
  * Never includes a Hub token.
  */
 import LZString from 'lz-string';
-import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment, type Experiment, type ExperimentModel } from '../../workers/engine/io/experiment';
+import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment, type Experiment, type ExperimentModel } from '../../workers/engine/experiment';
 import type { ModelSource } from '../../workers/protocol';
 import type { AppState } from '../store';
 import type { ViewName } from '../store/ui';

@@ -1,6 +1,6 @@
 /**
  * What "Find fork points" will cost before it runs, and how far it is while it runs. The
- * measurement (workers/engine/branching/forks.ts) forces the chosen token and `alternatives` others
+ * measurement (workers/engine/studies/branching/forks.ts) forces the chosen token and `alternatives` others
  * at each scored position and samples `samples` continuations after each, every one run from that
  * position to the end of the path; the seconds come from this load's own measured decode speed
  * (streamedRate, then the last run's own pace).

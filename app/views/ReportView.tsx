@@ -11,7 +11,7 @@ import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
 import { DenominatorWarning } from '../components/DenominatorWarning';
 import { LabelledSetSource } from '../components/LabelledSetSource';
-import { reportJson } from '../../workers/engine/analysis/report_json';
+import { reportJson } from '../../workers/engine/studies/report_json';
 import type { ReportDisplay } from '../store/report';
 import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
@@ -106,7 +106,7 @@ function PromptMismatchNote() {
 }
 
 /**
- * The visible answer in plain words (DESIGN.md §3; analysis/report.ts firstStable): the layer half
+ * The visible answer in plain words (DESIGN.md §3; studies/report.ts firstStable): the layer half
  * reads the logit lens at the last prompt position down the layers, the position half reads the
  * final layer along the prompt (what the model would predict after each token). Each names where
  * the margin first reaches |Δ| ≥ threshold toward the final answer, keeping that sign after it.

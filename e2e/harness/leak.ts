@@ -10,9 +10,9 @@ import { WebGpuBackend, type GpuMemoryStats } from '../../workers/engine/backend
 import { Engine } from '../../workers/engine/engine';
 import { HttpFiles } from '../../workers/engine/io/model_files';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { doseResponse } from '../../workers/engine/steering/sweep';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
+import { doseResponse } from '../../workers/engine/studies/sweep';
+import { patchingGrid } from '../../workers/engine/studies/patching';
+import { BranchExplorer } from '../../workers/engine/studies/branching/explorer';
 
 let engine: Engine | null = null;
 

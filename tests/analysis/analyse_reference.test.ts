@@ -4,7 +4,7 @@ import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { sinkDivergence } from '../../workers/engine/analysis/sinks';
 import type { Analysis } from '../../workers/engine/api';
-import type { LensTop } from '../../workers/engine/analysis/lens';
+import type { LensTop } from '../../workers/engine/model/lens';
 import { F32_TOL, l2, logSoftmax, lse, maxDiff, realModel, topK, type RealModel, type RealPrompt } from '../reference_math';
 
 /**

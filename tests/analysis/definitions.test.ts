@@ -3,7 +3,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
-import { lensColumnLogits, lensTopK } from '../../workers/engine/analysis/lens';
+import { lensColumnLogits, lensTopK } from '../../workers/engine/model/lens';
 import { logSumExp, rowMargin, setMargins } from '../../workers/engine/analysis/margin';
 import { residualStats } from '../../workers/engine/analysis/residual';
 import { sinkDivergence, sinkStats } from '../../workers/engine/analysis/sinks';

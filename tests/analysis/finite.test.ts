@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
-import { assertFiniteRun, firstNonFinite, locateNonFinite, NonFiniteError } from '../../workers/engine/analysis/finite';
+import { assertFiniteRun, locateNonFinite } from '../../workers/engine/model/span';
+import { firstNonFinite, NonFiniteError } from '../../workers/engine/model/non_finite';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { memory, withConfig, withTensors } from '../hardening/model_variants';
 
 /**
- * analysis/finite.ts (issue #8): where the first NaN/±Inf of a forward pass appears. The faults are
+ * model/span.ts (issue #8): where the first NaN/±Inf of a forward pass appears. The faults are
  * planted with an `add` intervention whose dose overflows float32 (|α·v| > 3.4e38 = Inf) at a
  * chosen hook, position and dimension, so the expected site is known in closed form: that hook
  * (the first in hookNames order, every earlier one finite), that row, that value.

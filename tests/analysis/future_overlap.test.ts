@@ -3,7 +3,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { firstTokenWarning, sameFirstTokens, sharedFirstIds } from '../../workers/engine/analysis/future_overlap';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
+import { patchingGrid } from '../../workers/engine/studies/patching';
 import { sharedPath } from '../shared';
 
 /**

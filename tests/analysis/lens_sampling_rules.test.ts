@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { LensStacks, lensTopK } from '../../workers/engine/analysis/lens';
+import { LensStacks, lensTopK } from '../../workers/engine/model/lens';
 import { checkSamplingRule, drawToken, sampleToken } from '../../workers/engine/analysis/sampling';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { probeActivations } from '../../workers/engine/analysis/probe';
+import { probeActivations } from '../../workers/engine/studies/probe';
 import { crossValidate, stratifiedFolds } from '../../workers/engine/analysis/logistic';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 

@@ -5,10 +5,10 @@ import * as path from 'node:path';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { runBatch } from '../../workers/engine/batch/batch';
-import { parseTemplate } from '../../workers/engine/batch/template';
-import { parseValues } from '../../workers/engine/batch/values';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
+import { runBatch } from '../../workers/engine/studies/batch/batch';
+import { parseTemplate } from '../../workers/engine/studies/batch/template';
+import { parseValues } from '../../workers/engine/studies/batch/values';
+import { patchingGrid } from '../../workers/engine/studies/patching';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 import { rowMargin } from '../../workers/engine/analysis/margin';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
@@ -19,7 +19,7 @@ import { readReference, sharedPath } from '../shared';
 /**
  * The batch columns that need settings: probe_score (a direction's projection at a hook) against
  * the golden hidden states of stories260K, and patch_recovery at one cell against the naive
- * patching loop of analysis/patching.ts (one full forward per cell); both from the runner too.
+ * patching loop of studies/patching.ts (one full forward per cell); both from the runner too.
  */
 const MODEL = sharedPath('models', 'stories260K');
 const ref = JSON.parse(fs.readFileSync(sharedPath('models/stories260K/reference/reference.json'), 'utf8')) as { prompts: { name: string; prompt: string; n_prompt: number; n_positions: number }[] };

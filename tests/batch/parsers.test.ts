@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { formatOfName, parseValues, sniffFormat } from '../../workers/engine/batch/values';
-import { expandStudy, fill, parseTemplate, templateVariables } from '../../workers/engine/batch/template';
-import { bootstrapMean } from '../../workers/engine/batch/bootstrap';
-import { lensVisibleLayer, parseMetrics } from '../../workers/engine/batch/metrics';
-import { summarize } from '../../workers/engine/batch/aggregate';
-import type { BatchRow } from '../../workers/engine/batch/batch';
+import { formatOfName, parseValues, sniffFormat } from '../../workers/engine/studies/batch/values';
+import { expandStudy, fill, parseTemplate, templateVariables } from '../../workers/engine/studies/batch/template';
+import { bootstrapMean } from '../../workers/engine/analysis/bootstrap';
+import { lensVisibleLayer, parseMetrics } from '../../workers/engine/studies/batch/metrics';
+import { summarize } from '../../workers/engine/studies/batch/aggregate';
+import type { BatchRow } from '../../workers/engine/studies/batch/batch';
 
 describe('values tables', () => {
   it('CSV follows RFC 4180: quoted commas, doubled quotes, newlines inside quotes, a BOM, CRLF', () => {

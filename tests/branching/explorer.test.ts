@@ -4,8 +4,8 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
-import { pathOf, validateTree, type DrawSettings } from '../../workers/engine/branching/tree';
+import { BranchExplorer } from '../../workers/engine/studies/branching/explorer';
+import { pathOf, validateTree, type DrawSettings } from '../../workers/engine/studies/branching/tree';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 

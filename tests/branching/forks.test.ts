@@ -3,9 +3,9 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
-import { continuationSeed, forkPoints, type ForkProgress } from '../../workers/engine/branching/forks';
-import { pathOf } from '../../workers/engine/branching/tree';
+import { BranchExplorer } from '../../workers/engine/studies/branching/explorer';
+import { continuationSeed, forkPoints, type ForkProgress } from '../../workers/engine/studies/branching/forks';
+import { pathOf } from '../../workers/engine/studies/branching/tree';
 import { runCli } from '../cli_run';
 import { sharedPath } from '../shared';
 

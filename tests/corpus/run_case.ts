@@ -12,7 +12,7 @@ import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { parseSafetensors } from '../../workers/engine/io/safetensors';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { assertVectorFits, readVectorFile } from '../../workers/engine/steering/vector_io';
-import { doseResponse } from '../../workers/engine/steering/sweep';
+import { doseResponse } from '../../workers/engine/studies/sweep';
 import { readSae } from '../../workers/engine/sae/files';
 import { Sae } from '../../workers/engine/sae/sae';
 import { main } from '../../cli/main';

@@ -3,10 +3,10 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { doseResponse } from '../../workers/engine/steering/sweep';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { interventionWindow } from '../../workers/engine/analysis/window';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
+import { doseResponse } from '../../workers/engine/studies/sweep';
+import { patchingGrid } from '../../workers/engine/studies/patching';
+import { interventionWindow } from '../../workers/engine/studies/window';
+import { BranchExplorer } from '../../workers/engine/studies/branching/explorer';
 import { sharedPath } from '../shared';
 
 /**

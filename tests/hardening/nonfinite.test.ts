@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
-import { NonFiniteError } from '../../workers/engine/analysis/finite';
+import { NonFiniteError } from '../../workers/engine/model/non_finite';
 import { sampleToken } from '../../workers/engine/analysis/sampling';
 import { rowOpCpu } from '../../workers/engine/ops/row_op.cpu';
 import { toIntervention } from '../../workers/engine/steering/spec';

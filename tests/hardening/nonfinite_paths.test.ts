@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
-import { NonFiniteError } from '../../workers/engine/analysis/finite';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { interventionWindow } from '../../workers/engine/analysis/window';
-import { BranchExplorer } from '../../workers/engine/branching/explorer';
-import { runBatch } from '../../workers/engine/batch/batch';
-import { doseResponse } from '../../workers/engine/steering/sweep';
+import { NonFiniteError } from '../../workers/engine/model/non_finite';
+import { patchingGrid } from '../../workers/engine/studies/patching';
+import { interventionWindow } from '../../workers/engine/studies/window';
+import { BranchExplorer } from '../../workers/engine/studies/branching/explorer';
+import { runBatch } from '../../workers/engine/studies/batch/batch';
+import { doseResponse } from '../../workers/engine/studies/sweep';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import type { Intervention } from '../../workers/engine/model/intervention';
 import { memory, withTensors } from './model_variants';

@@ -3,10 +3,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
-import { experimentSpecs, futureInput, parseDeck, type Experiment } from '../../workers/engine/io/experiment';
+import { experimentSpecs, futureInput, parseDeck, type Experiment } from '../../workers/engine/experiment';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { resolveInterventions } from '../../workers/engine/steering/resolve';
-import { doseResponse } from '../../workers/engine/steering/sweep';
+import { resolveInterventions } from '../../workers/engine/studies/resolve_interventions';
+import { doseResponse } from '../../workers/engine/studies/sweep';
 import { sharedPath } from '../shared';
 
 /**

@@ -3,7 +3,8 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import type { Intervention } from '../../workers/engine/model/intervention';
-import { firstTouchedPosition, PrefixCache, stepOfPosition } from '../../workers/engine/model/kv_prefix';
+import { firstTouchedPosition, stepOfPosition } from '../../workers/engine/model/span';
+import { PrefixCache } from '../../workers/engine/model/kv_prefix';
 import { sharedPath } from '../shared';
 
 /**

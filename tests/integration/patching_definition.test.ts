@@ -4,7 +4,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine, type RunOptions } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
-import { patchingGrid, type PatchingRequest } from '../../workers/engine/analysis/patching';
+import { patchingGrid, type PatchingRequest } from '../../workers/engine/studies/patching';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 import { json, memory, modelFiles, putJson } from '../hardening/model_variants';

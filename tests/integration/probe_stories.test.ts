@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { probeLayers, type ProbeProgress } from '../../workers/engine/analysis/probe';
-import { caaVector } from '../../workers/engine/steering/vectors';
+import { probeLayers, type ProbeProgress } from '../../workers/engine/studies/probe';
+import { caaVector } from '../../workers/engine/studies/vectors';
 import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
 import { maxAbsDiff, readReference, sharedPath } from '../shared';
 

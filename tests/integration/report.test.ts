@@ -6,8 +6,8 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { linearCpu } from '../../workers/engine/ops/linear.cpu';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { rmsNormCpu } from '../../workers/engine/ops/norm.cpu';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { decisionReport, firstStable, type ReportProgress } from '../../workers/engine/analysis/report';
+import { patchingGrid } from '../../workers/engine/studies/patching';
+import { decisionReport, firstStable, type ReportProgress } from '../../workers/engine/studies/report';
 import { readReference, sharedPath } from '../shared';
 
 /** The decision-point report (DESIGN.md §3) on stories260K's Lily/Tom prompt and a small prompt set. */

@@ -3,11 +3,11 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import type { Intervention } from '../../workers/engine/model/intervention';
-import { decisionReport, firstAt95, labelledPairs, type ReportProgress } from '../../workers/engine/analysis/report';
-import { reportJson } from '../../workers/engine/analysis/report_json';
-import { probeLayers } from '../../workers/engine/analysis/probe';
+import { decisionReport, firstAt95, labelledPairs, type ReportProgress } from '../../workers/engine/studies/report';
+import { reportJson } from '../../workers/engine/studies/report_json';
+import { probeLayers } from '../../workers/engine/studies/probe';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { bootstrapMean, bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
+import { bootstrapMean, bootstrapStatistic } from '../../workers/engine/analysis/bootstrap';
 import { sharedPath } from '../shared';
 
 /**
@@ -102,7 +102,7 @@ describe('decision-point report: changeable and probe', () => {
     });
     expect(pb.interval).not.toBeNull();
     expect(pb.interval![0]).toBeLessThanOrEqual(pb.interval![1]);
-    // Band and interval: the bootstrap (batch/bootstrap.ts) of each example's 0/1 correctness per row (seed + row for the band).
+    // Band and interval: the bootstrap (analysis/bootstrap.ts) of each example's 0/1 correctness per row (seed + row for the band).
     const correct = Array.from({ length: 6 }, (_, i) => pr.heldOut.map((s) => ((s[i] > 0 ? 1 : 0) === (i < 3 ? 1 : 0) ? 1 : 0)));
     const rowsBoot = pr.accuracy.map((_, j) => bootstrapMean(correct.map((c) => c[j]), { resamples: 300, seed: j }));
     expect(pb.band).toEqual([rowsBoot.map((x) => x.lo), rowsBoot.map((x) => x.hi)]);

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { bootstrapMean, bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
-import { patchingGrid } from '../../workers/engine/analysis/patching';
-import { decisionReport, firstStable, type ReportResult } from '../../workers/engine/analysis/report';
-import { pointOfNoReturn } from '../../workers/engine/analysis/window';
+import { bootstrapMean, bootstrapStatistic } from '../../workers/engine/analysis/bootstrap';
+import { patchingGrid } from '../../workers/engine/studies/patching';
+import { decisionReport, firstStable, type ReportResult } from '../../workers/engine/studies/report';
+import { pointOfNoReturn } from '../../workers/engine/studies/window';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 
@@ -13,7 +13,7 @@ import { sharedPath } from '../shared';
  * The decision-point report over a prompt set (DESIGN.md §3): every aggregate is the stated rule
  * applied to the per-prompt numbers (means over prompts, the visible/causal/no-return rules on the
  * mean curve, percentile-bootstrap bands per row with seed + row and intervals of the rule on resampled
- * means: batch/bootstrap.ts, tested on its own in report_rules and batch tests), and the per-prompt
+ * means: analysis/bootstrap.ts, tested on its own in report_rules and batch tests), and the per-prompt
  * numbers are their definitions (the row maxima of each pair's own patching grid, the sign of the
  * final lens margin). The main prompt's numbers are checked against the golden arrays in report.test.ts.
  */

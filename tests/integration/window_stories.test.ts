@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { interventionWindow, pointOfNoReturn, type WindowProgress, type WindowRequest } from '../../workers/engine/analysis/window';
+import { interventionWindow, pointOfNoReturn, type WindowProgress, type WindowRequest } from '../../workers/engine/studies/window';
 import type { Intervention } from '../../workers/engine/model/intervention';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { caaVector } from '../../workers/engine/steering/vectors';
+import { caaVector } from '../../workers/engine/studies/vectors';
 import { sharedPath } from '../shared';
 
 /** The intervention window on stories260K with the happy − sad CAA vector (public/steering/happy_sad.json). */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { CACHE_NAME, defaultCacheStorage, deleteCachedModel, listCachedModels, withCache } from '../../workers/engine/io/cache';
-import { assertFits } from '../../workers/engine/io/estimate';
+import { assertFits } from '../../workers/engine/model/estimate';
 import { HubFiles } from '../../workers/engine/io/hub_files';
 import { startMockHub } from '../../tools/mock-hub';
 import { sharedPath } from '../shared';

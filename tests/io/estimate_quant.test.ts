@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { estimateModel } from '../../workers/engine/io/estimate';
+import { estimateModel } from '../../workers/engine/model/estimate';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { readReference, sharedPath } from '../shared';
 

@@ -16,7 +16,7 @@ import { F32_TOL, realModel } from '../reference_math';
  * (the engine's float32 logits lie within F32_TOL = 1e-4 of them, reference/README.md), shifted by
  * known amounts so each number has a closed form; loadWithStorage's choices per storage, also for
  * GGUF files (tools/gguf_write.ts); what the float32 probe frees; whether the probe fits a device
- * (io/estimate.ts's terms written out for stories260K).
+ * (model/estimate.ts's terms written out for stories260K).
  */
 const m = realModel('stories260K');
 const P = m.ref.prompts.reduce((a, p) => (p.n_positions > a.n_positions ? p : a));
@@ -229,7 +229,7 @@ describe('float32ProbeLogits frees what it loaded', () => {
 });
 
 describe('float32ProbeFits', () => {
-  // io/estimate.ts's terms for stories260K with float32 weights and a KV cache of PROBE_MAX_TOKENS = 32
+  // model/estimate.ts's terms for stories260K with float32 weights and a KV cache of PROBE_MAX_TOKENS = 32
   // positions (n_ctx 512): parameters 2·V·d (the checkpoint stores embed_tokens and lm_head) + L·(2·d·d [q, o] + 2·d·(n_kv·d_head) [k, v] + 3·d·d_mlp + 2·d) + d,
   // 4 bytes each; K and V 2·L·32·n_kv·d_head·4; activations 4·32·(6·d + 3·d_mlp + n_heads·32 + V).
   const d = 64, dMlp = 172, nKv = 4, dHead = 8, nHeads = 8, L = 5, T = PROBE_MAX_TOKENS;

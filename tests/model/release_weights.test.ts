@@ -4,7 +4,7 @@ import type { Tensor } from '../../workers/engine/backend/backend';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { weightTensors } from '../../workers/engine/model/transformer';
-import type { ModelWeights } from '../../workers/engine/model/spec';
+import type { ModelWeights } from '../../workers/engine/arch/spec';
 import { sharedPath } from '../shared';
 
 /**

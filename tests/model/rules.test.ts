@@ -4,10 +4,10 @@ import { architectureFor } from '../../workers/engine/arch/registry';
 import type { WeightSource } from '../../workers/engine/arch/types';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { activeAtStep, selectRows, type Intervention } from '../../workers/engine/model/intervention';
-import { firstTouchedPosition, stepOfPosition } from '../../workers/engine/model/kv_prefix';
+import { firstTouchedPosition, stepOfPosition } from '../../workers/engine/model/span';
 import { checkWeightDtype, isGgufFolder, workingContext } from '../../workers/engine/model/load';
 import { isQuantFormat, QUANT_FORMATS, quantisedTensor } from '../../workers/engine/model/quant_storage';
-import type { ModelSpec } from '../../workers/engine/model/spec';
+import type { ModelSpec } from '../../workers/engine/arch/spec';
 import { checkLayersAgainstCheckpoint, checkpointLayers, checkSpec } from '../../workers/engine/model/spec_checks';
 import { sharedPath } from '../shared';
 

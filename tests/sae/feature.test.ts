@@ -4,7 +4,7 @@ import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { readSae } from '../../workers/engine/sae/files';
 import { Sae } from '../../workers/engine/sae/sae';
-import { analyseSae, featureInfo, maxActivating } from '../../workers/engine/sae/analysis';
+import { analyseSae, featureInfo, maxActivating } from '../../workers/engine/studies/sae_features';
 import { readReference, sharedPath } from '../shared';
 import { SAE_DIRS } from './sae_files';
 

@@ -5,8 +5,8 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { doseResponse } from '../../workers/engine/steering/sweep';
-import { actAdd, caaPosition, caaVector, type CaaVector } from '../../workers/engine/steering/vectors';
+import { doseResponse } from '../../workers/engine/studies/sweep';
+import { actAdd, caaPosition, caaVector, type CaaVector } from '../../workers/engine/studies/vectors';
 import { sharedPath } from '../shared';
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { resolveInterventions } from '../../workers/engine/steering/resolve';
+import { resolveInterventions } from '../../workers/engine/studies/resolve_interventions';
 import { toIntervention, type InterventionSpec } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 

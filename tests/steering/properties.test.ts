@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
-import { hookInfo, hookNames } from '../../workers/engine/hooks';
+import { hookInfo, hookNames } from '../../workers/engine/model/hooks';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 import type { Intervention } from '../../workers/engine/model/intervention';

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
-import type { ModelSpec } from '../../workers/engine/model/spec';
+import type { ModelSpec } from '../../workers/engine/arch/spec';
 import type { Sae } from '../../workers/engine/sae/sae';
 import { assertFinite, isSaeFeatureRef, parseSpec, toIntervention, type RunShape } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';

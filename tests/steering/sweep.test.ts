@@ -4,7 +4,7 @@ import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { doseResponse, klDivergence, type SweepProgress, type SweepRequest } from '../../workers/engine/steering/sweep';
+import { doseResponse, klDivergence, type SweepProgress, type SweepRequest } from '../../workers/engine/studies/sweep';
 import { sharedPath } from '../shared';
 
 /** The dose–response job (DESIGN.md §3): cells, progress, cancel and bad templates. */

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { doseKeyOf, doseResponse, type SweepRequest } from '../../workers/engine/steering/sweep';
+import { doseKeyOf, doseResponse, type SweepRequest } from '../../workers/engine/studies/sweep';
 import { sharedPath } from '../shared';
 
 /**
- * The dose–response request (steering/sweep.ts) beyond sweep.test.ts: what the result echoes
+ * The dose–response request (studies/sweep.ts) beyond sweep.test.ts: what the result echoes
  * (layers, doses, hooks, dose key), the dose key of each type, and every refused request with its
  * message, at the bounds (the last layer, layer n_layers) on stories260K (5 layers).
  */

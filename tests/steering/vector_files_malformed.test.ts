@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { formatOf, readNpy, readNpyArray, readVectorFile, writeVectorFile } from '../../workers/engine/steering/vector_io';
-import type { SteeringVector } from '../../workers/engine/steering/vectors';
+import { formatOf, readNpy, readVectorFile, writeVectorFile } from '../../workers/engine/steering/vector_io';
+import { readNpyArray } from '../../workers/engine/io/npy';
+import type { SteeringVector } from '../../workers/engine/steering/vector';
 import { npy } from '../corpus/inputs';
 
 /**

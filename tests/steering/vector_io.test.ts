@@ -4,7 +4,7 @@ import { loadTransformer } from '../../workers/engine/model/load';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { assertVectorFits, readNpy, readVectorFile, writeNpy, writeVectorFile } from '../../workers/engine/steering/vector_io';
-import type { SteeringVector } from '../../workers/engine/steering/vectors';
+import type { SteeringVector } from '../../workers/engine/steering/vector';
 import { readReference, sharedPath } from '../shared';
 
 /**

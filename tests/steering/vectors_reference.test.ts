@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { doseResponse } from '../../workers/engine/steering/sweep';
-import { actAdd, caaVector } from '../../workers/engine/steering/vectors';
+import { doseResponse } from '../../workers/engine/studies/sweep';
+import { actAdd, caaVector } from '../../workers/engine/studies/vectors';
 import { readReference, sharedPath } from '../shared';
 import { F32_TOL, logSoftmax, maxDiff, realModel } from '../reference_math';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { actAdd, caaPosition, caaVector } from '../../workers/engine/steering/vectors';
+import { actAdd, caaPosition, caaVector } from '../../workers/engine/studies/vectors';
 import { F32_TOL, maxDiff, realModel } from '../reference_math';
 
 /**

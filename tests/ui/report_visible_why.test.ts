@@ -3,14 +3,14 @@
  * The decision-point report explains its "visible" answer (fresh-user trial t2: "from position 13
  * (token “g”)" stood unexplained): the layer half reads the logit lens at the last prompt position
  * down the layers, the position half the final layer along the prompt (DESIGN.md §3,
- * analysis/report.ts firstStable). Text and DOM only; the report's SVG is stubbed.
+ * studies/report.ts firstStable). Text and DOM only; the report's SVG is stubbed.
  */
 import { act, createElement } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PatchingResult, ReportResult } from '../../workers/protocol';
 import type { ReportDisplay } from '../../app/store/report';
-import { reportJson } from '../../workers/engine/analysis/report_json';
+import { reportJson } from '../../workers/engine/studies/report_json';
 
 vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
 vi.mock('../../app/actions/worker', async (orig) => ({ ...(await orig<object>()), inOrder: vi.fn(() => new Promise(() => undefined)) }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import LZString from 'lz-string';
-import { ExperimentError, experimentSpecs, parseExperiment, readExperiment } from '../../workers/engine/io/experiment';
+import { ExperimentError, experimentSpecs, parseExperiment, readExperiment } from '../../workers/engine/experiment';
 import { experimentFromHash, experimentHash, MAX_HASH_CHARS } from '../../app/lib/experiment_state';
 
 const base = {

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { BranchExplorer, type BranchTokenEvent } from '../../workers/engine/branching/explorer';
-import { forkPoints, type ForkProgress } from '../../workers/engine/branching/forks';
-import { pathOf, type TopTokens } from '../../workers/engine/branching/tree';
+import { BranchExplorer, type BranchTokenEvent } from '../../workers/engine/studies/branching/explorer';
+import { forkPoints, type ForkProgress } from '../../workers/engine/studies/branching/forks';
+import { pathOf, type TopTokens } from '../../workers/engine/studies/branching/tree';
 import { decodeRate, forkSeconds, forkSteps, forkWork, streamedRate, tokensWord } from '../../app/lib/fork_estimate';
 import { sharedPath } from '../shared';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import QRCode from 'qrcode';
 import { experimentFromHash, experimentHash } from '../../app/lib/experiment_state';
 import { applyLinkDelta, LINK_BASE, linkDelta } from '../../app/lib/link_delta';
-import { readExperiment, type Experiment } from '../../workers/engine/io/experiment';
+import { readExperiment, type Experiment } from '../../workers/engine/experiment';
 
 const ORIGIN = 'https://lab.github.io/branchpoint/';
 const base = (): Experiment => readExperiment(JSON.stringify(LINK_BASE));

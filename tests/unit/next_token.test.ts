@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
-import { chooseNextToken, DEVICE_TOP_K_MAX } from '../../workers/engine/analysis/next_token';
+import { chooseNextToken, DEVICE_TOP_K_MAX } from '../../workers/engine/model/next_token';
 import { seededRandom } from '../../workers/engine/analysis/sampling';
 
 /** Float64 log_softmax of one row (the definition). */

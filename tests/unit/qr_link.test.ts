@@ -3,7 +3,7 @@ import QRCode from 'qrcode';
 import { experimentFromHash, experimentHash } from '../../app/lib/experiment_state';
 import { LINK_BASE } from '../../app/lib/link_delta';
 import { posterQrLink, QR_MAX_VERSION, qrVersion } from '../../app/lib/qr_link';
-import { readExperiment, type Experiment } from '../../workers/engine/io/experiment';
+import { readExperiment, type Experiment } from '../../workers/engine/experiment';
 
 /**
  * Slide 1's QR code stays scannable when the experiment has interventions (trials found it dense):

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { PatchingResult } from '../../workers/engine/analysis/patching';
-import type { ReportResult } from '../../workers/engine/analysis/report';
-import { gridRows, patchJson, reportJson } from '../../workers/engine/analysis/report_json';
+import type { PatchingResult } from '../../workers/engine/studies/patching';
+import type { ReportResult } from '../../workers/engine/studies/report';
+import { gridRows, patchJson, reportJson } from '../../workers/engine/studies/report_json';
 
 /**
- * The runner's JSON of a patching grid and a report (analysis/report_json.ts): every key with the
+ * The runner's JSON of a patching grid and a report (studies/report_json.ts): every key with the
  * value it must carry, written out for a small hand-made result (2 layers × 3 positions), with and
  * without the probe and window parts (their keys then null). The whole object is compared, so a
  * missing, extra or misnamed key fails.

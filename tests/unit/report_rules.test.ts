@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapStatistic } from '../../workers/engine/batch/bootstrap';
-import { differingPositions, firstAt95, firstCausalBlock, firstStable, labelledPairs } from '../../workers/engine/analysis/report';
+import { bootstrapStatistic } from '../../workers/engine/analysis/bootstrap';
+import { differingPositions, firstAt95, firstCausalBlock, firstStable, labelledPairs } from '../../workers/engine/studies/report';
 
 describe('percentile bootstrap of a statistic of the mean curve', () => {
   it('the mean of a 0/1 sample has the normal-approximation interval p ± 1.96·sqrt(p(1−p)/n)', () => {

@@ -3,7 +3,7 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
-import { hookWidth } from '../../workers/engine/steering/hook_width';
+import { hookWidth } from '../../workers/engine/model/hook_width';
 import type { InterventionDraft } from '../../app/store/steering';
 import type { LibraryEntry } from '../../app/store/vectors';
 import { specRequest, toSpec } from '../../app/lib/specs';

@@ -3,8 +3,8 @@ import * as path from 'node:path';
 import * as Comlink from 'comlink';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchProgress, BatchRow, BranchTokenEvent, InferenceApi } from '../../workers/protocol';
-import { parseTemplate } from '../../workers/engine/batch/template';
-import { parseValues } from '../../workers/engine/batch/values';
+import { parseTemplate } from '../../workers/engine/studies/batch/template';
+import { parseValues } from '../../workers/engine/studies/batch/values';
 import { realModel } from '../reference_math';
 import { inProcessWorker } from './in_process';
 

@@ -4,7 +4,8 @@
  */
 import type { WeightStorage } from './model/quant_error';
 import type { Intervention } from './model/intervention';
-import type { ModelSpec } from './model/spec';
+import type { ModelSpec } from './arch/spec';
+import type { SinkStats } from './analysis/sinks';
 
 /** A future as the user writes it. `text`: alternatives separated by "|" form a token set; a
  * multi-token alternative is a branch. `ids`: explicit token sequences (each a branch). */
@@ -50,20 +51,6 @@ export interface AnalyseRequest extends PromptInput {
   interventions?: Intervention[];
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
   sinkEps?: number;
-}
-
-export interface SinkStats {
-  /** α^{l,h}_0 [n_layers·n_heads]: mean attention to position 0 over queries. */
-  alpha0: Float32Array;
-  /** α^{l,h}_k [n_layers·n_heads·T]: mean over queries i ≥ k of A[i,k]. */
-  alpha: Float32Array;
-  /** Fraction of heads per layer with α_0 > ε [n_layers]. */
-  sinkRate: Float32Array;
-  /** Per head, the key position receiving the most total attention mass Σ_i A[i,k] [n_layers·n_heads]. */
-  sinkPos: Int32Array;
-  /** Per head, ‖v‖ at its sink position (the value vector of its KV head) [n_layers·n_heads]. */
-  sinkValueNorm: Float32Array;
-  eps: number;
 }
 
 export interface Analysis {

@@ -1,10 +1,10 @@
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import type { Backend, Tensor } from './backend/backend';
 import type { HFConfig } from './arch/types';
-import type { ModelSpec } from './model/spec';
+import type { ModelSpec } from './arch/spec';
 import { MODEL_INFO_FIELDS } from './api';
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
-import { assertHook, hookNames } from './hooks';
+import { assertHook, hookNames } from './model/hooks';
 import type { ModelFiles } from './io/model_files';
 import type { LoadProgress } from './model/load';
 import { loadWithStorage, measureLogitError, probeIds, type LogitError, type StorageLoadOptions, type WeightStorage } from './model/quant_error';
@@ -12,18 +12,19 @@ import { isQuantFormat } from './model/quant_storage';
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
-import { forwardSpan } from './model/kv_prefix';
-import { splitSaeHook, type SaeAttachment } from './sae/site';
+import { forwardSpan } from './model/span';
+import { splitSaeHook, type SaeAttachment } from './model/sae_site';
 import { contextMessage, type Transformer } from './model/transformer';
 import { checkVocabulary, loadTokenizer } from './tokenizer';
 import { renderChatTemplate } from './chat_template';
-import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './analysis/lens';
+import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './model/lens';
 import { logSumExp, setMargins } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
 import { seededRandom } from './analysis/sampling';
-import { chooseNextToken, type NextToken, type NextTokenRule } from './analysis/next_token';
-import { assertFiniteRun, firstNonFinite, NonFiniteError } from './analysis/finite';
+import { chooseNextToken, type NextToken, type NextTokenRule } from './model/next_token';
+import { assertFiniteRun } from './model/span';
+import { firstNonFinite, NonFiniteError } from './model/non_finite';
 import { warmUpGeneration } from './model/warm_up';
 import { firstTokenWarning } from './analysis/future_overlap';
 import { logSoftmaxCpu } from './ops/logits.cpu';
@@ -52,7 +53,7 @@ export interface RunOptions {
   nPrompt?: number;
   /** Logit rows to compute: 'all' [T, V] (default) or 'last' [1, V] (skips W_U on the other rows). */
   logits?: 'all' | 'last';
-  /** SAEs attached at their hooks: their hooks (`<hook>.hook_sae_acts_post`, …) can be captured; spliced ones replace the activation by x̂ (sae/site.ts). */
+  /** SAEs attached at their hooks: their hooks (`<hook>.hook_sae_acts_post`, …) can be captured; spliced ones replace the activation by x̂ (model/sae_site.ts). */
   saes?: readonly SaeAttachment[];
 }
 
@@ -372,7 +373,7 @@ export class Engine {
       // Logit lens over h^0 (embeddings) .. h^L, as one stack [(L+1)·T, d_model].
       const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
       tensors.push(stack);
-      // Only the futures' columns of W_U: the normaliser cancels in Δ (analysis/lens.ts).
+      // Only the futures' columns of W_U: the normaliser cancels in Δ (model/lens.ts).
       const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
       const lensLogits = lensColumnLogits(this.model, stack, cols);
       tensors.push(lensLogits);
@@ -443,7 +444,7 @@ export class Engine {
 
   /**
    * Forward of seq[pos0..] (step `step`; rows before pos0 are in the KV cache), then the next token
-   * chosen on the device (analysis/next_token.ts).
+   * chosen on the device (model/next_token.ts).
    * @throws NonFiniteError when the chosen token's log-prob or the margin is not finite (NaN/Inf logits).
    */
   private async step(seq: readonly number[], pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
@@ -461,7 +462,7 @@ export class Engine {
 
   /**
    * @throws NonFiniteError naming the hook, layer and position where the first NaN/Inf appeared
-   *   (located by re-running seq with captures, analysis/finite.ts) when `values` are not all finite.
+   *   (located by re-running seq with captures, model/span.ts) when `values` are not all finite.
    */
   private async assertFinite(values: ArrayLike<number>, what: string, seq: readonly number[], nPrompt: number, interventions: readonly Intervention[]): Promise<void> {
     await assertFiniteRun(values, what, this.model, seq, nPrompt, interventions, (p) => this.tokenStrings([seq[p]], seq.slice(0, p))[0]);

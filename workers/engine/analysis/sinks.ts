@@ -1,4 +1,16 @@
-import type { SinkStats } from '../api';
+export interface SinkStats {
+  /** α^{l,h}_0 [n_layers·n_heads]: mean attention to position 0 over queries. */
+  alpha0: Float32Array;
+  /** α^{l,h}_k [n_layers·n_heads·T]: mean over queries i ≥ k of A[i,k]. */
+  alpha: Float32Array;
+  /** Fraction of heads per layer with α_0 > ε [n_layers]. */
+  sinkRate: Float32Array;
+  /** Per head, the key position receiving the most total attention mass Σ_i A[i,k] [n_layers·n_heads]. */
+  sinkPos: Int32Array;
+  /** Per head, ‖v‖ at its sink position (the value vector of its KV head) [n_layers·n_heads]. */
+  sinkValueNorm: Float32Array;
+  eps: number;
+}
 
 /**
  * Attention-sink statistics (Gu et al. 2024, "When Attention Sink Emerges", arXiv 2410.10781):
@@ -64,3 +76,4 @@ export function sinkDivergence(a: SinkStats, b: SinkStats, T: number): { dAlpha0
   }
   return { dAlpha0, js };
 }
+

@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
+import type { BlockWeights, ModelSpec, ModelWeights } from './spec';
 import { activation, layerWindows, num, ropeInvFreq, roundToDtype } from './config';
 import { llamaBlock, llamaSpec, llamaWeights } from './llama';
 import { WeightReader } from './weights';

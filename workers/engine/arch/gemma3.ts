@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { ModelSpec, ModelWeights } from '../model/spec';
+import type { ModelSpec, ModelWeights } from './spec';
 import { num, ropeInvFreq, slidingLayers } from './config';
 import { gemma2Block, gemma2Spec } from './gemma2';
 import { llamaWeights } from './llama';

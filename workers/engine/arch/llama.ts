@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { BlockWeights, ModelSpec, ModelWeights } from '../model/spec';
+import type { BlockWeights, ModelSpec, ModelWeights } from './spec';
 import { activation, headDimOf, ids, layerWindows, num, ropeInvFreq, tiedEmbeddings } from './config';
 import { WeightReader } from './weights';
 

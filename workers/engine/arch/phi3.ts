@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { ModelSpec, ModelWeights } from '../model/spec';
+import type { ModelSpec, ModelWeights } from './spec';
 import { layerWindows, num, ropeInvFreq } from './config';
 import { llamaSpec, llamaWeights } from './llama';
 import { blockRows, WeightReader } from './weights';

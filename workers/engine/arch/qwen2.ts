@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { ModelSpec, ModelWeights } from '../model/spec';
+import type { ModelSpec, ModelWeights } from './spec';
 import { layerWindows, num } from './config';
 import { llamaBlock, llamaSpec, llamaWeights } from './llama';
 import { WeightReader } from './weights';

@@ -1,5 +1,5 @@
 import type { Architecture, HFConfig, WeightSource, Upload } from './types';
-import type { ModelSpec, ModelWeights } from '../model/spec';
+import type { ModelSpec, ModelWeights } from './spec';
 import { qwen2 } from './qwen2';
 import { llamaBlock, llamaWeights } from './llama';
 import { WeightReader } from './weights';

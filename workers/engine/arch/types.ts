@@ -1,6 +1,6 @@
 import type { Tensor } from '../backend/backend';
 import type { QuantizedMatrix } from '../backend/quant';
-import type { ModelSpec, ModelWeights } from '../model/spec';
+import type { ModelSpec, ModelWeights } from './spec';
 
 /** A Hugging Face `config.json`, as parsed JSON. */
 export type HFConfig = Record<string, unknown>;

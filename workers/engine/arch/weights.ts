@@ -1,5 +1,5 @@
 import type { Tensor } from '../backend/backend';
-import type { LinearWeights, NormWeights } from '../model/spec';
+import type { LinearWeights, NormWeights } from './spec';
 import type { Upload, WeightSource } from './types';
 import type { QuantizedMatrix } from '../backend/quant';
 

@@ -2,7 +2,7 @@
  * Curated Hub models the workbench offers in its picker, smallest first. Every entry runs on one
  * of the engine's architectures (gpt2, gpt_neox, llama, qwen2, qwen3, gemma2).
  * Parameter counts include the embeddings; sizes are the safetensors download, approximate (a
- * header-only estimate — workers/engine/io/estimate.ts — gives exact numbers before a load).
+ * header-only estimate — workers/engine/model/estimate.ts — gives exact numbers before a load).
  * Licences are the Hub's `license` tags of each repo.
  */
 export interface CatalogEntry {

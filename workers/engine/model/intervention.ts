@@ -1,5 +1,5 @@
 import type { RowGroups, RowOp } from '../backend/backend';
-import type { SaeClampOp } from '../sae/site';
+import type { SaeClampOp } from './sae_site';
 
 /**
  * Which token positions an intervention touches (DESIGN.md §2). Ranges are [start, end).
@@ -19,7 +19,7 @@ export interface StepWindow { start: number; end: number }
  */
 export interface Intervention {
   hook: string;
-  /** A row op, or an SAE feature clamp (sae/site.ts), which needs the SAE's encoder. */
+  /** A row op, or an SAE feature clamp (model/sae_site.ts), which needs the SAE's encoder. */
   op: RowOp | SaeClampOp;
   positions: PositionSelector;
   steps?: StepWindow;

@@ -27,107 +27,8 @@
  * generated or teacher-forced branch tokens is split into calls where the set of interventions
  * active at that step changes (see forwardSpan).
  */
-import type { Tensor } from '../backend/backend';
-import { hookInfo } from '../hooks';
-import { activeAtStep, selectRows, type Intervention } from './intervention';
-import { RunContext } from './run_context';
-import type { KvSnapshot, LogitRows, Transformer } from './transformer';
-import { assertFiniteRun } from '../analysis/finite';
-
-/** Options of a span of positions run through the model. */
-export interface SpanOptions {
-  /** Prompt length: positions ≥ nPrompt are generated (or teacher-forced) tokens. */
-  nPrompt: number;
-  interventions?: readonly Intervention[];
-  /** Hook names to capture; rows cover the span's positions only. */
-  capture?: readonly string[];
-  /** 'last' (default): [1, d_vocab] at the span's last position; 'all': [n, d_vocab]; 'none'. */
-  logits?: LogitRows;
-  /** true: return non-finite logits as they are (analysis/finite.ts reads them to locate the fault). */
-  unchecked?: boolean;
-}
-
-export interface SpanOutput {
-  /** Logits as asked ('last': [d_vocab]; 'all': [n·d_vocab] row-major), null for 'none'. */
-  logits: Float32Array | null;
-  /** Captured hooks, read back to the host: row hooks [n, width] over the span's positions. */
-  captured: Map<string, Float32Array>;
-}
-
-/** The generation step whose forward pass reads position t (DESIGN.md §2): 0 in the prompt, t − nPrompt + 1 after it. */
-export function stepOfPosition(t: number, nPrompt: number): number {
-  return t < nPrompt ? 0 : t - nPrompt + 1;
-}
-
-/**
- * The first position an intervention acts on in a run over positions [0, total) whose steps follow
- * stepOfPosition; Infinity when it acts on none. A run that adds this intervention to a reference
- * can reuse the reference's cache rows before this position.
- */
-export function firstTouchedPosition(iv: Intervention, nPrompt: number, total: number): number {
-  for (let t = 0; t < total; t++) {
-    const step = stepOfPosition(t, nPrompt);
-    if (activeAtStep(iv, step) && selectRows(iv.positions, { pos0: t, n: 1, nPrompt, step })[0] === 1) return t;
-  }
-  return Number.POSITIVE_INFINITY;
-}
-
-/**
- * Runs ids[a..b) at absolute positions a..b−1 through the model; cache rows [0, a) must already
- * hold this run's prefix. The span is split into forward calls where the set of interventions
- * active at stepOfPosition changes, so each position is processed under the step it has in a
- * generation (a teacher-forced branch token at position n_prompt + j is step j + 1).
- * @param ids the whole sequence [≥ b] (positions are indices into it).
- * @throws Error for an empty or out-of-range span, a sequence longer than the KV cache, or a
- *   capture of a [head, query, key] hook over a span that needs more than one call;
- *   NonFiniteError when the logits asked for hold NaN/Inf (unless opts.unchecked), naming the hook,
- *   layer and position where the first non-finite value appeared (every analysis built on spans —
- *   patching, windows, branches — refuses them rather than showing them).
- */
-export async function forwardSpan(model: Transformer, ids: readonly number[], a: number, b: number, opts: SpanOptions): Promise<SpanOutput> {
-  if (!(Number.isInteger(a) && Number.isInteger(b) && a >= 0 && a < b && b <= ids.length)) throw new Error(`forwardSpan: positions [${a}, ${b}) are not a non-empty span of the ${ids.length} ids`);
-  const ivs = opts.interventions ?? [];
-  const key = (t: number) => ivs.map((iv) => (activeAtStep(iv, stepOfPosition(t, opts.nPrompt)) ? '1' : '0')).join('');
-  const segments: [number, number][] = [];
-  for (let t = a; t < b; t++) {
-    if (t === a || key(t) !== key(t - 1)) segments.push([t, t + 1]);
-    else segments[segments.length - 1][1] = t + 1;
-  }
-  const want = new Set(opts.capture ?? []);
-  const mode = opts.logits ?? 'last';
-  const be = model.backend;
-  const parts = new Map<string, Float32Array[]>();
-  const logitParts: Float32Array[] = [];
-  for (let s = 0; s < segments.length; s++) {
-    const [lo, hi] = segments[s];
-    const ctx = new RunContext(be, { pos0: lo, n: hi - lo, nPrompt: opts.nPrompt, step: stepOfPosition(lo, opts.nPrompt) }, (n) => want.has(n), ivs);
-    let logits: Tensor | null = null;
-    try {
-      logits = model.forward(Int32Array.from(ids.slice(lo, hi)), ctx, mode === 'all' ? 'all' : mode === 'last' && s === segments.length - 1 ? 'last' : 'none');
-      if (logits) logitParts.push(await be.read(logits));
-      for (const [name, t] of ctx.captured) parts.set(name, [...(parts.get(name) ?? []), await be.read(t)]);
-    } finally {
-      if (logits) be.release(logits);
-      ctx.release();
-    }
-  }
-  const captured = new Map<string, Float32Array>();
-  for (const [name, list] of parts) {
-    if (list.length > 1 && !hookInfo(name)?.shape.startsWith('[pos')) throw new Error(`${name} is [head, query, key]; capture it over a span that runs in one call (the interventions' step windows split [${a}, ${b}))`);
-    captured.set(name, concat(list));
-  }
-  const logits = mode === 'none' ? null : concat(logitParts);
-  if (logits && !opts.unchecked) await assertFiniteRun(logits, 'the logits', model, ids.slice(0, b), opts.nPrompt, ivs);
-  return { logits, captured };
-}
-
-function concat(list: Float32Array[]): Float32Array {
-  if (list.length === 1) return list[0];
-  const out = new Float32Array(list.reduce((s, x) => s + x.length, 0));
-  let o = 0;
-  for (const x of list) { out.set(x, o); o += x.length; }
-  return out;
-}
+import type { KvSnapshot, Transformer } from './transformer';
+import { firstTouchedPosition, forwardSpan, type SpanOptions, type SpanOutput } from './span';
 
 /** Cache rows of a reference run, copied out by PrefixCache.snapshot. */
 export interface PrefixSnapshot { kv: KvSnapshot; ids: number[] }
@@ -212,7 +113,7 @@ export class PrefixCache {
    * Runs ids computing positions ≥ p only and makes this run the new reference (where runFrom keeps
    * the old one): token-by-token decoding and the forks of a branch tree are calls of this — one
    * more token computes one position, a fork computes its positions after the fork. The caller
-   * vouches that cache rows [0, p) hold what this run would compute there (branching/explorer.ts
+   * vouches that cache rows [0, p) hold what this run would compute there (studies/branching/explorer.ts
    * records which run computed each row); p is lowered to the rows that still hold the reference
    * and to the first token that differs from it, and to ids.length − 1 when logits or captures are
    * asked for (so at least one position runs).

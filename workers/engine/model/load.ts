@@ -54,7 +54,7 @@ export interface TransformerOptions extends WeightOptions {
 
 /**
  * The KV-cache positions a load allocates: min(n_ctx, contextLength), the rule the Transformer
- * applies and the pre-download estimate (io/estimate.ts) sizes for.
+ * applies and the pre-download estimate (model/estimate.ts) sizes for.
  * @param nCtx the model's max_position_embeddings.
  * @param contextLength the positions asked for (default DEFAULT_CONTEXT_LENGTH).
  * @throws Error when contextLength is not a positive integer.

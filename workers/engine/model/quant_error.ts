@@ -11,7 +11,7 @@ import { CpuBackend } from '../backend/cpu';
 import { formatLabel } from '../backend/quant';
 import type { HFConfig } from '../arch/types';
 import type { ModelFiles } from '../io/model_files';
-import { estimateModel, judge, type DeviceLimits } from '../io/estimate';
+import { estimateModel, judge, type DeviceLimits } from './estimate';
 import { isGgufFolder, loadTransformer, type LoadProgress, type TransformerOptions, type WeightDtype } from './load';
 import { isQuantFormat } from './quant_storage';
 import { RunContext } from './run_context';
@@ -158,7 +158,7 @@ export async function loadWithStorage(
 }
 
 /**
- * Whether the float32 probe pass fits the device (io/estimate.ts, float32 weights and a KV cache for
+ * Whether the float32 probe pass fits the device (model/estimate.ts, float32 weights and a KV cache for
  * the probe only); false when the estimate cannot be made (a GGUF folder, which is never probed).
  */
 export async function float32ProbeFits(files: ModelFiles, limits: DeviceLimits): Promise<boolean> {

@@ -1,6 +1,6 @@
 import type { Backend, RowOp, Tensor } from '../backend/backend';
 import { activeAtStep, selectRows, type CallSite, type Intervention } from './intervention';
-import { fireSae, saeClamp, type SaeAttachment } from '../sae/site';
+import { fireSae, saeClamp, type SaeAttachment } from './sae_site';
 
 /**
  * What happens at each hook point during one forward call: interventions are applied (in list

@@ -5,7 +5,7 @@
  * these are the relations between keys.
  */
 import type { WeightSource } from '../arch/types';
-import type { ModelSpec } from './spec';
+import type { ModelSpec } from '../arch/spec';
 
 /**
  * @throws Error naming the config keys, their values and the rule: num_key_value_heads must

@@ -1,5 +1,5 @@
 import type { Backend, LinearFusion, Tensor } from '../backend/backend';
-import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from './spec';
+import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from '../arch/spec';
 import type { RunContext } from './run_context';
 
 /**

@@ -1,6 +1,6 @@
 import type { Backend } from '../backend/backend';
 import { WebGpuBackend } from '../backend/webgpu';
-import { chooseNextToken } from '../analysis/next_token';
+import { chooseNextToken } from './next_token';
 import { RunContext } from './run_context';
 import type { Transformer } from './transformer';
 

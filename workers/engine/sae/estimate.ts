@@ -1,8 +1,9 @@
 /**
  * Will this SAE fit? Answered before its weights are fetched (sizes from the safetensors header,
- * or the .npz's file size), against the same DeviceLimits a model load uses (io/estimate.ts).
+ * or the .npz's file size), against the same DeviceLimits a model load uses (model/estimate.ts).
  */
-import { ACTIVATION_TOKENS, formatBytes, type DeviceLimits } from '../io/estimate';
+import { ACTIVATION_TOKENS, type DeviceLimits } from '../model/estimate';
+import { formatBytes } from '../io/bytes';
 import type { ModelFiles } from '../io/model_files';
 import { estimateSaeFiles } from './files';
 import { saeMemoryBytes } from './sae';

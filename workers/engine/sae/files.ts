@@ -8,28 +8,12 @@
  * .npz's size, so a caller can refuse it against a memory budget (see estimate.ts).
  */
 import { unzipSync } from 'fflate';
-import { formatBytes } from '../io/estimate';
+import { formatBytes } from '../io/bytes';
 import type { ModelFiles } from '../io/model_files';
 import { decodeTensor, parseHeader, parseSafetensors, readHeaderLength } from '../io/safetensors';
-import { readNpyArray } from '../steering/vector_io';
+import { readNpyArray } from '../io/npy';
 import { gemmaScopeConfig, gemmaScopeSite, parseSaeLensConfig, type SaeConfig } from './config';
-
-/** An SAE's configuration and weights on the host, float32, row-major. */
-export interface SaeWeights {
-  cfg: SaeConfig;
-  /** Where it came from, for messages and the UI ("stories260K-…-relu (/path)"). */
-  label: string;
-  /** [d_in, d_sae] */
-  W_enc: Float32Array;
-  /** [d_sae, d_in] */
-  W_dec: Float32Array;
-  /** [d_sae] */
-  b_enc: Float32Array;
-  /** [d_in] */
-  b_dec: Float32Array;
-  /** [d_sae], JumpReLU only. */
-  threshold?: Float32Array;
-}
+import type { SaeWeights } from './sae';
 
 /** Where in a ModelFiles the SAE is: its folder (may be '') and, for Gemma Scope, the .npz file. */
 interface SaeLocation { dir: string; layout: 'sae_lens' | 'npz'; npz?: string }

@@ -10,10 +10,9 @@
  */
 import type { Backend, Tensor } from '../backend/backend';
 import { transpose2d } from '../arch/weights';
-import type { ModelSpec } from '../model/spec';
-import { hookWidth } from '../steering/hook_width';
+import type { ModelSpec } from '../arch/spec';
+import { hookWidth } from '../model/hook_width';
 import type { SaeConfig } from './config';
-import type { SaeWeights } from './files';
 
 /**
  * Checks that an SAE can read this model's hook: the hook exists and is [pos, width] with
@@ -127,4 +126,21 @@ export function saeMemoryBytes(dIn: number, dSae: number, tokens: number): { wei
   const weightBytes = 4 * (2 * dIn * dSae + 2 * dSae + dIn);
   const activationBytes = 4 * (3 * tokens * dSae + 3 * tokens * dIn);
   return { weightBytes, activationBytes, totalBytes: weightBytes + activationBytes };
+}
+
+/** An SAE's configuration and weights on the host, float32, row-major. */
+export interface SaeWeights {
+  cfg: SaeConfig;
+  /** Where it came from, for messages and the UI ("stories260K-…-relu (/path)"). */
+  label: string;
+  /** [d_in, d_sae] */
+  W_enc: Float32Array;
+  /** [d_sae, d_in] */
+  W_dec: Float32Array;
+  /** [d_sae] */
+  b_enc: Float32Array;
+  /** [d_in] */
+  b_dec: Float32Array;
+  /** [d_sae], JumpReLU only. */
+  threshold?: Float32Array;
 }

@@ -26,9 +26,9 @@
  * arXiv 2602.08169); project = directional ablation; patch = activation patching (Heimersheim &
  * Nanda, arXiv 2404.15255).
  */
-import type { ModelSpec } from '../model/spec';
+import type { ModelSpec } from '../arch/spec';
 import type { Intervention, PositionSelector } from '../model/intervention';
-import { hookWidth, type HookWidth } from './hook_width';
+import { hookWidth, type HookWidth } from '../model/hook_width';
 import type { Sae } from '../sae/sae';
 
 export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp'] as const;

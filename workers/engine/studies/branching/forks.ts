@@ -10,7 +10,7 @@
  *   how far forcing another token there moves the outcome.
  * Continuations share the path's prefix through the explorer's KV cache (only their own positions run).
  */
-import type { Intervention } from '../model/intervention';
+import type { Intervention } from '../../model/intervention';
 import type { BranchExplorer } from './explorer';
 import { nodeOf, pathOf, type DrawSettings } from './tree';
 

@@ -9,16 +9,17 @@
  * keeps the activations its owner computed, steered or not. A fork from a prompt position t makes
  * prompt[0..t) + forced token the fork's prompt (n_prompt = t + 1, so its steps count from there).
  */
-import type { Engine } from '../engine';
-import type { FutureInput, PromptInput, ResolvedFuture } from '../api';
-import { PrefixCache, type SpanOptions, type SpanOutput } from '../model/kv_prefix';
-import { selectRows, type Intervention } from '../model/intervention';
-import { lensColumnLogits } from '../analysis/lens';
-import { rowMargin } from '../analysis/margin';
-import { sampleToken, seededRandom } from '../analysis/sampling';
-import { entropy, topIds } from '../analysis/distribution';
-import { logSoftmaxCpu } from '../ops/logits.cpu';
-import { contextMessage } from '../model/transformer';
+import type { Engine } from '../../engine';
+import type { FutureInput, PromptInput, ResolvedFuture } from '../../api';
+import { PrefixCache } from '../../model/kv_prefix';
+import { type SpanOptions, type SpanOutput } from '../../model/span';
+import { selectRows, type Intervention } from '../../model/intervention';
+import { lensColumnLogits } from '../../model/lens';
+import { rowMargin } from '../../analysis/margin';
+import { sampleToken, seededRandom } from '../../analysis/sampling';
+import { entropy, topIds } from '../../analysis/distribution';
+import { logSoftmaxCpu } from '../../ops/logits.cpu';
+import { contextMessage } from '../../model/transformer';
 import { nodeOf, pathOf, type BranchTree, type DrawSettings, type TopTokens, type TreeNode, type TreePath } from './tree';
 
 export interface ExploreRequest extends PromptInput {
@@ -332,7 +333,7 @@ export class BranchExplorer {
     const cols = [chosen, ...alternatives];
     const t = b.upload(stack, [L + 1, s.dModel]);
     try {
-      // log p(chosen) − log p(alt) = logit(chosen) − logit(alt): only these columns of W_U are needed (analysis/lens.ts).
+      // log p(chosen) − log p(alt) = logit(chosen) − logit(alt): only these columns of W_U are needed (model/lens.ts).
       const logits = lensColumnLogits(this.engine.model, t, cols);
       const g = await b.read(logits);
       b.release(logits);

@@ -9,7 +9,7 @@ import type { FutureInput, PromptInput } from '../api';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
-import { parseSpec, toIntervention, type InterventionSpec } from './spec';
+import { parseSpec, toIntervention, type InterventionSpec } from '../steering/spec';
 
 export interface SweepRequest extends PromptInput {
   good: FutureInput;

@@ -2,14 +2,14 @@
  * Batch studies (DESIGN.md §3 "Distractor study", and any prompt template over a table of values):
  * every prompt of the study is analysed as the workbench analyses one prompt (Engine.analyse), and
  * each result is reduced to scalar columns (metrics.ts). Composes Engine calls like
- * steering/sweep.ts: progress after each prompt, cancel between prompts — a cancelled batch
+ * studies/sweep.ts: progress after each prompt, cancel between prompts — a cancelled batch
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
-import type { Engine } from '../engine';
-import type { PromptInput } from '../api';
-import type { Intervention } from '../model/intervention';
-import { hookWidth } from '../steering/hook_width';
-import { patchingGrid, type PatchHook } from '../analysis/patching';
+import type { Engine } from '../../engine';
+import type { PromptInput } from '../../api';
+import type { Intervention } from '../../model/intervention';
+import { hookWidth } from '../../model/hook_width';
+import { patchingGrid, type PatchHook } from '../patching';
 import { expandStudy, type BatchPrompt, type StudyTemplate } from './template';
 import { ANALYSIS_METRICS, BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
 import type { ValueRow, ValuesTable } from './values';
@@ -23,7 +23,7 @@ export interface BatchRequest {
   /** probe_score: the direction v [width of hook] read at `hook` (e.g. a probe's difference of means). */
   probe?: { hook: string; vector: Float32Array };
   /**
-   * patch_recovery: the cell (hook of analysis/patching.ts, layer, position; a negative position
+   * patch_recovery: the cell (hook of studies/patching.ts, layer, position; a negative position
    * counts from the end) patched from each clean prompt into its corrupt variant (template.corrupt),
    * with the prompt's interventions applied in the clean, corrupted and patched runs.
    */

@@ -20,15 +20,16 @@
  * descending order; a cell whose two values are equal (positions before the prompts first differ)
  * changes nothing and is not run (Δ_patched = the run's own margin, exactly). `reuse: false` runs
  * the naive loop (one full forward per cell), for the equality test and the benchmark.
- * Structure after steering/sweep.ts: progress after each cell, cancel between cells, one result.
+ * Structure after studies/sweep.ts: progress after each cell, cancel between cells, one result.
  */
 import type { Engine } from '../engine';
 import type { FutureInput, ResolvedFuture } from '../api';
-import { logSumExp, rowMargin } from './margin';
+import { logSumExp, rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
-import { forwardSpan, PrefixCache } from '../model/kv_prefix';
-import { sameFirstTokens } from './future_overlap';
+import { forwardSpan } from '../model/span';
+import { PrefixCache } from '../model/kv_prefix';
+import { sameFirstTokens } from '../analysis/future_overlap';
 
 /** Hooks a patching grid can sweep, with the block hook each stands for. */
 export const PATCH_HOOKS = {

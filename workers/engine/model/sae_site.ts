@@ -5,7 +5,21 @@
  * x), and the feature clamp intervention.
  */
 import type { Backend, Tensor } from '../backend/backend';
-import type { Sae } from './sae';
+
+/**
+ * What the forward pass needs of a sparse autoencoder attached at a hook: its hook and width, and
+ * encode/decode on device tensors. sae/sae.ts `Sae` is the implementation; the model floor names
+ * only this shape, so it does not import the SAE folder.
+ */
+export interface SaeModule {
+  readonly cfg: { readonly hookName: string; readonly dIn: number };
+  /** x [n, d_in] → hidden_pre and feature activations, both [n, d_sae]. */
+  encode(x: Tensor): { pre: Tensor; acts: Tensor };
+  /** f [n, d_sae] → x̂ = f W_dec + b_dec [n, d_in]. */
+  decode(acts: Tensor): Tensor;
+  /** W_dec[f] [d_in]. */
+  decoderRow(f: number): Float32Array;
+}
 
 /** The hook points of an attached SAE: name, shape (no batch), meaning. */
 export const SAE_HOOKS = [
@@ -20,7 +34,7 @@ export type SaeHookName = (typeof SAE_HOOKS)[number]['name'];
 
 /** An SAE attached to a run at its cfg.hookName. */
 export interface SaeAttachment {
-  sae: Sae;
+  sae: SaeModule;
   /** Replace the activation by the reconstruction x̂ (the model then runs on the SAE's output, without the error term). */
   splice?: boolean;
 }
@@ -67,7 +81,7 @@ export function fireSae(b: Backend, att: SaeAttachment, x: Tensor, wants: (name:
  * x' = x + (c − f_feature(x))·W_dec[feature] (x − x̂ is unchanged, x̂ has f_feature = c).
  * With c = 0 this is the feature ablation of attribution studies (Marks et al. 2024, arXiv 2403.19647).
  */
-export interface SaeClampOp { kind: 'sae_clamp'; sae: Sae; feature: number; value: number }
+export interface SaeClampOp { kind: 'sae_clamp'; sae: SaeModule; feature: number; value: number }
 
 /**
  * Applies an SAE clamp to the rows of x [n, d_in] where rows[r] = 1 (others pass unchanged) →

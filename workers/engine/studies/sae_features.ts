@@ -1,7 +1,7 @@
 /**
  * What an SAE says about a prompt: the features that fire per token, how well the SAE
  * reconstructs the activation, which features carry the margin between two futures, and what a
- * feature's decoder direction promotes. Composes Engine.run calls (as steering/sweep.ts does).
+ * feature's decoder direction promotes. Composes Engine.run calls (as studies/sweep.ts does).
  *
  * Definitions (per position t, x_t the activation at the SAE's hook, x̂_t its reconstruction):
  * - L0_t = #{i : f_i(x_t) > 0}; MSE_t = mean_d (x̂_t − x_t)² (per element, as SAELens reports it).
@@ -19,11 +19,11 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../api';
-import { lensTopK } from '../analysis/lens';
+import { lensTopK } from '../model/lens';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu, topkCpu } from '../ops/logits.cpu';
-import { neuronpediaUrl } from './config';
-import type { Sae } from './sae';
+import { neuronpediaUrl } from '../sae/config';
+import type { Sae } from '../sae/sae';
 
 export interface SaeAnalysisRequest extends PromptInput {
   /** Features kept per token (default 8). */

@@ -3,7 +3,7 @@
  * value of one variable (e.g. per number of distractors n). Shared by the runner's aggregate line and
  * the batch view's plot, so both show the same numbers.
  */
-import { bootstrapMean, type MeanInterval } from './bootstrap';
+import { bootstrapMean, type MeanInterval } from '../../analysis/bootstrap';
 import type { BatchMetric } from './metrics';
 import type { BatchRow } from './batch';
 

@@ -6,9 +6,9 @@
  * schema; every failure says what is wrong and where.
  */
 import { z } from 'zod';
-import { hookInfo } from '../hooks';
-import type { PositionSelector } from '../model/intervention';
-import { ABLATE_MODES, INTERVENTION_TYPES, type InterventionSpec } from '../steering/spec';
+import { hookInfo } from './model/hooks';
+import type { PositionSelector } from './model/intervention';
+import { ABLATE_MODES, INTERVENTION_TYPES, type InterventionSpec } from './steering/spec';
 
 // No `new Function` probe or JIT-compiled parsers: the built site's CSP has no 'unsafe-eval'
 // (tools/csp.ts), and zod's probe is reported as a policy violation even though it is caught.

@@ -1,11 +1,11 @@
-import type { ModelSpec } from './model/spec';
+import type { ModelSpec } from '../arch/spec';
 
 /**
  * The single list of hook points (TransformerLens names). The UI, the runner and the docs read
  * this list; the forward pass in `model/transformer.ts` fires each one where it is computed.
  * Shapes have no batch dimension: `pos` = positions of this forward call.
  * While an SAE is attached at a hook, that hook also has the SAE's own hook points
- * (`<hook>.hook_sae_acts_post`, …): `sae/site.ts` SAE_HOOKS declares them.
+ * (`<hook>.hook_sae_acts_post`, …): `model/sae_site.ts` SAE_HOOKS declares them.
  */
 export interface HookInfo {
   /** Name with `{l}` for the block index. */

@@ -1,5 +1,5 @@
 import type { Tensor } from '../backend/backend';
-import type { Transformer } from '../model/transformer';
+import type { Transformer } from './transformer';
 
 /**
  * Logit-lens logits of a few vocabulary ids (nostalgebraist 2020): W_U[cols] · LN_f(h) (+ bias,

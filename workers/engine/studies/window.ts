@@ -19,11 +19,12 @@
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../api';
 import type { Intervention } from '../model/intervention';
-import { firstTouchedPosition, forwardSpan, PrefixCache, stepOfPosition } from '../model/kv_prefix';
-import { assertHook } from '../hooks';
+import { firstTouchedPosition, forwardSpan, stepOfPosition } from '../model/span';
+import { PrefixCache } from '../model/kv_prefix';
+import { assertHook } from '../model/hooks';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
-import { rowMargin } from './margin';
-import { sampleToken, seededRandom } from './sampling';
+import { rowMargin } from '../analysis/margin';
+import { sampleToken, seededRandom } from '../analysis/sampling';
 
 /** How a continuation is scored. */
 export type WindowScore =

@@ -1,6 +1,6 @@
 import type { Backend, Tensor } from '../backend/backend';
-import { setMargins } from './margin';
-import { checkSamplingRule, drawToken, sampleToken } from './sampling';
+import { setMargins } from '../analysis/margin';
+import { checkSamplingRule, drawToken, sampleToken } from '../analysis/sampling';
 
 /** Largest sampling top-k chosen on the device; a wider one reads the whole distribution back. */
 export const DEVICE_TOP_K_MAX = 256;

@@ -1,5 +1,5 @@
-import { assertHook, hookInfo } from '../hooks';
-import type { ModelSpec } from '../model/spec';
+import { assertHook, hookInfo } from './hooks';
+import type { ModelSpec } from '../arch/spec';
 
 /** Row width of a steerable hook and the symbol it is declared with in `HOOKS` (e.g. 'd_model'). */
 export interface HookWidth {

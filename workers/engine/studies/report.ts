@@ -19,14 +19,14 @@
  *   flips the outcome), when an intervention is given.
  * Over a prompt set each prompt's lens curve is multiplied by its final sign (margin toward its own
  * answer) and curves are averaged; the headline row is the rule on the mean curve, with a
- * percentile-bootstrap interval over prompts (batch/bootstrap.ts); the same for the recovery curve,
+ * percentile-bootstrap interval over prompts (analysis/bootstrap.ts); the same for the recovery curve,
  * the window's outcome per step (toward each prompt's unsteered outcome) and the probe's held-out
  * accuracy per row (over the labelled examples). Over one prompt it says so.
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../api';
 import type { Intervention } from '../model/intervention';
-import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../batch/bootstrap';
+import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../analysis/bootstrap';
 import { patchingGrid, type PatchingResult } from './patching';
 import { probeLayers, type ProbeOptions, type ProbePosition } from './probe';
 import { interventionWindow, pointOfNoReturn, type WindowScore } from './window';
@@ -44,7 +44,7 @@ export interface ReportLabelledSet {
   position?: ProbePosition;
 }
 
-/** The changeable panel's intervention window (analysis/window.ts), run on every prompt. */
+/** The changeable panel's intervention window (studies/window.ts), run on every prompt. */
 export interface ReportWindow {
   /** The intervention(s) switched on from step k, resolved for one prompt (its token length and N). */
   interventions: (p: PromptInput & { nPrompt: number }) => Promise<Intervention[]> | Intervention[];
@@ -67,7 +67,7 @@ export interface ReportRequest {
    * paired for patching with the prompt of the other class at the same index (labelledPairs).
    */
   labelled?: ReportLabelledSet;
-  /** Probe settings (folds, seed, λ), as in analysis/probe.ts. */
+  /** Probe settings (folds, seed, λ), as in studies/probe.ts. */
   probe?: ProbeOptions;
   /** The intervention window of the changeable panel (absent: not computed). */
   window?: ReportWindow;
@@ -159,7 +159,7 @@ export interface ReportResult {
     skipped: number;
   };
   /**
-   * Linear probes on the labelled set (analysis/probe.ts), on the lens's row axis (0 = embeddings,
+   * Linear probes on the labelled set (studies/probe.ts), on the lens's row axis (0 = embeddings,
    * l + 1 = after block l); null without a labelled set. Band and interval: percentile bootstrap
    * over the examples of their held-out predictions (the folds' fits are not redone).
    */
@@ -177,7 +177,7 @@ export interface ReportResult {
     folds: number;
   } | null;
   /**
-   * The intervention window (analysis/window.ts); null without one. One prompt: its outcome per
+   * The intervention window (studies/window.ts); null without one. One prompt: its outcome per
    * start step k as the window computes it. A set: the mean over prompts of outcome × sign(unsteered
    * outcome) (toward each prompt's own unsteered outcome, so a flip is < 0), with a band per k and a
    * bootstrap interval of the point of no return.
@@ -212,7 +212,7 @@ export function firstStable(aligned: readonly number[], threshold: number): numb
   return first;
 }
 
-/** First row whose value reaches 95 % of the best row's (the probe's rule, analysis/probe.ts). */
+/** First row whose value reaches 95 % of the best row's (the probe's rule, studies/probe.ts). */
 export function firstAt95(xs: readonly number[]): number {
   const best = Math.max(...xs);
   return xs.findIndex((x) => x >= 0.95 * best);

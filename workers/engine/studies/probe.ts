@@ -15,8 +15,8 @@
  * and the first row whose accuracy reaches 95 % of the best row's.
  */
 import type { Engine } from '../engine';
-import { crossValidate, shuffle, stratifiedFolds } from './logistic';
-import { seededRandom } from './sampling';
+import { crossValidate, shuffle, stratifiedFolds } from '../analysis/logistic';
+import { seededRandom } from '../analysis/sampling';
 
 /** Token read in each prompt: 'last', or an index (negative counts from the end: −1 = last). */
 export type ProbePosition = 'last' | number;

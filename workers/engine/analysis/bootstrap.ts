@@ -5,7 +5,7 @@
  * same values give the same interval in the UI and in the runner.
  */
 import { quantileSorted } from 'd3';
-import { seededRandom } from '../analysis/sampling';
+import { seededRandom } from './sampling';
 
 export interface MeanInterval {
   /** Number of finite values used (NaN / null values are left out). */

@@ -6,8 +6,8 @@
 import type { Engine } from '../engine';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
-import { isSaeFeatureRef, toIntervention, type InterventionSpec, type RunShape } from './spec';
-import { assertVectorFits, type ImportedVector } from './vector_io';
+import { isSaeFeatureRef, toIntervention, type InterventionSpec, type RunShape } from '../steering/spec';
+import { assertVectorFits, type ImportedVector } from '../steering/vector_io';
 
 export interface ResolveOptions {
   /** Reads a vector file named in a spec (the runner passes one; the browser has none). */

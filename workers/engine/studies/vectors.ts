@@ -7,30 +7,8 @@
  *   mean activation over the positive texts minus the mean over the negative texts at one position.
  */
 import type { Engine } from '../engine';
-import { hookWidth } from './hook_width';
-
-/** Where the provenance of a vector is recorded (exported with it by vector_io.ts). */
-export interface VectorProvenance {
-  method: 'actadd' | 'caa' | 'file';
-  /** 'last', 'mean' (ActAdd aligned mean) or 'marker:<string>' (CAA marked answer token). */
-  position: string;
-  positive: string[];
-  negative: string[];
-  head?: number;
-}
-
-/** A steering vector and what it belongs to. */
-export interface SteeringVector {
-  /** [dModel] float32. */
-  vector: Float32Array;
-  /** Hook it was read at (and is meant to be added at). */
-  hook: string;
-  /** Length of `vector`: the hook's row width (d_model for residual hooks; d_head for one head). */
-  dModel: number;
-  /** Engine label of the model it was computed on. */
-  modelId: string;
-  provenance: VectorProvenance;
-}
+import type { SteeringVector } from '../steering/vector';
+import { hookWidth } from '../model/hook_width';
 
 /** CAA result: the vector and the dataset mean μ of all activations used (for mean ablation). */
 export interface CaaVector extends SteeringVector {

@@ -1,9 +1,9 @@
 /**
  * The scalar columns of a batch study (DESIGN.md §3). The first four come from one prompt's
  * Analysis (metricsOf); probe_score and patch_recovery need a direction or a patch cell and are
- * computed in batch.ts (analysis/patching.ts, a captured hook).
+ * computed in batch.ts (studies/patching.ts, a captured hook).
  */
-import type { Analysis } from '../api';
+import type { Analysis } from '../../api';
 
 export const BATCH_METRICS = ['final_margin', 'sequence_margin', 'lens_visible_layer', 'sink_rate', 'probe_score', 'patch_recovery'] as const;
 export type BatchMetric = (typeof BATCH_METRICS)[number];

@@ -4,11 +4,12 @@
  * JSON header), against the device's buffer limits and a memory budget.
  */
 import { architectureFor } from '../arch/registry';
-import { workingContext, type TransformerOptions, type WeightDtype } from '../model/load';
-import { readJson, type ModelFiles } from './model_files';
-import { parseHeader, readHeaderLength, type SafetensorsDtype } from './safetensors';
+import { workingContext, type TransformerOptions, type WeightDtype } from './load';
+import { readJson, type ModelFiles } from '../io/model_files';
+import { parseHeader, readHeaderLength, type SafetensorsDtype } from '../io/safetensors';
 import { quantBytes } from '../backend/quant';
-import { isQuantFormat, quantisedTensor } from '../model/quant_storage';
+import { isQuantFormat, quantisedTensor } from './quant_storage';
+import { formatBytes } from '../io/bytes';
 
 /** What the device allows; every size in bytes. */
 export interface DeviceLimits {
@@ -196,14 +197,4 @@ function describeTensor(name: string): string {
   if (/(embed_tokens|wte|embed_in|word_embeddings)\.weight$/.test(name)) return `the embedding matrix (${name})`;
   if (/(lm_head|embed_out)\.weight$/.test(name)) return `the unembedding matrix (${name})`;
   return `tensor ${name}`;
-}
-
-/** Bytes in binary units: "512 B", "1.5 KiB", "9.8 GiB", "1 GiB". */
-export function formatBytes(n: number): string {
-  if (!Number.isFinite(n)) return 'unlimited';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let u = 0;
-  while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
-  const s = u === 0 ? String(Math.round(n)) : n.toFixed(1).replace(/\.0$/, '');
-  return `${s} ${units[u]}`;
 }
