@@ -1,5 +1,5 @@
 import { useStore } from '../store';
-import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/io/experiment';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/shared';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { posterQrLink } from '../lib/qr_link';
