@@ -13,57 +13,14 @@ import { ErrorBanner } from './components/ErrorBanner';
 import { PromptEditor } from './components/PromptEditor';
 import { FuturesEditor } from './components/FuturesEditor';
 import { PromptTokens } from './components/PromptTokens';
-import { MarginHeatmapView } from './views/MarginHeatmapView';
-import { SinkView } from './views/SinkView';
-import { GenerationView } from './views/GenerationView';
-import { ActivationsView } from './views/ActivationsView';
-import { ResidualNormsView } from './views/ResidualNormsView';
-import { DoseResponseView } from './views/DoseResponseView';
-import { VectorLibraryView } from './views/VectorLibraryView';
-import { BranchView } from './views/BranchView';
-import { BatchView } from './views/BatchView';
-import { ProbeView } from './views/ProbeView';
-import { WindowView } from './views/WindowView';
-import { PatchingView } from './views/PatchingView';
-import { ReportView } from './views/ReportView';
-import { SaeView } from './views/SaeView';
+import { VIEWS } from './views/registry';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 
-const VIEWS: { name: ViewName; title: string }[] = [
-  { name: 'margins', title: 'Margin heatmap' },
-  { name: 'sinks', title: 'Attention sinks' },
-  { name: 'generation', title: 'Generation' },
-  { name: 'norms', title: 'Residual norms' },
-  { name: 'activations', title: 'Activations' },
-  { name: 'dose', title: 'Dose–response' },
-  { name: 'patching', title: 'Patching' },
-  { name: 'report', title: 'Report' },
-  { name: 'vectors', title: 'Vectors' },
-  { name: 'branches', title: 'Branches' },
-  { name: 'batch', title: 'Batch' },
-  { name: 'probe', title: 'Probes' },
-  { name: 'window', title: 'Intervention window' },
-  { name: 'sae', title: 'SAE features' },
-];
-
+/** The view's component (views/registry.ts). */
 function ActiveView({ view }: { view: ViewName }) {
-  switch (view) {
-    case 'margins': return <MarginHeatmapView />;
-    case 'sinks': return <SinkView />;
-    case 'generation': return <GenerationView />;
-    case 'norms': return <ResidualNormsView />;
-    case 'activations': return <ActivationsView />;
-    case 'dose': return <DoseResponseView />;
-    case 'vectors': return <VectorLibraryView />;
-    case 'branches': return <BranchView />;
-    case 'batch': return <BatchView />;
-    case 'probe': return <ProbeView />;
-    case 'window': return <WindowView />;
-    case 'patching': return <PatchingView />;
-    case 'report': return <ReportView />;
-    case 'sae': return <SaeView />;
-  }
+  const View = VIEWS.find((v) => v.name === view)!.component;
+  return <View />;
 }
 
 /** The workbench: model bar, experiment panel (prompt, futures, tokens) and the views in tabs. */

@@ -178,6 +178,18 @@ test('offline: once opened, the link reloads and reruns with the network off, fr
   }
 });
 
+// These three were missing from the hand-kept list of restorable views (issue 22): saved on them, an experiment reopened on the margin heatmap.
+for (const name of ['patching', 'report', 'sae']) {
+  test(`an experiment saved on the ${name} view reopens on it (views/registry.ts)`, async ({ page }) => {
+    page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+    await page.goto(link(experiment({ interventions: [], vectors: [], view: { name } })));
+    await expect(page.getByTestId(`${name}-view`)).toBeVisible({ timeout: 120_000 });
+    await expect(page.getByTestId(`tab-${name}`)).toHaveAttribute('aria-selected', 'true');
+    await settled(page);
+    await expect(page.getByTestId('margin-view')).toHaveCount(0);
+  });
+}
+
 test('the saved sink threshold ε and heatmap colour scale are applied on restore, and a new ε is saved in the link', async ({ page }) => {
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   const view = { name: 'sinks', showTables: true, showDifference: false, sinkEps: 0.1, heatmapScale: 'max' };

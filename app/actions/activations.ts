@@ -1,7 +1,7 @@
 /** The activations view's actions: capture the chosen hook, or the whole residual stream, for the analysed prompt. */
 import { useStore } from '../store';
 import { download } from '../lib/export';
-import { writeNpyArray } from '../../workers/engine/io/npy';
+import { writeNpyArray } from '../../workers/shared';
 import { runJob } from './job';
 import { inOrder } from './worker';
 

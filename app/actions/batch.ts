@@ -1,9 +1,7 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { BatchJob, BatchMetric, BatchProgress, BatchRow } from '../../workers/protocol';
-import { parseTemplate } from '../../workers/engine/studies/batch/template';
-import { formatOfName, parseValues } from '../../workers/engine/studies/batch/values';
-import { BATCH_METRICS } from '../../workers/engine/studies/batch/metrics';
+import { BATCH_METRICS, formatOfName, parseTemplate, parseValues } from '../../workers/shared';
 import { specRequest } from '../lib/specs';
 import { analyse } from './analyse';
 import { runJob } from './job';

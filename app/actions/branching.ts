@@ -7,7 +7,7 @@ import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
 import { decodeRate, forkSteps, forkWork, streamedRate, tokensWord, type ForkWork } from '../lib/fork_estimate';
-import { pathOf } from '../../workers/engine/studies/branching/tree';
+import { pathOf } from '../../workers/shared';
 
 /** The active interventions as specs, when the fork settings say to run under them. */
 function steering(): SpecRequest {

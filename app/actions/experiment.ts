@@ -1,6 +1,5 @@
 import { useStore } from '../store';
-import type { ViewName } from '../store/ui';
-import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/engine/experiment';
+import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/shared';
 import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { posterQrLink } from '../lib/qr_link';
@@ -11,9 +10,8 @@ import { runSweep } from './sweep';
 import { loadSae } from './sae';
 import { captureActivations } from './activations';
 import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
+import { RESTORABLE_VIEWS } from '../views/registry';
 
-/** The views an experiment can open (App's tabs). */
-const KNOWN_VIEWS: readonly ViewName[] = ['margins', 'sinks', 'generation', 'norms', 'activations', 'dose', 'vectors', 'branches', 'batch', 'probe', 'window'];
 /** Local-storage key of the last experiment (no Hub token is ever part of it). */
 export const STORAGE_KEY = 'branchpoint.experiment';
 
@@ -49,7 +47,7 @@ function applyExperiment(e: Experiment): string[] {
     const sw = e.view.sweep;
     s.setSweepSettings({ layers: sw.layers, doses: sw.doses, site: sw.site, type: sw.type, vectorId: sw.vector === null ? null : ids[sw.vector] ?? null });
   }
-  s.setView(viewOf(e.view.name, KNOWN_VIEWS));
+  s.setView(viewOf(e.view.name, RESTORABLE_VIEWS));
   s.setShowTables(e.view.showTables);
   s.setShowDifference(e.view.showDifference);
   s.setSinkEps(e.view.sinkEps);

@@ -2,7 +2,7 @@ import { noteModelUsed } from '../lib/recent_models';
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
-import { catalogEntry } from '../../workers/engine/io/catalog';
+import { catalogEntry } from '../../workers/shared';
 import bundled from 'virtual:bundled-models';
 import { refreshCachedModels } from './cache';
 import { runJob } from './job';

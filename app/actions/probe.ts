@@ -1,7 +1,7 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { ProbeProgress, ProbeRequest, ReportLabelledSet } from '../../workers/protocol';
-import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
+import { parseLabelledSet } from '../../workers/shared';
 import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';

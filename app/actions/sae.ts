@@ -5,7 +5,7 @@
  */
 import { useStore } from '../store';
 import type { PositionSelector, SaeSource } from '../../workers/protocol';
-import type { ExperimentSae } from '../../workers/engine/experiment';
+import type { ExperimentSae } from '../../workers/shared';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { useStore } from '../store';
 import { deleteCachedModel, refreshCachedModels } from '../actions/cache';
-import { DEFAULT_ENDPOINT } from '../../workers/engine/io/hub_files';
+import { DEFAULT_ENDPOINT } from '../../workers/shared';
 import { bytes } from '../lib/format';
 import type { CachedModel } from '../../workers/protocol';
 

@@ -1,6 +1,6 @@
 import { useStore } from '../store';
 import { loadHubModel } from '../actions/model';
-import { DEFAULT_ENDPOINT } from '../../workers/engine/io/hub_files';
+import { DEFAULT_ENDPOINT } from '../../workers/shared';
 import { bytes } from '../lib/format';
 import { byRecency, recentModels } from '../lib/recent_models';
 

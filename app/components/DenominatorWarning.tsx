@@ -1,4 +1,4 @@
-import { checkRecoveryDenominator } from '../../workers/engine/analysis/recovery_denominator';
+import { checkRecoveryDenominator } from '../../workers/shared';
 
 /**
  * Under a patching result: a warning when |Δ_clean − Δ_corrupt| is too small for normalised

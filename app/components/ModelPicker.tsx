@@ -1,14 +1,13 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { loadHubModel, loadModel, localModelSource, sourceFromDirectory, sourceFromFileList } from '../actions/model';
-import { CATALOG } from '../../workers/engine/io/catalog';
+import { CATALOG, CPU_BACKEND } from '../../workers/shared';
 import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
 import { WeightStorageChoice } from './WeightStorage';
 import { loadBlocked, loadCancels, waitingFor } from '../lib/job_rules';
-import { CPU_BACKEND } from '../../workers/engine/backend/names';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import QRCode from 'qrcode';
 import { useStore } from '../store';
-import type { Deck, Experiment } from '../../workers/engine/experiment';
+import type { Deck, Experiment } from '../../workers/shared';
 import { deckLink, experimentLink, fetchDeck, holdForPoster, posterOwnLink, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
 import { refreshOwnSlide } from '../actions/poster_slide';
 

@@ -1,13 +1,13 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
-import type { Job } from '../store/ui';
+import type { Job, JobKind } from '../store/ui';
 import type { LoadProgress } from '../../workers/protocol';
 import { cancelRunning, dropQueued } from '../actions/job';
 import { bytes } from '../lib/format';
 import { duration, nextEta, type EtaState } from '../lib/time_left';
 
 /** What a job's steps count, where it counts them. */
-const STEP_UNITS: Partial<Record<string, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
+const STEP_UNITS: Partial<Record<JobKind, string>> = { sweep: 'forward passes', forks: 'continuations', batch: 'prompts', branch: 'tokens', patching: 'patched runs', report: 'stages' };
 
 /** What a load is doing, by its stage (a trial read "Loading stories260K ready" while the load went on). */
 const LOAD_STAGES: Record<LoadProgress['stage'], string> = {

@@ -4,7 +4,7 @@
  * Never includes a Hub token.
  */
 import LZString from 'lz-string';
-import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment, type Experiment, type ExperimentModel } from '../../workers/engine/experiment';
+import { EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, readExperiment, type Experiment, type ExperimentModel } from '../../workers/shared';
 import type { ModelSource } from '../../workers/protocol';
 import type { AppState } from '../store';
 import type { ViewName } from '../store/ui';

@@ -1,7 +1,7 @@
 import type { FutureDraft } from '../store/experiment';
 
 /** A future as the user typed it → the engine's FutureInput (text as is; ids "274 287 | 317"). @throws Error for a bad id list. */
-export { futureInput } from '../../workers/engine/experiment';
+export { futureInput } from '../../workers/shared';
 
 /** Identifies a future as written after a prompt: chips resolved for another key are out of date. */
 export function futureKey(p: { prompt: string; chatTemplate: boolean }, d: FutureDraft): string {

@@ -3,7 +3,7 @@
  * (workers/engine/model/hooks.ts): which hooks a row op can steer, which are per head, and where a hook
  * sits among the rows of the logit-lens heatmap.
  */
-import { hookInfo } from '../../workers/engine/model/hooks';
+import { hookInfo } from '../../workers/shared';
 
 /** The hooks of a model (ModelInfo.hookNames) that interventions can act on ([pos, width]), in forward order. */
 export function steerableHooks(hookNames: readonly string[]): string[] {
@@ -23,7 +23,7 @@ export function hookDescription(hook: string): string {
 }
 
 /** True for hooks whose rows are heads side by side (attn.hook_q/k/v/z), where "head" applies. */
-export { isPerHeadHook as isPerHead } from '../../workers/engine/experiment';
+export { isPerHeadHook as isPerHead } from '../../workers/shared';
 
 /** The hook a click on lens row `row` steers: row 0 (embeddings) = blocks.0.hook_resid_pre, row l = blocks.{l−1}.hook_resid_post. */
 export function hookOfLensRow(row: number): string {

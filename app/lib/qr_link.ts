@@ -4,7 +4,7 @@
  * interventions, whose vectors' values (d_model numbers each) are most of the link.
  */
 import QRCode from 'qrcode';
-import { readExperiment, type Experiment } from '../../workers/engine/experiment';
+import { readExperiment, type Experiment } from '../../workers/shared';
 import { experimentHash, qrExperiment } from './experiment_state';
 import { LINK_BASE } from './link_delta';
 

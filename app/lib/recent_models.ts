@@ -2,7 +2,7 @@
  * Which Hub models this browser loaded last, kept in local storage (never a token), so the start
  * page offers the last-used cached model first.
  */
-import { DEFAULT_ENDPOINT } from '../../workers/engine/io/hub_files';
+import { DEFAULT_ENDPOINT } from '../../workers/shared';
 
 /** Local-storage key of the recently loaded Hub models, newest first. */
 export const RECENT_KEY = 'branchpoint.recentModels';

@@ -9,7 +9,7 @@ import type { InterventionDraft } from '../store/steering';
 import type { LibraryEntry } from '../store/vectors';
 import type { AppliedIntervention } from '../store/results';
 import { isPerHead } from './hooks';
-import { doseKey, interventionSpec, needsVector as needsEngineVector } from '../../workers/engine/experiment';
+import { doseKey, interventionSpec, needsVector as needsEngineVector } from '../../workers/shared';
 
 /** How messages and marks name the intervention at place n (1-based) of the list. */
 export function interventionLabel(n: number): string {

@@ -4,7 +4,7 @@
  * forward pass at generation step k (0 = the prompt pass) applies an intervention when k lies in its
  * step window.
  */
-import { selectRows } from '../../workers/engine/model/intervention';
+import { selectRows } from '../../workers/shared';
 import type { InterventionDraft } from '../store/steering';
 import type { AppliedIntervention } from '../store/results';
 import type { LibraryEntry } from '../store/vectors';

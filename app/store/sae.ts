@@ -1,7 +1,7 @@
 import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import type { SaeAnalysis, SaeFeatureInfo, SaeInfo } from '../../workers/protocol';
-import type { ExperimentSae } from '../../workers/engine/experiment';
+import type { ExperimentSae } from '../../workers/shared';
 
 /** An SAE analysis on display, with what it was run on. */
 export interface SaeResult {

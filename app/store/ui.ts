@@ -1,12 +1,14 @@
 import type { StateCreator } from 'zustand';
 import type { StepCounts } from '../lib/time_left';
+import type { JobKind, ViewName } from '../views/registry';
 import type { AppState } from './index';
 
-export type ViewName = 'margins' | 'sinks' | 'generation' | 'norms' | 'activations' | 'dose' | 'vectors' | 'branches' | 'batch' | 'probe' | 'window' | 'patching' | 'report' | 'sae';
+export type { JobKind, ViewName };
 
 /** A long job running in the worker (one at a time: the worker runs jobs in order). */
 export interface Job {
-  kind: 'load' | 'analyse' | 'generate' | 'pattern' | 'activations' | 'vector' | 'import' | 'export' | 'sweep' | 'branch' | 'forks' | 'batch' | 'probe' | 'window' | 'patching' | 'report' | 'sae';
+  /** The views' jobs and the model load (views/registry.ts). */
+  kind: JobKind;
   label: string;
   startedAt: number;
   cancellable: boolean;

@@ -8,7 +8,7 @@ import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { captureActivations, saveResidualStream } from '../actions/activations';
 import { download } from '../lib/export';
 import { visibleToken } from '../lib/format';
-import { writeNpyArray } from '../../workers/engine/io/npy';
+import { writeNpyArray } from '../../workers/shared';
 import { useWaitingFor } from '../components/useWaitingFor';
 
 /**

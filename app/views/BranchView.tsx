@@ -11,7 +11,7 @@ import { FilePickButton } from '../components/FilePickButton';
 import { LineChart, type Series } from '../components/LineChart';
 import { ResultStatus } from '../components/ResultStatus';
 import { fixed, positionLabel, signed, quotedToken, visibleToken } from '../lib/format';
-import { pathOf, type TreePath } from '../../workers/engine/studies/branching/tree';
+import { pathOf, type TreePath } from '../../workers/shared';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
 import { waitingFor } from '../lib/job_rules';

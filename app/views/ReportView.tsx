@@ -11,7 +11,7 @@ import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
 import { DenominatorWarning } from '../components/DenominatorWarning';
 import { LabelledSetSource } from '../components/LabelledSetSource';
-import { reportJson } from '../../workers/engine/studies/report_json';
+import { reportJson } from '../../workers/shared';
 import type { ReportDisplay } from '../store/report';
 import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';

@@ -1,0 +1,42 @@
+/**
+ * The app's one door into the engine: every value `app/` uses from `workers/engine` at runtime is
+ * re-exported here — pure helpers, constants, hook names and parsers that run on the page without
+ * a model (the model runs in the worker, reached through workers/protocol.ts). The app imports no
+ * engine module itself (tests/unit/app_engine_door.test.ts), so moving an engine file changes
+ * this file's paths and nothing in `app/`.
+ */
+
+// Hooks (TransformerLens names) and the positions an intervention acts on
+export { hookInfo } from './engine/model/hooks';
+export { selectRows } from './engine/model/intervention';
+
+// Experiment files, links and poster decks (docs/experiment-format.md)
+export {
+  doseKey, EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, futureInput, interventionSpec, isPerHeadHook, needsVector, parseDeck, readExperiment,
+} from './engine/experiment';
+export type { Deck, Experiment, ExperimentModel, ExperimentSae } from './engine/experiment';
+
+// Models: the catalog, the Hub's default endpoint, the CPU backend's name
+export { CATALOG, catalogEntry } from './engine/io/catalog';
+export { DEFAULT_ENDPOINT } from './engine/io/hub_files';
+export { CPU_BACKEND } from './engine/backend/names';
+
+// Files the app reads and writes
+export { writeNpyArray } from './engine/io/npy';
+export { parseLabelledSet } from './engine/io/prompt_set';
+
+// Patching and the decision-point report
+export { PATCH_HOOKS } from './engine/studies/patching';
+export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
+export { reportJson } from './engine/studies/report_json';
+
+// Batch studies
+export { summarize } from './engine/studies/batch/aggregate';
+export { flatRow } from './engine/studies/batch/batch';
+export { ANALYSIS_METRICS, BATCH_METRICS, METRIC_DOCS } from './engine/studies/batch/metrics';
+export { parseTemplate } from './engine/studies/batch/template';
+export { formatOfName, parseValues } from './engine/studies/batch/values';
+
+// Branch trees
+export { pathOf } from './engine/studies/branching/tree';
+export type { TreePath } from './engine/studies/branching/tree';
