@@ -8,6 +8,7 @@
  */
 import type { Engine } from '../engine';
 import { hookWidth } from './hook_width';
+import type { Progress } from '../progress';
 
 /** Where the provenance of a vector is recorded (exported with it by vector_io.ts). */
 export interface VectorProvenance {
@@ -59,7 +60,7 @@ export interface CaaRequest {
   position?: 'last' | { marker: string };
   head?: number;
   /** Called after each text's forward pass. */
-  onProgress?: (done: number, total: number) => void;
+  onProgress?: (p: Progress) => void;
 }
 
 /** The activation rows [T, width] of `hook` for one prompt, and the prompt ids. */
@@ -147,7 +148,7 @@ export async function caaVector(engine: Engine, req: CaaRequest): Promise<CaaVec
       const { ids, rows } = await activations(engine, prompt, req.hook);
       const t = index(ids);
       for (let i = 0; i < len; i++) acc[i] += rows[t * width + offset + i] / texts.length;
-      req.onProgress?.(++done, total);
+      req.onProgress?.({ done: ++done, total });
     }
   }
   const vector = new Float32Array(len), mean = new Float32Array(len);
