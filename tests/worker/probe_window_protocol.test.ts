@@ -6,7 +6,7 @@ import type { InferenceApi, Progress } from '../../workers/protocol';
 import { realModel } from '../reference_math';
 import { inProcessWorker, type Posted } from './in_process';
 
-/** The worker's probe and interventionWindow methods through Comlink: progress, transferables, specs, cancel. */
+/** The worker's probe, interventionWindow and patching methods through Comlink: progress, transferables, specs, cancel. */
 const m = realModel('stories260K');
 let api: Comlink.Remote<InferenceApi>;
 let posted: Posted[];
@@ -45,6 +45,18 @@ describe('probe and interventionWindow across the worker boundary', () => {
     await expect(api.interventionWindow({ ...req, specs: [{ ...spec, hook: 'blocks.9.hook_resid_post' }], specLabels: ['intervention #2'] })).rejects.toThrow(/^intervention #2: .*blocks\.9/);
     const job = api.interventionWindow({ ...req, specs: [spec] }, Comlink.proxy((p: Progress) => { if (p.done === 3) void api.cancel(); }));
     await expect(job).rejects.toMatchObject({ name: 'CancelledError', message: 'cancelled: the intervention window was stopped before it finished' });
+    expect(await api.status()).toEqual({ loaded: true, deviceLost: null });
+  });
+
+  it('patching: the grid comes back with its three typed arrays transferred; cancel() rejects it with a CancelledError naming the grid', async () => {
+    const req = { clean: m.ref.prompts[1].prompt, corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' Tom' }, bad: { text: ' Lily' }, hook: 'resid_pre' as const };
+    const r = await api.patching(req);
+    expect(r.recovery).toBeInstanceOf(Float32Array);
+    const transfer = posted[posted.length - 1].transfer as ArrayBuffer[];
+    expect(transfer).toHaveLength(3);
+    expect(transfer.every((b) => b.byteLength === 0)).toBe(true);
+    const job = api.patching(req, Comlink.proxy((p: Progress) => { if (p.done === 2) void api.cancel(); }));
+    await expect(job).rejects.toMatchObject({ name: 'CancelledError', message: 'cancelled: the patching grid was stopped before it finished' });
     expect(await api.status()).toEqual({ loaded: true, deviceLost: null });
   });
 });
