@@ -1,11 +1,11 @@
 /// <reference lib="webworker" />
 import { float32ProbeFits } from './engine/model/quant_error';
 import * as Comlink from 'comlink';
+import { Jobs, quiet } from './job';
 import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
 import { deleteCachedModel, listCachedModels } from './engine/io/cache';
 import { deviceLimits, filesFor } from './sources';
-import { CancelledError } from './engine/io/download';
 import { parseSpec } from './engine/steering/spec';
 import { resolveInterventions } from './engine/studies/resolve_interventions';
 import { doseResponse } from './engine/studies/sweep';
@@ -20,10 +20,10 @@ import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } 
 import { hookWidth } from './engine/model/hook_width';
 import { probeLayers } from './engine/studies/probe';
 import { interventionWindow } from './engine/studies/window';
-import type { BatchJob, BatchProgress, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ProbeProgress, ProbeRequest, WindowJob, WindowProgress } from './protocol';
+import type { BatchJob, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ForkRequest, ProbeRequest, Progress, RestoreRequest, WindowJob } from './protocol';
 import { patchingGrid } from './engine/studies/patching';
 import { decisionReport } from './engine/studies/report';
-import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingProgress, PatchingRequest, PromptInput, ReportJob, ReportProgress, SpecRequest, SweepProgress, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingRequest, PromptInput, ReportJob, ReportProgress, SpecRequest, SweepRequest, TokenEvent, VectorRequest } from './protocol';
 import { analyseSae, featureInfo } from './engine/studies/sae_features';
 import { assertSaeFits } from './engine/sae/estimate';
 import { readSae } from './engine/sae/files';
@@ -31,48 +31,77 @@ import { Sae } from './engine/sae/sae';
 import { WebGpuBackend } from './engine/backend/webgpu';
 import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
 
-let engine: Engine | null = null;
-let lastAnalysed: AnalyseRequest | null = null;
-/** The branch tree forks continue from (with the interventions its steered runs used). */
-let explorer: { x: BranchExplorer; req: PromptInput } | null = null;
-let abort: AbortController | null = null;
-let loading: AbortController | null = null;
-let deviceLostCallback: ((reason: string) => void) | null = null;
-/** Loaded SAEs by id; they live on the engine's backend and go with it. */
-const saes = new Map<string, Sae>();
-let saeCount = 0;
-
-function needSae(id: string): Sae {
-  const s = saes.get(id);
-  if (!s) throw new Error(`SAE "${id}" is not loaded (load it again in the SAE view)`);
-  return s;
-}
-
-function need(): Engine {
-  if (!engine) throw new Error('no model is loaded: pick one first');
-  const lost = engine.deviceLost;
-  if (lost !== null) throw new Error(`the GPU device was lost (${lost}): load the model again to continue on a fresh device`);
-  return engine;
-}
-
 /**
- * The request with its specs resolved into engine interventions (after the request's own), for a
- * run of this prompt and, when generating, this many new tokens.
+ * Everything the worker holds between calls: the engine, the last analysed request (pattern,
+ * activations and display strings read it), the branch tree, the loaded SAEs, the callback for a
+ * lost device and the cancellable jobs.
  */
-async function resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number): Promise<R> {
-  const { specs, specLabels, ...rest } = req;
-  if (!specs?.length) return rest as R;
-  const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
-  const parsed = specs.map((s, i) => parseSpec(s, label(i)));
-  const run = { nPrompt: e.encodePrompt(req).length, chatTemplate: req.chatTemplate, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
-  const resolved = await resolveInterventions(e, parsed, run, { label, loadSae: needSae });
-  return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
-}
+class Session {
+  engine: Engine | null = null;
+  lastAnalysed: AnalyseRequest | null = null;
+  /** The branch tree forks continue from (with the prompt its specs resolve against). */
+  explorer: { x: BranchExplorer; req: PromptInput } | null = null;
+  deviceLostCallback: ((reason: string) => void) | null = null;
+  /** Loaded SAEs by id; they live on the engine's backend and go with it. */
+  readonly saes = new Map<string, Sae>();
+  saeCount = 0;
+  readonly jobs = new Jobs();
 
-/** Each id's display string on its own, after the last analysed prompt's first token (so " Tom" keeps its space). */
-function displayStrings(e: Engine, ids: number[]): string[] {
-  const prefix = lastAnalysed ? e.encodePrompt(lastAnalysed).slice(0, 1) : [];
-  return ids.map((id) => e.tokenStrings([id], prefix)[0]);
+  /** The loaded engine. @throws Error when none is loaded or its GPU device was lost. */
+  need(): Engine {
+    const e = this.engine;
+    if (!e) throw new Error('no model is loaded: pick one first');
+    const lost = e.deviceLost;
+    if (lost !== null) throw new Error(`the GPU device was lost (${lost}): load the model again to continue on a fresh device`);
+    return e;
+  }
+
+  needSae = (id: string): Sae => {
+    const s = this.saes.get(id);
+    if (!s) throw new Error(`SAE "${id}" is not loaded (load it again in the SAE view)`);
+    return s;
+  };
+
+  needTree(): { x: BranchExplorer; req: PromptInput } {
+    if (!this.explorer) throw new Error('no branch tree: generate a trunk in the Branches view first');
+    return this.explorer;
+  }
+
+  /** Frees the model, its SAEs and everything computed on it. */
+  unloadModel(): void {
+    for (const s of this.saes.values()) s.release();
+    this.saes.clear();
+    this.engine?.dispose();
+    this.engine = null;
+    this.lastAnalysed = null;
+    this.explorer = null;
+  }
+
+  /**
+   * The request with its specs resolved into engine interventions (after the request's own), for a
+   * run of this prompt and, when generating, this many new tokens.
+   */
+  async resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number): Promise<R> {
+    const { specs, specLabels, ...rest } = req;
+    if (!specs?.length) return rest as R;
+    const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
+    const parsed = specs.map((s, i) => parseSpec(s, label(i)));
+    const run = { nPrompt: e.encodePrompt(req).length, chatTemplate: req.chatTemplate, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
+    const resolved = await resolveInterventions(e, parsed, run, { label, loadSae: this.needSae });
+    return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
+  }
+
+  /** The interventions the specs resolve to for a run of this prompt (and this many new tokens). */
+  async specInterventions(e: Engine, p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]> {
+    const interventions: Intervention[] = [];
+    return (await this.resolveSpecs(e, { prompt: p.prompt, chatTemplate: p.chatTemplate, specs: specs.specs, specLabels: specs.specLabels, interventions }, maxNewTokens)).interventions ?? [];
+  }
+
+  /** Each id's display string on its own, after the last analysed prompt's first token (so " Tom" keeps its space). */
+  displayStrings(e: Engine, ids: number[]): string[] {
+    const prefix = this.lastAnalysed ? e.encodePrompt(this.lastAnalysed).slice(0, 1) : [];
+    return ids.map((id) => e.tokenStrings([id], prefix)[0]);
+  }
 }
 
 /**
@@ -112,263 +141,195 @@ function libraryVector(sv: SteeringVector): LibraryVector {
   return { vector: sv.vector, dModel: sv.dModel, hook: sv.hook, model: sv.modelId, provenance: sv.provenance, createdAt: new Date().toISOString() };
 }
 
-/** A new cancellable job: cancels the one running and returns its controller. */
-function newJob(): AbortController {
-  abort?.abort();
-  abort = new AbortController();
-  return abort;
-}
 
-/** The interventions the specs resolve to for a run of this prompt (and this many new tokens). */
-async function specInterventions(e: Engine, p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]> {
-  const interventions: Intervention[] = [];
-  return (await resolveSpecs(e, { prompt: p.prompt, chatTemplate: p.chatTemplate, ...specs, interventions }, maxNewTokens)).interventions ?? [];
-}
-
-function needTree(): { x: BranchExplorer; req: PromptInput } {
-  if (!explorer) throw new Error('no branch tree: generate a trunk in the Branches view first');
-  return explorer;
-}
-
-/** A UI callback whose failure (a page that went away) must not stop the job. */
-function quiet<A>(f?: (a: A) => unknown): ((a: A) => void) | undefined {
-  return f ? (a) => { void Promise.resolve(f(a)).catch(() => undefined); } : undefined;
-}
+const session = new Session();
+const { jobs } = session;
 
 /**
- * Runs a job that cancel() can stop (newJob: it cancels the one before): an abort becomes a
- * CancelledError naming `what`.
+ * The inference worker: the engine behind Comlink, every method through one wrapper (Jobs.method:
+ * cancel registration, quiet callbacks, transferables). Errors are rethrown with readable messages.
  */
-async function cancellableJob<T>(what: string, body: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const ctrl = newJob();
-  try {
-    return await body(ctrl.signal);
-  } catch (err) {
-    if (ctrl.signal.aborted) throw new CancelledError(what);
-    throw err;
-  }
-}
-
-/** The inference worker: the engine behind Comlink. Errors are rethrown with readable messages. */
 const api: InferenceApi = {
-  async load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) {
-    abort?.abort();
-    loading?.abort();
-    const ctrl = new AbortController();
-    loading = ctrl;
+  load: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
     const be = await selectBackend(backend, { threads: options.threads });
+    let engine: Engine;
     try {
       // The source is resolved (Hub listing, config, safetensors headers) and its fit checked before
       // the loaded model is freed: a typo in a repo id, a gated repo or a model too large for the
       // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal: ctrl.signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      for (const s of saes.values()) s.release();
-      saes.clear();
-      engine?.dispose();
-      engine = null;
-      lastAnalysed = null;
-      explorer = null;
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
       engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
-      // a proxy whose page is gone rejects: nothing is left to tell
-      engine.onDeviceLost((reason) => { void Promise.resolve(deviceLostCallback?.(reason)).catch(() => undefined); });
+      session.engine = engine;
+      engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
     } catch (e) {
       be.dispose();
       throw e;
-    } finally {
-      if (loading === ctrl) loading = null;
     }
     return engine.info();
-  },
+  }),
 
-  async measureLogitError() {
-    return need().logitErrorVsF32();
-  },
+  measureLogitError: jobs.method({}, async () => session.need().logitErrorVsF32()),
 
-  async tokenize(p: PromptInput) {
-    const e = need();
+  tokenize: jobs.method({}, async (_, p: PromptInput) => {
+    const e = session.need();
     const ids = e.encodePrompt(p, { anyLength: true });
     const tooLong = e.promptTooLong(ids.length);
     return { ids, tokens: e.tokenStrings(ids), ...(tooLong ? { tooLong } : {}) };
-  },
+  }),
 
-  async resolveFuture(p: PromptInput, f: FutureInput, name?: 'good' | 'bad') {
-    const e = need();
+  resolveFuture: jobs.method({}, async (_, p: PromptInput, f: FutureInput, name?: 'good' | 'bad') => {
+    const e = session.need();
     return e.resolveFuture(e.encodePrompt(p, { anyLength: true }), f, p, name);
-  },
+  }),
 
-  async tokenStrings(ids: number[]) {
-    return displayStrings(need(), ids);
-  },
+  tokenStrings: jobs.method({}, async (_, ids: number[]) => session.displayStrings(session.need(), ids)),
 
-  async analyse(req: AnalyseRequest & SpecRequest) {
-    const e = need();
-    const resolved = await resolveSpecs(e, req);
+  analyse: jobs.method({}, async (_, req: AnalyseRequest & SpecRequest) => {
+    const e = session.need();
+    const resolved = await session.resolveSpecs(e, req);
     const a = await e.analyse(resolved);
-    lastAnalysed = resolved;
-    return Comlink.transfer(a, [a.lensMargin.buffer, a.finalMargin.buffer, a.residNorms.buffer, a.sinks.alpha.buffer, a.sinks.alpha0.buffer]);
-  },
+    session.lastAnalysed = resolved;
+    return a;
+  }),
 
-  async pattern(layer: number, head: number) {
-    const e = need();
-    if (!lastAnalysed) throw new Error('analyse a prompt first');
-    const ids = e.encodePrompt(lastAnalysed);
+  pattern: jobs.method({}, async (_, layer: number, head: number) => {
+    const e = session.need();
+    const last = session.lastAnalysed;
+    if (!last) throw new Error('analyse a prompt first');
+    const ids = e.encodePrompt(last);
     const name = `blocks.${layer}.attn.hook_pattern`;
-    const { captured } = await e.run(ids, { capture: [name], interventions: lastAnalysed.interventions });
+    const { captured } = await e.run(ids, { capture: [name], interventions: last.interventions });
     const T = ids.length;
-    const out = captured.get(name)!.slice(head * T * T, (head + 1) * T * T);
-    return Comlink.transfer(out, [out.buffer]);
-  },
+    return captured.get(name)!.slice(head * T * T, (head + 1) * T * T);
+  }),
 
-  async activations(hooks: string[]) {
-    const e = need();
-    if (!lastAnalysed) throw new Error('analyse a prompt first');
-    const ids = e.encodePrompt(lastAnalysed);
-    const { captured } = await e.run(ids, { capture: hooks, interventions: lastAnalysed.interventions });
-    const out = hooks.map((hook) => {
+  activations: jobs.method({}, async (_, hooks: string[]) => {
+    const e = session.need();
+    const last = session.lastAnalysed;
+    if (!last) throw new Error('analyse a prompt first');
+    const ids = e.encodePrompt(last);
+    const { captured } = await e.run(ids, { capture: hooks, interventions: last.interventions });
+    return hooks.map((hook) => {
       const data = captured.get(hook)!;
       return { hook, shape: [ids.length, data.length / ids.length] as [number, number], data };
     });
-    return Comlink.transfer(out, out.map((o) => o.data.buffer));
-  },
+  }),
 
-  async lensTop(handle: number, layer: number, position: number, k?: number) {
-    const e = need();
+  lensTop: jobs.method({}, async (_, handle: number, layer: number, position: number, k?: number) => {
+    const e = session.need();
     const top = await e.lensTop(handle, layer, position, k);
     const ids = Array.from(top.ids);
-    return { ids, logProbs: Array.from(top.logProbs), tokens: displayStrings(e, ids) };
-  },
+    return { ids, logProbs: Array.from(top.logProbs), tokens: session.displayStrings(e, ids) };
+  }),
 
-  async generate(req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void) {
-    abort?.abort();
-    const ctrl = new AbortController();
-    abort = ctrl;
-    const e = need();
-    return e.generate(await resolveSpecs(e, req, req.maxNewTokens), onToken, ctrl.signal);
-  },
+  generate: jobs.method({ cancel: 'job' }, async ({ signal }, req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void) => {
+    const e = session.need();
+    return e.generate(await session.resolveSpecs(e, req, req.maxNewTokens), onToken, signal);
+  }),
 
-  async steeringVector(req: VectorRequest, onProgress?: (done: number, total: number) => void) {
-    const e = need();
+  steeringVector: jobs.method({}, async (_, req: VectorRequest, onProgress?: (p: Progress) => void) => {
+    const e = session.need();
     const head = req.head !== undefined ? { head: req.head } : {};
     let sv: SteeringVector;
     if (req.method === 'actadd') {
       if (req.positive.length !== 1 || req.negative.length !== 1) throw new Error(`ActAdd takes one positive and one negative text (got ${req.positive.length} and ${req.negative.length}); use CAA for sets`);
       if (typeof req.position === 'object') throw new Error('ActAdd reads the last token or the mean over aligned positions, not a marker');
       sv = await actAdd(e, { positive: req.positive[0], negative: req.negative[0], hook: req.hook, position: req.position === 'mean' ? 'mean' : 'last', ...head });
-      onProgress?.(2, 2);
+      onProgress?.({ done: 2, total: 2 });
     } else {
       if (req.position === 'mean') throw new Error('CAA reads the last token or a marked answer token, not the mean');
-      sv = await caaVector(e, { positive: req.positive, negative: req.negative, hook: req.hook, position: req.position ?? 'last', ...head, onProgress: (done, total) => { void Promise.resolve(onProgress?.(done, total)).catch(() => undefined); } });
+      sv = await caaVector(e, { positive: req.positive, negative: req.negative, hook: req.hook, position: req.position ?? 'last', ...head, onProgress });
     }
-    const out = libraryVector(sv);
-    return Comlink.transfer(out, [out.vector.buffer]);
-  },
+    return libraryVector(sv);
+  }),
 
-  async importVector(name: string, bytes: Uint8Array) {
-    const e = need();
+  importVector: jobs.method({}, async (_, name: string, bytes: Uint8Array) => {
+    const e = session.need();
     const iv = readVectorFile(name, bytes);
     assertImportFits(e, name, iv.vector, iv.hook);
     const out: LibraryVector = {
       vector: iv.vector, dModel: iv.vector.length, hook: iv.hook ?? null, model: iv.model ?? null,
       provenance: importedProvenance(iv.provenance, iv.method), createdAt: new Date().toISOString(), file: name,
     };
-    return Comlink.transfer(out, [out.vector.buffer]);
-  },
+    return out;
+  }),
 
-  async exportVector(format: VectorFormat, v: LibraryVector) {
-    const bytes = writeVectorFile(format, { vector: v.vector, hook: v.hook ?? '', dModel: v.dModel, modelId: v.model ?? '', provenance: v.provenance });
-    return Comlink.transfer(bytes, [bytes.buffer]);
-  },
+  exportVector: jobs.method({}, async (_, format: VectorFormat, v: LibraryVector) =>
+    writeVectorFile(format, { vector: v.vector, hook: v.hook ?? '', dModel: v.dModel, modelId: v.model ?? '', provenance: v.provenance })),
 
-  async sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void) {
-    return cancellableJob('the dose–response sweep', (signal) => doseResponse(need(), req, quiet(onProgress), signal));
-  },
+  sweep: jobs.method({ cancel: 'job', what: 'the dose–response sweep' }, async ({ signal }, req: SweepRequest, onProgress?: (p: Progress) => void) =>
+    doseResponse(session.need(), req, onProgress, signal)),
 
-  async probe(req: ProbeRequest, onProgress?: (p: ProbeProgress) => void) {
-    const r = await cancellableJob('the probes', (signal) => probeLayers(need(), req, quiet(onProgress), signal));
-    return Comlink.transfer(r, r.directions.map((d) => d.buffer));
-  },
+  probe: jobs.method({ cancel: 'job', what: 'the probes' }, async ({ signal }, req: ProbeRequest, onProgress?: (p: Progress) => void) =>
+    probeLayers(session.need(), req, onProgress, signal)),
 
-  async interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void) {
-    return cancellableJob('the intervention window', async (signal) => {
-      const e = need();
-      const resolved = await resolveSpecs(e, { ...req, interventions: [] }, req.maxNewTokens);
-      return interventionWindow(e, resolved, quiet(onProgress), signal);
-    });
-  },
+  interventionWindow: jobs.method({ cancel: 'job', what: 'the intervention window' }, async ({ signal }, req: WindowJob, onProgress?: (p: Progress) => void) => {
+    const e = session.need();
+    const resolved = await session.resolveSpecs(e, { ...req, interventions: [] }, req.maxNewTokens);
+    return interventionWindow(e, resolved, onProgress, signal);
+  }),
 
-  async branchStart(req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) {
-    const ctrl = newJob();
-    const e = need();
+  branchStart: jobs.method({ cancel: 'job' }, async ({ signal }, req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) => {
+    const e = session.need();
     const { specs, specLabels, ...rest } = req;
-    const interventions = await specInterventions(e, rest, { specs, specLabels }, req.maxNewTokens);
-    const x = await BranchExplorer.start(e, rest, draw, interventions, e.label, quiet(onToken), ctrl.signal);
-    explorer = { x, req: rest };
+    const interventions = await session.specInterventions(e, rest, { specs, specLabels }, req.maxNewTokens);
+    const x = await BranchExplorer.start(e, rest, draw, interventions, e.label, onToken, signal);
+    session.explorer = { x, req: rest };
     return x.tree;
-  },
+  }),
 
-  async branchFork(from: number, position: number, tokenId: number, draw: DrawSettings, specs: SpecRequest = {}, onToken?: (e: BranchTokenEvent) => void) {
-    const ctrl = newJob();
-    const e = need();
-    const b = needTree();
-    const interventions = await specInterventions(e, b.req, specs, b.x.tree.maxNewTokens);
-    await b.x.fork(from, position, tokenId, draw, interventions, quiet(onToken), ctrl.signal);
+  branchFork: jobs.method({ cancel: 'job' }, async ({ signal }, req: ForkRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) => {
+    const e = session.need();
+    const b = session.needTree();
+    const interventions = await session.specInterventions(e, b.req, req, b.x.tree.maxNewTokens);
+    await b.x.fork(req.from, req.position, req.tokenId, draw, interventions, onToken, signal);
     return b.x.tree;
-  },
+  }),
 
-  async branchLens(node: number, position: number, alternatives: number[]) {
-    need();
-    return needTree().x.lensMargins(node, position, alternatives);
-  },
+  branchLens: jobs.method({}, async (_, node: number, position: number, alternatives: number[]) => {
+    session.need();
+    return session.needTree().x.lensMargins(node, position, alternatives);
+  }),
 
-  async branchRestore(tree: unknown, specs: SpecRequest = {}) {
-    const e = need();
-    const t = validateTree(tree);
-    const req = { prompt: t.prompt, chatTemplate: t.chatTemplate };
-    explorer = { x: BranchExplorer.restore(e, t, await specInterventions(e, req, specs, t.maxNewTokens)), req };
+  branchRestore: jobs.method({}, async (_, req: RestoreRequest) => {
+    const e = session.need();
+    const t = validateTree(req.tree);
+    const prompt = { prompt: t.prompt, chatTemplate: t.chatTemplate };
+    session.explorer = { x: BranchExplorer.restore(e, t, await session.specInterventions(e, prompt, req, t.maxNewTokens)), req: prompt };
     return t;
-  },
+  }),
 
-  async forkPoints(req: ForkPointsRequest, specs: SpecRequest = {}, onProgress?: (p: ForkProgress) => void) {
-    const ctrl = newJob();
-    const e = need();
-    const b = needTree();
-    const interventions = await specInterventions(e, b.req, specs, b.x.tree.maxNewTokens);
-    return forkPoints(b.x, req, interventions, quiet(onProgress), ctrl.signal);
-  },
+  forkPoints: jobs.method({ cancel: 'job' }, async ({ signal }, req: ForkPointsRequest & SpecRequest, onProgress?: (p: ForkProgress) => void) => {
+    const e = session.need();
+    const b = session.needTree();
+    const { specs, specLabels, ...points } = req;
+    const interventions = await session.specInterventions(e, b.req, { specs, specLabels }, b.x.tree.maxNewTokens);
+    return forkPoints(b.x, points, interventions, onProgress, signal);
+  }),
 
-  async batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void) {
-    const ctrl = newJob();
-    const e = need();
+  batch: jobs.method({ cancel: 'job' }, async ({ signal }, req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void) => {
+    const e = session.need();
     const { specs, specLabels, ...job } = req;
-    const interventions = specs?.length ? (p: PromptInput) => specInterventions(e, p, { specs, specLabels }) : undefined;
-    return runBatch(e, { ...job, interventions }, quiet(onRow), quiet(onProgress), ctrl.signal);
-  },
+    const interventions = specs?.length ? (p: PromptInput) => session.specInterventions(e, p, { specs, specLabels }) : undefined;
+    return runBatch(e, { ...job, interventions }, onRow, onProgress, signal);
+  }),
 
-  async patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void) {
-    const ctrl = newJob();
-    try {
-      const r = await patchingGrid(need(), req, quiet(onProgress), ctrl.signal);
-      return Comlink.transfer(r, [r.patchedMargin.buffer, r.recovery.buffer, r.layerRecovery.buffer]);
-    } catch (err) {
-      if (ctrl.signal.aborted) throw new CancelledError('the patching grid');
-      throw err;
-    }
-  },
+  patching: jobs.method({ cancel: 'job', what: 'the patching grid' }, async ({ signal }, req: PatchingRequest, onProgress?: (p: Progress) => void) =>
+    patchingGrid(session.need(), req, onProgress, signal)),
 
-  async report(req: ReportJob, onProgress?: (p: ReportProgress) => void) {
-    return cancellableJob('the decision-point report', (signal) => {
-      const e = need();
-      const { window: w, ...rest } = req;
-      const window = w && { ...w, interventions: (p: PromptInput) => specInterventions(e, p, { specs: w.specs, specLabels: w.specLabels }, w.maxNewTokens) };
-      return decisionReport(e, { ...rest, window }, quiet(onProgress), signal);
-    });
-  },
+  report: jobs.method({ cancel: 'job', what: 'the decision-point report' }, async ({ signal }, req: ReportJob, onProgress?: (p: ReportProgress) => void) => {
+    const e = session.need();
+    const { window: w, ...rest } = req;
+    const window = w && { ...w, interventions: (p: PromptInput) => session.specInterventions(e, p, w, w.maxNewTokens) };
+    return decisionReport(e, { ...rest, window }, onProgress, signal);
+  }),
 
-  async loadSae(source: SaeSource, hook?: string): Promise<SaeInfo> {
-    const e = need();
+  loadSae: jobs.method({}, async (_, source: SaeSource, hook?: string): Promise<SaeInfo> => {
+    const e = session.need();
     let files, path = '';
     if (source.kind === 'hub') {
       files = await filesFor({ kind: 'hub', repo: source.repo, revision: source.revision, endpoint: source.endpoint, token: source.token });
@@ -383,41 +344,32 @@ const api: InferenceApi = {
     const limits = deviceLimits(e.backend);
     await assertSaeFits(files, path, limits, inUse);
     const sae = new Sae(e.backend, await readSae(files, path, { hook, maxBytes: limits.memoryBudget - inUse }), e.spec);
-    const id = `sae${++saeCount}`;
-    saes.set(id, sae);
+    const id = `sae${++session.saeCount}`;
+    session.saes.set(id, sae);
     return { id, label: sae.label, cfg: sae.cfg };
-  },
+  }),
 
-  async unloadSae(id: string) {
-    saes.get(id)?.release();
-    saes.delete(id);
-  },
+  unloadSae: jobs.method({}, async (_, id: string) => {
+    session.saes.get(id)?.release();
+    session.saes.delete(id);
+  }),
 
-  async analyseSae(id: string, req: SaeAnalysisRequest) {
-    const r = await analyseSae(need(), needSae(id), req);
-    return Comlink.transfer(r, [r.topIndices.buffer, r.topValues.buffer, r.l0.buffer, r.mse.buffer, r.explainedVariancePerToken.buffer, r.pinnedActs.buffer, r.maxPositions.buffer, r.maxValues.buffer]);
-  },
+  analyseSae: jobs.method({}, async (_, id: string, req: SaeAnalysisRequest) => analyseSae(session.need(), session.needSae(id), req)),
 
-  async saeFeature(id: string, feature: number, vectors: { name: string; vector: Float32Array }[]) {
-    return featureInfo(need(), needSae(id), feature, vectors);
-  },
+  saeFeature: jobs.method({}, async (_, id: string, feature: number, vectors: { name: string; vector: Float32Array }[]) =>
+    featureInfo(session.need(), session.needSae(id), feature, vectors)),
 
-  cancel() {
-    abort?.abort();
-    loading?.abort();
-  },
+  cancel: jobs.method({}, async () => jobs.cancel()),
 
-  cachedModels: () => listCachedModels(),
+  cachedModels: jobs.method({}, () => listCachedModels()),
 
-  deleteCachedModel: (repo: string, revision: string, endpoint?: string) => deleteCachedModel(repo, revision, endpoint),
+  deleteCachedModel: jobs.method({}, (_, repo: string, revision: string, endpoint?: string) => deleteCachedModel(repo, revision, endpoint)),
 
-  async status() {
-    return { loaded: engine !== null, deviceLost: engine?.deviceLost ?? null };
-  },
+  status: jobs.method({}, async () => ({ loaded: session.engine !== null, deviceLost: session.engine?.deviceLost ?? null })),
 
-  onDeviceLost(callback: (reason: string) => void) {
-    deviceLostCallback = callback;
-  },
+  onDeviceLost: jobs.method({}, async (_, callback: (reason: string) => void) => {
+    session.deviceLostCallback = callback;
+  }),
 };
 
 Comlink.expose(api);

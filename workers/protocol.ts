@@ -1,26 +1,29 @@
 /**
  * The typed contract between the UI and the inference worker (Comlink). The UI imports these
  * types only; the worker implements `InferenceApi`. Progress and token streams are callbacks
- * passed through `Comlink.proxy`; large arrays come back as transferables.
+ * passed through `Comlink.proxy`; large arrays come back as transferables. Every request that takes
+ * interventions carries them as its `specs` field (SpecRequest); every study reports `Progress`
+ * (engine/progress.ts), or a shape extending it.
  */
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './engine/api';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
 import type { CachedModel } from './engine/io/cache';
 import type { InterventionSpec } from './engine/steering/spec';
-import type { SweepProgress, SweepRequest, SweepResult } from './engine/studies/sweep';
+import type { SweepRequest, SweepResult } from './engine/studies/sweep';
+import type { Progress } from './engine/progress';
 import type { VectorFormat } from './engine/steering/vector_io';
 import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/studies/branching/explorer';
 import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/studies/branching/forks';
 import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/studies/branching/tree';
-import type { BatchProgress, BatchRequest, BatchResult, BatchRow } from './engine/studies/batch/batch';
+import type { BatchRequest, BatchResult, BatchRow } from './engine/studies/batch/batch';
 import type { BatchMetric } from './engine/studies/batch/metrics';
 import type { StudyTemplate } from './engine/studies/batch/template';
 import type { ValuesTable } from './engine/studies/batch/values';
-import type { PatchingProgress, PatchingRequest, PatchingResult } from './engine/studies/patching';
+import type { PatchingRequest, PatchingResult } from './engine/studies/patching';
 import type { ReportProgress, ReportRequest, ReportResult } from './engine/studies/report';
 import type { VectorProvenance } from './engine/steering/vector';
-import type { ProbeProgress, ProbeRequest, ProbeResult } from './engine/studies/probe';
-import type { WindowContinuation, WindowProgress, WindowRequest, WindowResult, WindowScore } from './engine/studies/window';
+import type { ProbeRequest, ProbeResult } from './engine/studies/probe';
+import type { WindowContinuation, WindowRequest, WindowResult, WindowScore } from './engine/studies/window';
 import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/studies/sae_features';
 import type { SaeConfig } from './engine/sae/config';
 import type { LogitError } from './engine/model/quant_error';
@@ -31,7 +34,8 @@ export type { Intervention, PositionSelector, StepWindow } from './engine/model/
 export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';
 export type { CatalogEntry } from './engine/io/catalog';
-export type { InterventionSpec, SweepProgress, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
+export type { Progress };
+export type { InterventionSpec, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
 export type { AblateMode, InterventionType } from './engine/steering/spec';
 export type { SaeAnalysis, SaeAnalysisRequest, SaeConfig, SaeFeatureInfo };
 
@@ -52,7 +56,7 @@ export interface SaeInfo {
 }
 
 export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress, BranchTree, DrawSettings, TopTokens, TreeNode };
-export type { BatchProgress, BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
+export type { BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 
 /** A batch study as the UI sends it (engine/studies/batch/batch.ts BatchRequest, interventions as specs). */
 export interface BatchJob {
@@ -66,11 +70,11 @@ export interface BatchJob {
   probe?: BatchRequest['probe'];
   patchCell?: BatchRequest['patchCell'];
 }
-export type { PatchingProgress, PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
+export type { PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
 export type { ReportPrompt, ReportLabelledSet } from './engine/studies/report';
 export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/patching';
 
-export type { ProbeProgress, ProbeRequest, ProbeResult, WindowContinuation, WindowProgress, WindowResult, WindowScore };
+export type { ProbeRequest, ProbeResult, WindowContinuation, WindowResult, WindowScore };
 
 /** An intervention window as the UI asks for it: the intervention(s) as specs (SpecRequest), resolved in the worker. */
 export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
@@ -138,6 +142,18 @@ export interface SpecRequest {
   specs?: InterventionSpec[];
   /** How errors name each spec (default "intervention i+1"), e.g. the UI's "intervention #3". */
   specLabels?: string[];
+}
+
+/** A fork of the branch tree: node `from` forced at absolute `position` to token `tokenId`, under the specs (when draw.steered). */
+export interface ForkRequest extends SpecRequest {
+  from: number;
+  position: number;
+  tokenId: number;
+}
+
+/** An exported branch tree to re-open (validated in the worker), with the specs its steered nodes ran under. */
+export interface RestoreRequest extends SpecRequest {
+  tree: unknown;
 }
 
 /** How to build a steering vector from the model's own activations (engine/studies/vectors.ts). */
@@ -247,12 +263,12 @@ export interface InferenceApi {
    */
   generate(req: GenerateRequest & SpecRequest, onToken?: (e: TokenEvent) => void): Promise<Generation>;
   /**
-   * Builds a steering vector at a hook from contrastive texts; onProgress(done, total) after each
-   * text's forward pass.
+   * Builds a steering vector at a hook from contrastive texts; onProgress after each text's
+   * forward pass.
    * @throws Error for empty sets (ActAdd: not exactly one text each), an unknown or non-steerable
    *   hook, a bad head or marker.
    */
-  steeringVector(req: VectorRequest, onProgress?: (done: number, total: number) => void): Promise<LibraryVector>;
+  steeringVector(req: VectorRequest, onProgress?: (p: Progress) => void): Promise<LibraryVector>;
   /**
    * Reads a vector file (.npy, .safetensors, .json) and checks it against the loaded model: the
    * hook its metadata names, else one of the model's steerable row widths.
@@ -265,7 +281,7 @@ export interface InferenceApi {
    * Dose–response sweep (studies/sweep.ts): margin and KL per layer × dose, onProgress after each
    * forward pass. cancel() stops it between forward passes (it rejects with a CancelledError).
    */
-  sweep(req: SweepRequest, onProgress?: (p: SweepProgress) => void): Promise<SweepResult>;
+  sweep(req: SweepRequest, onProgress?: (p: Progress) => void): Promise<SweepResult>;
   /**
    * Starts a branch tree (engine/studies/branching/explorer.ts): generates the trunk, streaming its tokens;
    * the specs act on the trunk when draw.steered. Replaces the tree held before.
@@ -279,47 +295,47 @@ export interface InferenceApi {
    * @returns the whole tree with the new node last.
    * @throws Error without a tree, or for a position outside that path or the token already there.
    */
-  branchFork(from: number, position: number, tokenId: number, draw: DrawSettings, specs?: SpecRequest, onToken?: (e: BranchTokenEvent) => void): Promise<BranchTree>;
+  branchFork(req: ForkRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void): Promise<BranchTree>;
   /** Lens margins (chosen − alternative, every layer row) at one position of a node's path. */
   branchLens(node: number, position: number, alternatives: number[]): Promise<LensMargins>;
   /**
    * Re-opens an exported tree (validated) as the tree forks continue from; its steered nodes are
-   * recomputed under `specs` when a fork needs their positions again.
+   * recomputed under the request's specs when a fork needs their positions again.
    * @throws Error saying what is wrong with the file, or that its prompt tokenizes differently on this model.
    */
-  branchRestore(tree: unknown, specs?: SpecRequest): Promise<BranchTree>;
+  branchRestore(req: RestoreRequest): Promise<BranchTree>;
   /**
    * Fork points of a node's path (engine/studies/branching/forks.ts): gaps, and outcome margins of seeded
    * continuations after each forced token; onProgress after each continuation. cancel() stops it
    * and it resolves with the points scored so far (cancelled = true).
    */
-  forkPoints(req: ForkPointsRequest, specs?: SpecRequest, onProgress?: (p: ForkProgress) => void): Promise<ForkPointsResult>;
+  forkPoints(req: ForkPointsRequest & SpecRequest, onProgress?: (p: ForkProgress) => void): Promise<ForkPointsResult>;
   /**
    * A batch study (engine/studies/batch/batch.ts): every prompt of the template × values table analysed,
    * its metrics streamed through onRow. cancel() stops it between prompts and it resolves with the
    * rows done (cancelled = true); a prompt that fails becomes a row with its error.
    * @throws Error before anything runs for a template variable without a column or an unknown metric.
    */
-  batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void): Promise<BatchResult>;
+  batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void): Promise<BatchResult>;
   /**
    * Linear probes per layer (studies/probe.ts): one forward per prompt, then cross-validated
    * probes per row; onProgress after each. cancel() stops it (it rejects with a CancelledError).
    * @throws Error for a set with fewer than 2 prompts per class or a position outside a prompt.
    */
-  probe(req: ProbeRequest, onProgress?: (p: ProbeProgress) => void): Promise<ProbeResult>;
+  probe(req: ProbeRequest, onProgress?: (p: Progress) => void): Promise<ProbeResult>;
   /**
    * Intervention window (studies/window.ts): the generation regenerated with the specs switched on
    * from step k, k = 0..K, and the point of no return; onProgress after each token pass.
    * cancel() stops it between passes (it rejects with a CancelledError).
    * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
    */
-  interventionWindow(req: WindowJob, onProgress?: (p: WindowProgress) => void): Promise<WindowResult>;
+  interventionWindow(req: WindowJob, onProgress?: (p: Progress) => void): Promise<WindowResult>;
   /**
    * Activation patching grid (studies/patching.ts): recovery per (layer, position) or (layer,
    * head), onProgress after each patched run. cancel() stops it between runs (CancelledError).
    * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
    */
-  patching(req: PatchingRequest, onProgress?: (p: PatchingProgress) => void): Promise<PatchingResult>;
+  patching(req: PatchingRequest, onProgress?: (p: Progress) => void): Promise<PatchingResult>;
   /**
    * Decision-point report (studies/report.ts): visible / causal / changeable on one layer axis,
    * onProgress per prompt and stage; cancel() stops it (CancelledError).

@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { BatchJob, BatchMetric, BatchProgress, BatchRow } from '../../workers/protocol';
+import type { BatchJob, BatchMetric, BatchRow, Progress } from '../../workers/protocol';
 import { BATCH_METRICS, formatOfName, parseTemplate, parseValues } from '../../workers/shared';
 import { specRequest } from '../lib/specs';
 import { analyse } from './analyse';
@@ -50,7 +50,7 @@ export async function runBatch(): Promise<void> {
     if (!s.batchX || !values.columns.includes(s.batchX)) s.setBatchPlot({ x: template.x ?? values.columns[0] });
     s.setJobSteps({ done: 0, total: values.rows.length });
     const onRow = Comlink.proxy((r: BatchRow) => useStore.getState().addBatchRow(r));
-    const onProgress = Comlink.proxy((p: BatchProgress) => useStore.getState().setJobSteps(p));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.batch(job, onRow, onProgress));
     useStore.getState().setBatchResult(result);
   }, { cancellable: true });

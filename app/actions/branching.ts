@@ -69,7 +69,7 @@ export async function forkTo(tokenId: number): Promise<void> {
     const steer = steering();
     const total = s.tree!.promptIds.length + s.tree!.maxNewTokens - site.position;
     const counter = tokenCounter(total);
-    const tree = await inOrder((w) => w.branchFork(site.node, site.position, tokenId, s.forkDraw, steer, counter.onToken));
+    const tree = await inOrder((w) => w.branchFork({ from: site.node, position: site.position, tokenId, ...steer }, s.forkDraw, counter.onToken));
     useStore.getState().setDecodeRate(counter.rate());
     useStore.getState().setTree(tree, tree.nodes[tree.nodes.length - 1].id);
   }, { cancellable: true });
@@ -109,7 +109,7 @@ export async function findForkPoints(): Promise<void> {
     if (work) s.setJobSteps({ done: 0, total: work.continuations, work: { done: 0, total: work.tokens }, note: `0 of ${work.positions} ${tokensWord(work.positions, maxGap < 1)} scored` });
     const onProgress = Comlink.proxy((p: ForkProgress) => useStore.getState().setJobSteps(forkSteps(p, maxGap < 1)));
     const t0 = performance.now();
-    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered, maxGap }, steer, onProgress));
+    const r = await inOrder((w) => w.forkPoints({ node: s.branchNode, samples: s.forkSamples, seed: s.forkDraw.seed, steered: s.forkDraw.steered, maxGap, ...steer }, onProgress));
     // this load's rate for the next estimate: the run's own, warm-up and overheads included
     if (work && !r.cancelled) useStore.getState().setDecodeRate(decodeRate(currentIdentity(), (performance.now() - t0) / 1000, work.tokens));
     useStore.getState().setForks(r);
@@ -121,7 +121,7 @@ export async function restoreTree(file: File): Promise<void> {
   await runJob('branch', 'Opening the tree', `Could not open ${file.name}`, async () => {
     let data: unknown;
     try { data = JSON.parse(await file.text()); } catch (e) { throw new Error(`${file.name} is not JSON (${(e as Error).message})`); }
-    const tree = await inOrder((w) => w.branchRestore(data, steering()));
+    const tree = await inOrder((w) => w.branchRestore({ tree: data, ...steering() }));
     useStore.getState().setTree(tree);
   });
 }

@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { PatchingProgress, PatchingRequest } from '../../workers/protocol';
+import type { PatchingRequest, Progress } from '../../workers/protocol';
 import type { InterventionDraft } from '../store/steering';
 import { futureInput } from '../lib/futures';
 import { runJob } from './job';
@@ -25,7 +25,7 @@ export async function runPatching(): Promise<void> {
       good: futureInput(s.good), bad: futureInput(s.bad), hook: set.hook, direction: set.direction, metric: set.metric,
     };
     s.setJobSteps({ done: 0, total: 1 });
-    const onProgress = Comlink.proxy((p: PatchingProgress) => useStore.getState().setJobSteps(p));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.patching(req, onProgress));
     useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad });
   }, { cancellable: true });

@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { ProbeProgress, ProbeRequest, ReportLabelledSet } from '../../workers/protocol';
+import type { Progress, ProbeRequest, ReportLabelledSet } from '../../workers/protocol';
 import { parseLabelledSet } from '../../workers/shared';
 import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
@@ -73,7 +73,7 @@ export async function runProbe(): Promise<void> {
     const { positive, negative, classes, position, source } = probeSet();
     const req: ProbeRequest = { positive, negative, classes, position, chatTemplate: s.chatTemplate, folds: s.probeSettings.folds, seed: s.probeSettings.seed };
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
-    const onProgress = Comlink.proxy((p: ProbeProgress) => useStore.getState().setJobSteps(p));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));
     useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
   }, { cancellable: true });

@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { SweepProgress, SweepRequest } from '../../workers/protocol';
+import type { Progress, SweepRequest } from '../../workers/protocol';
 import { futureInput } from '../lib/futures';
 import { parseIndexList, parseNumberList } from '../lib/lists';
 import { runJob } from './job';
@@ -26,7 +26,7 @@ export async function runSweep(): Promise<void> {
       template: { hook: `blocks.{l}.${set.site}`, type: set.type, vector: v.vector }, layers, doses,
     };
     s.setJobSteps({ done: 0, total: layers.length * doses.length });
-    const onProgress = Comlink.proxy((p: SweepProgress) => useStore.getState().setJobSteps(p));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.sweep(req, onProgress));
     useStore.getState().setSweep({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, good: s.good.value, bad: s.bad.value, type: set.type, vectorId: v.id, vectorName: v.name, pickedId: null });
   }, { cancellable: true });

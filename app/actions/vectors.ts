@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { LibraryVector, VectorFormat, VectorRequest } from '../../workers/protocol';
+import type { LibraryVector, Progress, VectorFormat, VectorRequest } from '../../workers/protocol';
 import type { ContrastSet, LibraryEntry } from '../store/vectors';
 import { download } from '../lib/export';
 import { runJob } from './job';
@@ -63,7 +63,7 @@ function addToLibrary(v: LibraryVector, name: string, alpha?: number): LibraryAd
 export async function buildVector(req: VectorRequest, name: string, alpha?: number): Promise<LibraryAddition | null> {
   const method = req.method === 'caa' ? 'CAA' : 'ActAdd';
   return runJob('vector', `Building the ${method} vector at ${req.hook}`, `Could not build the ${method} vector`, async () => {
-    const onProgress = Comlink.proxy((done: number, total: number) => useStore.getState().setJobSteps({ done, total }));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const v = await inOrder((w) => w.steeringVector(req, onProgress));
     return addToLibrary(v, name, alpha);
   });

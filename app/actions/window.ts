@@ -1,6 +1,6 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { WindowJob, WindowProgress, WindowScore } from '../../workers/protocol';
+import type { Progress, WindowJob, WindowScore } from '../../workers/protocol';
 import type { WindowSettings } from '../store/window';
 import type { InterventionDraft } from '../store/steering';
 import type { AppliedIntervention } from '../store/results';
@@ -77,7 +77,7 @@ export async function runWindow(): Promise<void> {
     const { steering, scoreLabel, ...setup } = windowSetup();
     const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), ...setup };
     s.setJobSteps({ done: 0, total: windowPasses(setup.maxNewTokens, setup.kMax ?? setup.maxNewTokens - 1) });
-    const onProgress = Comlink.proxy((p: WindowProgress) => useStore.getState().setJobSteps(p));
+    const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.interventionWindow(req, onProgress));
     useStore.getState().setWindowRun({
       result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, good: s.good.value, bad: s.bad.value,

@@ -4,8 +4,9 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
-import { patchingGrid, type PatchingProgress, type PatchingRequest, type PatchingResult } from '../../workers/engine/studies/patching';
+import { patchingGrid, type PatchingRequest, type PatchingResult } from '../../workers/engine/studies/patching';
 import { sharedPath } from '../shared';
+import type { Progress } from '../../workers/engine/progress';
 
 /**
  * Activation patching (DESIGN.md §3; Heimersheim & Nanda arXiv 2404.15255) on stories260K with the
@@ -101,7 +102,7 @@ describe('activation patching grid', () => {
   });
 
   it('reports progress, stops on cancel, and refuses prompts of different lengths naming both', async () => {
-    const progress: PatchingProgress[] = [];
+    const progress: Progress[] = [];
     await patchingGrid(e, req({ hook: 'z' }), (p) => progress.push(p));
     expect(progress.map((p) => p.done)).toEqual(Array.from({ length: 45 }, (_, i) => i + 1));
     expect(progress.every((p) => p.total === 45)).toBe(true);
@@ -117,7 +118,7 @@ describe('activation patching grid', () => {
     const full = await patchingGrid(e, req({ hook: 'z' }));
     const C = full.nCols, L = full.nLayers;
     for (const [layer, col, at] of [[2, 3, 3], [L - 1, -1, C - 1], [0, 0, 0]]) {
-      const progress: PatchingProgress[] = [];
+      const progress: Progress[] = [];
       const one = await patchingGrid(e, req({ hook: 'z', only: { layer, col } }), (p) => progress.push(p));
       for (let i = 0; i < L * C; i++) {
         if (i === layer * C + at) expect(one.patchedMargin[i]).toBeCloseTo(full.patchedMargin[i], 5);

@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { probeLayers, type ProbeProgress } from '../../workers/engine/studies/probe';
+import { probeLayers } from '../../workers/engine/studies/probe';
 import { caaVector } from '../../workers/engine/studies/vectors';
 import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
 import { maxAbsDiff, readReference, sharedPath } from '../shared';
+import type { Progress } from '../../workers/engine/progress';
 
 let e: Engine;
 beforeAll(async () => {
@@ -17,7 +18,7 @@ afterAll(() => e.dispose());
 describe('probes on stories260K (public/probes/he_she.json)', () => {
   it('reads every layer at the last token: the embedding row cannot separate (same token), the final layer can', async () => {
     const set = parseLabelledSet('he_she.json', fs.readFileSync('public/probes/he_she.json', 'utf8'));
-    const progress: ProbeProgress[] = [];
+    const progress: Progress[] = [];
     const r = await probeLayers(e, { ...set }, (p) => progress.push(p));
     expect(r.hooks).toEqual(['blocks.0.hook_resid_pre', ...[0, 1, 2, 3, 4].map((l) => `blocks.${l}.hook_resid_post`)]);
     expect(new Set(r.readTokens)).toEqual(new Set(['n'])); // " The" "n": every prompt ends in the same token

@@ -3,11 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { interventionWindow, pointOfNoReturn, type WindowProgress, type WindowRequest } from '../../workers/engine/studies/window';
+import { interventionWindow, pointOfNoReturn, type WindowRequest } from '../../workers/engine/studies/window';
 import type { Intervention } from '../../workers/engine/model/intervention';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { caaVector } from '../../workers/engine/studies/vectors';
 import { sharedPath } from '../shared';
+import type { Progress } from '../../workers/engine/progress';
 
 /** The intervention window on stories260K with the happy − sad CAA vector (public/steering/happy_sad.json). */
 let e: Engine;
@@ -38,7 +39,7 @@ afterAll(() => e.dispose());
 describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α = 6)', () => {
   it('k = 0 equals steering the whole generation, k > N equals no steering, every k equals a generation steered from step k (bit for bit)', async () => {
     await steering();
-    const progress: WindowProgress[] = [];
+    const progress: Progress[] = [];
     const r = await interventionWindow(e, base(), (p) => progress.push(p));
     expect(r.ks).toEqual(Array.from({ length: N }, (_, k) => k));
     const whole = await generate([iv]);
@@ -118,7 +119,7 @@ describe('intervention window (happy − sad CAA at blocks.3.hook_resid_post, α
 
   it('a mean over the last 3 steps and the bounds N − 1 and N taken; progress counts every token pass once; an intervention whose own steps end at 2 leaves variants k ≥ 2 unsteered', async () => {
     await steering();
-    const progress: WindowProgress[] = [];
+    const progress: Progress[] = [];
     const r = await interventionWindow(e, { ...base(), kMax: 1, score: { kind: 'mean', last: 3 } }, (p) => progress.push(p));
     r.variants.forEach((v, k) => expect(r.outcome[k]).toBeCloseTo((v.margins[N - 3] + v.margins[N - 2] + v.margins[N - 1]) / 3, 12));
     expect(r.unsteered.outcome).toBeCloseTo(r.unsteered.margins.slice(N - 3).reduce((a, b) => a + b, 0) / 3, 12);

@@ -4,8 +4,9 @@ import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../../workers/engine/ops/logits.cpu';
 import { toIntervention } from '../../workers/engine/steering/spec';
-import { doseResponse, klDivergence, type SweepProgress, type SweepRequest } from '../../workers/engine/studies/sweep';
+import { doseResponse, klDivergence, type SweepRequest } from '../../workers/engine/studies/sweep';
 import { sharedPath } from '../shared';
+import type { Progress } from '../../workers/engine/progress';
 
 /** The dose–response job (DESIGN.md §3): cells, progress, cancel and bad templates. */
 let e: Engine;
@@ -31,7 +32,7 @@ describe('KL divergence', () => {
 
 describe('doseResponse', () => {
   it('every cell equals a separate steered forward: margin of the first-token sets and KL(unsteered ‖ steered)', async () => {
-    const progress: SweepProgress[] = [];
+    const progress: Progress[] = [];
     const req = base();
     const r = await doseResponse(e, req, (p) => progress.push(p));
     expect(r.margin).toHaveLength(5);

@@ -67,7 +67,7 @@ describe('provenance: what a vector says about where it came from', () => {
 
   it('CAA reports progress after each text: (done, total) over both sets', async () => {
     const calls: [number, number][] = [];
-    await caaVector(e, { positive: [A.prompt, B.prompt], negative: [C.prompt], hook: 'hook_embed', onProgress: (d, t) => calls.push([d, t]) });
+    await caaVector(e, { positive: [A.prompt, B.prompt], negative: [C.prompt], hook: 'hook_embed', onProgress: (p) => calls.push([p.done, p.total]) });
     expect(calls).toEqual([[1, 3], [2, 3], [3, 3]]);
   });
 });

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as Comlink from 'comlink';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchProgress, BatchRow, BranchTokenEvent, InferenceApi } from '../../workers/protocol';
+import type { BatchRow, BranchTokenEvent, InferenceApi, Progress } from '../../workers/protocol';
 import { parseTemplate } from '../../workers/engine/studies/batch/template';
 import { parseValues } from '../../workers/engine/studies/batch/values';
 import { realModel } from '../reference_math';
@@ -29,7 +29,7 @@ const GREEDY = { temperature: 0, topK: 0, seed: 0, steered: false };
 describe('branch methods', () => {
   it('branchStart streams the trunk; branchFork adds a node that computed only its own positions; branchLens answers per layer', async () => {
     const events: BranchTokenEvent[] = [];
-    await expect(api.branchFork(0, 3, 5, GREEDY)).rejects.toThrow(/no branch tree/);
+    await expect(api.branchFork({ from: 0, position: 3, tokenId: 5 }, GREEDY)).rejects.toThrow(/no branch tree/);
     const tree = await api.branchStart({ prompt: lily.prompt, good: { text: ' Tom' }, bad: { text: ' Lily' }, maxNewTokens: 10 }, GREEDY, Comlink.proxy((e: BranchTokenEvent) => { events.push(e); }));
     expect(tree.nodes[0].ids).toEqual(lily.greedy_ids.slice(0, 10));
     await new Promise((r) => setTimeout(r, 50)); // callbacks travel on their own channel: let the last one arrive
@@ -38,19 +38,19 @@ describe('branch methods', () => {
     const alt = tree.nodes[0].top[2].ids[1];
     const lens = await api.branchLens(0, T + 2, [alt]);
     expect(lens.margins[0]).toHaveLength(6);
-    const after = await api.branchFork(0, T + 2, alt, GREEDY);
+    const after = await api.branchFork({ from: 0, position: T + 2, tokenId: alt }, GREEDY);
     expect(after.nodes).toHaveLength(2);
     expect(after.nodes[1]).toMatchObject({ parent: 0, start: T + 2, forwarded: 10 - 2 - 1 });
     expect(after.nodes[1].ids[0]).toBe(alt);
-    await expect(api.branchFork(0, T + 2, tree.nodes[0].ids[2], GREEDY)).rejects.toThrow(/already the token/);
+    await expect(api.branchFork({ from: 0, position: T + 2, tokenId: tree.nodes[0].ids[2] }, GREEDY)).rejects.toThrow(/already the token/);
   });
 
   it('branchRestore reopens an exported tree and refuses a file that is not one', async () => {
     const tree = await api.branchStart({ prompt: 'Once upon a time', good: { text: ' there' }, bad: { text: ' the' }, maxNewTokens: 4 }, GREEDY);
     const json = JSON.parse(JSON.stringify(tree));
-    expect((await api.branchRestore(json)).nodes[0].ids).toEqual(tree.nodes[0].ids);
-    await expect(api.branchRestore({ version: 2 })).rejects.toThrow(/not a Branchpoint branch tree/);
-    await expect(api.branchRestore({ ...json, prompt: 'Lily and Tom' })).rejects.toThrow(/tokenizes differently/);
+    expect((await api.branchRestore({ tree: json })).nodes[0].ids).toEqual(tree.nodes[0].ids);
+    await expect(api.branchRestore({ tree: { version: 2 } })).rejects.toThrow(/not a Branchpoint branch tree/);
+    await expect(api.branchRestore({ tree: { ...json, prompt: 'Lily and Tom' } })).rejects.toThrow(/tokenizes differently/);
     const r = await api.forkPoints({ samples: 1, horizon: 1 });
     expect(r.points).toHaveLength(4);
   });
@@ -62,7 +62,7 @@ describe('batch', () => {
     const values = parseValues(fs.readFileSync(path.join(STUDIES, 'name_swap.values.csv'), 'utf8'), 'csv');
     const rows: BatchRow[] = [];
     const r = await api.batch({ template, values, metrics: ['final_margin'] }, Comlink.proxy((row: BatchRow) => { rows.push(row); }),
-      Comlink.proxy((p: BatchProgress) => { if (p.done === 2) void api.cancel(); }));
+      Comlink.proxy((p: Progress) => { if (p.done === 2) void api.cancel(); }));
     expect(r.cancelled).toBe(true);
     expect(r.rows.length).toBeGreaterThanOrEqual(2);
     expect(r.rows.length).toBeLessThan(values.rows.length);

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as Comlink from 'comlink';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InferenceApi, LoadProgress, ModelSource, SweepProgress, TokenEvent } from '../../workers/protocol';
+import type { InferenceApi, LoadProgress, ModelSource, Progress, TokenEvent } from '../../workers/protocol';
 import { defaultRepos, startMockHub, type MockHub } from '../../tools/mock-hub';
 import { MemoryCacheStorage } from '../io/memory_cache';
 import { F32_TOL, logSoftmax, maxDiff, realModel } from '../reference_math';
@@ -105,6 +105,17 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
     expect(a.sinks.alpha).toHaveLength(m.L * m.H * T);
   });
 
+  it('analyse transfers the buffer of each of its 12 typed arrays (collected from the result, not listed by hand)', async () => {
+    const a = await api.analyse({ prompt: A.prompt, good: { ids: [[383]] }, bad: { ids: [[432]] } });
+    const transfer = lastTransfer();
+    expect(transfer).toHaveLength(12);
+    expect(new Set(transfer).size).toBe(12);
+    expect(transfer.every((b) => b instanceof ArrayBuffer && b.byteLength === 0)).toBe(true);
+    const arrays = [a.lensMargin, a.finalMargin, a.residNorms, a.massive.value, a.massive.token, a.massive.dim, a.massive.ratio,
+      a.sinks.alpha0, a.sinks.alpha, a.sinks.sinkRate, a.sinks.sinkPos, a.sinks.sinkValueNorm];
+    expect(arrays.every((x) => x.length > 0)).toBe(true);
+  });
+
   it('pattern(layer, head) of the last analysis is the reference attention [T, T], transferred', async () => {
     const T = A.n_prompt;
     const p = await api.pattern(3, 5);
@@ -135,7 +146,7 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
 
   it('steeringVector: CAA reports progress per text and returns the difference of the reference residuals, transferred', async () => {
     const calls: [number, number][] = [];
-    const v = await api.steeringVector({ method: 'caa', positive: [A.prompt], negative: [B.prompt], hook: 'blocks.1.hook_resid_post' }, Comlink.proxy((d: number, t: number) => { calls.push([d, t]); }));
+    const v = await api.steeringVector({ method: 'caa', positive: [A.prompt], negative: [B.prompt], hook: 'blocks.1.hook_resid_post' }, Comlink.proxy((p: Progress) => { calls.push([p.done, p.total]); }));
     expect(lastTransfer().map((b) => b.byteLength)).toEqual([0]);
     const want = Array.from(m.resid(m.arrays(A), A, 2, A.n_prompt - 1), (x, i) => x - m.resid(m.arrays(B), B, 2, B.n_prompt - 1)[i]);
     expect(maxDiff(v.vector, want)).toBeLessThanOrEqual(F32_TOL);
@@ -161,8 +172,8 @@ describe('with stories260K loaded from picked files on the CPU backend', () => {
     const small = await api.sweep({ ...req, layers: [1], doses: [0, 2] });
     expect(small.kl[0][0]).toBe(0);
     expect(small.margin[0]).toHaveLength(2);
-    const seen: SweepProgress[] = [];
-    const job = api.sweep(req, Comlink.proxy((p: SweepProgress) => { seen.push(p); if (p.done === 2) void api.cancel(); }));
+    const seen: Progress[] = [];
+    const job = api.sweep(req, Comlink.proxy((p: Progress) => { seen.push(p); if (p.done === 2) void api.cancel(); }));
     await expect(job).rejects.toMatchObject({ name: 'CancelledError', message: 'cancelled: the dose–response sweep was stopped before it finished' });
     expect(seen.length).toBeLessThan(25);
     expect(seen[0]).toEqual({ done: 1, total: 25 });

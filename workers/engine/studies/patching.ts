@@ -30,6 +30,7 @@ import type { Intervention } from '../model/intervention';
 import { forwardSpan } from '../model/span';
 import { PrefixCache } from '../model/kv_prefix';
 import { sameFirstTokens } from '../analysis/future_overlap';
+import type { Progress } from '../progress';
 
 /** Hooks a patching grid can sweep, with the block hook each stands for. */
 export const PATCH_HOOKS = {
@@ -101,8 +102,6 @@ export interface PatchingResult {
   cellsSkipped: number;
 }
 
-export interface PatchingProgress { done: number; total: number }
-
 /** r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) (Heimersheim & Nanda, arXiv 2404.15255). */
 export function recoveryOf(patched: number, clean: number, corrupt: number): number {
   return (patched - corrupt) / (clean - corrupt);
@@ -119,7 +118,7 @@ interface Cell { layer: number; col: number; iv: Intervention; from: number }
  *   corrupted margins (r undefined; futures with the same first tokens named as the cause), an unknown hook, a bad future, a prompt too long, or an
  *   `only` cell outside the grid.
  */
-export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: PatchingProgress) => void, signal?: AbortSignal): Promise<PatchingResult> {
+export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<PatchingResult> {
   const s = engine.spec, L = s.nLayers;
   if (!(req.hook in PATCH_HOOKS)) throw new Error(`patching hook "${req.hook}": use ${Object.keys(PATCH_HOOKS).join(', ')}`);
   const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';

@@ -17,6 +17,7 @@
 import type { Engine } from '../engine';
 import { crossValidate, shuffle, stratifiedFolds } from '../analysis/logistic';
 import { seededRandom } from '../analysis/sampling';
+import type { Progress } from '../progress';
 
 /** Token read in each prompt: 'last', or an index (negative counts from the end: −1 = last). */
 export type ProbePosition = 'last' | number;
@@ -75,8 +76,6 @@ export interface ProbeResult extends ProbeScores {
   seed: number;
   l2: number;
 }
-
-export interface ProbeProgress { done: number; total: number }
 
 /**
  * Probes on activations already read: rows × (n prompts × d) with labels.
@@ -138,7 +137,7 @@ function readIndex(position: ProbePosition, T: number, prompt: string): number {
  * @throws Error for a set with fewer than 2 prompts, an empty or too-long prompt, or a position
  *   outside a prompt.
  */
-export async function probeLayers(engine: Engine, req: ProbeRequest, onProgress?: (p: ProbeProgress) => void, signal?: AbortSignal): Promise<ProbeResult> {
+export async function probeLayers(engine: Engine, req: ProbeRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<ProbeResult> {
   const L = engine.spec.nLayers, d = engine.spec.dModel;
   const position = req.position ?? 'last';
   const texts = [...req.positive, ...req.negative];

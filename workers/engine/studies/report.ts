@@ -30,6 +30,7 @@ import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../ana
 import { patchingGrid, type PatchingResult } from './patching';
 import { probeLayers, type ProbeOptions, type ProbePosition } from './probe';
 import { interventionWindow, pointOfNoReturn, type WindowScore } from './window';
+import type { Progress } from '../progress';
 
 /** A prompt pair of the report: the clean prompt, and its corruption for patching (null: lens only). */
 export interface ReportPrompt { clean: string; corrupt: string | null }
@@ -200,7 +201,7 @@ export interface ReportResult {
   prompts: PromptNumbers[];
 }
 
-export interface ReportProgress { done: number; total: number; stage: string }
+export interface ReportProgress extends Progress { stage: string }
 
 /**
  * Earliest index i such that every value from i on is > 0 and the value at i is ≥ threshold

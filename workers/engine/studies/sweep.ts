@@ -10,6 +10,7 @@ import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { parseSpec, toIntervention, type InterventionSpec } from '../steering/spec';
+import type { Progress } from '../progress';
 
 export interface SweepRequest extends PromptInput {
   good: FutureInput;
@@ -40,8 +41,6 @@ export interface SweepResult {
   unsteeredMargin: number;
 }
 
-export interface SweepProgress { done: number; total: number }
-
 /**
  * KL(p ‖ q) = Σ p_i (log p_i − log q_i) in nats, from log-probabilities [V]. Accumulated in
  * float64; terms with p_i = 0 contribute 0.
@@ -70,7 +69,7 @@ export function doseKeyOf(type: InterventionSpec['type']): 'alpha' | 'theta' {
  * @throws Error for a template without {l} or without a dose key, an unknown hook, a layer out of
  *   range, a vector of the wrong width, or a bad prompt or future.
  */
-export async function doseResponse(engine: Engine, req: SweepRequest, onProgress?: (p: SweepProgress) => void, signal?: AbortSignal): Promise<SweepResult> {
+export async function doseResponse(engine: Engine, req: SweepRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<SweepResult> {
   const doseKey = doseKeyOf(req.template.type);
   if (!req.template.hook.includes('{l}')) throw new Error(`sweep hook template "${req.template.hook}" needs {l} for the layer, e.g. blocks.{l}.hook_resid_post`);
   if (req.layers.length === 0 || req.doses.length === 0) throw new Error('a sweep needs at least one layer and one dose');

@@ -9,6 +9,7 @@
 import type { Engine } from '../engine';
 import type { SteeringVector } from '../steering/vector';
 import { hookWidth } from '../model/hook_width';
+import type { Progress } from '../progress';
 
 /** CAA result: the vector and the dataset mean μ of all activations used (for mean ablation). */
 export interface CaaVector extends SteeringVector {
@@ -37,7 +38,7 @@ export interface CaaRequest {
   position?: 'last' | { marker: string };
   head?: number;
   /** Called after each text's forward pass. */
-  onProgress?: (done: number, total: number) => void;
+  onProgress?: (p: Progress) => void;
 }
 
 /** The activation rows [T, width] of `hook` for one prompt, and the prompt ids. */
@@ -125,7 +126,7 @@ export async function caaVector(engine: Engine, req: CaaRequest): Promise<CaaVec
       const { ids, rows } = await activations(engine, prompt, req.hook);
       const t = index(ids);
       for (let i = 0; i < len; i++) acc[i] += rows[t * width + offset + i] / texts.length;
-      req.onProgress?.(++done, total);
+      req.onProgress?.({ done: ++done, total });
     }
   }
   const vector = new Float32Array(len), mean = new Float32Array(len);

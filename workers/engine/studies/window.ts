@@ -25,6 +25,7 @@ import { assertHook } from '../model/hooks';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import { rowMargin } from '../analysis/margin';
 import { sampleToken, seededRandom } from '../analysis/sampling';
+import type { Progress } from '../progress';
 
 /** How a continuation is scored. */
 export type WindowScore =
@@ -81,8 +82,6 @@ export interface WindowResult {
   maxNewTokens: number;
 }
 
-export interface WindowProgress { done: number; total: number }
-
 /** The intervention restricted to steps ≥ k (intersected with its own step window). */
 function fromStep(iv: Intervention, k: number): Intervention {
   return { ...iv, steps: { start: Math.max(k, iv.steps?.start ?? 0), end: iv.steps?.end ?? Number.POSITIVE_INFINITY } };
@@ -125,7 +124,7 @@ function checkScore(score: WindowScore, N: number): void {
  * @throws Error for N < 1, K outside 0..N−1, a bad score, prompt, future or intervention hook, or
  *   a prompt plus N tokens longer than the context.
  */
-export async function interventionWindow(engine: Engine, req: WindowRequest, onProgress?: (p: WindowProgress) => void, signal?: AbortSignal): Promise<WindowResult> {
+export async function interventionWindow(engine: Engine, req: WindowRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<WindowResult> {
   const N = req.maxNewTokens;
   if (!Number.isInteger(N) || N < 1) throw new Error(`max new tokens must be a positive integer (got ${N})`);
   const K = req.kMax ?? N - 1;

@@ -13,6 +13,7 @@ import { patchingGrid, type PatchHook } from '../patching';
 import { expandStudy, type BatchPrompt, type StudyTemplate } from './template';
 import { ANALYSIS_METRICS, BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
 import type { ValueRow, ValuesTable } from './values';
+import type { Progress } from '../../progress';
 
 export interface BatchRequest {
   template: StudyTemplate;
@@ -66,8 +67,6 @@ export interface BatchResult {
   sinkEps: number;
 }
 
-export interface BatchProgress { done: number; total: number }
-
 /** The columns of a study: the asked ones, else the Analysis metrics plus probe_score / patch_recovery when set up. */
 export function batchMetrics(req: Pick<BatchRequest, 'metrics' | 'probe' | 'patchCell'>): BatchMetric[] {
   return req.metrics ?? [...ANALYSIS_METRICS, ...(req.probe ? ['probe_score' as const] : []), ...(req.patchCell ? ['patch_recovery' as const] : [])];
@@ -82,7 +81,7 @@ export function batchMetrics(req: Pick<BatchRequest, 'metrics' | 'probe' | 'patc
  *   filled-in prompt or future, or an unknown metric; a prompt that fails later (too long for the
  *   context, a future that does not tokenize) becomes a row with `error` and the batch goes on.
  */
-export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: BatchProgress) => void, signal?: AbortSignal): Promise<BatchResult> {
+export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<BatchResult> {
   const prompts: BatchPrompt[] = expandStudy(req.template, req.values);
   const metrics = batchMetrics(req);
   for (const m of metrics) if (!(BATCH_METRICS as readonly string[]).includes(m)) throw new Error(`unknown metric "${m}" (known: ${BATCH_METRICS.join(', ')})`);

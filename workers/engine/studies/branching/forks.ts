@@ -13,6 +13,7 @@
 import type { Intervention } from '../../model/intervention';
 import type { BranchExplorer } from './explorer';
 import { nodeOf, pathOf, type DrawSettings } from './tree';
+import type { Progress } from '../../progress';
 
 export interface ForkPointsRequest {
   /** The node whose path is scored (default 0, the trunk). */
@@ -80,7 +81,7 @@ export interface ForkPointsResult {
  * token positions those continuations push through the model (`tokens` of `tokensTotal`: each runs
  * from its position to its end), the unit of equal cost for the time left.
  */
-export interface ForkProgress { done: number; total: number; scored: number; positions: number; tokens: number; tokensTotal: number }
+export interface ForkProgress extends Progress { scored: number; positions: number; tokens: number; tokensTotal: number }
 
 /** A continuation's seed from the measurement's seed and its place (position, forced token, sample): order-free, so a partial run and a full run agree. */
 export function continuationSeed(seed: number, position: number, forced: number, sample: number): number {
