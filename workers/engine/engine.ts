@@ -217,20 +217,19 @@ export class Engine {
   }
 
   /**
-   * The full prompt analysis: logit-lens margin grid, final-layer margins, teacher-forced sequence
-   * margin, lens top tokens, residual norms, massive activations and attention-sink statistics.
+   * The full prompt analysis, one forward pass capturing the residual stream and the attention, then
+   * one function per analysis over the captures: lensMargins (logit-lens margin grid and final-layer
+   * margins, analysis/lens.ts), residualStats (residual norms, massive activations,
+   * analysis/residual.ts), sinkStats (attention sinks, analysis/sinks.ts), sequenceMargin
+   * (teacher-forced, multi-token futures); the residual stack is kept for lens top tokens (lensTop).
    * Definitions: DESIGN.md §3 (nostalgebraist 2020 logit lens with LN_f recomputed per vector;
    * Gu et al. 2024 sinks; Sun et al. 2024 massive activations).
    * @throws Error for a bad prompt (empty, longer than the context) or future, or a bad intervention hook.
    */
   async analyse(req: AnalyseRequest): Promise<Analysis> {
     const s = this.spec, b = this.backend, L = s.nLayers;
-    const ids = this.encodePrompt(req);
+    const { promptIds: ids, good, bad, interventions } = this.readRequest(req);
     const T = ids.length;
-    const good = this.resolveFuture(ids, req.good, req, 'good');
-    const bad = this.resolveFuture(ids, req.bad, req, 'bad');
-    const interventions = req.interventions ?? [];
-    for (const iv of interventions) assertHook(s, iv.hook);
     const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
     const attnNames = (l: number) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`];
     const capture = new Set([...residNames, ...Array.from({ length: L }, (_, l) => attnNames(l)).flat()]);
@@ -265,6 +264,19 @@ export class Engine {
       if (stack) b.release(stack);
       ctx.release();
     }
+  }
+
+  /**
+   * A request's prompt ids, its two futures resolved in context and its interventions, checked.
+   * @throws Error for a bad prompt or future (PromptCodec) or an unknown intervention hook.
+   */
+  private readRequest(req: AnalyseRequest | GenerateRequest): { promptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture; interventions: readonly Intervention[] } {
+    const promptIds = this.encodePrompt(req);
+    const good = this.resolveFuture(promptIds, req.good, req, 'good');
+    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
+    const interventions = req.interventions ?? [];
+    for (const iv of interventions) assertHook(this.spec, iv.hook);
+    return { promptIds, good, bad, interventions };
   }
 
   /** Reads a tensor back to the host and releases it. */
@@ -345,7 +357,6 @@ export class Engine {
     await assertFiniteRun(values, what, this.model, seq, nPrompt, interventions, (p) => this.tokenStrings([seq[p]], seq.slice(0, p))[0]);
   }
 
-
   /**
    * Generates token by token through the KV cache, recording the margin of the two futures at
    * every step (DESIGN.md §3 "Margin curve during generation"). Step k's forward pass reads the
@@ -355,11 +366,7 @@ export class Engine {
    * @throws Error for a bad prompt, future or intervention.
    */
   async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
-    const promptIds = this.encodePrompt(req);
-    const good = this.resolveFuture(promptIds, req.good, req, 'good');
-    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
-    const interventions = req.interventions ?? [];
-    for (const iv of interventions) assertHook(this.spec, iv.hook);
+    const { promptIds, good, bad, interventions } = this.readRequest(req);
     const T = promptIds.length;
     const rand = seededRandom(req.seed ?? 0);
     const eos = req.stopAtEos === false ? [] : this.spec.eosTokenIds;
