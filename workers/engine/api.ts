@@ -5,23 +5,12 @@
 import type { WeightStorage } from './model/quant_error';
 import type { Intervention } from './model/intervention';
 import type { ModelSpec } from './arch/spec';
+import type { FutureInput, PromptInput, ResolvedFuture } from './prompt';
+import type { LensMargins } from './model/lens';
+import type { MassiveActivations } from './analysis/residual';
 import type { SinkStats } from './analysis/sinks';
 
-/** A future as the user writes it. `text`: alternatives separated by "|" form a token set; a
- * multi-token alternative is a branch. `ids`: explicit token sequences (each a branch). */
-export interface FutureInput {
-  text?: string;
-  ids?: number[][];
-}
-
-/** A future resolved to token sequences. log p(future) = logsumexp over sequences of Σ log p(tokens). */
-export interface ResolvedFuture {
-  sequences: number[][];
-  /** Display strings of each sequence's tokens. */
-  tokens: string[][];
-  /** Distinct first tokens (what the logit lens scores at intermediate layers). */
-  firstIds: number[];
-}
+export type { FutureInput, PromptInput, ResolvedFuture };
 
 /** The spec fields the UI shows (nCtx = max_position_embeddings). */
 export const MODEL_INFO_FIELDS = ['modelType', 'nLayers', 'dModel', 'nHeads', 'nKvHeads', 'dHead', 'dMlp', 'dVocab', 'nCtx'] as const;
@@ -39,12 +28,6 @@ export interface ModelInfo extends Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[nu
   weights: WeightStorage;
 }
 
-export interface PromptInput {
-  prompt: string;
-  /** Wrap the prompt as a user turn with the tokenizer's chat template (generation prompt added). */
-  chatTemplate?: boolean;
-}
-
 export interface AnalyseRequest extends PromptInput {
   good: FutureInput;
   bad: FutureInput;
@@ -53,7 +36,12 @@ export interface AnalyseRequest extends PromptInput {
   sinkEps?: number;
 }
 
-export interface Analysis {
+/**
+ * Engine.analyse's result: the prompt and futures as tokens, then one field group per analysis,
+ * each typed beside its function (LensMargins: model/lens.ts; residual norms and
+ * MassiveActivations: analysis/residual.ts; SinkStats: analysis/sinks.ts).
+ */
+export interface Analysis extends LensMargins {
   /** What the user should know about the inputs that did not stop the run (Engine.promptWarnings). */
   warnings?: string[];
   ids: number[];
@@ -62,18 +50,13 @@ export interface Analysis {
   nHeads: number;
   good: ResolvedFuture;
   bad: ResolvedFuture;
-  /** Δ^l_t [(n_layers+1)·T]: row 0 = embeddings, row l = after block l (first-token sets). */
-  lensMargin: Float32Array;
-  /** Δ_t at the final layer [T] (= lensMargin row n_layers). */
-  finalMargin: Float32Array;
   /** Teacher-forced sequence margin after the last prompt token (final layer), multi-token futures. */
   sequenceMargin: number;
   /** Handle of this analysis's residual stack in the engine: Engine.lensTop(handle, layer, position) gives a cell's lens top tokens. */
   lensHandle: number;
-  /** ‖h^l_t‖ [(n_layers+1)·T], same rows as the lens. */
+  /** ‖h^l_t‖ [(n_layers+1)·T], same rows as the lens (ResidualStats.norms). */
   residNorms: Float32Array;
-  /** Massive activations per layer (Sun et al. 2024): largest |h| with its (token, dim) and max/median. */
-  massive: { value: Float32Array; token: Int32Array; dim: Int32Array; ratio: Float32Array };
+  massive: MassiveActivations;
   sinks: SinkStats;
 }
 

@@ -3,7 +3,8 @@ import type { Backend, Tensor } from './backend/backend';
 import type { HFConfig } from './arch/types';
 import type { ModelSpec } from './arch/spec';
 import { MODEL_INFO_FIELDS } from './api';
-import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './api';
+import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, TokenEvent } from './api';
+import { adaptTokenizer, PromptCodec, type FutureInput, type PromptInput, type ResolvedFuture } from './prompt';
 import { assertHook, hookNames } from './model/hooks';
 import type { ModelFiles } from './io/model_files';
 import type { LoadProgress } from './model/load';
@@ -16,9 +17,8 @@ import { forwardSpan } from './model/span';
 import { splitSaeHook, type SaeAttachment } from './model/sae_site';
 import { contextMessage, type Transformer } from './model/transformer';
 import { checkVocabulary, loadTokenizer } from './tokenizer';
-import { renderChatTemplate } from './chat_template';
-import { lensColumnLogits, LensStacks, lensTopK, type LensTop } from './model/lens';
-import { logSumExp, setMargins } from './analysis/margin';
+import { lensMargins, LensStacks, lensTopK, type LensTop } from './model/lens';
+import { logSumExp } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
 import { seededRandom } from './analysis/sampling';
@@ -26,7 +26,6 @@ import { chooseNextToken, type NextToken, type NextTokenRule } from './model/nex
 import { assertFiniteRun } from './model/span';
 import { firstNonFinite, NonFiniteError } from './model/non_finite';
 import { warmUpGeneration } from './model/warm_up';
-import { firstTokenWarning } from './analysis/future_overlap';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /**
@@ -69,6 +68,8 @@ export class Engine {
   private disposed = false;
   /** Residual stacks of the latest analyses, for lens top tokens on demand (lensTop). */
   private readonly lensStacks = new LensStacks();
+  /** Prompts and futures ↔ token ids over this model's tokenizer (prompt.ts). */
+  readonly prompts: PromptCodec;
 
   private constructor(
     readonly backend: Backend,
@@ -77,6 +78,8 @@ export class Engine {
     readonly tokenizer: PreTrainedTokenizer,
     readonly label: string,
   ) {
+    const s = model.spec;
+    this.prompts = new PromptCodec(adaptTokenizer(tokenizer), { label, dVocab: s.dVocab, bosTokenId: s.bosTokenId, nCtx: s.nCtx, contextLength: model.contextLength }, this.loadWarnings);
     if (backend instanceof WebGpuBackend) {
       void backend.lost.then(() => {
         if (this.disposed) return; // dispose() destroys the device on purpose
@@ -132,7 +135,7 @@ export class Engine {
   async logitErrorVsF32(): Promise<LogitError> {
     if (this.weightStorage.logitError) return this.weightStorage.logitError;
     if (!this.float32Files) throw new Error(this.weightStorage.unmeasured ?? `the weights are ${this.weightStorage.description}: there is no quantisation error to measure`);
-    const ids = probeIds((text) => this.tokenizer.encode(text, { add_special_tokens: true }), this.model.contextLength);
+    const ids = probeIds((text) => this.prompts.tokenizer.encode(text, true), this.model.contextLength);
     this.weightStorage.logitError = await measureLogitError(this.float32Files, this.backend, this.model, ids);
     this.float32Files = null;
     return this.weightStorage.logitError;
@@ -160,160 +163,29 @@ export class Engine {
       label: this.label, contextLength: this.model.contextLength,
       backend: { kind: this.backend.kind, description: this.backend.description },
       hookNames: hookNames(s),
-      hasChatTemplate: Boolean((this.tokenizer as unknown as { chat_template?: unknown }).chat_template),
-      byteTokens: this.byteTokens(),
+      hasChatTemplate: this.prompts.tokenizer.hasChatTemplate,
+      byteTokens: this.prompts.byteTokens(),
       weights: this.weightStorage,
     };
   }
 
-  /** Byte-fallback tokens of the vocabulary ("<0x00>" … "<0xFF>", SentencePiece byte_fallback): id → byte. */
-  private byteTokens(): Record<number, number> {
-    if (!this.byteTokenMap) {
-      const v = (this.tokenizer as unknown as { get_vocab(): Map<string, number> | Record<string, number> }).get_vocab();
-      const entries = v instanceof Map ? [...v.entries()] : Object.entries(v);
-      this.byteTokenMap = {};
-      for (const [piece, id] of entries) {
-        const m = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
-        if (m) this.byteTokenMap[id] = parseInt(m[1], 16);
-      }
-    }
-    return this.byteTokenMap;
-  }
+  /** Prompt → ids (PromptCodec.encodePrompt). @throws Error for an empty prompt, one longer than the context, or a chat template that is missing or fails. */
+  encodePrompt(p: PromptInput, opts: { anyLength?: boolean } = {}): number[] { return this.prompts.encodePrompt(p, opts); }
 
-  private byteTokenMap: Record<number, number> | null = null;
+  /** Why a prompt of `n` tokens cannot run, or null when it fits (PromptCodec.promptTooLong). */
+  promptTooLong(n: number): string | null { return this.prompts.promptTooLong(n); }
 
-  /**
-   * Prompt → ids, with the tokenizer's special tokens (BOS where the model uses one), or through
-   * the chat template as one user turn with the generation prompt.
-   * @param opts.anyLength tokenize a prompt longer than the context too (for display: the token
-   *   strip and the futures' tokens while the user shortens it; promptTooLong says why runs refuse it).
-   * @throws Error when the chat template is asked for but the tokenizer has none, or the prompt is
-   *   empty or (unless anyLength) longer than the context (max_position_embeddings).
-   */
-  encodePrompt(p: PromptInput, opts: { anyLength?: boolean } = {}): number[] {
-    if (typeof p.prompt !== 'string' || p.prompt.length === 0) throw new Error('the prompt is empty: type some text');
-    const { text, special } = this.promptText(p);
-    const ids = this.tokenizer.encode(text, { add_special_tokens: special });
-    if (ids.length === 0) throw new Error('the prompt is empty: type some text');
-    const tooLong = this.promptTooLong(ids.length);
-    if (tooLong && !opts.anyLength) throw new Error(tooLong);
-    return ids;
-  }
+  /** The load's warnings and a doubled BOS (PromptCodec.promptWarnings). */
+  promptWarnings(p: PromptInput): string[] { return this.prompts.promptWarnings(p); }
 
-  /** Why a prompt of `n` tokens cannot run ("the prompt: n tokens are longer than the model's context …; shorten it"), or null when it fits. */
-  promptTooLong(n: number): string | null {
-    return n > this.model.contextLength ? `the prompt: ${contextMessage(n, this.spec.nCtx, this.model.contextLength)}; shorten it` : null;
-  }
+  /** Display string of each token, leading spaces kept (PromptCodec.tokenStrings). */
+  tokenStrings(ids: readonly number[], prefix: readonly number[] = []): string[] { return this.prompts.tokenStrings(ids, prefix); }
 
-  /**
-   * The text the tokenizer reads for a prompt and whether it adds special tokens (BOS): the prompt
-   * as typed with special tokens, or the chat template's rendering of one user turn (which holds
-   * its own special tokens) with the variables transformers.js's apply_chat_template passes, under
-   * the step, time and size limits of chat_template.ts (a template with a huge loop is stopped).
-   * @throws Error when the chat template is asked for but the tokenizer has none, is refused or
-   *   stopped (ChatTemplateLimitError), or raises.
-   */
-  private promptText(p: PromptInput): { text: string; special: boolean } {
-    if (!p.chatTemplate) return { text: p.prompt, special: true };
-    if (!this.info().hasChatTemplate) throw new Error(`${this.label} has no chat template; switch the chat-template toggle off`);
-    const tk = this.tokenizer as unknown as { get_chat_template(o: object): unknown; config?: Record<string, unknown> };
-    const template = tk.get_chat_template({});
-    if (typeof template !== 'string') throw new Error(`${this.label}: tokenizer_config.json chat_template is not a string`);
-    const special: Record<string, string> = {};
-    for (const key of ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token']) {
-      const v = tk.config?.[key];
-      const text = typeof v === 'string' ? v : v && typeof v === 'object' ? (v as { content?: unknown }).content : undefined;
-      if (typeof text === 'string' && text) special[key] = text;
-    }
-    const text = renderChatTemplate(template, { messages: [{ role: 'user', content: p.prompt }], add_generation_prompt: true, tools: null, documents: null, ...special });
-    return { text, special: false };
-  }
+  /** A future → token sequences, text tokenized in context (PromptCodec.resolveFuture). @throws Error for an empty future or an id outside the vocabulary. */
+  resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture { return this.prompts.resolveFuture(promptIds, f, prompt, name); }
 
-  /**
-   * Things about a prompt the user should know that do not stop a run: a prompt that already
-   * starts with the BOS text gets a second BOS from the tokenizer.
-   */
-  promptWarnings(p: PromptInput): string[] {
-    const out: string[] = [...this.loadWarnings];
-    const bos = this.spec.bosTokenId;
-    if (bos !== null && !p.chatTemplate) {
-      const bosText = this.tokenizer.decode([bos], { skip_special_tokens: false });
-      const ids = this.tokenizer.encode(p.prompt);
-      if (bosText && p.prompt.trimStart().startsWith(bosText) && ids[0] === bos && ids[1] === bos) {
-        out.push(`the prompt starts with the BOS text "${bosText}" and the tokenizer adds BOS too, so the model reads two BOS tokens; delete "${bosText}" from the prompt`);
-      }
-    }
-    return out;
-  }
-
-  /** promptWarnings, then a warning when the futures' first tokens overlap (analysis/future_overlap.ts). */
-  private analysisWarnings(p: PromptInput, good: ResolvedFuture, bad: ResolvedFuture): string[] {
-    const overlap = firstTokenWarning(good.firstIds, bad.firstIds, (id) => this.tokenizer.decode([id], { skip_special_tokens: false }));
-    return overlap ? [...this.promptWarnings(p), overlap] : this.promptWarnings(p);
-  }
-
-  /** Display string of each token, leading spaces kept (decode of the prefix difference). */
-  tokenStrings(ids: readonly number[], prefix: readonly number[] = []): string[] {
-    return ids.map(this.tokenStream(prefix));
-  }
-
-  /**
-   * An incremental detokenizer after `prefix`: each call appends one id and returns the text it
-   * added (the difference of two decodes, so leading spaces and multi-token characters come out
-   * right). Bytes of an unfinished UTF-8 character give '' until the token that completes it, which
-   * carries the whole character ("❤" over three byte tokens: '', '', '❤').
-   */
-  private tokenStream(prefix: readonly number[]): (id: number) => string {
-    const decode = (ids: number[]) => this.tokenizer.decode(ids, { skip_special_tokens: false });
-    const seq = [...prefix];
-    let prev = seq.length ? decode(seq) : '';
-    return (id) => {
-      seq.push(id);
-      const cur = decode(seq);
-      // A byte-fallback token that ends inside a multi-byte character decodes to U+FFFD: hold it
-      // (piece '') until the character is complete, so the pieces join back to the text.
-      if (cur.endsWith('\uFFFD') && !prev.endsWith('\uFFFD')) return '';
-      const piece = cur.startsWith(prev) ? cur.slice(prev.length) : decode([id]);
-      prev = cur;
-      return piece;
-    };
-  }
-
-  /**
-   * Resolves a future to token sequences. A text alternative is tokenized in context (the tokens
-   * that follow the prompt's tokens in encode(prompt + text), the chat template's rendering of the
-   * prompt when it is on), so " Tom" gets the same id it has in running text; explicit ids are
-   * taken as given.
-   * @param name which future it is ('good', 'bad': the request's field), named in the errors.
-   * @throws Error for an empty future ("the bad future is empty: …", "the good future “|” gives no
-   *   token: …") or an id outside the vocabulary.
-   */
-  resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture {
-    const seqs: number[][] = [];
-    for (const s of f.ids ?? []) seqs.push([...s]);
-    if (f.text) {
-      for (const alt of f.text.split('|')) {
-        if (alt.length === 0) continue;
-        const { text, special } = this.promptText(prompt);
-        const full = this.tokenizer.encode(text + alt, { add_special_tokens: special });
-        const prefixOk = full && full.length > promptIds.length && promptIds.every((id, i) => full[i] === id);
-        seqs.push(prefixOk ? full.slice(promptIds.length) : this.tokenizer.encode(alt, { add_special_tokens: false }));
-      }
-    }
-    const which = name ? `the ${name} future` : 'a future';
-    if (seqs.length === 0 || seqs.some((s) => s.length === 0)) {
-      const written = f.text ? `“${f.text}”` : f.ids?.length ? `[${f.ids.map((s) => s.join(' ')).join(' | ')}]` : '';
-      throw new Error(`${written ? `${which} ${written} gives no token` : `${which} is empty`}: each future needs at least one token (text, or token ids)`);
-    }
-    for (const s of seqs) for (const id of s) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.spec.dVocab) throw new Error(`${name ? `${which}: ` : ''}token id ${id} is outside the vocabulary [0, ${this.spec.dVocab})`);
-    }
-    return {
-      sequences: seqs,
-      tokens: seqs.map((s) => this.tokenStrings(s, promptIds)),
-      firstIds: [...new Set(seqs.map((s) => s[0]))],
-    };
-  }
+  /** The text that follows the prompt's text in decode(prompt + new) (PromptCodec.continuationText). */
+  continuationText(promptIds: readonly number[], ids: readonly number[]): string { return this.prompts.continuationText(promptIds, ids); }
 
   /**
    * One forward pass over `ids` from position 0 (the KV cache is overwritten), capturing hooks.
@@ -346,59 +218,74 @@ export class Engine {
   }
 
   /**
-   * The full prompt analysis: logit-lens margin grid, final-layer margins, teacher-forced sequence
-   * margin, lens top tokens, residual norms, massive activations and attention-sink statistics.
+   * The full prompt analysis, one forward pass capturing the residual stream and the attention, then
+   * one function per analysis over the captures: lensMargins (logit-lens margin grid and final-layer
+   * margins, model/lens.ts), residualStats (residual norms, massive activations,
+   * analysis/residual.ts), sinkStats (attention sinks, analysis/sinks.ts), sequenceMargin
+   * (teacher-forced, multi-token futures); the residual stack is kept for lens top tokens (lensTop).
    * Definitions: DESIGN.md §3 (nostalgebraist 2020 logit lens with LN_f recomputed per vector;
    * Gu et al. 2024 sinks; Sun et al. 2024 massive activations).
    * @throws Error for a bad prompt (empty, longer than the context) or future, or a bad intervention hook.
    */
   async analyse(req: AnalyseRequest): Promise<Analysis> {
     const s = this.spec, b = this.backend, L = s.nLayers;
-    const ids = this.encodePrompt(req);
+    const { promptIds: ids, good, bad, interventions } = this.readRequest(req);
     const T = ids.length;
-    const good = this.resolveFuture(ids, req.good, req, 'good');
-    const bad = this.resolveFuture(ids, req.bad, req, 'bad');
-    const interventions = req.interventions ?? [];
-    for (const iv of interventions) assertHook(s, iv.hook);
     const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
-    const capture = new Set([...residNames, ...Array.from({ length: L }, (_, l) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`]).flat()]);
+    const attnNames = (l: number) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`];
+    const capture = new Set([...residNames, ...Array.from({ length: L }, (_, l) => attnNames(l)).flat()]);
     const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => capture.has(n), interventions);
-    const tensors: Tensor[] = [];
+    let stack: Tensor | null = null;
     try {
-      const logits = this.model.forward(Int32Array.from(ids), ctx, 'last')!;
-      tensors.push(logits);
-      const lastHost = await b.read(logits);
+      const lastHost = await this.readAndRelease(this.model.forward(Int32Array.from(ids), ctx, 'last')!);
       await this.assertFinite(lastHost, 'the logits', ids, T, interventions);
-      const firstLp = logSoftmaxCpu(lastHost, lastHost.length);
       // Logit lens over h^0 (embeddings) .. h^L, as one stack [(L+1)·T, d_model].
-      const stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
-      tensors.push(stack);
-      // Only the futures' columns of W_U: the normaliser cancels in Δ (model/lens.ts).
-      const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
-      const lensLogits = lensColumnLogits(this.model, stack, cols);
-      tensors.push(lensLogits);
-      const lensMargin = setMargins(await b.read(lensLogits), cols, good.firstIds, bad.firstIds);
-      await this.assertFinite(lensMargin, 'the logit-lens margin', ids, T, interventions);
+      stack = b.concatRows(residNames.map((n) => ctx.captured.get(n)!));
+      const lens = await lensMargins(this.model, stack, T, good.firstIds, bad.firstIds);
+      await this.assertFinite(lens.lensMargin, 'the logit-lens margin', ids, T, interventions);
       const stackHost = await b.read(stack);
       const lensHandle = this.lensStacks.remember(stackHost, L + 1, T);
-      const { norms, massive } = residualStats(stackHost, L + 1, T, s.dModel);
+      const residual = residualStats(stackHost, L + 1, T, s.dModel);
       const patterns: Float32Array[] = [], values: Float32Array[] = [];
       for (let l = 0; l < L; l++) {
-        patterns.push(await b.read(ctx.captured.get(`blocks.${l}.attn.hook_pattern`)!));
-        values.push(await b.read(ctx.captured.get(`blocks.${l}.attn.hook_v`)!));
+        const [pattern, v] = attnNames(l).map((n) => ctx.captured.get(n)!);
+        patterns.push(await b.read(pattern));
+        values.push(await b.read(v));
       }
       const sinks = sinkStats(patterns, values, s.nHeads, s.nKvHeads, s.dHead, T, req.sinkEps ?? 0.3);
       // The KV cache now holds the prompt: each branch continues from it.
-      const sequenceMargin = (await this.sequenceLogProb(firstLp, ids, good, interventions)) - (await this.sequenceLogProb(firstLp, ids, bad, interventions));
+      const sequenceMargin = await this.sequenceMargin(logSoftmaxCpu(lastHost, lastHost.length), ids, good, bad, interventions);
       return {
-        warnings: this.analysisWarnings(req, good, bad),
+        warnings: this.prompts.futureWarnings(req, good, bad),
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
-        lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T), sequenceMargin,
-        lensHandle, residNorms: norms, massive, sinks,
+        lensMargin: lens.lensMargin, finalMargin: lens.finalMargin, sequenceMargin,
+        lensHandle, residNorms: residual.norms, massive: residual.massive, sinks,
       };
     } finally {
-      for (const t of tensors) b.release(t);
+      if (stack) b.release(stack);
       ctx.release();
+    }
+  }
+
+  /**
+   * A request's prompt ids, its two futures resolved in context and its interventions, checked.
+   * @throws Error for a bad prompt or future (PromptCodec) or an unknown intervention hook.
+   */
+  private readRequest(req: AnalyseRequest | GenerateRequest): { promptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture; interventions: readonly Intervention[] } {
+    const promptIds = this.encodePrompt(req);
+    const good = this.resolveFuture(promptIds, req.good, req, 'good');
+    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
+    const interventions = req.interventions ?? [];
+    for (const iv of interventions) assertHook(this.spec, iv.hook);
+    return { promptIds, good, bad, interventions };
+  }
+
+  /** Reads a tensor back to the host and releases it. */
+  private async readAndRelease(t: Tensor): Promise<Float32Array> {
+    try {
+      return await this.backend.read(t);
+    } finally {
+      this.backend.release(t);
     }
   }
 
@@ -418,28 +305,31 @@ export class Engine {
   }
 
   /**
-   * Teacher-forced log p(future | prompt) at the final layer: logsumexp over the future's sequences
-   * of Σ_j log p(s_j | prompt, s_<j). Each sequence continues from the prompt already in the KV
-   * cache; branch token j (position T + j) carries generation step j + 1, as if generated, so step
-   * windows act here as in generate() (DESIGN.md §2).
+   * Teacher-forced sequence margin log p(good | prompt) − log p(bad | prompt) at the final layer,
+   * log p(future | prompt) = logsumexp over the future's sequences of Σ_j log p(s_j | prompt, s_<j).
+   * Each sequence continues from the prompt already in the KV cache; branch token j (position T + j)
+   * carries generation step j + 1, as if generated, so step windows act here as in generate()
+   * (DESIGN.md §2).
    * @param first log-probs [V] after the last prompt token; promptIds the prompt [T].
    */
-  private async sequenceLogProb(first: Float32Array, promptIds: readonly number[], f: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
-    const T = promptIds.length;
-    const per: number[] = [];
-    for (const seq of f.sequences) {
-      let lp = first[seq[0]];
-      if (seq.length > 1) {
-        if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
-        const ids = [...promptIds, ...seq.slice(0, -1)];
-        const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all', unchecked: true });
-        await this.assertFinite(logits!, 'the logits of a future branch', ids, T, interventions);
-        const V = this.spec.dVocab;
-        for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
+  private async sequenceMargin(first: Float32Array, promptIds: readonly number[], good: ResolvedFuture, bad: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
+    const T = promptIds.length, V = this.spec.dVocab;
+    const logProb = async (f: ResolvedFuture): Promise<number> => {
+      const per: number[] = [];
+      for (const seq of f.sequences) {
+        let lp = first[seq[0]];
+        if (seq.length > 1) {
+          if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
+          const ids = [...promptIds, ...seq.slice(0, -1)];
+          const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all', unchecked: true });
+          await this.assertFinite(logits!, 'the logits of a future branch', ids, T, interventions);
+          for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
+        }
+        per.push(lp);
       }
-      per.push(lp);
-    }
-    return logSumExp(per);
+      return logSumExp(per);
+    };
+    return (await logProb(good)) - (await logProb(bad));
   }
 
   /**
@@ -468,7 +358,6 @@ export class Engine {
     await assertFiniteRun(values, what, this.model, seq, nPrompt, interventions, (p) => this.tokenStrings([seq[p]], seq.slice(0, p))[0]);
   }
 
-
   /**
    * Generates token by token through the KV cache, recording the margin of the two futures at
    * every step (DESIGN.md §3 "Margin curve during generation"). Step k's forward pass reads the
@@ -478,16 +367,12 @@ export class Engine {
    * @throws Error for a bad prompt, future or intervention.
    */
   async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
-    const promptIds = this.encodePrompt(req);
-    const good = this.resolveFuture(promptIds, req.good, req, 'good');
-    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
-    const interventions = req.interventions ?? [];
-    for (const iv of interventions) assertHook(this.spec, iv.hook);
+    const { promptIds, good, bad, interventions } = this.readRequest(req);
     const T = promptIds.length;
     const rand = seededRandom(req.seed ?? 0);
     const eos = req.stopAtEos === false ? [] : this.spec.eosTokenIds;
     const ids: number[] = [], margins: number[] = [], tokens: string[] = [];
-    const nextToken = this.tokenStream(promptIds);
+    const nextToken = this.prompts.tokenStream(promptIds);
     let stop: Generation['stop'] = 'length';
     const rule: NextTokenRule = { temperature: req.temperature ?? 0, topK: req.topK ?? 0, rand, good: good.firstIds, bad: bad.firstIds };
     let next = await this.step(promptIds, 0, T, 0, interventions, rule);
@@ -509,14 +394,6 @@ export class Engine {
       promptIds, ids, margins, stop, tokens,
       text: this.continuationText(promptIds, ids),
     };
-  }
-
-  /** The text that follows the prompt's text in decode(prompt + new), leading space kept. */
-  continuationText(promptIds: readonly number[], ids: readonly number[]): string {
-    if (ids.length === 0) return '';
-    const head = this.tokenizer.decode([...promptIds], { skip_special_tokens: true });
-    const full = this.tokenizer.decode([...promptIds, ...ids], { skip_special_tokens: true });
-    return full.startsWith(head) ? full.slice(head.length) : this.tokenizer.decode([...ids], { skip_special_tokens: true });
   }
 
   /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */

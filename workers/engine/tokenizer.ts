@@ -1,5 +1,6 @@
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 import type { ModelFiles } from './io/model_files';
+import { adaptTokenizer } from './prompt';
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json', 'config.json'];
 const ROOT = '/__branchpoint__/';
@@ -45,8 +46,7 @@ export async function loadTokenizer(files: ModelFiles): Promise<PreTrainedTokeni
  * @throws Error naming both sizes when the tokenizer has ids beyond the embedding matrix.
  */
 export function checkVocabulary(tokenizer: PreTrainedTokenizer, dVocab: number, label: string): string[] {
-  const v = (tokenizer as unknown as { get_vocab(): Map<string, number> | Record<string, number> }).get_vocab();
-  const ids = v instanceof Map ? [...v.values()] : Object.values(v);
+  const ids = adaptTokenizer(tokenizer).vocabulary().map(([, id]) => id);
   let maxId = -1;
   for (const id of ids) if (id > maxId) maxId = id;
   if (maxId >= dVocab) throw new Error(`${label}: tokenizer.json has token id ${maxId}, but the embedding matrix has ${dVocab} rows (config.json vocab_size): the tokenizer belongs to another model`);

@@ -1,3 +1,17 @@
+/** Massive activations per layer (Sun et al. 2024): largest |h| with its (token, dim) and max/median [n_layers+1 each]. */
+export interface MassiveActivations {
+  value: Float32Array;
+  token: Int32Array;
+  dim: Int32Array;
+  ratio: Float32Array;
+}
+
+export interface ResidualStats {
+  /** ‖h^l_t‖ [(n_layers+1)·T], the rows of the stack. */
+  norms: Float32Array;
+  massive: MassiveActivations;
+}
+
 /**
  * Residual-stream norms and massive activations (Sun et al. 2024, "Massive Activations in Large
  * Language Models", arXiv 2402.17762).
@@ -5,7 +19,7 @@
  * @returns norms [(n_layers+1)·T]; per layer the largest |h| with its token and dimension, and the
  *   ratio of the largest to the median |h| over that layer.
  */
-export function residualStats(stack: Float32Array, layers: number, T: number, d: number) {
+export function residualStats(stack: Float32Array, layers: number, T: number, d: number): ResidualStats {
   const norms = new Float32Array(layers * T);
   const value = new Float32Array(layers), ratio = new Float32Array(layers);
   const token = new Int32Array(layers), dim = new Int32Array(layers);

@@ -1,5 +1,6 @@
 import type { Tensor } from '../backend/backend';
-import type { Transformer } from './transformer';
+import type { Transformer } from '../model/transformer';
+import { setMargins } from '../analysis/margin';
 
 /**
  * Logit-lens logits of a few vocabulary ids (nostalgebraist 2020): W_U[cols] · LN_f(h) (+ bias,
@@ -34,6 +35,33 @@ export function lensColumnLogits(model: Transformer, stack: Tensor, cols: readon
     return b.softcap(logits, s.finalSoftcap);
   } finally {
     for (const t of owned) b.release(t);
+  }
+}
+
+/** The logit-lens margin grid of a prompt (DESIGN.md §3 "Logit-lens margin grid"). */
+export interface LensMargins {
+  /** Δ^l_t [(n_layers+1)·T]: row 0 = embeddings, row l = after block l (first-token sets). */
+  lensMargin: Float32Array;
+  /** Δ_t at the final layer [T] (= lensMargin row n_layers). */
+  finalMargin: Float32Array;
+}
+
+/**
+ * Logit-lens margins Δ^l_t = lse_{a∈good} logit^l_{t,a} − lse_{b∈bad} logit^l_{t,b} at every layer
+ * and position, from the futures' first tokens' columns of W_U only (lensColumnLogits: the
+ * normaliser cancels in Δ). nostalgebraist 2020, LN_f recomputed per vector.
+ * @param stack residual stream [(n_layers+1)·T, d_model]: row block l holds h^l (0 = embeddings).
+ * @param good, bad the futures' distinct first-token ids.
+ */
+export async function lensMargins(model: Transformer, stack: Tensor, T: number, good: number[], bad: number[]): Promise<LensMargins> {
+  const L = model.spec.nLayers, b = model.backend;
+  const cols = [...new Set([...good, ...bad])];
+  const logits = lensColumnLogits(model, stack, cols);
+  try {
+    const lensMargin = setMargins(await b.read(logits), cols, good, bad);
+    return { lensMargin, finalMargin: lensMargin.slice(L * T, (L + 1) * T) };
+  } finally {
+    b.release(logits);
   }
 }
 

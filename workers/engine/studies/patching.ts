@@ -23,7 +23,7 @@
  * Structure after studies/sweep.ts: progress after each cell, cancel between cells, one result.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../api';
+import type { FutureInput, ResolvedFuture } from '../prompt';
 import { logSumExp, rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';

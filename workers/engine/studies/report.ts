@@ -24,7 +24,7 @@
  * accuracy per row (over the labelled examples). Over one prompt it says so.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput } from '../api';
+import type { FutureInput, PromptInput } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../analysis/bootstrap';
 import { patchingGrid, type PatchingResult } from './patching';

@@ -18,7 +18,7 @@
  * - Splice cost: the margin with the activation replaced by x̂ (error term dropped) minus the margin without.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput } from '../api';
+import type { FutureInput, PromptInput } from '../prompt';
 import { lensTopK } from '../model/lens';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu, topkCpu } from '../ops/logits.cpu';

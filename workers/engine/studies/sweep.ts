@@ -5,7 +5,7 @@
  * unsteered distribution is computed once and reused.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput } from '../api';
+import type { FutureInput, PromptInput } from '../prompt';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';

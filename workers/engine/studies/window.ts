@@ -17,7 +17,7 @@
  * Sampling (temperature > 0) replays the unsteered generation's random draws for steps < k.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput } from '../api';
+import type { FutureInput, PromptInput } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { firstTouchedPosition, forwardSpan, stepOfPosition } from '../model/span';
 import { PrefixCache } from '../model/kv_prefix';

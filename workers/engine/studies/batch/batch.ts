@@ -6,7 +6,7 @@
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
 import type { Engine } from '../../engine';
-import type { PromptInput } from '../../api';
+import type { PromptInput } from '../../prompt';
 import type { Intervention } from '../../model/intervention';
 import { hookWidth } from '../../model/hook_width';
 import { patchingGrid, type PatchHook } from '../patching';

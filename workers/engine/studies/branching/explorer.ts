@@ -10,7 +10,7 @@
  * prompt[0..t) + forced token the fork's prompt (n_prompt = t + 1, so its steps count from there).
  */
 import type { Engine } from '../../engine';
-import type { FutureInput, PromptInput, ResolvedFuture } from '../../api';
+import type { FutureInput, PromptInput, ResolvedFuture } from '../../prompt';
 import { PrefixCache } from '../../model/kv_prefix';
 import { type SpanOptions, type SpanOutput } from '../../model/span';
 import { selectRows, type Intervention } from '../../model/intervention';
