@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Command-line runner over the engine (CPU backend in Node). See README "Command line".
+// Command-line runner over the engine (CPU backend in Node). Reference: docs/runner.md (cli/commands.ts).
 import { register } from 'tsx/esm/api';
 
 register();

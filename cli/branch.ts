@@ -16,8 +16,9 @@ export const BRANCH_USAGE = `  branchpoint branch   --model DIR --prompt TEXT (-
     trunk_ids, branch_ids (new tokens, N each), their texts, alt_id, forwarded (positions each run
     computed), and trunk_margins / branch_margins per step when --good/--bad are given. --at-prompt P
     forks at prompt token P instead (1 ≤ P < n_prompt): prompt[0..P) + alternative, continued to the
-    trunk's length n_prompt + N; branch_ids then start at the fork (the forced token first).
-  branchpoint forks    --model DIR --prompt TEXT --good TEXT --bad TEXT --samples S [--max-new-tokens N]
+    trunk's length n_prompt + N; branch_ids then start at the fork (the forced token first).`;
+
+export const FORKS_USAGE = `  branchpoint forks    --model DIR --prompt TEXT --good TEXT --bad TEXT --samples S [--max-new-tokens N]
                        [--alternatives 1 --temperature 1 --seed 0 --horizon H --max-gap 1] [--intervention JSON]
     greedy trunk, then per generated position: gap = p(top-1) − p(top-2), and for the chosen token and
     each alternative, S seeded continuations of up to H tokens with their outcome margin

@@ -15,15 +15,22 @@ import { actAdd, caaVector } from '../workers/engine/studies/vectors';
 import { type SteeringVector } from '../workers/engine/steering/vector';
 import { type Args, numberFlag } from './args';
 
-export const STEERING_USAGE = `  branchpoint sweep    --model DIR --prompt TEXT --good TEXT --bad TEXT
+/** `sweep` in the runner's --help (docs/runner.md is generated from it). */
+export const SWEEP_USAGE = `  branchpoint sweep    --model DIR --prompt TEXT --good TEXT --bad TEXT
                        (--vector FILE [--type add|add_norm_preserving|rotate] [--hook TEMPLATE]
                         | --intervention-template JSON)
                        --layers 0,1,2|all --doses -8,-4,0,4,8
-  branchpoint vector   --model DIR --method caa|actadd --hook HOOK --out FILE.npy|.safetensors|.json
-                       (--set FILE.json | --positive TEXT --negative TEXT)
-                       [--position last|mean|marker:STR] [--head H]
+sweep prints {layers, doses, dose_key, hooks, margin: [layer][dose], kl: [layer][dose], unsteered_margin};
+kl = KL(p_unsteered ‖ p_steered) of the next token in nats; margins are first-token margins at the last
+prompt token. The template's hook has {l} for the layer; doses set alpha (add) or theta (rotate, radians).`;
 
-Interventions (margins, generate): --intervention JSON, repeatable, applied in order. Keys:
+/** `vector` in the runner's --help. */
+export const VECTOR_USAGE = `  branchpoint vector   --model DIR --method caa|actadd --hook HOOK --out FILE.npy|.safetensors|.json
+                       (--set FILE.json | --positive TEXT --negative TEXT)
+                       [--position last|mean|marker:STR] [--head H]`;
+
+/** The --intervention flag (margins, generate, and every command that takes one). */
+export const INTERVENTION_USAGE = `Interventions (margins, generate): --intervention JSON, repeatable, applied in order. Keys:
   hook       hook name, e.g. "blocks.3.hook_resid_post" (any [pos, width] hook)
   type       ${INTERVENTION_TYPES.join(' | ')}
   vector     inline numbers, or a .npy/.safetensors/.json file path (width of the hook, or d_head with head),
@@ -41,10 +48,7 @@ Interventions (margins, generate): --intervention JSON, repeatable, applied in o
               {"start": n_prompt} leaves the first new token unsteered)
   steps      {"start": k, "end": m}: generation steps [k, m) (0 = the prompt pass); end optional;
              teacher-forced tokens of a multi-token future carry steps 1, 2, … as if generated
-  e.g. --intervention '{"hook":"blocks.3.hook_resid_post","type":"add","vector":"happy.npy","alpha":4}'
-sweep prints {layers, doses, dose_key, hooks, margin: [layer][dose], kl: [layer][dose], unsteered_margin};
-kl = KL(p_unsteered ‖ p_steered) of the next token in nats; margins are first-token margins at the last
-prompt token. The template's hook has {l} for the layer; doses set alpha (add) or theta (rotate, radians).`;
+  e.g. --intervention '{"hook":"blocks.3.hook_resid_post","type":"add","vector":"happy.npy","alpha":4}'`;
 
 /** Reads a vector file from disk (format from the extension). @throws Error naming the file. */
 export function loadVectorFile(file: string): ImportedVector {
