@@ -13,35 +13,17 @@ import { isQuantFormat } from './model/quant_storage';
 import { WebGpuBackend } from './backend/webgpu';
 import type { Intervention } from './model/intervention';
 import { RunContext } from './model/run_context';
-import { forwardSpan } from './model/span';
 import { splitSaeHook, type SaeAttachment } from './model/sae_site';
-import { contextMessage, type Transformer } from './model/transformer';
+import type { Transformer } from './model/transformer';
 import { checkVocabulary, loadTokenizer } from './tokenizer';
 import { lensMargins, LensStacks, lensTopK, type LensTop } from './model/lens';
-import { logSumExp } from './analysis/margin';
 import { sinkStats } from './analysis/sinks';
 import { residualStats } from './analysis/residual';
-import { seededRandom } from './analysis/sampling';
-import { chooseNextToken, type NextToken, type NextTokenRule } from './model/next_token';
 import { assertFiniteRun } from './model/span';
 import { firstNonFinite, NonFiniteError } from './model/non_finite';
 import { warmUpGeneration } from './model/warm_up';
+import { generateTokens, teacherForcedMargin, type Decoder, type ReadRequest } from './decode';
 import { logSoftmaxCpu } from './ops/logits.cpu';
-
-/**
- * Yields one macrotask so queued messages (a cancel) are handled between tokens. MessageChannel,
- * unlike a nested setTimeout(0), is not clamped to ~4 ms by browsers.
- */
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => {
-    const { port1, port2 } = new MessageChannel();
-    port1.onmessage = () => {
-      port1.close();
-      resolve();
-    };
-    port2.postMessage(null);
-  });
-}
 
 /** Options of one low-level run (see Engine.run). */
 export interface RunOptions {
@@ -70,6 +52,8 @@ export class Engine {
   private readonly lensStacks = new LensStacks();
   /** Prompts and futures ↔ token ids over this model's tokenizer (prompt.ts). */
   readonly prompts: PromptCodec;
+  /** What teacher-forced futures and generation run on (decode.ts). */
+  private readonly decoder: Decoder;
 
   private constructor(
     readonly backend: Backend,
@@ -80,6 +64,7 @@ export class Engine {
   ) {
     const s = model.spec;
     this.prompts = new PromptCodec(adaptTokenizer(tokenizer), { label, dVocab: s.dVocab, bosTokenId: s.bosTokenId, nCtx: s.nCtx, contextLength: model.contextLength }, this.loadWarnings);
+    this.decoder = { model, backend, prompts: this.prompts, assertFinite: (...a) => this.assertFinite(...a) };
     if (backend instanceof WebGpuBackend) {
       void backend.lost.then(() => {
         if (this.disposed) return; // dispose() destroys the device on purpose
@@ -221,7 +206,7 @@ export class Engine {
    * The full prompt analysis, one forward pass capturing the residual stream and the attention, then
    * one function per analysis over the captures: lensMargins (logit-lens margin grid and final-layer
    * margins, model/lens.ts), residualStats (residual norms, massive activations,
-   * analysis/residual.ts), sinkStats (attention sinks, analysis/sinks.ts), sequenceMargin
+   * analysis/residual.ts), sinkStats (attention sinks, analysis/sinks.ts), teacherForcedMargin
    * (teacher-forced, multi-token futures); the residual stack is kept for lens top tokens (lensTop).
    * Definitions: DESIGN.md §3 (nostalgebraist 2020 logit lens with LN_f recomputed per vector;
    * Gu et al. 2024 sinks; Sun et al. 2024 massive activations).
@@ -254,7 +239,7 @@ export class Engine {
       }
       const sinks = sinkStats(patterns, values, s.nHeads, s.nKvHeads, s.dHead, T, req.sinkEps ?? 0.3);
       // The KV cache now holds the prompt: each branch continues from it.
-      const sequenceMargin = await this.sequenceMargin(logSoftmaxCpu(lastHost, lastHost.length), ids, good, bad, interventions);
+      const sequenceMargin = await teacherForcedMargin(this.decoder, logSoftmaxCpu(lastHost, lastHost.length), ids, good, bad, interventions);
       return {
         warnings: this.prompts.futureWarnings(req, good, bad),
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
@@ -271,7 +256,7 @@ export class Engine {
    * A request's prompt ids, its two futures resolved in context and its interventions, checked.
    * @throws Error for a bad prompt or future (PromptCodec) or an unknown intervention hook.
    */
-  private readRequest(req: AnalyseRequest | GenerateRequest): { promptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture; interventions: readonly Intervention[] } {
+  private readRequest(req: AnalyseRequest | GenerateRequest): ReadRequest {
     const promptIds = this.encodePrompt(req);
     const good = this.resolveFuture(promptIds, req.good, req, 'good');
     const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
@@ -305,52 +290,6 @@ export class Engine {
   }
 
   /**
-   * Teacher-forced sequence margin log p(good | prompt) − log p(bad | prompt) at the final layer,
-   * log p(future | prompt) = logsumexp over the future's sequences of Σ_j log p(s_j | prompt, s_<j).
-   * Each sequence continues from the prompt already in the KV cache; branch token j (position T + j)
-   * carries generation step j + 1, as if generated, so step windows act here as in generate()
-   * (DESIGN.md §2).
-   * @param first log-probs [V] after the last prompt token; promptIds the prompt [T].
-   */
-  private async sequenceMargin(first: Float32Array, promptIds: readonly number[], good: ResolvedFuture, bad: ResolvedFuture, interventions: readonly Intervention[]): Promise<number> {
-    const T = promptIds.length, V = this.spec.dVocab;
-    const logProb = async (f: ResolvedFuture): Promise<number> => {
-      const per: number[] = [];
-      for (const seq of f.sequences) {
-        let lp = first[seq[0]];
-        if (seq.length > 1) {
-          if (T + seq.length - 1 > this.model.contextLength) throw new Error(`prompt plus future: ${contextMessage(T + seq.length - 1, this.spec.nCtx, this.model.contextLength)}`);
-          const ids = [...promptIds, ...seq.slice(0, -1)];
-          const { logits } = await forwardSpan(this.model, ids, T, ids.length, { nPrompt: T, interventions, logits: 'all', unchecked: true });
-          await this.assertFinite(logits!, 'the logits of a future branch', ids, T, interventions);
-          for (let j = 1; j < seq.length; j++) lp += logSoftmaxCpu(logits!.subarray((j - 1) * V, j * V), V)[seq[j]];
-        }
-        per.push(lp);
-      }
-      return logSumExp(per);
-    };
-    return (await logProb(good)) - (await logProb(bad));
-  }
-
-  /**
-   * Forward of seq[pos0..] (step `step`; rows before pos0 are in the KV cache), then the next token
-   * chosen on the device (model/next_token.ts).
-   * @throws NonFiniteError when the chosen token's log-prob or the margin is not finite (NaN/Inf logits).
-   */
-  private async step(seq: readonly number[], pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
-    const ctx = new RunContext(this.backend, { pos0, n: seq.length - pos0, nPrompt, step }, undefined, interventions);
-    const logits = this.model.forward(Int32Array.from(seq.slice(pos0)), ctx, 'last')!;
-    let next: NextToken;
-    try {
-      next = await chooseNextToken(this.backend, logits, rule);
-    } finally {
-      this.backend.release(logits);
-    }
-    await this.assertFinite([next.logProb, next.margin], step === 0 ? 'the logits' : `the logits at generation step ${step}`, seq, nPrompt, interventions);
-    return next;
-  }
-
-  /**
    * @throws NonFiniteError naming the hook, layer and position where the first NaN/Inf appeared
    *   (located by re-running seq with captures, model/span.ts) when `values` are not all finite.
    */
@@ -360,40 +299,13 @@ export class Engine {
 
   /**
    * Generates token by token through the KV cache, recording the margin of the two futures at
-   * every step (DESIGN.md §3 "Margin curve during generation"). Step k's forward pass reads the
-   * token chosen at step k−1; interventions with a step window act only on the steps inside it.
+   * every step (decode.ts generateTokens; DESIGN.md §3 "Margin curve during generation").
    * @param onToken called once per new token, as soon as it is chosen.
    * @param signal aborts between tokens (stop = 'cancelled').
    * @throws Error for a bad prompt, future or intervention.
    */
-  async generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
-    const { promptIds, good, bad, interventions } = this.readRequest(req);
-    const T = promptIds.length;
-    const rand = seededRandom(req.seed ?? 0);
-    const eos = req.stopAtEos === false ? [] : this.spec.eosTokenIds;
-    const ids: number[] = [], margins: number[] = [], tokens: string[] = [];
-    const nextToken = this.prompts.tokenStream(promptIds);
-    let stop: Generation['stop'] = 'length';
-    const rule: NextTokenRule = { temperature: req.temperature ?? 0, topK: req.topK ?? 0, rand, good: good.firstIds, bad: bad.firstIds };
-    let next = await this.step(promptIds, 0, T, 0, interventions, rule);
-    for (let step = 0; step < req.maxNewTokens; step++) {
-      await yieldToEventLoop(); // let a cancel message in between tokens
-      if (signal?.aborted) { stop = 'cancelled'; break; }
-      const { id, margin, logProb } = next;
-      ids.push(id);
-      margins.push(margin);
-      tokens.push(nextToken(id));
-      onToken?.({ step, id, token: tokens[step], margin, logProb });
-      if (eos.includes(id)) { stop = 'eos'; break; }
-      if (step + 1 >= req.maxNewTokens) break;
-      if (T + ids.length >= this.model.contextLength) { stop = 'context'; break; }
-      next = await this.step([...promptIds, ...ids], T + ids.length - 1, T, step + 1, interventions, rule);
-    }
-    return {
-      warnings: this.promptWarnings(req),
-      promptIds, ids, margins, stop, tokens,
-      text: this.continuationText(promptIds, ids),
-    };
+  generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
+    return generateTokens(this.decoder, this.readRequest(req), req, onToken, signal);
   }
 
   /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */
