@@ -1,5 +1,6 @@
 import type { Backend, LinearFusion, Tensor } from '../backend/backend';
 import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from './spec';
+import { checkBlockWeights } from './spec_checks';
 import type { RunContext } from './run_context';
 
 /**
@@ -41,8 +42,13 @@ export class Transformer {
    */
   positionsRun = 0;
 
-  /** @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)). */
+  /**
+   * @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)).
+   * @throws Error when a block's weights disagree with the spec's gatedMlp, sandwichNorms or qkNorm
+   *   (checkBlockWeights), before the KV cache is allocated.
+   */
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights, contextLength = DEFAULT_CONTEXT_LENGTH) {
+    checkBlockWeights(spec, weights);
     this.contextLength = Math.min(spec.nCtx, contextLength);
     const kvW = spec.nKvHeads * spec.dHead;
     this.kCache = Array.from({ length: spec.nLayers }, () => backend.zeros([this.contextLength, kvW]));
