@@ -23,13 +23,21 @@ export interface ModelSpec {
   /** 1 for Gemma's (1 + w) RMSNorm, else 0. */
   normOffset: number;
   act: Activation;
-  /** MLP is down(act(gate(x)) · up(x)) when true, down(act(up(x))) when false. */
+  /**
+   * MLP is down(act(gate(x)) · up(x)) (SwiGLU / GeGLU) when true, down(act(up(x))) when false.
+   * The block wires its MLP by this flag; the Transformer refuses weights whose blocks hold a gate
+   * projection exactly where it is false (model/spec_checks.ts checkBlockWeights), as for
+   * sandwichNorms and qkNorm.
+   */
   gatedMlp: boolean;
   /** GPT-NeoX use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x)); no hook_resid_mid. */
   parallelResidual: boolean;
-  /** Gemma 2 post_attention_layernorm / post_feedforward_layernorm on each branch output. */
+  /**
+   * Gemma 2 post_attention_layernorm / post_feedforward_layernorm on each branch output
+   * (BlockWeights.postAttnNorm, postMlpNorm; hook_attn_out / hook_mlp_out are after them).
+   */
   sandwichNorms: boolean;
-  /** Qwen3 q_norm / k_norm: per-head RMSNorm before RoPE. */
+  /** Qwen3 / Gemma 3 q_norm / k_norm: per-head RMSNorm over d_head before RoPE (BlockWeights.qNorm, kNorm). */
   qkNorm: boolean;
   positional: 'rotary' | 'learned';
   /** Number of leading dims per head that rotate (head_dim · partial_rotary_factor). */
@@ -58,7 +66,11 @@ export interface ModelSpec {
 export interface LinearWeights { w: Tensor; b?: Tensor }
 export interface NormWeights { w: Tensor; b?: Tensor }
 
-/** One block's weights in canonical form: every linear in nn.Linear layout [out, in], fused projections split. */
+/**
+ * One block's weights in canonical form: every linear in nn.Linear layout [out, in], fused
+ * projections split. The optional fields are present exactly where the spec's flag says
+ * (gate ⇔ gatedMlp, postAttnNorm / postMlpNorm ⇔ sandwichNorms, qNorm / kNorm ⇔ qkNorm).
+ */
 export interface BlockWeights {
   ln1: NormWeights;
   ln2: NormWeights;
@@ -66,11 +78,15 @@ export interface BlockWeights {
   k: LinearWeights;
   v: LinearWeights;
   o: LinearWeights;
+  /** [d_head], shared by every head (qkNorm). */
   qNorm?: Tensor;
+  /** [d_head] (qkNorm). */
   kNorm?: Tensor;
+  /** [d_model] (sandwichNorms). */
   postAttnNorm?: NormWeights;
+  /** [d_model] (sandwichNorms). */
   postMlpNorm?: NormWeights;
-  /** Present for gated MLPs (SwiGLU / GeGLU). */
+  /** [d_mlp, d_model] (gatedMlp: SwiGLU / GeGLU). */
   gate?: LinearWeights;
   up: LinearWeights;
   down: LinearWeights;

@@ -31,7 +31,11 @@ export type Upload = (data: Float32Array, shape: number[], name?: string, quant?
 export interface Architecture {
   /** HF `model_type` values this file handles. */
   modelTypes: string[];
-  /** Config → spec. @throws Error when a required config key is missing or unsupported. */
+  /**
+   * Config → spec. Its wiring flags (gatedMlp, sandwichNorms, qkNorm) must match the block weights
+   * `weights` returns: the Transformer refuses a mismatch (model/spec_checks.ts checkBlockWeights).
+   * @throws Error when a required config key is missing or unsupported.
+   */
   spec(config: HFConfig): ModelSpec;
   /**
    * Reads, converts ([in,out] → [out,in], fused splits) and uploads the weights. `config` is the

@@ -115,7 +115,7 @@ export interface QkvFusion {
 /**
  * Fused kernels a backend may offer for few-row (decode) calls, where dispatches rather than
  * arithmetic bound a block. The forward pass uses them only where the hooks they fuse over are
- * neither captured nor intervened on (model/transformer.ts).
+ * neither captured nor intervened on (model/fusion_plan.ts).
  */
 export interface FusedOps {
   /** Largest row count n the fused kernels take. */

@@ -1,11 +1,12 @@
 /**
  * Checks of a ModelSpec against itself and against the checkpoint, before the weights are
  * uploaded and the KV cache allocated (issue #8: config numbers that allocate or loop without
- * bound, or that disagree with the file). The per-key bounds are in arch/config.ts CONFIG_BOUNDS;
- * these are the relations between keys.
+ * bound, or that disagree with the file), and of the spec's wiring flags against the uploaded
+ * block weights (checkBlockWeights, before the KV cache is allocated). The per-key bounds are in
+ * arch/config.ts CONFIG_BOUNDS; these are the relations between keys.
  */
 import type { WeightSource } from '../arch/types';
-import type { ModelSpec } from '../arch/spec';
+import type { BlockWeights, ModelSpec, ModelWeights } from '../arch/spec';
 
 /**
  * @throws Error naming the config keys, their values and the rule: num_key_value_heads must
@@ -38,4 +39,46 @@ export function checkpointLayers(src: WeightSource): number {
 export function checkLayersAgainstCheckpoint(s: ModelSpec, src: WeightSource, label: string): void {
   const n = checkpointLayers(src);
   if (n > 0 && n !== s.nLayers) throw new Error(`${label}: config.json gives ${s.nLayers} layers (num_hidden_layers / n_layer) but the checkpoint holds blocks 0..${n - 1} (${n} layers)`);
+}
+
+/**
+ * The block weights each wiring flag of the spec requires: present when the flag is set, absent
+ * when it is not (the forward pass reads the flags, so a weight it would skip or miss is refused).
+ */
+const FLAG_WEIGHTS: readonly { flag: 'gatedMlp' | 'sandwichNorms' | 'qkNorm'; fields: readonly { field: keyof BlockWeights; what: string }[] }[] = [
+  { flag: 'gatedMlp', fields: [{ field: 'gate', what: 'gate projection (HF mlp.gate_proj, or the gate half of gate_up_proj)' }] },
+  {
+    flag: 'sandwichNorms',
+    fields: [
+      { field: 'postAttnNorm', what: 'post-attention sandwich norm (HF Gemma 2 post_attention_layernorm)' },
+      { field: 'postMlpNorm', what: 'post-MLP sandwich norm (HF post_feedforward_layernorm)' },
+    ],
+  },
+  {
+    flag: 'qkNorm',
+    fields: [
+      { field: 'qNorm', what: 'query norm (HF self_attn.q_norm)' },
+      { field: 'kNorm', what: 'key norm (HF self_attn.k_norm)' },
+    ],
+  },
+];
+
+/**
+ * Checks the spec's wiring flags against every block's weights: gate ⇔ gatedMlp, postAttnNorm and
+ * postMlpNorm ⇔ sandwichNorms, qNorm and kNorm ⇔ qkNorm. A disagreement is an architecture file's
+ * bug (its spec and its weight names out of step), caught at load rather than as wrong numbers.
+ * @throws Error naming the layer, the flag, its value and the missing or unexpected weight; also
+ *   when the weights hold another number of blocks than the spec's n_layers.
+ */
+export function checkBlockWeights(s: ModelSpec, w: ModelWeights): void {
+  if (w.blocks.length !== s.nLayers) throw new Error(`the weights hold ${w.blocks.length} blocks, the spec ${s.nLayers} layers (num_hidden_layers)`);
+  w.blocks.forEach((bw, l) => {
+    for (const { flag, fields } of FLAG_WEIGHTS) {
+      for (const { field, what } of fields) {
+        const has = bw[field] !== undefined;
+        if (s[flag] && !has) throw new Error(`layer ${l}: ModelSpec.${flag} is true (${s.modelType}) but the block has no ${what}: BlockWeights.${field} is missing`);
+        if (!s[flag] && has) throw new Error(`layer ${l}: ModelSpec.${flag} is false (${s.modelType}) but the block holds a ${what}: BlockWeights.${field} is unexpected (the forward pass would ignore it)`);
+      }
+    }
+  });
 }

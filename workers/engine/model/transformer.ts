@@ -1,5 +1,7 @@
-import type { Backend, LinearFusion, Tensor } from '../backend/backend';
-import type { BlockWeights, ModelSpec, ModelWeights, NormWeights } from '../arch/spec';
+import type { Backend, FusedOps, LinearFusion, Tensor } from '../backend/backend';
+import { blockWiring, planFusion, type BlockWiring, type FusionPlan } from './fusion_plan';
+import type { LinearWeights, ModelSpec, ModelWeights, NormWeights } from '../arch/spec';
+import { checkBlockWeights } from './spec_checks';
 import type { RunContext } from './run_context';
 
 /**
@@ -22,12 +24,16 @@ export type LogitRows = 'all' | 'last' | 'none';
 
 /**
  * The one shared decoder-only transformer forward pass, parameterised by a ModelSpec
- * (architecture differences are data, not code paths copied per family). Holds the weights and a
- * KV cache preallocated for `contextLength` positions (no per-step reallocation).
+ * (architecture differences are data, not code paths copied per family: the block's wiring is the
+ * spec's gatedMlp, sandwichNorms, qkNorm and parallelResidual). Holds the weights and a KV cache
+ * preallocated for `contextLength` positions (no per-step reallocation). Fused decode kernels are
+ * chosen per block call by model/fusion_plan.ts.
  */
 export class Transformer {
   private readonly kCache: Tensor[];
   private readonly vCache: Tensor[];
+  /** The spec's block wiring, which every block call's FusionPlan starts from. */
+  private readonly wiring: BlockWiring;
   /** Positions the KV cache holds: min(n_ctx, the requested length). */
   readonly contextLength: number;
   /**
@@ -41,14 +47,21 @@ export class Transformer {
    */
   positionsRun = 0;
 
-  /** @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)). */
+  /**
+   * @param contextLength KV-cache positions to allocate (default min(n_ctx, DEFAULT_CONTEXT_LENGTH)).
+   * @throws Error when a block's weights disagree with the spec's gatedMlp, sandwichNorms or qkNorm
+   *   (checkBlockWeights), before the KV cache is allocated.
+   */
   constructor(readonly backend: Backend, readonly spec: ModelSpec, readonly weights: ModelWeights, contextLength = DEFAULT_CONTEXT_LENGTH) {
+    checkBlockWeights(spec, weights);
+    this.wiring = blockWiring(spec);
     this.contextLength = Math.min(spec.nCtx, contextLength);
     const kvW = spec.nKvHeads * spec.dHead;
     this.kCache = Array.from({ length: spec.nLayers }, () => backend.zeros([this.contextLength, kvW]));
     this.vCache = Array.from({ length: spec.nLayers }, () => backend.zeros([this.contextLength, kvW]));
   }
 
+  /** The spec's norm (RMSNorm with its offset, or LayerNorm) of each row: x [n, d] → [n, d]. */
   private norm(x: Tensor, w: NormWeights): Tensor {
     const s = this.spec;
     return s.norm === 'rms' ? this.backend.rmsNorm(x, w.w, s.normEps, s.normOffset) : this.backend.layerNorm(x, w.w, w.b, s.normEps);
@@ -109,51 +122,32 @@ export class Transformer {
     return logits;
   }
 
+  /**
+   * One decoder block on the call's rows pos0..pos0+n−1, in the order of llama2.c `transformer()`
+   * (and HF `*DecoderLayer.forward`): attention, residual, MLP, residual, firing the hooks
+   * blocks.{l}.* (hooks.ts) where their values are made. The wiring is the spec's (gatedMlp,
+   * sandwichNorms, qkNorm, parallelResidual); the fused kernels, the call's FusionPlan.
+   * @param resid the residual stream [pos, d_model] (ownership passes to the block).
+   * @returns hook_resid_post [pos, d_model].
+   */
   private block(l: number, resid: Tensor, ctx: RunContext): Tensor {
-    const s = this.spec, b = this.backend, bw: BlockWeights = this.weights.blocks[l];
+    const s = this.spec, b = this.backend, bw = this.weights.blocks[l];
     const h = `blocks.${l}.`;
-    const { pos0, n } = ctx.site;
+    const plan = planFusion(this.wiring, b.fused, ctx.site.n, (name) => ctx.touches(h + name));
     const x = ctx.fire(`${h}hook_resid_pre`, resid); // [pos, d_model]
-    // Fused decode kernels (backend.fused) replace op chains whose intermediate hooks nobody
-    // captures or intervenes on: a touched hook splits the fusion there (same values either way).
-    const fz = b.fused && n <= b.fused.maxRows ? b.fused : null;
-    const foldNorm = (hook: string, w: NormWeights): LinearFusion['norm'] | undefined =>
-      fz?.foldsNorm && s.norm === 'rms' && !ctx.touches(hook) ? { w: w.w, eps: s.normEps, offset: s.normOffset } : undefined;
 
-    // --- attention ---
-    const ln1 = foldNorm(`${h}ln1.hook_normalized`, bw.ln1);
-    const n1 = ln1 ? x : ctx.fire(`${h}ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
-    const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
-    // q, k, v, RoPE and the KV-cache write in one dispatch when hook_q/k/v are untouched (QK-norm
-    // models take the split ops: the per-head norm needs a whole head's outputs)
-    const splitQkv = !fz || !!bw.qNorm || ['q', 'k', 'v'].some((t) => ctx.touches(`${h}attn.hook_${t}`));
-    let q = splitQkv ? null : fz!.qkv({
-      x: n1, q: bw.q, k: bw.k, v: bw.v, norm: ln1, rope: s.positional === 'rotary' ? { rotaryDims: s.rotaryDims, invFreq } : undefined,
-      nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead, kCache: this.kCache[l], vCache: this.vCache[l], pos0,
-    });
-    if (!q) q = this.qkvSplit(l, n1, ln1, ctx);
-    if (!ln1) b.release(n1);
-    const wantPattern = ctx.wants(`${h}attn.hook_pattern`);
-    const wantScores = ctx.wants(`${h}attn.hook_attn_scores`);
-    const att = b.attention(q, this.kCache[l], this.vCache[l], {
-      n, past: pos0, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead,
-      scale: s.attnScale, softcap: s.attnSoftcap, window: s.windows[l], wantPattern, wantScores,
-    });
-    b.release(q);
-    if (att.scores) b.release(ctx.fire(`${h}attn.hook_attn_scores`, att.scores)); // [head, query, key]
-    if (att.pattern) b.release(ctx.fire(`${h}attn.hook_pattern`, att.pattern)); // [head, query, key]
-    const z = ctx.fire(`${h}attn.hook_z`, att.z); // [pos, n_heads·d_head]
+    // attention: z = softmax(q·kᵀ·scale + mask)·v over the cached keys and values
+    const q = this.queryKeyValue(l, x, plan, ctx); // [pos, n_heads·d_head]; k, v → KV cache rows pos0..
+    const z = this.attend(l, q, ctx); // [pos, n_heads·d_head]
 
-    // resid_mid = x + W_O·z: the add folds into the projection's epilogue when hook_attn_out is untouched
-    let mid: Tensor | null = null;
+    // residual: resid_mid = x + attn_out (GPT-NeoX's parallel residual has none: the MLP reads x too)
     let attnOut: Tensor | null = null;
-    if (fz && !s.parallelResidual && !bw.postAttnNorm && !ctx.touches(`${h}hook_attn_out`)) {
-      mid = ctx.fire(`${h}hook_resid_mid`, fz.linear(z, bw.o.w, bw.o.b, { residual: x })); // [pos, d_model]
+    let mid: Tensor | null = null;
+    if (plan.attnOutResidual) {
+      mid = ctx.fire(`${h}hook_resid_mid`, plan.ops!.linear(z, bw.o.w, bw.o.b, { residual: x })); // [pos, d_model]
       b.release(x);
     } else {
-      attnOut = b.linear(z, bw.o.w, bw.o.b);
-      if (bw.postAttnNorm) attnOut = this.swap(attnOut, this.norm(attnOut, bw.postAttnNorm));
-      attnOut = ctx.fire(`${h}hook_attn_out`, attnOut); // [pos, d_model]
+      attnOut = ctx.fire(`${h}hook_attn_out`, this.branchOut(z, bw.o, bw.postAttnNorm)); // [pos, d_model]
       if (!s.parallelResidual) {
         mid = ctx.fire(`${h}hook_resid_mid`, b.add(x, attnOut)); // [pos, d_model]
         b.release(x); b.release(attnOut);
@@ -162,38 +156,16 @@ export class Transformer {
     }
     b.release(z);
 
-    // --- MLP --- (GPT-NeoX's parallel residual: both branches read x; no hook_resid_mid)
-    const mlpIn = mid ?? x;
-    const ln2 = foldNorm(`${h}ln2.hook_normalized`, bw.ln2);
-    const n2 = ln2 ? mlpIn : ctx.fire(`${h}ln2.hook_normalized`, this.norm(mlpIn, bw.ln2)); // [pos, d_model]
-    const ln2Fusion: LinearFusion = ln2 ? { norm: ln2 } : {};
-    let post: Tensor;
-    if (bw.gate && fz && !ctx.touches(`${h}mlp.hook_pre`)) {
-      post = fz.linear(n2, bw.gate.w, bw.gate.b, { ...ln2Fusion, gateUp: { w: bw.up.w, bias: bw.up.b, act: s.act } }); // act(gate)·up in one
-    } else {
-      const lin = (p: { w: Tensor; b?: Tensor }): Tensor => (ln2 ? fz!.linear(n2, p.w, p.b, ln2Fusion) : b.linear(n2, p.w, p.b));
-      const pre = ctx.fire(`${h}mlp.hook_pre`, lin(bw.gate ?? bw.up)); // [pos, d_mlp]
-      if (bw.gate) {
-        const upv = lin(bw.up);
-        post = b.gatedAct(pre, upv, s.act);
-        b.release(upv);
-      } else {
-        post = b.act(pre, s.act);
-      }
-      b.release(pre);
-    }
-    if (!ln2) b.release(n2);
-    post = ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
+    // MLP: post = act(W_gate·ln2(·)) ⊙ W_up·ln2(·) (gated) or act(W_up·ln2(·))
+    const post = this.mlp(l, mid ?? x, plan, ctx); // [pos, d_mlp]
 
-    // resid_post = resid_mid + W_out·post (the add folded when hook_mlp_out is untouched)
+    // residual: resid_post = resid_mid + mlp_out (parallel: x + attn_out + mlp_out)
     let out: Tensor;
-    if (mid && fz && !bw.postMlpNorm && !ctx.touches(`${h}hook_mlp_out`)) {
-      out = fz.linear(post, bw.down.w, bw.down.b, { residual: mid });
-      b.release(mid);
+    if (plan.mlpOutResidual) {
+      out = plan.ops!.linear(post, bw.down.w, bw.down.b, { residual: mid! });
+      b.release(mid!);
     } else {
-      let mlpOut = b.linear(post, bw.down.w, bw.down.b);
-      if (bw.postMlpNorm) mlpOut = this.swap(mlpOut, this.norm(mlpOut, bw.postMlpNorm));
-      mlpOut = ctx.fire(`${h}hook_mlp_out`, mlpOut); // [pos, d_model]
+      const mlpOut = ctx.fire(`${h}hook_mlp_out`, this.branchOut(post, bw.down, bw.postMlpNorm)); // [pos, d_model]
       if (mid) {
         out = b.add(mid, mlpOut);
         b.release(mid);
@@ -209,30 +181,119 @@ export class Transformer {
   }
 
   /**
+   * ln1 and the attention input: the fused q/k/v kernel where the plan allows it and the kernel
+   * takes the case, else qkvSplit. Fires ln1.hook_normalized unless ln1 is folded.
+   * @param x hook_resid_pre [pos, d_model] (not released).
+   * @returns q [pos, n_heads·d_head], with k and v written into the KV cache rows pos0...
+   */
+  private queryKeyValue(l: number, x: Tensor, plan: FusionPlan, ctx: RunContext): Tensor {
+    const s = this.spec, b = this.backend, bw = this.weights.blocks[l];
+    const ln1 = plan.foldLn1 ? this.foldedNorm(bw.ln1) : undefined;
+    const n1 = ln1 ? x : ctx.fire(`blocks.${l}.ln1.hook_normalized`, this.norm(x, bw.ln1)); // [pos, d_model]
+    const rope = s.positional === 'rotary' ? { rotaryDims: s.rotaryDims, invFreq: s.invFreqPerLayer?.[l] ?? s.invFreq } : undefined;
+    const fused = plan.qkv
+      ? plan.ops!.qkv({ x: n1, q: bw.q, k: bw.k, v: bw.v, norm: ln1, rope, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead, kCache: this.kCache[l], vCache: this.vCache[l], pos0: ctx.site.pos0 })
+      : null;
+    const q = fused ?? this.qkvSplit(l, n1, ln1 ? { ops: plan.ops!, norm: ln1 } : undefined, ctx);
+    if (!ln1) b.release(n1);
+    return q;
+  }
+
+  /**
+   * Causal (optionally sliding-window, soft-capped) attention of q over the cache rows 0..pos0+n−1,
+   * firing attn.hook_attn_scores and attn.hook_pattern [head, query_pos, key_pos] (made only when
+   * captured) and attn.hook_z.
+   * @param q [pos, n_heads·d_head] (released).
+   * @returns z [pos, n_heads·d_head] (after hook_z).
+   */
+  private attend(l: number, q: Tensor, ctx: RunContext): Tensor {
+    const s = this.spec, b = this.backend;
+    const h = `blocks.${l}.`;
+    const { pos0, n } = ctx.site;
+    const att = b.attention(q, this.kCache[l], this.vCache[l], {
+      n, past: pos0, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead,
+      scale: s.attnScale, softcap: s.attnSoftcap, window: s.windows[l],
+      wantPattern: ctx.wants(`${h}attn.hook_pattern`), wantScores: ctx.wants(`${h}attn.hook_attn_scores`),
+    });
+    b.release(q);
+    if (att.scores) b.release(ctx.fire(`${h}attn.hook_attn_scores`, att.scores)); // [head, query_pos, key_pos]
+    if (att.pattern) b.release(ctx.fire(`${h}attn.hook_pattern`, att.pattern)); // [head, query_pos, key_pos]
+    return ctx.fire(`${h}attn.hook_z`, att.z); // [pos, n_heads·d_head]
+  }
+
+  /**
+   * ln2 and the MLP up to its activation, firing ln2.hook_normalized (unless folded), mlp.hook_pre
+   * (the gate projection of a gated MLP; skipped by the fused act(gate)·up kernel) and mlp.hook_post.
+   * @param xIn the MLP's input [pos, d_model]: resid_mid, or x with parallel residual (not released).
+   * @returns hook_post [pos, d_mlp].
+   */
+  private mlp(l: number, xIn: Tensor, plan: FusionPlan, ctx: RunContext): Tensor {
+    const s = this.spec, b = this.backend, bw = this.weights.blocks[l];
+    const h = `blocks.${l}.`;
+    const ln2: LinearFusion = plan.foldLn2 ? { norm: this.foldedNorm(bw.ln2) } : {};
+    const n2 = plan.foldLn2 ? xIn : ctx.fire(`${h}ln2.hook_normalized`, this.norm(xIn, bw.ln2)); // [pos, d_model]
+    let post: Tensor;
+    if (plan.gateUp) {
+      post = plan.ops!.linear(n2, bw.gate!.w, bw.gate!.b, { ...ln2, gateUp: { w: bw.up.w, bias: bw.up.b, act: s.act } }); // act(gate)·up in one
+    } else {
+      const lin = (p: LinearWeights): Tensor => (plan.foldLn2 ? plan.ops!.linear(n2, p.w, p.b, ln2) : b.linear(n2, p.w, p.b));
+      const pre = ctx.fire(`${h}mlp.hook_pre`, lin(s.gatedMlp ? bw.gate! : bw.up)); // [pos, d_mlp]
+      if (s.gatedMlp) {
+        const up = lin(bw.up); // [pos, d_mlp]
+        post = b.gatedAct(pre, up, s.act);
+        b.release(up);
+      } else {
+        post = b.act(pre, s.act);
+      }
+      b.release(pre);
+    }
+    if (!plan.foldLn2) b.release(n2);
+    return ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
+  }
+
+  /**
+   * A branch's output projection W·x + b [pos, d_model], then Gemma 2's sandwich norm
+   * (post_attention_layernorm / post_feedforward_layernorm) when the spec has them.
+   * @param x z [pos, n_heads·d_head] or post [pos, d_mlp] (not released).
+   */
+  private branchOut(x: Tensor, p: LinearWeights, postNorm: NormWeights | undefined): Tensor {
+    const y = this.backend.linear(x, p.w, p.b);
+    return this.spec.sandwichNorms ? this.swap(y, this.norm(y, postNorm!)) : y;
+  }
+
+  /** An RMSNorm as a fused kernel's prologue (LinearFusion.norm). */
+  private foldedNorm(w: NormWeights): LinearFusion['norm'] {
+    const s = this.spec;
+    return { w: w.w, eps: s.normEps, offset: s.normOffset };
+  }
+
+  /**
    * The attention input op by op: q/k/v projections (ln1 folded in when `ln1` is given), QK-norm,
    * RoPE, the hooks hook_q/k/v, and k, v written into the KV cache rows pos0...
+   * @param n1 ln1's output [pos, d_model], or hook_resid_pre when `ln1` folds the norm (not released).
    * @returns q [pos, n_heads·d_head] (after hook_q).
    */
-  private qkvSplit(l: number, n1: Tensor, ln1: LinearFusion['norm'], ctx: RunContext): Tensor {
+  private qkvSplit(l: number, n1: Tensor, ln1: { ops: FusedOps; norm: LinearFusion['norm'] } | undefined, ctx: RunContext): Tensor {
     const s = this.spec, b = this.backend, bw = this.weights.blocks[l];
     const h = `blocks.${l}.`;
     const { pos0 } = ctx.site;
-    const proj = (p: { w: Tensor; b?: Tensor }): Tensor => (ln1 ? b.fused!.linear(n1, p.w, p.b, { norm: ln1 }) : b.linear(n1, p.w, p.b));
+    const proj = (p: LinearWeights): Tensor => (ln1 ? ln1.ops.linear(n1, p.w, p.b, { norm: ln1.norm }) : b.linear(n1, p.w, p.b));
     let q = proj(bw.q); // [pos, n_heads·d_head]
     let k = proj(bw.k); // [pos, n_kv_heads·d_head]
-    const v0 = proj(bw.v);
-    if (bw.qNorm && bw.kNorm) {
-      q = this.swap(q, b.rmsNorm(q, bw.qNorm, s.normEps, s.normOffset));
-      k = this.swap(k, b.rmsNorm(k, bw.kNorm, s.normEps, s.normOffset));
+    const v0 = proj(bw.v); // [pos, n_kv_heads·d_head]
+    if (s.qkNorm) {
+      // per-head RMSNorm over d_head (Qwen3 / Gemma 3 q_norm, k_norm), before RoPE
+      q = this.swap(q, b.rmsNorm(q, bw.qNorm!, s.normEps, s.normOffset));
+      k = this.swap(k, b.rmsNorm(k, bw.kNorm!, s.normEps, s.normOffset));
     }
     if (s.positional === 'rotary') {
       const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
       q = this.swap(q, b.rope(q, s.nHeads, s.dHead, s.rotaryDims, pos0, invFreq));
       k = this.swap(k, b.rope(k, s.nKvHeads, s.dHead, s.rotaryDims, pos0, invFreq));
     }
-    q = ctx.fire(`${h}attn.hook_q`, q);
-    k = ctx.fire(`${h}attn.hook_k`, k);
-    const v = ctx.fire(`${h}attn.hook_v`, v0);
+    q = ctx.fire(`${h}attn.hook_q`, q); // [pos, n_heads·d_head]
+    k = ctx.fire(`${h}attn.hook_k`, k); // [pos, n_kv_heads·d_head]
+    const v = ctx.fire(`${h}attn.hook_v`, v0); // [pos, n_kv_heads·d_head]
     b.writeRows(this.kCache[l], k, pos0);
     b.writeRows(this.vCache[l], v, pos0);
     b.release(k); b.release(v);
