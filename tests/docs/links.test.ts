@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 /**
- * Every relative link in README.md and docs/*.md points at a file of the repository, and every
+ * Every relative link (markdown or HTML src/href) in README.md and docs/*.md points at a file of the repository, and every
  * #anchor at a heading of its target (GitHub's heading ids: lower case, punctuation dropped,
  * spaces as hyphens, repeats numbered -1, -2, …). Links inside code (fenced or `inline`) are text.
  */
@@ -42,11 +42,12 @@ function anchors(file: string): Set<string> {
   return ids;
 }
 
-/** [text](target) and ![alt](target) links of a markdown file, with their line numbers. */
+/** [text](target) and ![alt](target) links, and HTML src="…" / href="…" attributes, of a markdown file, with their line numbers. */
 function links(file: string): { line: number; target: string }[] {
   const out: { line: number; target: string }[] = [];
   prose(fs.readFileSync(path.join(ROOT, file), 'utf8')).forEach((text, i) => {
     for (const m of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push({ line: i + 1, target: m[1] });
+    for (const m of text.matchAll(/<(?:img|a)\s[^>]*?\b(?:src|href)="([^"]+)"/g)) out.push({ line: i + 1, target: m[1] });
   });
   return out;
 }
