@@ -3,7 +3,8 @@
  * types only; the worker implements `InferenceApi`. Progress and token streams are callbacks
  * passed through `Comlink.proxy`; large arrays come back as transferables. Every request that takes
  * interventions carries them as its `specs` field (SpecRequest); every study reports `Progress`
- * (engine/progress.ts), or a shape extending it.
+ * (engine/progress.ts), or a shape extending it. The studies' methods (sweep, probe, patching, …)
+ * are not written here: StudyApi reads them off the studies' table (engine/studies/registry.ts).
  */
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './engine/api';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
@@ -67,7 +68,6 @@ export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/pa
 
 export type { ProbeRequest, ProbeResult, WindowContinuation, WindowResult, WindowScore };
 
-
 /** Where a model comes from. */
 export type ModelSource =
   /** A folder served over HTTP: the dev server's /models/<name>/ or a self-hosted mirror prefix. */
@@ -116,7 +116,6 @@ export interface WorkerStatus {
    */
   deviceLost: string | null;
 }
-
 
 /** A fork of the branch tree: node `from` forced at absolute `position` to token `tokenId`, under the specs (when draw.steered). */
 export interface ForkRequest extends SpecRequest {
