@@ -2,10 +2,12 @@
  * The runner's one table of commands. Each row: its name, its usage block (for --help and the
  * generated docs/runner.md: `npx tsx tools/runner_doc.ts --write`), whether it reads --prompt
  * before it runs (then the prompt is required and its warnings go to stderr first), and how it runs
- * on a loaded engine. Adding a command = one row here + its module in cli/.
+ * on a loaded engine. Adding a command = one row here + its module in cli/ (a study of the studies'
+ * table runs from its row: `run: (c) => STUDIES.name.run(c.study, request)`), then regenerate the doc.
  */
 import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
+import type { StudyContext } from '../workers/engine/studies/registry';
 import type { Args } from './args';
 import { GENERATE_USAGE, generateCommand, MARGINS_USAGE, marginsCommand, SINKS_USAGE, sinksCommand } from './analyse';
 import { INTERVENTION_USAGE, SWEEP_USAGE, sweepCommand, VECTOR_USAGE, vectorCommand } from './steering';
@@ -30,6 +32,10 @@ export interface CommandContext {
   loadSae: (ref: string) => Promise<Sae>;
   /** --prompt, for a command with `prompt: true` (else ''). */
   prompt: string;
+  /** --chat-template true: the prompt goes through the tokenizer's chat template. */
+  chatTemplate: boolean;
+  /** What a row of the studies' table runs with (engine/studies/registry.ts): `run: (c) => STUDIES.x.run(c.study, req)`. */
+  study: StudyContext;
   /** Writes one line to stdout (a command that streams its rows). */
   write: (line: string) => void;
 }

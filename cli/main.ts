@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Engine } from '../workers/engine/engine';
+import { studyContext } from '../workers/engine/studies/registry';
 import type { DownloadProgress } from '../workers/engine/io/download';
 import { assertFits } from '../workers/engine/model/estimate';
 import { formatBytes } from '../workers/engine/io/bytes';
@@ -77,11 +78,12 @@ export async function main(argv: string[]): Promise<number> {
     let prompt = '';
     if (command.prompt) {
       prompt = required(a, 'prompt');
-      const chatTemplate = a.flags.get('chat-template') === 'true';
-      for (const w of engine.promptWarnings({ prompt, chatTemplate })) process.stderr.write(`warning: ${w}\n`);
+      for (const w of engine.promptWarnings({ prompt, chatTemplate: a.flags.get('chat-template') === 'true' })) process.stderr.write(`warning: ${w}\n`);
     }
     const write = (line: string) => process.stdout.write(line + '\n');
-    const out = await command.run({ engine, a, prompt, need: (key) => required(a, key), loadSae: saeLoader(engine, a), write });
+    const loadSae = saeLoader(engine, a);
+    const chatTemplate = a.flags.get('chat-template') === 'true';
+    const out = await command.run({ engine, a, prompt, chatTemplate, need: (key) => required(a, key), loadSae, study: studyContext(engine, { loadSae }), write });
     if (out !== undefined) write(JSON.stringify(out));
     engine.dispose();
     return 0;

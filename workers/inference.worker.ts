@@ -6,24 +6,17 @@ import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
 import { deleteCachedModel, listCachedModels } from './engine/io/cache';
 import { deviceLimits, filesFor } from './sources';
-import { parseSpec } from './engine/steering/spec';
-import { resolveInterventions } from './engine/studies/resolve_interventions';
-import { doseResponse } from './engine/studies/sweep';
 import { BranchExplorer } from './engine/studies/branching/explorer';
 import { forkPoints } from './engine/studies/branching/forks';
 import { validateTree } from './engine/studies/branching/tree';
-import { runBatch } from './engine/studies/batch/batch';
 import type { Intervention } from './engine/model/intervention';
 import { actAdd, caaVector } from './engine/studies/vectors';
 import { type SteeringVector, type VectorProvenance } from './engine/steering/vector';
 import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } from './engine/steering/vector_io';
 import { hookWidth } from './engine/model/hook_width';
-import { probeLayers } from './engine/studies/probe';
-import { interventionWindow } from './engine/studies/window';
-import type { BatchJob, BatchRow, BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ForkRequest, ProbeRequest, Progress, RestoreRequest, WindowJob } from './protocol';
-import { patchingGrid } from './engine/studies/patching';
-import { decisionReport } from './engine/studies/report';
-import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PatchingRequest, PromptInput, ReportJob, ReportProgress, SpecRequest, SweepRequest, TokenEvent, VectorRequest } from './protocol';
+import type { BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ForkRequest, Progress, RestoreRequest, StudyApi } from './protocol';
+import { STUDIES, studyContext, type Study } from './engine/studies/registry';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, TokenEvent, VectorRequest } from './protocol';
 import { analyseSae, featureInfo } from './engine/studies/sae_features';
 import { assertSaeFits } from './engine/sae/estimate';
 import { readSae } from './engine/sae/files';
@@ -84,17 +77,13 @@ class Session {
   async resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number): Promise<R> {
     const { specs, specLabels, ...rest } = req;
     if (!specs?.length) return rest as R;
-    const label = (i: number) => specLabels?.[i] ?? `intervention ${i + 1}`;
-    const parsed = specs.map((s, i) => parseSpec(s, label(i)));
-    const run = { nPrompt: e.encodePrompt(req).length, chatTemplate: req.chatTemplate, ...(maxNewTokens !== undefined ? { maxNewTokens } : {}) };
-    const resolved = await resolveInterventions(e, parsed, run, { label, loadSae: this.needSae });
+    const resolved = await this.specInterventions(e, req, { specs, specLabels }, maxNewTokens);
     return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
   }
 
   /** The interventions the specs resolve to for a run of this prompt (and this many new tokens). */
-  async specInterventions(e: Engine, p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]> {
-    const interventions: Intervention[] = [];
-    return (await this.resolveSpecs(e, { prompt: p.prompt, chatTemplate: p.chatTemplate, specs: specs.specs, specLabels: specs.specLabels, interventions }, maxNewTokens)).interventions ?? [];
+  specInterventions(e: Engine, p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]> {
+    return studyContext(e, { loadSae: this.needSae }).interventions(p, specs, maxNewTokens);
   }
 
   /** Each id's display string on its own, after the last analysed prompt's first token (so " Tom" keeps its space). */
@@ -146,10 +135,26 @@ const session = new Session();
 const { jobs } = session;
 
 /**
+ * One worker method per row of the studies' table (engine/studies/registry.ts), each through
+ * jobs.method as the job cancel() stops: an abort rejects with CancelledError(what), or lets the
+ * study settle with what it has (onCancel 'resolves').
+ */
+function studyMethods(): StudyApi {
+  const methods: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(STUDIES) as [string, Study<unknown, unknown, unknown[]>][]) {
+    methods[name] = jobs.method({ cancel: 'job', ...(s.onCancel === 'resolves' ? {} : { what: s.what }) }, async ({ signal }, req: unknown, ...callbacks: unknown[]) =>
+      s.run(studyContext(session.need(), { signal, loadSae: session.needSae }), req, ...callbacks));
+  }
+  return methods as StudyApi;
+}
+
+/**
  * The inference worker: the engine behind Comlink, every method through one wrapper (Jobs.method:
  * cancel registration, quiet callbacks, transferables). Errors are rethrown with readable messages.
  */
 const api: InferenceApi = {
+  ...studyMethods(),
+
   load: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
     const be = await selectBackend(backend, { threads: options.threads });
     let engine: Engine;
@@ -261,18 +266,6 @@ const api: InferenceApi = {
   exportVector: jobs.method({}, async (_, format: VectorFormat, v: LibraryVector) =>
     writeVectorFile(format, { vector: v.vector, hook: v.hook ?? '', dModel: v.dModel, modelId: v.model ?? '', provenance: v.provenance })),
 
-  sweep: jobs.method({ cancel: 'job', what: 'the dose–response sweep' }, async ({ signal }, req: SweepRequest, onProgress?: (p: Progress) => void) =>
-    doseResponse(session.need(), req, onProgress, signal)),
-
-  probe: jobs.method({ cancel: 'job', what: 'the probes' }, async ({ signal }, req: ProbeRequest, onProgress?: (p: Progress) => void) =>
-    probeLayers(session.need(), req, onProgress, signal)),
-
-  interventionWindow: jobs.method({ cancel: 'job', what: 'the intervention window' }, async ({ signal }, req: WindowJob, onProgress?: (p: Progress) => void) => {
-    const e = session.need();
-    const resolved = await session.resolveSpecs(e, { ...req, interventions: [] }, req.maxNewTokens);
-    return interventionWindow(e, resolved, onProgress, signal);
-  }),
-
   branchStart: jobs.method({ cancel: 'job' }, async ({ signal }, req: ExploreRequest & SpecRequest, draw: DrawSettings, onToken?: (e: BranchTokenEvent) => void) => {
     const e = session.need();
     const { specs, specLabels, ...rest } = req;
@@ -309,23 +302,6 @@ const api: InferenceApi = {
     const { specs, specLabels, ...points } = req;
     const interventions = await session.specInterventions(e, b.req, { specs, specLabels }, b.x.tree.maxNewTokens);
     return forkPoints(b.x, points, interventions, onProgress, signal);
-  }),
-
-  batch: jobs.method({ cancel: 'job' }, async ({ signal }, req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void) => {
-    const e = session.need();
-    const { specs, specLabels, ...job } = req;
-    const interventions = specs?.length ? (p: PromptInput) => session.specInterventions(e, p, { specs, specLabels }) : undefined;
-    return runBatch(e, { ...job, interventions }, onRow, onProgress, signal);
-  }),
-
-  patching: jobs.method({ cancel: 'job', what: 'the patching grid' }, async ({ signal }, req: PatchingRequest, onProgress?: (p: Progress) => void) =>
-    patchingGrid(session.need(), req, onProgress, signal)),
-
-  report: jobs.method({ cancel: 'job', what: 'the decision-point report' }, async ({ signal }, req: ReportJob, onProgress?: (p: ReportProgress) => void) => {
-    const e = session.need();
-    const { window: w, ...rest } = req;
-    const window = w && { ...w, interventions: (p: PromptInput) => session.specInterventions(e, p, w, w.maxNewTokens) };
-    return decisionReport(e, { ...rest, window }, onProgress, signal);
   }),
 
   loadSae: jobs.method({}, async (_, source: SaeSource, hook?: string): Promise<SaeInfo> => {

@@ -3,7 +3,8 @@
  * types only; the worker implements `InferenceApi`. Progress and token streams are callbacks
  * passed through `Comlink.proxy`; large arrays come back as transferables. Every request that takes
  * interventions carries them as its `specs` field (SpecRequest); every study reports `Progress`
- * (engine/progress.ts), or a shape extending it.
+ * (engine/progress.ts), or a shape extending it. The studies' methods (sweep, probe, patching, …)
+ * are not written here: StudyApi reads them off the studies' table (engine/studies/registry.ts).
  */
 import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './engine/api';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
@@ -15,7 +16,7 @@ import type { VectorFormat } from './engine/steering/vector_io';
 import type { BranchTokenEvent, ExploreRequest, LensMargins } from './engine/studies/branching/explorer';
 import type { ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress } from './engine/studies/branching/forks';
 import type { BranchTree, DrawSettings, TopTokens, TreeNode } from './engine/studies/branching/tree';
-import type { BatchRequest, BatchResult, BatchRow } from './engine/studies/batch/batch';
+import type { BatchResult, BatchRow } from './engine/studies/batch/batch';
 import type { BatchMetric } from './engine/studies/batch/metrics';
 import type { StudyTemplate } from './engine/studies/batch/template';
 import type { ValuesTable } from './engine/studies/batch/values';
@@ -23,7 +24,9 @@ import type { PatchingRequest, PatchingResult } from './engine/studies/patching'
 import type { ReportProgress, ReportRequest, ReportResult } from './engine/studies/report';
 import type { VectorProvenance } from './engine/steering/vector';
 import type { ProbeRequest, ProbeResult } from './engine/studies/probe';
-import type { WindowContinuation, WindowRequest, WindowResult, WindowScore } from './engine/studies/window';
+import type { WindowContinuation, WindowResult, WindowScore } from './engine/studies/window';
+import type { BatchJob, ProgressStudy, ReportJob, StudyApi, StudyCallbacks, StudyName, StudyProgress, StudyRequest, StudyResult, WindowJob } from './engine/studies/registry';
+import type { SpecRequest } from './engine/studies/resolve_interventions';
 import type { SaeAnalysis, SaeAnalysisRequest, SaeFeatureInfo } from './engine/studies/sae_features';
 import type { SaeConfig } from './engine/sae/config';
 import type { LogitError } from './engine/model/quant_error';
@@ -35,6 +38,7 @@ export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';
 export type { CatalogEntry } from './engine/io/catalog';
 export type { Progress };
+export type { BatchJob, ProgressStudy, ReportJob, SpecRequest, StudyApi, StudyCallbacks, StudyName, StudyProgress, StudyRequest, StudyResult, WindowJob };
 export type { InterventionSpec, SweepRequest, SweepResult, VectorFormat, VectorProvenance };
 export type { AblateMode, InterventionType } from './engine/steering/spec';
 export type { SaeAnalysis, SaeAnalysisRequest, SaeConfig, SaeFeatureInfo };
@@ -58,29 +62,11 @@ export interface SaeInfo {
 export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPointsRequest, ForkPointsResult, ForkProgress, BranchTree, DrawSettings, TopTokens, TreeNode };
 export type { BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 
-/** A batch study as the UI sends it (engine/studies/batch/batch.ts BatchRequest, interventions as specs). */
-export interface BatchJob {
-  template: StudyTemplate;
-  values: ValuesTable;
-  chatTemplate?: boolean;
-  metrics?: BatchMetric[];
-  visibleThreshold?: number;
-  sinkEps?: number;
-  /** probe_score's direction and hook; patch_recovery's cell (studies/batch/batch.ts BatchRequest). */
-  probe?: BatchRequest['probe'];
-  patchCell?: BatchRequest['patchCell'];
-}
 export type { PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
 export type { ReportPrompt, ReportLabelledSet } from './engine/studies/report';
 export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/patching';
 
 export type { ProbeRequest, ProbeResult, WindowContinuation, WindowResult, WindowScore };
-
-/** An intervention window as the UI asks for it: the intervention(s) as specs (SpecRequest), resolved in the worker. */
-export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
-
-/** A decision-point report as the UI asks for it: the changeable panel's intervention(s) as specs, resolved in the worker per prompt. */
-export type ReportJob = Omit<ReportRequest, 'window'> & { window?: Omit<NonNullable<ReportRequest['window']>, 'interventions'> & SpecRequest };
 
 /** Where a model comes from. */
 export type ModelSource =
@@ -129,19 +115,6 @@ export interface WorkerStatus {
    * lost …": call load() again, which creates a fresh device (or falls back to the CPU with 'auto').
    */
   deviceLost: string | null;
-}
-
-/**
- * Interventions written as JSON specs (workers/engine/steering/spec.ts) with inline vectors. The
- * worker validates and resolves them (resolveInterventions: patch sources are run first) against
- * the request's prompt and, for a generation, max_new_tokens; they act after any `interventions`
- * of the request, in list order (at one hook, each on the output of the previous one). Errors name
- * the spec by its 1-based place in the list: "intervention 2: vector has 48 values, but …".
- */
-export interface SpecRequest {
-  specs?: InterventionSpec[];
-  /** How errors name each spec (default "intervention i+1"), e.g. the UI's "intervention #3". */
-  specLabels?: string[];
 }
 
 /** A fork of the branch tree: node `from` forced at absolute `position` to token `tokenId`, under the specs (when draw.steered). */
@@ -195,7 +168,12 @@ export interface LensTopTokens {
   tokens: string[];
 }
 
-export interface InferenceApi {
+/**
+ * The worker's methods: one per study of the studies' table (engine/studies/registry.ts StudyApi:
+ * sweep, probe, interventionWindow, patching, report, batch — request, callbacks, result and docs
+ * there), and these.
+ */
+export interface InferenceApi extends StudyApi {
   /**
    * Loads a model (replacing the current one). With 'auto', WebGPU is tried first and the CPU
    * backend is used with the reason when it is unavailable.
@@ -278,11 +256,6 @@ export interface InferenceApi {
   /** A vector as file bytes (vector_io.ts): .npy '<f4' (d,), or .safetensors / .json with the provenance. */
   exportVector(format: VectorFormat, v: LibraryVector): Promise<Uint8Array>;
   /**
-   * Dose–response sweep (studies/sweep.ts): margin and KL per layer × dose, onProgress after each
-   * forward pass. cancel() stops it between forward passes (it rejects with a CancelledError).
-   */
-  sweep(req: SweepRequest, onProgress?: (p: Progress) => void): Promise<SweepResult>;
-  /**
    * Starts a branch tree (engine/studies/branching/explorer.ts): generates the trunk, streaming its tokens;
    * the specs act on the trunk when draw.steered. Replaces the tree held before.
    * @throws Error for a bad prompt, future or spec, or a prompt plus new tokens longer than the context.
@@ -310,39 +283,6 @@ export interface InferenceApi {
    * and it resolves with the points scored so far (cancelled = true).
    */
   forkPoints(req: ForkPointsRequest & SpecRequest, onProgress?: (p: ForkProgress) => void): Promise<ForkPointsResult>;
-  /**
-   * A batch study (engine/studies/batch/batch.ts): every prompt of the template × values table analysed,
-   * its metrics streamed through onRow. cancel() stops it between prompts and it resolves with the
-   * rows done (cancelled = true); a prompt that fails becomes a row with its error.
-   * @throws Error before anything runs for a template variable without a column or an unknown metric.
-   */
-  batch(req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void): Promise<BatchResult>;
-  /**
-   * Linear probes per layer (studies/probe.ts): one forward per prompt, then cross-validated
-   * probes per row; onProgress after each. cancel() stops it (it rejects with a CancelledError).
-   * @throws Error for a set with fewer than 2 prompts per class or a position outside a prompt.
-   */
-  probe(req: ProbeRequest, onProgress?: (p: Progress) => void): Promise<ProbeResult>;
-  /**
-   * Intervention window (studies/window.ts): the generation regenerated with the specs switched on
-   * from step k, k = 0..K, and the point of no return; onProgress after each token pass.
-   * cancel() stops it between passes (it rejects with a CancelledError).
-   * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
-   */
-  interventionWindow(req: WindowJob, onProgress?: (p: Progress) => void): Promise<WindowResult>;
-  /**
-   * Activation patching grid (studies/patching.ts): recovery per (layer, position) or (layer,
-   * head), onProgress after each patched run. cancel() stops it between runs (CancelledError).
-   * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
-   */
-  patching(req: PatchingRequest, onProgress?: (p: Progress) => void): Promise<PatchingResult>;
-  /**
-   * Decision-point report (studies/report.ts): visible / causal / changeable on one layer axis,
-   * onProgress per prompt and stage; cancel() stops it (CancelledError).
-   * @throws Error as patching does for the main prompt pair, as the window does for an intervention
-   *   that does not fit the main prompt, as the probe does for a labelled set it refuses.
-   */
-  report(req: ReportJob, onProgress?: (p: ReportProgress) => void): Promise<ReportResult>;
   /**
    * Loads an SAE onto the model's backend. It is sized first (safetensors header or .npz size) and
    * refused when it would not fit beside the model; then checked against the model (hook exists,

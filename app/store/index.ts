@@ -12,8 +12,9 @@ import { createDisplaySlice, type DisplaySlice } from './display';
 import { createQueuedSlice, type QueuedSlice } from './queued';
 import { createSaeSlice, type SaeSlice } from './sae';
 import { createActivationsSlice, type ActivationsSlice } from './activations';
+import { createStudiesSlice, type StudiesSlice } from './studies';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice & StudiesSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -38,4 +39,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createQueuedSlice(...a),
   ...createSaeSlice(...a),
   ...createActivationsSlice(...a),
+  ...createStudiesSlice(...a),
 }));

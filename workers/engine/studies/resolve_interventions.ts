@@ -4,10 +4,38 @@
  * (activation patching, Heimersheim & Nanda arXiv 2404.15255).
  */
 import type { Engine } from '../engine';
+import type { PromptInput } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
-import { isSaeFeatureRef, toIntervention, type InterventionSpec, type RunShape } from '../steering/spec';
+import { isSaeFeatureRef, parseSpec, toIntervention, type InterventionSpec, type RunShape } from '../steering/spec';
 import { assertVectorFits, type ImportedVector } from '../steering/vector_io';
+
+/**
+ * Interventions written as JSON specs (workers/engine/steering/spec.ts) with inline vectors. The
+ * worker validates and resolves them (resolveInterventions: patch sources are run first) against
+ * the request's prompt and, for a generation, max_new_tokens; they act after any `interventions`
+ * of the request, in list order (at one hook, each on the output of the previous one). Errors name
+ * the spec by its 1-based place in the list: "intervention 2: vector has 48 values, but …".
+ */
+export interface SpecRequest {
+  specs?: InterventionSpec[];
+  /** How errors name each spec (default "intervention i+1"), e.g. the UI's "intervention #3". */
+  specLabels?: string[];
+}
+
+/**
+ * The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many
+ * new tokens): each spec parsed (parseSpec, named by its label) and resolved (resolveInterventions).
+ * No specs: none, and nothing runs.
+ * @throws Error naming the spec, as parseSpec and resolveInterventions do.
+ */
+export async function specInterventions(engine: Engine, p: PromptInput, specs: SpecRequest, opts: { maxNewTokens?: number; loadSae?: ResolveOptions['loadSae'] } = {}): Promise<Intervention[]> {
+  if (!specs.specs?.length) return [];
+  const label = (i: number) => specs.specLabels?.[i] ?? `intervention ${i + 1}`;
+  const parsed = specs.specs.map((s, i) => parseSpec(s, label(i)));
+  const run = { nPrompt: engine.encodePrompt(p).length, chatTemplate: p.chatTemplate, ...(opts.maxNewTokens !== undefined ? { maxNewTokens: opts.maxNewTokens } : {}) };
+  return resolveInterventions(engine, parsed, run, { label, ...(opts.loadSae ? { loadSae: opts.loadSae } : {}) });
+}
 
 export interface ResolveOptions {
   /** Reads a vector file named in a spec (the runner passes one; the browser has none). */

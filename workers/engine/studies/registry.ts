@@ -1,0 +1,159 @@
+/**
+ * The studies' one table: each row a study the worker exposes as one method of the same name
+ * (inference.worker.ts wraps every row through `jobs.method`: cancel registration, quiet callbacks,
+ * transferables) and the protocol types of (workers/protocol.ts StudyApi): its request, its
+ * callbacks (a Progress first, for the app's generic runStudy) and its result are read off `run`.
+ * A new study is one row here (its maths in its own module when it is more than a few lines).
+ *
+ * A row's `run` gets a StudyContext — the engine, the signal cancel() aborts and the session's
+ * resolution of intervention specs — so requests carry interventions as specs (SpecRequest) and
+ * the same row runs in the worker and the runner (cli/commands.ts).
+ */
+import type { Engine } from '../engine';
+import type { PromptInput } from '../prompt';
+import type { Progress } from '../progress';
+import type { Intervention } from '../model/intervention';
+import type { Sae } from '../sae/sae';
+import { specInterventions, type SpecRequest } from './resolve_interventions';
+import { doseResponse, type SweepRequest } from './sweep';
+import { probeLayers, type ProbeRequest } from './probe';
+import { interventionWindow, type WindowRequest } from './window';
+import { patchingGrid, type PatchingRequest } from './patching';
+import { decisionReport, type ReportProgress, type ReportRequest } from './report';
+import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
+
+/** What a study's run gets besides its request. */
+export interface StudyContext {
+  engine: Engine;
+  /** Aborted by cancel(): the study stops between forward passes. */
+  signal: AbortSignal;
+  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens). */
+  interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]>;
+}
+
+/**
+ * A context over `engine`: specs resolve with specInterventions, SAEs named in them through
+ * `loadSae` (the worker's loaded SAEs by id, the runner's by path).
+ */
+export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadSae?: (ref: string) => Promise<Sae> | Sae } = {}): StudyContext {
+  return {
+    engine,
+    signal: opts.signal ?? new AbortController().signal,
+    interventions: (p, specs, maxNewTokens) =>
+      specInterventions(engine, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
+  };
+}
+
+/** One study: its name in cancel messages and how it runs. */
+export interface Study<Req, Res, Callbacks extends unknown[]> {
+  /** The study's name in words ("the patching grid"): a cancelled run rejects with CancelledError(what). */
+  readonly what: string;
+  /** 'resolves': a cancelled run settles by itself with what it has (a batch with the rows done). Default: it rejects. */
+  readonly onCancel?: 'resolves';
+  /** Runs it; callbacks (progress first) come through Comlink proxies in the worker. */
+  run(ctx: StudyContext, req: Req, ...callbacks: Callbacks): Promise<Res>;
+}
+
+/** A row of the table, with its types inferred from `run`. */
+const study = <Req, Res, Callbacks extends unknown[]>(s: Study<Req, Res, Callbacks>): Study<Req, Res, Callbacks> => s;
+
+/** An intervention window as the UI asks for it: the intervention(s) as specs (SpecRequest), resolved in the worker. */
+export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
+
+/** A decision-point report as the UI asks for it: the changeable panel's intervention(s) as specs, resolved in the worker per prompt. */
+export type ReportJob = Omit<ReportRequest, 'window'> & { window?: Omit<NonNullable<ReportRequest['window']>, 'interventions'> & SpecRequest };
+
+/** A batch study as the UI sends it (batch/batch.ts BatchRequest, interventions as specs). */
+export type BatchJob = Omit<BatchRequest, 'interventions'>;
+
+type OnProgress<P = Progress> = (p: P) => void;
+
+/** The studies, by the worker method that runs each. */
+export const STUDIES = {
+  /**
+   * Dose–response sweep (sweep.ts): margin and KL per layer × dose, onProgress after each forward
+   * pass. cancel() stops it between forward passes (it rejects with a CancelledError).
+   */
+  sweep: study({
+    what: 'the dose–response sweep',
+    run: (c, req: SweepRequest, onProgress?: OnProgress) => doseResponse(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Linear probes per layer (probe.ts): one forward per prompt, then cross-validated probes per
+   * row; onProgress after each. cancel() stops it (it rejects with a CancelledError).
+   * @throws Error for a set with fewer than 2 prompts per class or a position outside a prompt.
+   */
+  probe: study({
+    what: 'the probes',
+    run: (c, req: ProbeRequest, onProgress?: OnProgress) => probeLayers(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Intervention window (window.ts): the generation regenerated with the specs switched on from
+   * step k, k = 0..K, and the point of no return; onProgress after each token pass. cancel() stops
+   * it between passes (it rejects with a CancelledError).
+   * @throws Error for no spec, a spec that does not fit, K or a score outside the N steps.
+   */
+  interventionWindow: study({
+    what: 'the intervention window',
+    run: async (c, req: WindowJob, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...rest } = req;
+      const interventions = await c.interventions(rest, { specs, specLabels }, req.maxNewTokens);
+      return interventionWindow(c.engine, { ...rest, interventions }, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Activation patching grid (patching.ts): recovery per (layer, position) or (layer, head),
+   * onProgress after each patched run. cancel() stops it between runs (CancelledError).
+   * @throws Error for prompts of different token lengths (both named) or equal clean and corrupted margins.
+   */
+  patching: study({
+    what: 'the patching grid',
+    run: (c, req: PatchingRequest, onProgress?: OnProgress) => patchingGrid(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Decision-point report (report.ts): visible / causal / changeable on one layer axis, onProgress
+   * per prompt and stage; the window's specs are resolved per prompt. cancel() stops it (CancelledError).
+   * @throws Error as patching does for the main prompt pair, as the window does for an intervention
+   *   that does not fit the main prompt, as the probe does for a labelled set it refuses.
+   */
+  report: study({
+    what: 'the decision-point report',
+    run: (c, req: ReportJob, onProgress?: OnProgress<ReportProgress>) => {
+      const { window: w, ...rest } = req;
+      const window = w && { ...w, interventions: (p: PromptInput) => c.interventions(p, w, w.maxNewTokens) };
+      return decisionReport(c.engine, { ...rest, window }, onProgress, c.signal);
+    },
+  }),
+  /**
+   * A batch study (batch/batch.ts): every prompt of the template × values table analysed, its
+   * metrics streamed through onRow. cancel() stops it between prompts and it resolves with the rows
+   * done (cancelled = true); a prompt that fails becomes a row with its error.
+   * @throws Error before anything runs for a template variable without a column or an unknown metric.
+   */
+  batch: study({
+    what: 'the batch study',
+    onCancel: 'resolves',
+    run: (c, req: BatchJob & SpecRequest, onRow?: (r: BatchRow) => void, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...job } = req;
+      const interventions = specs?.length ? (p: PromptInput) => c.interventions(p, { specs, specLabels }) : undefined;
+      return runBatch(c.engine, { ...job, interventions }, onRow, onProgress, c.signal);
+    },
+  }),
+};
+
+/** The table's type. */
+export type Studies = typeof STUDIES;
+/** A study's name (its worker method). */
+export type StudyName = keyof Studies;
+/** What study `N` is asked with. */
+export type StudyRequest<N extends StudyName> = Parameters<Studies[N]['run']>[1];
+/** The callbacks study `N` takes after its request (Comlink proxies across the worker boundary). */
+export type StudyCallbacks<N extends StudyName> = Studies[N]['run'] extends (c: StudyContext, r: never, ...cb: infer C) => unknown ? C : never;
+/** What study `N` resolves with. */
+export type StudyResult<N extends StudyName> = Awaited<ReturnType<Studies[N]['run']>>;
+/** The worker methods the table gives: one per study, its request then its callbacks. */
+export type StudyApi = { [N in StudyName]: (req: StudyRequest<N>, ...callbacks: StudyCallbacks<N>) => Promise<StudyResult<N>> };
+/** The studies whose first callback is a progress count (the app's generic runStudy drives those). */
+export type ProgressStudy = { [N in StudyName]: StudyCallbacks<N> extends [((p: infer P) => void)?, ...unknown[]] ? (P extends Progress ? N : never) : never }[StudyName];
+/** The progress study `N` reports. */
+export type StudyProgress<N extends StudyName> = StudyCallbacks<N> extends [((p: infer P) => void)?, ...unknown[]] ? P : never;
