@@ -6,7 +6,8 @@
  * (engine/progress.ts), or a shape extending it. The studies' methods (sweep, probe, patching, …)
  * are not written here: StudyApi reads them off the studies' table (engine/studies/registry.ts).
  */
-import type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent } from './engine/api';
+import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, TokenEvent } from './engine/api';
+import type { FutureInput, PromptInput, ResolvedFuture } from './engine/prompt';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
 import type { CachedModel } from './engine/io/cache';
 import type { InterventionSpec } from './engine/steering/spec';

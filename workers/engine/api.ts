@@ -10,8 +10,6 @@ import type { LensMargins } from './model/lens';
 import type { MassiveActivations } from './analysis/residual';
 import type { SinkStats } from './analysis/sinks';
 
-export type { FutureInput, PromptInput, ResolvedFuture };
-
 /** The spec fields the UI shows (nCtx = max_position_embeddings). */
 export const MODEL_INFO_FIELDS = ['modelType', 'nLayers', 'dModel', 'nHeads', 'nKvHeads', 'dHead', 'dMlp', 'dVocab', 'nCtx'] as const;
 
