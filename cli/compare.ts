@@ -76,14 +76,15 @@ export function compareJson(c: ModelComparison, positions: boolean): Record<stri
  * --progress true, and so does a warning when |Δ_B − Δ_A| is too small for r to mean anything.
  */
 export async function compareCommand(engine: Engine, a: Args, prompt: string, required: (key: string) => string): Promise<unknown> {
+  const hooks = hooksFlag(a), good = required('good'), bad = required('bad');
   const files = openModelB(required('model-b'), a);
   const b = await Engine.load(files, await cpuBackendFromArgs(a), undefined, { weightDtype: weightsFlag(a) });
   try {
     const positions = a.flags.get('positions') === 'true';
     const showProgress = a.flags.get('progress') === 'true';
     const c = await compareModels(engine, b, {
-      prompt, chatTemplate: a.flags.get('chat-template') === 'true', good: { text: required('good') }, bad: { text: required('bad') },
-      hooks: hooksFlag(a), positions,
+      prompt, chatTemplate: a.flags.get('chat-template') === 'true', good: { text: good }, bad: { text: bad },
+      hooks, positions,
     }, showProgress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
     if (showProgress) process.stderr.write('\n');
     if (c.denominator.message) process.stderr.write(`warning: ${c.denominator.message.replace(/Δ_clean − Δ_corrupt/g, 'Δ_B − Δ_A')}\n`);

@@ -15,7 +15,7 @@ export type ComparisonNeed = 'tokens' | 'weights';
 /** Two models that cannot be compared as asked; `differences` lists each difference as a short phrase. */
 export class ModelMismatchError extends Error {
   constructor(readonly need: ComparisonNeed, readonly differences: string[], labelA: string, labelB: string) {
-    super(`model A (${labelA}) and model B (${labelB}) ${need === 'tokens' ? 'do not share a tokenizer, so they cannot be compared token by token' : 'differ in architecture or shapes, so their weights and activations cannot be compared (weight diff, cross-model patching)'}: ${differences.join('; ')}`);
+    super(`model A [${labelA}] and model B [${labelB}] ${need === 'tokens' ? 'do not share a tokenizer, so they cannot be compared token by token' : 'differ in architecture or shapes, so their weights and activations cannot be compared (weight diff, cross-model patching)'}: ${differences.join('; ')}`);
     this.name = 'ModelMismatchError';
   }
 }
