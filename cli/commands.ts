@@ -16,6 +16,7 @@ import { BRANCH_USAGE, branchCommand, FORKS_USAGE, forksCommand } from './branch
 import { PROBE_USAGE, probeCommand } from './probe';
 import { WINDOW_USAGE, windowCommand } from './window';
 import { PATCHING_USAGE, patchCommand } from './patching';
+import { COMPARE_USAGE, compareCommand } from './compare';
 import { REPORT_USAGE, reportCommand } from './report';
 import { EXPERIMENT_USAGE } from './experiment';
 import { SAE_USAGE, saeCommand } from './sae';
@@ -64,6 +65,7 @@ export const COMMANDS: readonly Command[] = [
   { name: 'probe', usage: PROBE_USAGE, run: (c) => probeCommand(c.engine, c.a, c.need) },
   { name: 'window', usage: WINDOW_USAGE, run: (c) => windowCommand(c.engine, c.a, c.need) },
   { name: 'patch', usage: PATCHING_USAGE, run: (c) => patchCommand(c.engine, c.a, c.need) },
+  { name: 'compare', usage: COMPARE_USAGE, prompt: true, run: (c) => compareCommand(c.engine, c.a, c.prompt, c.need) },
   { name: 'report', usage: REPORT_USAGE, run: (c) => reportCommand(c.engine, c.a, c.need) },
   { name: 'sae', usage: SAE_USAGE, prompt: true, run: (c) => saeCommand(c.engine, c.a, c.need, c.loadSae) },
 ];

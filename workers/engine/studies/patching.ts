@@ -111,37 +111,50 @@ export function recoveryOf(patched: number, clean: number, corrupt: number): num
 interface Cell { layer: number; col: number; iv: Intervention; from: number }
 
 /**
- * Computes the patching grid as one job.
- * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
- * @param signal checked between runs; when aborted the job throws signal.reason.
- * @throws Error for prompts of different token lengths (both lengths named), equal clean and
- *   corrupted margins (r undefined; futures with the same first tokens named as the cause), an unknown hook, a bad future, a prompt too long, or an
- *   `only` cell outside the grid.
+ * The values a patch writes: a source run's value at the patched hook of every layer
+ * ("blocks.{l}.<hook>" → [n_tokens, width]) and its margin Δ (nats). It comes from the same model
+ * (patchingGrid: the other prompt) or from another model of the same shapes on the same prompt
+ * (studies/compare.ts, cross-model patching): the grid below does not care which.
  */
-export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<PatchingResult> {
-  const s = engine.spec, L = s.nLayers;
-  if (!(req.hook in PATCH_HOOKS)) throw new Error(`patching hook "${req.hook}": use ${Object.keys(PATCH_HOOKS).join(', ')}`);
-  const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';
-  if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
-  if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
-  const chat = req.chatTemplate ?? false;
-  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
-  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
-  if (cleanIds.length !== corruptIds.length) {
-    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; activation patching needs equal token lengths (the same positions): reword one of them`);
-  }
-  const T = cleanIds.length;
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
-  const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
-  const hookTemplate = `blocks.{l}.${PATCH_HOOKS[req.hook]}`;
-  const hooks = Array.from({ length: L }, (_, l) => hookTemplate.replace('{l}', String(l)));
+export interface PatchSource {
+  captured: Map<string, Float32Array>;
+  margin: number;
+}
 
-  // Δ from the last-position logits of a run of `prompt` and, for 'sequence', its branch continuations.
-  const margin = async (last: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>): Promise<number> => {
+/** What every run of one patching grid shares: the hook, the metric and the futures it scores. */
+export interface PatchPlan {
+  hook: PatchHook;
+  metric: PatchMetric;
+  /** The futures' token sequences, resolved once (the same ids are scored in every run). */
+  good: ResolvedFuture;
+  bad: ResolvedFuture;
+  /** Interventions of every run (source, reference and each patched one), before the patch at the same hook. */
+  interventions?: readonly Intervention[];
+  /** false: one full forward per cell (the naive loop). Default true (prefix KV reuse). */
+  reuse?: boolean;
+  /** Run this one cell only (see PatchingRequest.only). */
+  only?: { layer: number; col: number };
+  /** false: the whole-layer patches only (the per-cell margins are NaN). Default true. */
+  cells?: boolean;
+  /** The prompt as the user wrote it, for the `only` error message. */
+  promptLabel?: string;
+}
+
+/** Hook names per layer of a plan's hook, and the template with {l}. */
+export function patchHooks(nLayers: number, hook: PatchHook): { hookTemplate: string; hooks: string[] } {
+  if (!(hook in PATCH_HOOKS)) throw new Error(`patching hook "${hook}": use ${Object.keys(PATCH_HOOKS).join(', ')}`);
+  const hookTemplate = `blocks.{l}.${PATCH_HOOKS[hook]}`;
+  return { hookTemplate, hooks: Array.from({ length: nLayers }, (_, l) => hookTemplate.replace('{l}', String(l))) };
+}
+
+/**
+ * Δ from the last-position logits of a run of `prompt` and, for 'sequence', the logits of its
+ * branch continuations (branch(ids) → [ids.length − T, d_vocab]).
+ */
+function marginOf(plan: PatchPlan, V: number) {
+  return async (last: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>): Promise<number> => {
     const lp = logSoftmaxCpu(last, last.length);
-    if (metric === 'final') return rowMargin(lp, good.firstIds, bad.firstIds);
-    const V = s.dVocab;
+    if (plan.metric === 'final') return rowMargin(lp, plan.good.firstIds, plan.bad.firstIds);
     const logp = async (f: ResolvedFuture) => {
       const per: number[] = [];
       for (const q of f.sequences) {
@@ -154,51 +167,94 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
       }
       return logSumExp(per);
     };
-    return (await logp(good)) - (await logp(bad));
+    return (await logp(plan.good)) - (await logp(plan.bad));
   };
+}
 
-  // The source run: its values at every layer, and its margin.
-  const base = req.interventions ?? [];
-  const src = await engine.run(srcIds, { capture: hooks, interventions: base, logits: 'last' });
-  const srcMargin = await margin(src.logits, srcIds, async (ids) => (await forwardSpan(engine.model, ids, T, ids.length, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
+/**
+ * The source run of a patching grid on `engine`: one forward over `ids` capturing the plan's hook
+ * at every layer (after the plan's interventions), and its margin Δ.
+ * @throws Error for an unknown hook or a prompt too long.
+ */
+export async function patchSource(engine: Engine, ids: readonly number[], plan: PatchPlan): Promise<PatchSource> {
+  const { hooks } = patchHooks(engine.spec.nLayers, plan.hook);
+  const base = plan.interventions ?? [], T = ids.length;
+  const src = await engine.run(ids, { capture: hooks, interventions: base, logits: 'last' });
+  const margin = await marginOf(plan, engine.spec.dVocab)(src.logits, ids, async (q) => (await forwardSpan(engine.model, q, T, q.length, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
+  return { captured: src.captured, margin };
+}
+
+/** The patched runs of one grid: Δ per cell and per whole layer, and what it cost. */
+export interface PatchRuns {
+  hookTemplate: string;
+  /** Δ of the unpatched run (nats). */
+  runMargin: number;
+  columns: 'position' | 'head';
+  nCols: number;
+  /** Δ per cell [n_layers·n_cols] (NaN where not run: `only`, `cells: false`). */
+  patchedMargin: Float64Array;
+  /** Δ with every column of a layer patched [n_layers] (NaN with `only`). */
+  layerPatched: Float64Array;
+  positionsComputed: number;
+  cellsSkipped: number;
+}
+
+/**
+ * The one patching loop: runs `engine` on `runIds` with `source`'s values patched in, per (layer,
+ * column) cell and per whole layer, reusing the unpatched run's KV cache for the prefix a patch
+ * cannot change (model/kv_prefix.ts; positions in descending order; a cell whose two values are
+ * equal is not run and gets Δ_run exactly). The source may come from another model with the same
+ * shapes (studies/compare.ts): only its captured values and margin are used.
+ * @param checkMargins called with Δ_run before any patched run (it throws to refuse the grid).
+ * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
+ * @param signal checked between runs; when aborted the job throws signal.reason.
+ * @throws Error for an unknown hook, an `only` cell outside the grid, or what checkMargins throws.
+ */
+export async function patchRuns(
+  engine: Engine, runIds: readonly number[], source: PatchSource, plan: PatchPlan,
+  checkMargins?: (runMargin: number) => void, onProgress?: (p: Progress) => void, signal?: AbortSignal,
+): Promise<PatchRuns> {
+  const s = engine.spec, L = s.nLayers, T = runIds.length;
+  const { hookTemplate, hooks } = patchHooks(L, plan.hook);
+  const base = plan.interventions ?? [];
+  const margin = marginOf(plan, s.dVocab);
   // The run to patch, as the reference whose cache rows the cells reuse.
   const kv = new PrefixCache(engine.model);
   const ref = await kv.reference(runIds, { nPrompt: T, capture: hooks, interventions: base, logits: 'last' });
   const runMargin = await margin(ref.logits!, runIds, async (ids) => (await kv.extend(T, ids, { nPrompt: T, interventions: base, logits: 'all' })).logits!);
-  const [cleanMargin, corruptMargin] = direction === 'denoise' ? [srcMargin, runMargin] : [runMargin, srcMargin];
-  if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
-    if (metric === 'final' && sameFirstTokens(good.firstIds, bad.firstIds)) {
-      throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric`);
-    }
-    throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
-  }
+  checkMargins?.(runMargin);
 
   // Cells, each with the first position where the two runs' values differ (before it a patch is a no-op).
-  const width = src.captured.get(hooks[0])!.length / T;
-  const heads = req.hook === 'z';
+  const width = ref.captured.get(hooks[0])!.length / T;
+  for (const h of hooks) {
+    const v = source.captured.get(h);
+    if (!v || v.length !== T * width) throw new Error(`patch source: ${h} holds ${v ? v.length : 'no'} values, the run ${T * width} (${T} positions × ${width})`);
+  }
+  const heads = plan.hook === 'z';
   const C = heads ? s.nHeads : T;
   const firstDiff = (l: number, c0: number, c1: number, from = 0, to = T): number => {
-    const a = src.captured.get(hooks[l])!, b = ref.captured.get(hooks[l])!;
+    const a = source.captured.get(hooks[l])!, b = ref.captured.get(hooks[l])!;
     for (let t = from; t < to; t++) for (let c = c0; c < c1; c++) if (a[t * width + c] !== b[t * width + c]) return t;
     return Number.POSITIVE_INFINITY;
   };
-  const reuse = req.reuse ?? true;
-  const patchOp = (l: number) => ({ kind: 'patch' as const, replacement: src.captured.get(hooks[l])! });
+  const reuse = plan.reuse ?? true;
+  const withCells = plan.cells ?? true;
+  const patchOp = (l: number) => ({ kind: 'patch' as const, replacement: source.captured.get(hooks[l])! });
   // Patches of every position (z heads, whole layers): with reuse they start where the values first
   // differ, which changes nothing (earlier rows would be replaced by equal values).
   const spanFrom = (from: number) => (reuse && Number.isFinite(from) ? { start: from, end: T } : 'all' as const);
   const cells: Cell[] = [];
   const layerCells: Cell[] = [];
   let only: { layer: number; col: number } | null = null;
-  if (req.only) {
-    const col = req.only.col < 0 ? C + req.only.col : req.only.col;
-    if (!Number.isInteger(req.only.layer) || req.only.layer < 0 || req.only.layer >= L) throw new Error(`patch cell: layer ${req.only.layer} is outside 0..${L - 1}`);
-    if (!Number.isInteger(col) || col < 0 || col >= C) throw new Error(`patch cell: ${heads ? 'head' : 'position'} ${req.only.col} is outside the ${C} ${heads ? 'heads' : `positions of “${req.clean}”`} (negative counts from the end)`);
-    only = { layer: req.only.layer, col };
+  if (plan.only) {
+    const col = plan.only.col < 0 ? C + plan.only.col : plan.only.col;
+    if (!Number.isInteger(plan.only.layer) || plan.only.layer < 0 || plan.only.layer >= L) throw new Error(`patch cell: layer ${plan.only.layer} is outside 0..${L - 1}`);
+    if (!Number.isInteger(col) || col < 0 || col >= C) throw new Error(`patch cell: ${heads ? 'head' : 'position'} ${plan.only.col} is outside the ${C} ${heads ? 'heads' : `positions of “${plan.promptLabel ?? 'the prompt'}”`} (negative counts from the end)`);
+    only = { layer: plan.only.layer, col };
   }
   for (let l = 0; l < L; l++) {
     if (only && l !== only.layer) continue;
-    for (let c = 0; c < C; c++) {
+    for (let c = 0; c < C && (withCells || only); c++) {
       if (only && c !== only.col) continue;
       const from = heads ? firstDiff(l, c * s.dHead, (c + 1) * s.dHead) : firstDiff(l, 0, width, c, c + 1);
       const iv: Intervention = heads
@@ -233,8 +289,8 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   };
   // Latest start first: each run then finds its prefix rows still holding the reference.
   const order = reuse ? [...cells, ...layerCells].sort((a, b) => (Number.isFinite(b.from) ? b.from : T) - (Number.isFinite(a.from) ? a.from : T)) : [...cells, ...layerCells];
-  const patchedMargin = new Array<number>(L * C).fill(only ? NaN : 0);
-  const layerPatched = new Array<number>(L).fill(only ? NaN : 0);
+  const patchedMargin = new Float64Array(L * C).fill(only || !withCells ? NaN : 0);
+  const layerPatched = new Float64Array(L).fill(only ? NaN : 0);
   for (const cell of order) {
     await step();
     const m = await patched(cell);
@@ -242,12 +298,52 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
     else patchedMargin[cell.layer * C + cell.col] = m;
     onProgress?.({ done: ++done, total });
   }
+  return { hookTemplate, runMargin, columns: heads ? 'head' : 'position', nCols: C, patchedMargin, layerPatched, positionsComputed, cellsSkipped };
+}
+
+/**
+ * Computes the patching grid as one job: the source run (the other prompt) by patchSource, the
+ * patched runs by patchRuns.
+ * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
+ * @param signal checked between runs; when aborted the job throws signal.reason.
+ * @throws Error for prompts of different token lengths (both lengths named), equal clean and
+ *   corrupted margins (r undefined; futures with the same first tokens named as the cause), an unknown hook, a bad future, a prompt too long, or an
+ *   `only` cell outside the grid.
+ */
+export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<PatchingResult> {
+  const L = engine.spec.nLayers;
+  if (!(req.hook in PATCH_HOOKS)) throw new Error(`patching hook "${req.hook}": use ${Object.keys(PATCH_HOOKS).join(', ')}`);
+  const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';
+  if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
+  if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
+  const chat = req.chatTemplate ?? false;
+  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
+  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
+  if (cleanIds.length !== corruptIds.length) {
+    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; activation patching needs equal token lengths (the same positions): reword one of them`);
+  }
+  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
+  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
+  const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
+  const plan: PatchPlan = { hook: req.hook, metric, good, bad, interventions: req.interventions, reuse: req.reuse, only: req.only, promptLabel: req.clean };
+
+  const src = await patchSource(engine, srcIds, plan);
+  let cleanMargin = 0, corruptMargin = 0;
+  const runs = await patchRuns(engine, runIds, src, plan, (runMargin) => {
+    [cleanMargin, corruptMargin] = direction === 'denoise' ? [src.margin, runMargin] : [runMargin, src.margin];
+    if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
+      if (metric === 'final' && sameFirstTokens(good.firstIds, bad.firstIds)) {
+        throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric`);
+      }
+      throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
+    }
+  }, onProgress, signal);
   const r = (m: number) => recoveryOf(m, cleanMargin, corruptMargin);
   return {
-    hook: req.hook, hookTemplate, direction, metric, nLayers: L, columns: heads ? 'head' : 'position', nCols: C,
+    hook: req.hook, hookTemplate: runs.hookTemplate, direction, metric, nLayers: L, columns: runs.columns, nCols: runs.nCols,
     cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), corruptTokens: engine.tokenStrings(corruptIds),
     good, bad, cleanMargin, corruptMargin,
-    patchedMargin: Float32Array.from(patchedMargin), recovery: Float32Array.from(patchedMargin, r), layerRecovery: Float32Array.from(layerPatched, r),
-    positionsComputed, cellsSkipped,
+    patchedMargin: Float32Array.from(runs.patchedMargin), recovery: Float32Array.from(runs.patchedMargin, r), layerRecovery: Float32Array.from(runs.layerPatched, r),
+    positionsComputed: runs.positionsComputed, cellsSkipped: runs.cellsSkipped,
   };
 }
