@@ -225,7 +225,9 @@ export function editDistance(a: string, b: string): number {
 export function nearest(name: string, known: readonly string[]): string | undefined {
   let best: string | undefined, bestD = Infinity;
   for (const k of known) {
-    const d = k.startsWith(name) && name.length >= 3 ? 0.5 : editDistance(name, k);
+    const parts = name.split('-').filter(Boolean), kParts = k.split('-');
+    const within = (k.startsWith(name) && name.length >= 3) || (parts.length > 1 && parts.every((p) => kParts.includes(p)));
+    const d = within ? 0.5 : editDistance(name, k);
     if (d < bestD) { best = k; bestD = d; }
   }
   return bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;

@@ -45,7 +45,7 @@ export function checkReport(f: ReportFlags): void {
 export const REPORT_ABOUT = `report prints {visible_layer, visible_token, first_layer_95, causal_layer (from block 1: row 0, the embeddings, is the
 clean token itself where the prompts differ: causal_trivial_positions, _recovery), causal_positions, point_of_no_return,
 label, lens_margin: [n_layers+1] (toward the final answer), max_recovery: [n_layers], probe_accuracy: [n_layers+1],
-window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… as patch --hook resid_pre}};
+window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… the patch command's resid_pre grid}};
 layers are residual rows (0 = embeddings, l = entering block l). --intervention/--score as in window (the
 changeable panel); --set is a labelled set as in probe: the probe runs on it, and every prompt of it joins
 the intervals, patched against the other class's prompt at the same index (pairs of unequal length: lens only).`;
