@@ -282,4 +282,45 @@ export const CASES: BadInputCase[] = [
   { id: 'generate/temperature-nan', what: 'temperature NaN in a generation request', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 3, temperature: NaN }), expect: { error: /temperature must be a finite number ≥ 0 \(0 = greedy\), not NaN/ } },
   { id: 'generate/top-k-fraction', what: 'top-k 2.5', input: () => ({ kind: 'generate', prompt: 'Once upon a time', maxNewTokens: 3, temperature: 1, topK: 2.5 }), expect: { error: /top-k must be a whole number ≥ 0 \(0 = all tokens\), not 2\.5/ } },
   { id: 'generate/multibyte-pieces', what: 'generated pieces join to the generated text', input: () => ({ kind: 'generate', prompt: 'I ❤', maxNewTokens: 6 }), expect: { ok: 'tokens joined equal the text (no U+FFFD pieces)', check: (r) => { const g = r as Generation; return g.tokens.join('') === g.text && !g.tokens.some((t) => t.includes('\uFFFD')); } } },
+
+  // ------------------------------------------------------------------ runner arguments (issue #28 kind 1: one schema per command, cli/flags.ts)
+  // --model NOMODEL does not exist: a case refused with its flag message (not "no such folder") was refused before any model work.
+  ...argCases(),
 ];
+
+/** The runner's argument cases of issue #28: strict flags, typed values, checks against the model's config. */
+function argCases(): BadInputCase[] {
+  const N = 'NOMODEL';
+  const set = { 'set.json': text(JSON.stringify({ positive: ['Lily is happy', 'Tom is glad', 'the sun'], negative: ['Lily is sad', 'Tom is upset', 'the rain'] })) };
+  const values = { 'values.csv': text('prompt,good,bad,corrupt\nLily gave the ball to,  Tom, Lily,Tom gave the ball to\n') };
+  const cli = (id: string, what: string, argv: string[], error: RegExp, folder?: Record<string, Uint8Array>): BadInputCase =>
+    ({ id: `cli-args/${id}`, what, input: () => ({ kind: 'cli', argv, folder: folder ? new Map(Object.entries(folder)) : undefined }), expect: { error } });
+  const iv = JSON.stringify({ hook: 'blocks.1.hook_resid_post', type: 'add', vector: V64, alpha: 4 });
+  return [
+    cli('unknown-flag', 'margins --promt (a typo: used to be ignored)', ['margins', '--model', N, '--promt', 'Hi', '--good', ' a', '--bad', ' b'], /--promt: unknown flag for margins; did you mean --prompt\?/),
+    cli('unknown-max-tokens', 'generate --max-tokens 3 (used to generate 32 tokens)', ['generate', '--model', N, '--prompt', 'Once', '--max-tokens', '3'], /--max-tokens: unknown flag for generate; did you mean --max-new-tokens\?/),
+    cli('flag-of-another-command', 'margins --eps 0.5 (a sinks flag; used to be ignored)', ['margins', '--model', N, '--prompt', 'Hi', '--good', ' a', '--bad', ' b', '--eps', '0.5'], /--eps: margins does not take this flag \(it is a flag of sinks, batch\)/),
+    cli('sinks-intervention-read', 'sinks --intervention at a hook the model lacks (the intervention used to be ignored: unsteered statistics, exit 0)', ['sinks', '--model', 'MODEL', '--prompt', 'Once upon a time', '--intervention', JSON.stringify({ hook: 'blocks.9.hook_resid_post', type: 'add', vector: V64, alpha: 4 })], /--intervention 1: .*blocks\.9\.hook_resid_post/),
+    cli('repeated-flag', 'margins --prompt given twice (the last used to win)', ['margins', '--model', N, '--prompt', 'Hi', '--prompt', 'Bye', '--good', ' a', '--bad', ' b'], /--prompt given twice \("Hi" and "Bye"\): it takes one value \(only --intervention may repeat\)/),
+    cli('window-seed-abc', 'window --seed abc (used to run as seed 0)', ['window', '--model', N, '--prompt', 'Once', '--good', ' a', '--bad', ' b', '--intervention', iv, '--max-new-tokens', '4', '--seed', 'abc'], /--seed "abc": expected a whole number ≥ 0/),
+    cli('branch-seed-negative', 'branch --seed -1', ['branch', '--model', N, '--prompt', 'Once', '--at', '0', '--alt', ' dog', '--seed', '-1'], /--seed "-1": expected a whole number ≥ 0/),
+    cli('probe-l2-infinite', 'probe --l2 1e400 (used to print "l2": null)', ['probe', '--model', N, '--set', 'FOLDER/set.json', '--l2', '1e400'], /--l2 "1e400": expected a number > 0 \(this one is not finite\)/, set),
+    cli('report-threshold-infinite', 'report --threshold 1e400 (used to print null)', ['report', '--model', N, '--clean', 'a', '--corrupt', 'b', '--good', ' a', '--bad', ' b', '--threshold', '1e400'], /--threshold "1e400": expected a number ≥ 0 \(this one is not finite\)/),
+    cli('batch-eps-2', 'batch --eps 2', ['batch', '--model', N, '--values', 'v.csv', '--eps', '2'], /--eps "2": expected a number ≥ 0 and ≤ 1/),
+    cli('batch-visible-negative', 'batch --visible-threshold -1', ['batch', '--model', N, '--values', 'v.csv', '--visible-threshold', '-1'], /--visible-threshold "-1": expected a number ≥ 0/),
+    cli('forks-alternatives-0', 'forks --alternatives 0 (used to give "score": null)', ['forks', '--model', N, '--prompt', 'Once', '--good', ' a', '--bad', ' b', '--samples', '2', '--alternatives', '0'], /--alternatives "0": expected a whole number ≥ 1/),
+    cli('probe-folds-0', 'probe --folds 0 (used to become 2)', ['probe', '--model', N, '--set', 'FOLDER/set.json', '--folds', '0'], /--folds "0": expected a whole number ≥ 2/, set),
+    cli('probe-folds-1', 'probe --folds 1 (used to become 2)', ['probe', '--model', N, '--set', 'FOLDER/set.json', '--folds', '1'], /--folds "1": expected a whole number ≥ 2/, set),
+    cli('probe-folds-1000', 'probe --folds 1000 on a set of 3 + 3 (used to become the class size)', ['probe', '--model', N, '--set', 'FOLDER/set.json', '--folds', '1000'], /--folds "1000": expected at most the smaller class of the set \(3 positive, 3 negative: ≤ 3\)/, set),
+    cli('sweep-layers-empty-item', 'sweep --layers 1,,2 (used to run layers [1, 0, 2])', ['sweep', '--model', N, '--prompt', 'Hi', '--good', ' a', '--bad', ' b', '--vector', 'v.npy', '--layers', '1,,2', '--doses', '0,1'], /--layers "1,,2": give layer indices like 0,1,2 \(whole numbers ≥ 0, no empty items\)/),
+    cli('sweep-layer-out-of-range', 'sweep --layers 0,7 on a 5-layer model (checked from config.json before any forward)', ['sweep', '--model', 'MODEL', '--prompt', 'Hi', '--good', ' a', '--bad', ' b', '--intervention-template', JSON.stringify({ hook: 'blocks.{l}.hook_resid_post', type: 'add', vector: V64 }), '--layers', '0,7', '--doses', '0,1'], /--layers: layer 7 is out of range; this model has 5 layers \(0\.\.4\)/),
+    cli('sae-top-k-0', 'sae --top-k 0 (used to give empty lists)', ['sae', '--model', N, '--sae', 'x', '--prompt', 'Hi', '--top-k', '0'], /--top-k "0": expected a whole number ≥ 1/),
+    cli('sae-pin-abc', 'sae --pin abc (used to say "feature NaN does not exist")', ['sae', '--model', N, '--sae', 'x', '--prompt', 'Hi', '--pin', 'abc'], /--pin "abc": expected comma-separated whole numbers ≥ 0 \(item 1 "abc" is not\)/),
+    cli('branch-max-new-0', 'branch --max-new-tokens 0 (used to be refused as "--at must be 0..-1")', ['branch', '--model', N, '--prompt', 'Once', '--at', '0', '--alt', ' dog', '--max-new-tokens', '0'], /--max-new-tokens "0": expected a whole number ≥ 1/),
+    cli('batch-patch-cell-layer', 'batch --patch-cell resid_pre:99:0 on a 5-layer model (used to give per-row errors, exit 0, null aggregates)', ['batch', '--model', 'MODEL', '--values', 'FOLDER/values.csv', '--patch-cell', 'resid_pre:99:0'], /--patch-cell resid_pre:99:0: layer 99 is out of range; this model has 5 layers \(0\.\.4\)/, values),
+    cli('top-k-max-new-infinite', 'generate --max-new-tokens 1e400', ['generate', '--model', N, '--prompt', 'Once', '--max-new-tokens', '1e400'], /--max-new-tokens "1e400": expected a whole number ≥ 1 and ≤ 1048576 \(this one is not finite\)/),
+    cli('intervention-json-early', 'margins with an --intervention that is not JSON, refused before the model (NOMODEL)', ['margins', '--model', N, '--prompt', 'Hi', '--good', ' a', '--bad', ' b', '--intervention', '{hook'], /--intervention 1: not valid JSON/),
+    cli('bool-yes', '--chat-template yes', ['margins', '--model', N, '--prompt', 'Hi', '--good', ' a', '--bad', ' b', '--chat-template', 'yes'], /--chat-template "yes": expected true or false/),
+    cli('window-k-max-past-n', 'window --k-max 9 with --max-new-tokens 4', ['window', '--model', N, '--prompt', 'Once', '--good', ' a', '--bad', ' b', '--intervention', iv, '--max-new-tokens', '4', '--k-max', '9'], /--k-max "9": expected a start step 0\.\.3/),
+  ];
+}

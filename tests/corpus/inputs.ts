@@ -29,7 +29,7 @@ export type CaseInput =
   | { kind: 'sae'; files: FileMap; path?: string; hook?: string;
       /** The memory budget left, as the worker and the runner pass it to readSae (default: no bound). */
       maxBytes?: number }
-  /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path. */
+  /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path, NOMODEL by a folder that does not exist, FOLDER[/file] by the folder's (files). */
   | { kind: 'cli'; argv: string[]; folder?: FileMap };
 
 /** What a case must produce. */

@@ -40,7 +40,7 @@ async function runCli(argv: string[], folder?: Map<string, Uint8Array>): Promise
     fs.mkdirSync(path.join(dir, 'model'));
     for (const [f, b] of folder) fs.writeFileSync(path.join(dir, 'model', f), b);
   }
-  const args = argv.map((a) => (a === 'MODEL' ? sharedPath('models', 'stories260K') : a === 'FOLDER' ? path.join(dir!, 'model') : a));
+  const args = argv.map((a) => (a === 'MODEL' ? sharedPath('models', 'stories260K') : a === 'NOMODEL' ? path.join(os.tmpdir(), 'bp-no-such-model') : a === 'FOLDER' ? path.join(dir!, 'model') : a.startsWith('FOLDER/') ? path.join(dir!, 'model', a.slice('FOLDER/'.length)) : a));
   let out = '', err = '';
   const ow = process.stdout.write.bind(process.stdout), ew = process.stderr.write.bind(process.stderr);
   process.stdout.write = ((s: string) => { out += s; return true; }) as typeof process.stdout.write;
