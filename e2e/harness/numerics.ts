@@ -393,7 +393,7 @@ window.runSplitNumerics = async (): Promise<NumericsReport & { split: string[] }
   try {
     const m = await realModel(b, 'stories260K', report);
     const w = m.weights, blk = w.blocks[0];
-    report.split.push(`W_E rows ${parts(w.embed)}`, `W_U rows ${parts(w.unembed)}`, `gate rows ${parts(blk.gate!.w)}`, `down rows ${parts(blk.down.w)}`, `q rows ${parts(blk.q.w)}`);
+    report.split.push(`W_E rows ${parts(w.embed)}`, `W_U rows ${parts(w.unembed)}`, `gate rows ${parts(blk.gate!.w)}`, `down rows ${parts(blk.down!.w)}`, `q rows ${parts(blk.q.w)}`);
     m.dispose();
     const h = await realModel(b, 'stories260K', report, { ...F16, tag: 'f16 weights, split: ' });
     report.split.push(`f16 W_E rows ${parts(h.weights.embed)}`);

@@ -17,6 +17,8 @@ export const CONFIG_BOUNDS: Record<string, readonly [number, number, boolean]> =
   rms_norm_eps: [Number.MIN_VALUE, 1, false], layer_norm_eps: [Number.MIN_VALUE, 1, false], layer_norm_epsilon: [Number.MIN_VALUE, 1, false],
   rope_theta: [Number.MIN_VALUE, 1e15, false], rotary_emb_base: [Number.MIN_VALUE, 1e15, false], rope_local_base_freq: [Number.MIN_VALUE, 1e15, false],
   partial_rotary_factor: [Number.MIN_VALUE, 1, false], rotary_pct: [Number.MIN_VALUE, 1, false],
+  num_local_experts: [1, 4096, true], num_experts: [1, 4096, true], num_experts_per_tok: [1, 4096, true],
+  moe_intermediate_size: [1, 1 << 20, true], shared_expert_intermediate_size: [0, 1 << 20, true], decoder_sparse_step: [1, 1024, true],
   attn_logit_softcapping: [0, 1e6, false], final_logit_softcapping: [0, 1e6, false], query_pre_attn_scalar: [Number.MIN_VALUE, 1e9, false],
 };
 

@@ -40,6 +40,20 @@ export function llamaSpec(c: HFConfig): ModelSpec {
  */
 export function llamaBlock(r: WeightReader, s: ModelSpec, l: number): BlockWeights {
   const p = `model.layers.${l}`;
+  return {
+    ...llamaAttention(r, s, l),
+    gate: r.linear(`${p}.mlp.gate_proj`, s.dMlp, s.dModel),
+    up: r.linear(`${p}.mlp.up_proj`, s.dMlp, s.dModel),
+    down: r.linear(`${p}.mlp.down_proj`, s.dModel, s.dMlp),
+  };
+}
+
+/**
+ * A `model.layers.{l}` block's norms and attention under HF Llama names (llamaBlock without the
+ * MLP: the mixture-of-experts families add theirs).
+ */
+export function llamaAttention(r: WeightReader, s: ModelSpec, l: number): Omit<BlockWeights, 'up' | 'down'> {
+  const p = `model.layers.${l}`;
   const qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
   return {
     ln1: r.norm(`${p}.input_layernorm`, s.dModel),
@@ -48,9 +62,6 @@ export function llamaBlock(r: WeightReader, s: ModelSpec, l: number): BlockWeigh
     k: r.linear(`${p}.self_attn.k_proj`, kvW, s.dModel),
     v: r.linear(`${p}.self_attn.v_proj`, kvW, s.dModel),
     o: r.linear(`${p}.self_attn.o_proj`, s.dModel, qW),
-    gate: r.linear(`${p}.mlp.gate_proj`, s.dMlp, s.dModel),
-    up: r.linear(`${p}.mlp.up_proj`, s.dMlp, s.dModel),
-    down: r.linear(`${p}.mlp.down_proj`, s.dModel, s.dMlp),
   };
 }
 

@@ -37,7 +37,10 @@ export interface ModelSpec {
    * (BlockWeights.postAttnNorm, postMlpNorm; hook_attn_out / hook_mlp_out are after them).
    */
   sandwichNorms: boolean;
-  /** Qwen3 / Gemma 3 q_norm / k_norm: per-head RMSNorm over d_head before RoPE (BlockWeights.qNorm, kNorm). */
+  /**
+   * q_norm / k_norm before RoPE (BlockWeights.qNorm, kNorm): RMSNorm over groups of the norm
+   * weight's width — d_head for Qwen3 / Gemma 3 (per head), the whole projection for OLMoE.
+   */
   qkNorm: boolean;
   positional: 'rotary' | 'learned';
   /** Number of leading dims per head that rotate (head_dim · partial_rotary_factor). */
@@ -61,6 +64,28 @@ export interface ModelSpec {
   embedScale: number;
   bosTokenId: number | null;
   eosTokenIds: number[];
+  /** Mixture-of-experts MLPs (Mixtral, Qwen2-MoE, OLMoE); absent for dense models. */
+  moe?: MoeSpec;
+}
+
+/**
+ * A sparse MLP (model/moe.ts): router logits = W_router·x [n_experts]; p = softmax; the top-k
+ * experts kept, their p renormalised to sum 1 when normTopk; out = Σ_k p_k·expert_k(x), each expert
+ * a gated MLP down(act(gate x)·up x); plus, where dShared > 0, a shared gated MLP scaled by
+ * sigmoid(W_sg·x) (Qwen2-MoE).
+ */
+export interface MoeSpec {
+  nExperts: number;
+  /** num_experts_per_tok. */
+  topK: number;
+  /** Renormalise the kept probabilities (Mixtral: always; Qwen2-MoE / OLMoE: norm_topk_prob). */
+  normTopk: boolean;
+  /** Each expert's intermediate width. */
+  dExpert: number;
+  /** The shared expert's intermediate width (0 = none). */
+  dShared: number;
+  /** Per layer: true where the MLP is sparse (BlockWeights.moe), false where it is the dense MLP (d_mlp). */
+  sparse: boolean[];
 }
 
 export interface LinearWeights { w: Tensor; b?: Tensor }
@@ -78,18 +103,39 @@ export interface BlockWeights {
   k: LinearWeights;
   v: LinearWeights;
   o: LinearWeights;
-  /** [d_head], shared by every head (qkNorm). */
+  /** [d_head], shared by every head (qkNorm); [n_heads·d_head] for OLMoE's norm over the whole projection. */
   qNorm?: Tensor;
-  /** [d_head] (qkNorm). */
+  /** [d_head] (qkNorm); [n_kv_heads·d_head] (OLMoE). */
   kNorm?: Tensor;
   /** [d_model] (sandwichNorms). */
   postAttnNorm?: NormWeights;
   /** [d_model] (sandwichNorms). */
   postMlpNorm?: NormWeights;
-  /** [d_mlp, d_model] (gatedMlp: SwiGLU / GeGLU). */
+  /** [d_mlp, d_model] (gatedMlp: SwiGLU / GeGLU); absent in sparse layers. */
   gate?: LinearWeights;
+  /** [d_mlp, d_model]; absent exactly in sparse layers (moe present). */
+  up?: LinearWeights;
+  /** [d_model, d_mlp]; absent exactly in sparse layers. */
+  down?: LinearWeights;
+  /** The sparse MLP of a mixture-of-experts layer (ModelSpec.moe.sparse[l]). */
+  moe?: MoeWeights;
+}
+
+/** A gated MLP down(act(gate x)·up x): gate, up [d_ff, d_model], down [d_model, d_ff] (no biases). */
+export interface ExpertWeights {
+  gate: LinearWeights;
   up: LinearWeights;
   down: LinearWeights;
+}
+
+/** One sparse layer's weights (ModelSpec.moe). */
+export interface MoeWeights {
+  /** W_router [n_experts, d_model] (HF block_sparse_moe.gate / mlp.gate). */
+  router: Tensor;
+  /** n_experts gated MLPs [d_expert]. */
+  experts: ExpertWeights[];
+  /** Qwen2-MoE shared expert [d_shared] and its gate W_sg [1, d_model]. */
+  shared?: ExpertWeights & { gateW: Tensor };
 }
 
 export interface ModelWeights {

@@ -159,6 +159,12 @@ export interface Backend {
   zeros(shape: readonly number[]): Tensor;
   /** Reads the tensor back to the host. */
   read(t: Tensor): Promise<Float32Array>;
+  /**
+   * Reads a small tensor back to the host at once, mid-forward, where the backend's tensors live on
+   * the host (CPU): the sparse MLP's routing (model/moe.ts) needs the router's top-k there. Absent on
+   * WebGPU, whose reads are asynchronous.
+   */
+  readSync?(t: Tensor): Float32Array;
   /** Frees the tensor's memory; using it afterwards is an error. */
   release(t: Tensor): void;
   /** Waits for all recorded work to finish (no-op on CPU). */

@@ -210,6 +210,11 @@ export class CpuBackend implements Backend {
     return new Float32Array(d(t));
   }
 
+  readSync(t: Tensor): Float32Array {
+    if (t instanceof CpuQuantTensor) return dequantise(t.q);
+    return new Float32Array(d(t));
+  }
+
   /**
    * Keeps a block-quantised weight [out, in] in its packed form (memory: quantBytes); only linear()
    * accepts the result, as its weight.

@@ -4,7 +4,7 @@ import type { ModelSpec } from '../arch/spec';
 /** Row width of a steerable hook and the symbol it is declared with in `HOOKS` (e.g. 'd_model'). */
 export interface HookWidth {
   width: number;
-  /** The width as HOOKS declares it: 'd_model', 'd_mlp', 'n_heads·d_head' or 'n_kv_heads·d_head'. */
+  /** The width as HOOKS declares it: 'd_model', 'd_mlp', 'n_heads·d_head', 'n_kv_heads·d_head', 'n_experts' or 'k'. */
   symbol: string;
   /** Heads in the row when the hook is per head (attn.hook_q/k/v/z), else undefined. */
   heads?: number;
@@ -24,8 +24,10 @@ export function hookWidth(spec: ModelSpec, hook: string): HookWidth {
   switch (symbol) {
     case 'd_model': return { width: spec.dModel, symbol };
     case 'd_mlp': return { width: spec.dMlp, symbol };
+    case 'n_experts': if (spec.moe) return { width: spec.moe.nExperts, symbol }; break;
+    case 'k': if (spec.moe) return { width: spec.moe.topK, symbol }; break;
     case 'n_heads·d_head': return { width: spec.nHeads * spec.dHead, symbol, heads: spec.nHeads };
     case 'n_kv_heads·d_head': return { width: spec.nKvHeads * spec.dHead, symbol, heads: spec.nKvHeads };
-    default: throw new Error(`hook "${hook}": its declared shape ${info.shape} has no known row width`);
   }
+  throw new Error(`hook "${hook}": its declared shape ${info.shape} has no known row width`);
 }

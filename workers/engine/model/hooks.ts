@@ -16,7 +16,12 @@ export interface HookInfo {
   steerable: boolean;
   /** Returns false for architectures that do not compute this value (never faked). */
   present?: (spec: ModelSpec) => boolean;
+  /** Returns false for the blocks that do not compute it (the router hooks: sparse layers only). */
+  presentAt?: (spec: ModelSpec, layer: number) => boolean;
 }
+
+/** Whether block l's MLP is a mixture of experts (ModelSpec.moe.sparse). */
+const sparseAt = (s: ModelSpec, l: number): boolean => s.moe?.sparse[l] === true;
 
 export const HOOKS: readonly HookInfo[] = [
   { template: 'hook_embed', shape: '[pos, d_model]', meaning: 'token embeddings W_E[ids] (times embed scale, Gemma)', steerable: true },
@@ -32,8 +37,11 @@ export const HOOKS: readonly HookInfo[] = [
   { template: 'blocks.{l}.hook_attn_out', shape: '[pos, d_model]', meaning: 'attention output added to the residual stream (after post-attention norm, Gemma 2)', steerable: true },
   { template: 'blocks.{l}.hook_resid_mid', shape: '[pos, d_model]', meaning: 'residual stream between attention and MLP', steerable: true, present: (s) => !s.parallelResidual },
   { template: 'blocks.{l}.ln2.hook_normalized', shape: '[pos, d_model]', meaning: 'input to the MLP after ln2', steerable: true },
-  { template: 'blocks.{l}.mlp.hook_pre', shape: '[pos, d_mlp]', meaning: 'MLP pre-activation (the gate projection in gated MLPs)', steerable: true },
-  { template: 'blocks.{l}.mlp.hook_post', shape: '[pos, d_mlp]', meaning: 'MLP activation (act(gate)·up in gated MLPs)', steerable: true },
+  { template: 'blocks.{l}.mlp.hook_pre', shape: '[pos, d_mlp]', meaning: 'MLP pre-activation (the gate projection in gated MLPs)', steerable: true, presentAt: (s, l) => !sparseAt(s, l) },
+  { template: 'blocks.{l}.mlp.hook_post', shape: '[pos, d_mlp]', meaning: 'MLP activation (act(gate)·up in gated MLPs)', steerable: true, presentAt: (s, l) => !sparseAt(s, l) },
+  { template: 'blocks.{l}.mlp.hook_router_logits', shape: '[pos, n_experts]', meaning: 'mixture of experts: router (gate) logits before the softmax', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
+  { template: 'blocks.{l}.mlp.hook_expert_indices', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts (top-k of the router softmax, descending) as float32 ids', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
+  { template: 'blocks.{l}.mlp.hook_expert_weights', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts\' weights (softmax probabilities, renormalised where the model does)', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.hook_mlp_out', shape: '[pos, d_model]', meaning: 'MLP output added to the residual stream', steerable: true },
   { template: 'blocks.{l}.hook_resid_post', shape: '[pos, d_model]', meaning: 'residual stream after block l', steerable: true },
   { template: 'ln_final.hook_normalized', shape: '[pos, d_model]', meaning: 'final norm output, input to W_U', steerable: true },
@@ -45,7 +53,7 @@ export function hookNames(spec: ModelSpec): string[] {
   const out: string[] = [];
   const present = HOOKS.filter((h) => !h.present || h.present(spec));
   for (const h of present) if (!h.template.includes('{l}') && h.template.startsWith('hook_')) out.push(h.template);
-  for (let l = 0; l < spec.nLayers; l++) for (const h of present) if (h.template.includes('{l}')) out.push(h.template.replace('{l}', String(l)));
+  for (let l = 0; l < spec.nLayers; l++) for (const h of present) if (h.template.includes('{l}') && (!h.presentAt || h.presentAt(spec, l))) out.push(h.template.replace('{l}', String(l)));
   for (const h of present) if (!h.template.includes('{l}') && !h.template.startsWith('hook_')) out.push(h.template);
   return out;
 }
@@ -65,6 +73,7 @@ export function assertHook(spec: ModelSpec, name: string): void {
   const m = /^blocks\.(\d+)\./.exec(name);
   if (m && Number(m[1]) >= spec.nLayers) throw new Error(`hook "${name}": layer ${m[1]} does not exist (the model has layers 0..${spec.nLayers - 1})`);
   const info = hookInfo(name);
+  if (info?.presentAt && m && (!info.present || info.present(spec))) throw new Error(`hook "${name}" is not computed by layer ${m[1]} of this ${spec.modelType} model (${sparseAt(spec, Number(m[1])) ? 'a sparse, mixture-of-experts layer' : 'a dense layer'})`);
   if (info) throw new Error(`hook "${name}" is not computed by ${spec.modelType} models`);
   throw new Error(`unknown hook "${name}"; hooks look like blocks.3.hook_resid_post, blocks.0.attn.hook_pattern, hook_embed`);
 }

@@ -65,7 +65,8 @@ const FLAG_WEIGHTS: readonly { flag: 'gatedMlp' | 'sandwichNorms' | 'qkNorm'; fi
 
 /**
  * Checks the spec's wiring flags against every block's weights: gate ⇔ gatedMlp, postAttnNorm and
- * postMlpNorm ⇔ sandwichNorms, qNorm and kNorm ⇔ qkNorm. A disagreement is an architecture file's
+ * postMlpNorm ⇔ sandwichNorms, qNorm and kNorm ⇔ qkNorm; moe ⇔ ModelSpec.moe.sparse[l] (a sparse
+ * layer holds no dense gate/up/down, a dense one both up and down). A disagreement is an architecture file's
  * bug (its spec and its weight names out of step), caught at load rather than as wrong numbers.
  * @throws Error naming the layer, the flag, its value and the missing or unexpected weight; also
  *   when the weights hold another number of blocks than the spec's n_layers.
@@ -73,8 +74,15 @@ const FLAG_WEIGHTS: readonly { flag: 'gatedMlp' | 'sandwichNorms' | 'qkNorm'; fi
 export function checkBlockWeights(s: ModelSpec, w: ModelWeights): void {
   if (w.blocks.length !== s.nLayers) throw new Error(`the weights hold ${w.blocks.length} blocks, the spec ${s.nLayers} layers (num_hidden_layers)`);
   w.blocks.forEach((bw, l) => {
+    const sparse = s.moe?.sparse[l] === true;
+    if (sparse !== (bw.moe !== undefined)) {
+      throw new Error(`layer ${l}: ModelSpec.moe says the MLP is ${sparse ? 'sparse (mixture of experts)' : 'dense'} (${s.modelType}) but the block ${bw.moe ? 'holds' : 'has no'} router and experts (BlockWeights.moe)`);
+    }
+    if (sparse && (bw.up || bw.down || bw.gate)) throw new Error(`layer ${l}: a sparse (mixture-of-experts) layer holds a dense MLP projection (BlockWeights.gate/up/down are unexpected there)`);
+    if (!sparse && (!bw.up || !bw.down)) throw new Error(`layer ${l}: the dense MLP has no ${bw.up ? 'down' : 'up'} projection (BlockWeights.${bw.up ? 'down' : 'up'} is missing)`);
     for (const { flag, fields } of FLAG_WEIGHTS) {
       for (const { field, what } of fields) {
+        if (sparse && flag === 'gatedMlp') continue;
         const has = bw[field] !== undefined;
         if (s[flag] && !has) throw new Error(`layer ${l}: ModelSpec.${flag} is true (${s.modelType}) but the block has no ${what}: BlockWeights.${field} is missing`);
         if (!s[flag] && has) throw new Error(`layer ${l}: ModelSpec.${flag} is false (${s.modelType}) but the block holds a ${what}: BlockWeights.${field} is unexpected (the forward pass would ignore it)`);

@@ -2,6 +2,7 @@ import type { Backend, FusedOps, LinearFusion, Tensor } from '../backend/backend
 import { blockWiring, planFusion, type BlockWiring, type FusionPlan } from './fusion_plan';
 import type { LinearWeights, ModelSpec, ModelWeights, NormWeights } from '../arch/spec';
 import { checkBlockWeights } from './spec_checks';
+import { sparseMlp } from './moe';
 import type { RunContext } from './run_context';
 
 /**
@@ -156,16 +157,17 @@ export class Transformer {
     }
     b.release(z);
 
-    // MLP: post = act(W_gate·ln2(·)) ⊙ W_up·ln2(·) (gated) or act(W_up·ln2(·))
-    const post = this.mlp(l, mid ?? x, plan, ctx); // [pos, d_mlp]
+    // MLP: post = act(W_gate·ln2(·)) ⊙ W_up·ln2(·) (gated) or act(W_up·ln2(·)); a sparse layer's
+    // mixture of experts (model/moe.ts) gives its output directly
+    const post = bw.moe ? null : this.mlp(l, mid ?? x, plan, ctx); // [pos, d_mlp]
 
     // residual: resid_post = resid_mid + mlp_out (parallel: x + attn_out + mlp_out)
     let out: Tensor;
-    if (plan.mlpOutResidual) {
-      out = plan.ops!.linear(post, bw.down.w, bw.down.b, { residual: mid! });
+    if (post && plan.mlpOutResidual) {
+      out = plan.ops!.linear(post, bw.down!.w, bw.down!.b, { residual: mid! });
       b.release(mid!);
     } else {
-      const mlpOut = ctx.fire(`${h}hook_mlp_out`, this.branchOut(post, bw.down, bw.postMlpNorm)); // [pos, d_model]
+      const mlpOut = ctx.fire(`${h}hook_mlp_out`, post ? this.branchOut(post, bw.down!, bw.postMlpNorm) : this.sparse(l, mid ?? x, ctx)); // [pos, d_model]
       if (mid) {
         out = b.add(mid, mlpOut);
         b.release(mid);
@@ -176,7 +178,7 @@ export class Transformer {
       }
       b.release(mlpOut);
     }
-    b.release(post);
+    if (post) b.release(post);
     return ctx.fire(`${h}hook_resid_post`, out); // [pos, d_model]
   }
 
@@ -234,12 +236,12 @@ export class Transformer {
     const n2 = plan.foldLn2 ? xIn : ctx.fire(`${h}ln2.hook_normalized`, this.norm(xIn, bw.ln2)); // [pos, d_model]
     let post: Tensor;
     if (plan.gateUp) {
-      post = plan.ops!.linear(n2, bw.gate!.w, bw.gate!.b, { ...ln2, gateUp: { w: bw.up.w, bias: bw.up.b, act: s.act } }); // act(gate)·up in one
+      post = plan.ops!.linear(n2, bw.gate!.w, bw.gate!.b, { ...ln2, gateUp: { w: bw.up!.w, bias: bw.up!.b, act: s.act } }); // act(gate)·up in one
     } else {
       const lin = (p: LinearWeights): Tensor => (plan.foldLn2 ? plan.ops!.linear(n2, p.w, p.b, ln2) : b.linear(n2, p.w, p.b));
-      const pre = ctx.fire(`${h}mlp.hook_pre`, lin(s.gatedMlp ? bw.gate! : bw.up)); // [pos, d_mlp]
+      const pre = ctx.fire(`${h}mlp.hook_pre`, lin(s.gatedMlp ? bw.gate! : bw.up!)); // [pos, d_mlp]
       if (s.gatedMlp) {
-        const up = lin(bw.up); // [pos, d_mlp]
+        const up = lin(bw.up!); // [pos, d_mlp]
         post = b.gatedAct(pre, up, s.act);
         b.release(up);
       } else {
@@ -249,6 +251,20 @@ export class Transformer {
     }
     if (!plan.foldLn2) b.release(n2);
     return ctx.fire(`${h}mlp.hook_post`, post); // [pos, d_mlp]
+  }
+
+  /**
+   * ln2 (firing ln2.hook_normalized; never folded) and a sparse layer's mixture of experts
+   * (model/moe.ts sparseMlp: the router hooks fire there).
+   * @param xIn the MLP's input [pos, d_model] (not released).
+   * @returns the MLP output [pos, d_model] (before hook_mlp_out; Gemma-style post norms do not occur with MoE).
+   */
+  private sparse(l: number, xIn: Tensor, ctx: RunContext): Tensor {
+    const h = `blocks.${l}.`;
+    const n2 = ctx.fire(`${h}ln2.hook_normalized`, this.norm(xIn, this.weights.blocks[l].ln2)); // [pos, d_model]
+    const out = sparseMlp(this.backend, this.spec.moe!, this.weights.blocks[l].moe!, this.spec.act, n2, h, ctx);
+    this.backend.release(n2);
+    return out;
   }
 
   /**
