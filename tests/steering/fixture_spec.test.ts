@@ -14,15 +14,20 @@ import { maxAbsDiff, readReference, sharedPath } from '../shared';
  * block 1, for every fixture directory.
  */
 const TOL = 1e-4; // fixtures/README.md: suggested fp32 tolerance for logits and hidden states
-const root = sharedPath('fixtures');
-const dirs = fs.readdirSync(root).filter((d) => fs.existsSync(`${root}/${d}/config.json`)).sort();
+/** The dense fixtures and the mixture-of-experts ones (../shared/fixtures-moe, same layout). */
+const roots = [sharedPath('fixtures'), sharedPath('fixtures-moe')];
+const paths = roots.flatMap((root) => fs.readdirSync(root).filter((d) => fs.existsSync(`${root}/${d}/config.json`)).sort().map((d) => `${root}/${d}`));
+const dirs = paths.map((p) => p.split('/').slice(-2).join('/'));
 
 describe('steer_seq0 through the intervention JSON spec', () => {
-  it('finds all nine fixtures', () => expect(dirs).toHaveLength(9));
+  it('finds all nine dense fixtures and the three mixture-of-experts ones', () => {
+    expect(dirs.filter((d) => d.startsWith('fixtures/'))).toHaveLength(9);
+    expect(dirs.filter((d) => d.startsWith('fixtures-moe/'))).toEqual(['fixtures-moe/mixtral-tiny', 'fixtures-moe/olmoe-tiny', 'fixtures-moe/qwen2_moe-tiny']);
+  });
 
   describe.each(dirs)('%s', (dir) => {
     it('add at blocks.1.hook_resid_post reproduces HF logits and hidden_states within 1e-4', async () => {
-      const path = `${root}/${dir}`;
+      const path = paths[dirs.indexOf(dir)];
       const modelType = JSON.parse(fs.readFileSync(`${path}/config.json`, 'utf8')).model_type;
       if (!SUPPORTED_MODEL_TYPES.includes(modelType)) {
         throw new Error(`${dir}: model_type "${modelType}" is not registered in workers/engine/arch/registry.ts (supported: ${SUPPORTED_MODEL_TYPES.join(', ')})`);

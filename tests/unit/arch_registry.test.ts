@@ -6,10 +6,10 @@ import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { sharedPath } from '../shared';
 
-/** model_type of every fixture and real model in ../shared, read from their config.json. */
+/** model_type of every fixture (dense and mixture-of-experts) and real model in ../shared, read from their config.json. */
 function sharedModelTypes(): string[] {
   const dirs = [
-    ...fs.readdirSync(sharedPath('fixtures')).filter((d) => d.endsWith('-tiny')).map((d) => sharedPath('fixtures', d)),
+    ...['fixtures', 'fixtures-moe'].flatMap((root) => fs.readdirSync(sharedPath(root)).filter((d) => d.endsWith('-tiny')).map((d) => sharedPath(root, d))),
     sharedPath('models', 'stories260K'), sharedPath('models', 'aidreams260K'),
   ];
   return [...new Set(dirs.map((d) => String(JSON.parse(fs.readFileSync(`${d}/config.json`, 'utf8')).model_type)))];
@@ -18,7 +18,8 @@ function sharedModelTypes(): string[] {
 describe('architecture registry', () => {
   it('every model_type in the shared fixtures and models is supported', () => {
     const types = sharedModelTypes();
-    expect(types.length).toBeGreaterThanOrEqual(8);
+    expect(types.length).toBeGreaterThanOrEqual(11);
+    for (const t of ['mixtral', 'qwen2_moe', 'olmoe']) expect(types).toContain(t);
     for (const t of types) expect(SUPPORTED_MODEL_TYPES).toContain(t);
   });
 
