@@ -18,7 +18,11 @@ export interface Tensor {
   readonly size: number;
 }
 
-export type Activation = 'silu' | 'gelu' | 'gelu_tanh' | 'relu';
+/**
+ * Elementwise activations. 'sigmoid' and 'identity' are never a model's hidden_act: the sparse MLP
+ * (model/moe.ts) uses them in gatedAct for σ(z)·y (Qwen2-MoE's shared-expert gate) and s·y (routing weights).
+ */
+export type Activation = 'silu' | 'gelu' | 'gelu_tanh' | 'relu' | 'sigmoid' | 'identity';
 
 /** Parameters of one causal attention call (see `Backend.attention`). */
 export interface AttentionParams {
@@ -226,6 +230,15 @@ export interface Backend {
   gatherCols(x: Tensor, cols: Int32Array): Tensor;
   /** The k largest entries of each row of x [n, C]: values [n, k] (descending) and their column indices. */
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }>;
+  /**
+   * Mixture-of-experts routing of router logits [n, E] (ops/moe_route.cpu.ts): p = softmax of each
+   * row (float32); indices [n, k] = the k most probable experts, descending (ties: lower index),
+   * as float32 ids — or `forced` [n, k] when given (ids taken as they are, clamped into [0, E));
+   * weights [n, k] = p at those indices, renormalised to sum 1 when normTopk.
+   */
+  moeRoute(logits: Tensor, k: number, normTopk: boolean, forced?: Tensor): { indices: Tensor; weights: Tensor };
+  /** Routing as a dense [n, nExperts] matrix: y[r, e] = Σ_j weights[r, j]·(indices[r, j] = e). */
+  moeDense(indices: Tensor, weights: Tensor, nExperts: number): Tensor;
   /**
    * Applies a steering op to the rows of x [n, W] where rows[r] = 1 → new tensor [n, W].
    * With `groups`, each row is split into W/groups.size column groups (heads at attn.hook_z:

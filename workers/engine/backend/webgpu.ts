@@ -7,6 +7,7 @@ import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu, subGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
 import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
+import { moeDenseGpu, moeRouteGpu } from '../ops/moe_route.wgsl';
 import { embedGpu } from '../ops/embed.wgsl';
 import { linearGpu } from '../ops/linear.wgsl';
 import { fusedMaxRows, linearFusedGpu } from '../ops/linear_fused.wgsl';
@@ -701,6 +702,8 @@ export class WebGpuBackend implements Backend, KernelHost {
   logSoftmax(x: Tensor): Tensor { return logSoftmaxGpu(this, x); }
   gatherCols(x: Tensor, idx: Int32Array): Tensor { return gatherColsGpu(this, x, idx); }
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
+  moeRoute(logits: Tensor, k: number, normTopk: boolean, forced?: Tensor): { indices: Tensor; weights: Tensor } { return moeRouteGpu(this, logits, k, normTopk, forced); }
+  moeDense(indices: Tensor, weights: Tensor, nExperts: number): Tensor { return moeDenseGpu(this, indices, weights, nExperts); }
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
 }

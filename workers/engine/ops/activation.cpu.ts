@@ -19,6 +19,8 @@ export function activate(x: number, act: Activation): number {
     case 'gelu': return 0.5 * x * (1 + erf(x / Math.SQRT2));
     case 'gelu_tanh': return 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)));
     case 'relu': return x > 0 ? x : 0;
+    case 'sigmoid': return 1 / (1 + exp64(-x));
+    case 'identity': return x;
   }
 }
 

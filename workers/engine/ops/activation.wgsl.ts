@@ -6,7 +6,7 @@ import { WGSL_ERF, WGSL_TANH } from './wgsl_math';
 /**
  * The activations as WGSL, matching activation.cpu.ts: silu x·σ(x); gelu x·Φ(x) with erf from
  * Numerical Recipes; gelu_tanh HF gelu_new / gelu_pytorch_tanh (Hendrycks & Gimpel 2016,
- * arXiv 1606.08415); relu. exp's argument is clamped so that silu of a very negative x is −0
+ * arXiv 1606.08415); relu; sigmoid and identity (the sparse MLP's scalings). exp's argument is clamped so that silu of a very negative x is −0
  * rather than x/inf.
  */
 export const ACT_LIB = /* wgsl */ `
@@ -16,6 +16,8 @@ fn act_silu(x: f32) -> f32 { return x / (1.0 + exp(min(-x, 88.0))); }
 fn act_gelu(x: f32) -> f32 { return 0.5 * x * (1.0 + erf_acc(x * 0.7071067811865476)); }
 fn act_gelu_tanh(x: f32) -> f32 { return 0.5 * x * (1.0 + tanh_acc(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 fn act_relu(x: f32) -> f32 { return max(x, 0.0); }
+fn act_sigmoid(x: f32) -> f32 { return 1.0 / (1.0 + exp(min(-x, 88.0))); }
+fn act_identity(x: f32) -> f32 { return x; }
 `;
 
 /** act(x) elementwise → new tensor with x's shape. */
