@@ -94,6 +94,9 @@ export const interventionUsage = (commands: readonly string[]) => `Interventions
   mode       ablate: "zero" | "mean" (vector = the mean) | "project" (remove the vector's direction)
   source     patch: a prompt whose activations at hook replace this run's (or vector: rows [pos][width])
   head       attn.hook_q/k/v/z only: act on one head
+  experts    ban_experts (at blocks.L.mlp.hook_router_logits: these experts cannot be chosen) /
+             force_experts (at blocks.L.mlp.hook_expert_indices: exactly k ids, weighted by the router's p);
+             set_expert_weights (at blocks.L.mlp.hook_expert_weights) takes vector: the k weights
   positions  "all" (default) | "prompt" | "generated" | [indices] | {"start": i, "end": j}
              ("generated" starts at the last prompt position, which draws the first new token;
               {"start": n_prompt} leaves the first new token unsteered)

@@ -60,6 +60,9 @@ export function doseText(d: Pick<InterventionDraft, 'type' | 'dose' | 'rotateBy'
     case 'ablate': return `mode ${d.mode}`;
     case 'patch': return 'from the source prompt';
     case 'sae_clamp': return `clamp to c = ${d.dose}`;
+    case 'ban_experts': return 'experts banned';
+    case 'force_experts': return 'experts forced';
+    case 'set_expert_weights': return 'routing weights set';
   }
 }
 

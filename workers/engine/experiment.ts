@@ -106,6 +106,8 @@ const intervention = z.object({
   /** An SAE feature intervention (v2): steer along W_dec[feature] (type add) or clamp it (sae_clamp); `index` into `saes`. */
   sae: z.object({ index: int, feature: int }).nullable().default(null),
   head: int.nullable().default(null),
+  /** ban_experts / force_experts: the expert ids. */
+  experts: z.array(int).optional(),
   positions: positions.default('all'),
   steps: z.object({ start: int, end: int.nullable() }).nullable().default(null),
 });
@@ -215,7 +217,7 @@ export type InterventionFields = Pick<ExperimentIntervention, 'hook' | 'type' | 
 
 /** Whether an intervention of this type takes a vector. */
 export function needsVector(d: Pick<InterventionFields, 'type' | 'mode'>): boolean {
-  return d.type !== 'patch' && !(d.type === 'ablate' && d.mode === 'zero');
+  return d.type !== 'patch' && d.type !== 'ban_experts' && d.type !== 'force_experts' && !(d.type === 'ablate' && d.mode === 'zero');
 }
 
 /** The spec key the dose sets, or null for types without a dose. */
@@ -229,8 +231,12 @@ export function doseKey(d: Pick<InterventionFields, 'type' | 'rotateBy'>): 'alph
  * @param perHead whether the hook is per head (attn.hook_q/k/v/z): only then is `head` sent.
  * @throws Error prefixed by `label` when the vector is missing or a patch has no source.
  */
-export function interventionSpec(d: InterventionFields, vector: ArrayLike<number> | null, perHead: boolean, label: string): InterventionSpec {
+export function interventionSpec(d: InterventionFields & { experts?: number[] | null }, vector: ArrayLike<number> | null, perHead: boolean, label: string): InterventionSpec {
   const spec: InterventionSpec = { hook: d.hook, type: d.type, positions: d.positions };
+  if (d.type === 'ban_experts' || d.type === 'force_experts') {
+    if (!d.experts || d.experts.length === 0) throw new Error(`${label}: ${d.type} needs the expert ids`);
+    spec.experts = [...d.experts];
+  }
   const key = doseKey(d);
   if (key) spec[key] = d.dose;
   if (d.type === 'ablate') spec.mode = d.mode;

@@ -39,7 +39,7 @@ export const HOOKS: readonly HookInfo[] = [
   { template: 'blocks.{l}.ln2.hook_normalized', shape: '[pos, d_model]', meaning: 'input to the MLP after ln2', steerable: true },
   { template: 'blocks.{l}.mlp.hook_pre', shape: '[pos, d_mlp]', meaning: 'MLP pre-activation (the gate projection in gated MLPs)', steerable: true, presentAt: (s, l) => !sparseAt(s, l) },
   { template: 'blocks.{l}.mlp.hook_post', shape: '[pos, d_mlp]', meaning: 'MLP activation (act(gate)·up in gated MLPs)', steerable: true, presentAt: (s, l) => !sparseAt(s, l) },
-  { template: 'blocks.{l}.mlp.hook_router_logits', shape: '[pos, n_experts]', meaning: 'mixture of experts: router (gate) logits before the softmax', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
+  { template: 'blocks.{l}.mlp.hook_router_logits', shape: '[pos, n_experts]', meaning: 'mixture of experts: router (gate) logits before the softmax; an intervention here changes the choice (top-k), the weights stay the router\'s own p', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.mlp.hook_expert_indices', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts (top-k of the router softmax, descending) as float32 ids', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.mlp.hook_expert_weights', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts\' weights (softmax probabilities, renormalised where the model does)', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.hook_mlp_out', shape: '[pos, d_model]', meaning: 'MLP output added to the residual stream', steerable: true },

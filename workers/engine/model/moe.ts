@@ -17,6 +17,10 @@
  * chosen): the same numbers, every expert's weights read. Interventions act through the three
  * hooks: a replaced expert_indices (forcing experts) takes its weights from p at the new indices
  * (so forcing the router's own choice changes nothing); a replaced expert_weights is used as given.
+ * An intervention at router_logits (a ban: −∞ at the banned experts) changes which experts are
+ * chosen; their weights stay the router's own p (softmax of the logits before the intervention,
+ * renormalised where the model does), so banning an expert that no row chose changes nothing, and
+ * a row whose choice a ban changes takes the next experts at their own probabilities.
  */
 import type { Backend, Tensor } from '../backend/backend';
 import type { Activation } from '../backend/backend';
@@ -42,14 +46,15 @@ function checkExpertIds(v: Float32Array, nExperts: number, hook: string): void {
 export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activation, x: Tensor, h: string, ctx: RunContext): Tensor {
   const [n, d] = x.shape;
   const k = moe.topK, E = moe.nExperts;
-  const logits = ctx.fire(`${h}mlp.hook_router_logits`, b.linear(x, w.router)); // [pos, n_experts]
-  const chosen = b.moeRoute(logits, k, moe.normTopk);
-  b.release(chosen.weights);
+  const logits = b.linear(x, w.router); // [pos, n_experts]: the router's own logits
+  const fired = ctx.fire(`${h}mlp.hook_router_logits`, b.clone(logits)); // as intervened on: they choose
+  const chosen = b.moeRoute(fired, k, moe.normTopk);
+  b.release(chosen.weights); b.release(fired);
   const idxT = ctx.fire(`${h}mlp.hook_expert_indices`, chosen.indices); // [pos, k]
   const host = b.readSync?.bind(b);
   const idxHost = host ? host(idxT) : null;
   if (idxHost) checkExpertIds(idxHost, E, `${h}mlp.hook_expert_indices`);
-  const weighed = b.moeRoute(logits, k, moe.normTopk, idxT); // p at the (possibly forced) experts
+  const weighed = b.moeRoute(logits, k, moe.normTopk, idxT); // the router's p at the chosen (possibly forced) experts
   b.release(weighed.indices); b.release(logits);
   const wT = ctx.fire(`${h}mlp.hook_expert_weights`, weighed.weights); // [pos, k]
   let out: Tensor | null = null;

@@ -5,7 +5,13 @@
  *
  * Keys (all others are rejected, so a typo cannot pass silently):
  * - hook: hook name, e.g. "blocks.3.hook_resid_post" (any steerable hook of hooks.ts).
- * - type: 'add' | 'add_norm_preserving' | 'rotate' | 'ablate' | 'patch' | 'sae_clamp'.
+ * - type: 'add' | 'add_norm_preserving' | 'rotate' | 'ablate' | 'patch' | 'sae_clamp', or a route
+ *   intervention of a mixture-of-experts model (model/moe.ts): 'ban_experts' at
+ *   blocks.{l}.mlp.hook_router_logits (the experts' router logits set to −∞ before the softmax, so
+ *   the top-k is taken among the others), 'force_experts' at blocks.{l}.mlp.hook_expert_indices (these
+ *   k experts are used, weighted by the router's p at them, renormalised where the model does),
+ *   'set_expert_weights' at blocks.{l}.mlp.hook_expert_weights (vector: the k weights, used as given).
+ * - experts (ban_experts: any number, leaving at least k; force_experts: exactly k, distinct): expert ids.
  * - vector: the direction/values, inline (number[]), or — runner only — a path to a .npy,
  *   .safetensors or .json file (see vector_io.ts). patch: rows [positions][width] of another run.
  *   Or an SAE feature's decoder direction {"sae": REF, "feature": F}: W_dec[F] scaled to unit L2 norm.
@@ -31,7 +37,9 @@ import type { Intervention, PositionSelector } from '../model/intervention';
 import { hookWidth, type HookWidth } from '../model/hook_width';
 import type { Sae } from '../sae/sae';
 
-export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp'] as const;
+export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp', 'ban_experts', 'force_experts', 'set_expert_weights'] as const;
+/** The route interventions (mixture-of-experts models) and the router hook each acts at. */
+export const ROUTE_TYPES = { ban_experts: 'mlp.hook_router_logits', force_experts: 'mlp.hook_expert_indices', set_expert_weights: 'mlp.hook_expert_weights' } as const;
 export type InterventionType = (typeof INTERVENTION_TYPES)[number];
 export const ABLATE_MODES = ['zero', 'mean', 'project'] as const;
 export type AblateMode = (typeof ABLATE_MODES)[number];
@@ -59,6 +67,8 @@ export interface InterventionSpec {
   feature?: number;
   /** sae_clamp: the value c the feature is clamped to. */
   value?: number;
+  /** ban_experts / force_experts: expert ids. */
+  experts?: number[];
 }
 
 /** An SAE feature as a vector: W_dec[feature] / ‖W_dec[feature]‖. */
@@ -70,7 +80,7 @@ export function isSaeFeatureRef(v: unknown): v is SaeFeatureRef {
 }
 
 /** Every key a spec may have, in the order the usage text lists them. */
-export const SPEC_KEYS = ['hook', 'type', 'vector', 'alpha', 'theta', 't', 'mode', 'source', 'head', 'positions', 'steps', 'sae', 'feature', 'value'] as const;
+export const SPEC_KEYS = ['hook', 'type', 'vector', 'alpha', 'theta', 't', 'mode', 'source', 'head', 'positions', 'steps', 'sae', 'feature', 'value', 'experts'] as const;
 
 /** The run an intervention is checked against. */
 export interface RunShape {
@@ -126,6 +136,15 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
       if (!has('value')) fail('sae_clamp needs "value": the activation c the feature is clamped to');
       forbid(['vector', 'alpha', 'theta', 't', 'mode', 'source', 'head'], 'sae_clamp takes sae, feature and value');
       break;
+    case 'ban_experts':
+    case 'force_experts':
+      if (!Array.isArray(o.experts) || o.experts.length === 0 || o.experts.some((e) => !isInt(e) || (e as number) < 0)) fail(`${type} needs "experts": a non-empty list of expert ids (non-negative integers) (got ${JSON.stringify(o.experts)})`);
+      if (new Set(o.experts as number[]).size !== (o.experts as number[]).length) fail(`"experts" lists an expert twice: ${JSON.stringify(o.experts)}`);
+      forbid(['vector', 'alpha', 'theta', 't', 'mode', 'source', 'head'], `${type} takes experts`);
+      break;
+    case 'set_expert_weights':
+      forbid(['alpha', 'theta', 't', 'mode', 'source', 'head', 'experts'], 'set_expert_weights takes vector: the k routing weights');
+      break;
     case 'patch':
       if (has('vector') === has('source')) fail('patch needs exactly one of "source" (a prompt whose activations are patched in) or "vector" (rows [positions][width])');
       if (has('source') && typeof o.source !== 'string') fail('"source" must be a prompt string');
@@ -133,7 +152,8 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
       break;
   }
   if (type !== 'sae_clamp') forbid(['sae', 'feature', 'value'], 'only sae_clamp takes sae, feature and value (an SAE feature as a vector is "vector": {"sae": PATH, "feature": F})');
-  if (type !== 'ablate' && type !== 'patch' && type !== 'sae_clamp' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
+  if (type !== 'ban_experts' && type !== 'force_experts') forbid(['experts'], 'only ban_experts and force_experts take experts');
+  if (type !== 'ablate' && type !== 'patch' && type !== 'sae_clamp' && type !== 'ban_experts' && type !== 'force_experts' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
   if (has('vector') && isObj(o.vector) && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail(`"vector" as an object must be {"sae": PATH, "feature": F} with F a non-negative integer (got ${JSON.stringify(o.vector)})`);
   if (isSaeFeatureRef(o.vector) && (o.vector.feature < 0 || type === 'patch')) fail(type === 'patch' ? 'patch takes rows, not an SAE feature' : `"vector".feature must be non-negative (got ${o.vector.feature})`);
   if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail('"vector" must be an array of numbers, a file path, or {"sae": PATH, "feature": F}');
@@ -159,6 +179,7 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
     ...(positions !== undefined ? { positions } : {}),
     ...(steps ? { steps } : {}),
     ...(type === 'sae_clamp' ? { sae: o.sae as string, feature: o.feature as number, value: o.value as number } : {}),
+    ...(has('experts') ? { experts: [...(o.experts as number[])] } : {}),
   };
 }
 
@@ -254,6 +275,14 @@ export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: Ru
   }
 
   let op: Intervention['op'];
+  if (spec.type in ROUTE_TYPES) {
+    const route = routeOp(spec, model, fail);
+    return {
+      hook: spec.hook, op: route.op, positions,
+      ...(spec.steps ? { steps: { start: spec.steps.start, end: spec.steps.end ?? Number.POSITIVE_INFINITY } } : {}),
+      ...(route.groups ? { groups: route.groups } : {}),
+    };
+  }
   if (spec.type === 'sae_clamp') {
     const s = sae(spec.sae!);
     if (s.cfg.hookName !== spec.hook) fail(`sae_clamp at ${spec.hook}, but ${s.label} reads ${s.cfg.hookName}; clamp at its hook`);
@@ -302,4 +331,34 @@ function lastPosition(sel: PositionSelector, nPrompt: number, maxPos: number): n
   if (Array.isArray(sel)) return Math.max(-1, ...sel);
   if (typeof sel === 'object') return Math.min(sel.end, maxPos) - 1;
   return sel === 'prompt' ? nPrompt - 1 : maxPos - 1;
+}
+
+/**
+ * A route intervention's row op (see the module docstring): ban = set the banned experts' router
+ * logits to −∞ (column groups of width 1); force = set the expert ids; set_expert_weights = set the
+ * k weights.
+ * @throws Error (via fail) when the hook is not the type's router hook, the model has no experts
+ *   there, an expert does not exist, a ban leaves fewer than k experts, or a force / weight list is
+ *   not k long.
+ */
+function routeOp(spec: InterventionSpec, model: ModelSpec, fail: (msg: string) => never): { op: Intervention['op']; groups?: Intervention['groups'] } {
+  const site = ROUTE_TYPES[spec.type as keyof typeof ROUTE_TYPES];
+  if (!model.moe) fail(`${spec.type} acts on a mixture-of-experts router; ${model.modelType} models have none`);
+  const moe = model.moe!;
+  if (!new RegExp(`^blocks\\.\\d+\\.${site.replace('.', '\\.')}$`).test(spec.hook)) fail(`${spec.type} acts at blocks.{l}.${site} (got ${spec.hook})`);
+  const experts = spec.experts ?? [];
+  for (const e of experts) if (e >= moe.nExperts) fail(`expert ${e} does not exist: the model has experts 0..${moe.nExperts - 1}`);
+  if (spec.type === 'ban_experts') {
+    if (experts.length > moe.nExperts - moe.topK) fail(`banning ${experts.length} of ${moe.nExperts} experts leaves fewer than the ${moe.topK} each token uses`);
+    return { op: { kind: 'set', v: new Float32Array(1).fill(Number.NEGATIVE_INFINITY) }, groups: { size: 1, indices: [...experts] } };
+  }
+  if (spec.type === 'force_experts') {
+    if (experts.length !== moe.topK) fail(`force_experts needs exactly ${moe.topK} experts (num_experts_per_tok), got ${experts.length}`);
+    return { op: { kind: 'set', v: Float32Array.from(experts) } };
+  }
+  const raw = spec.vector;
+  if (!isArrayLike(raw)) return fail(`set_expert_weights needs "vector": the ${moe.topK} routing weights inline`);
+  if (raw.length !== moe.topK) fail(`set_expert_weights needs ${moe.topK} weights (num_experts_per_tok), got ${raw.length}`);
+  assertFinite(raw as ArrayLike<number>, 'vector');
+  return { op: { kind: 'set', v: Float32Array.from(raw as ArrayLike<number>) } };
 }
