@@ -19,6 +19,7 @@ import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FO
 import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
 import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
 import { PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
 import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
@@ -94,6 +95,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
   defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
   defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),

@@ -151,7 +151,7 @@ export function patchHooks(nLayers: number, hook: PatchHook): { hookTemplate: st
  * Δ from the last-position logits of a run of `prompt` and, for 'sequence', the logits of its
  * branch continuations (branch(ids) → [ids.length − T, d_vocab]).
  */
-function marginOf(plan: PatchPlan, V: number) {
+export function marginOf(plan: Pick<PatchPlan, 'metric' | 'good' | 'bad'>, V: number) {
   return async (last: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>): Promise<number> => {
     const lp = logSoftmaxCpu(last, last.length);
     if (plan.metric === 'final') return rowMargin(lp, plan.good.firstIds, plan.bad.firstIds);

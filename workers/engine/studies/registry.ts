@@ -19,6 +19,7 @@ import { doseResponse, type SweepRequest } from './sweep';
 import { probeLayers, type ProbeRequest } from './probe';
 import { interventionWindow, type WindowRequest } from './window';
 import { patchingGrid, type PatchingRequest } from './patching';
+import { routeStudy, type RouteRequest } from './route';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 
@@ -109,6 +110,16 @@ export const STUDIES = {
   patching: study({
     what: 'the patching grid',
     run: (c, req: PatchingRequest, onProgress?: OnProgress) => patchingGrid(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Expert routes (route.ts): a mixture-of-experts model's routing per sparse layer and token and,
+   * with futures, the route margin grid [layer][expert] (onProgress after each banned run).
+   * cancel() stops it between runs (CancelledError).
+   * @throws Error for a dense model, one future without the other, a bad prompt or future.
+   */
+  route: study({
+    what: 'the expert routes',
+    run: (c, req: RouteRequest, onProgress?: OnProgress) => routeStudy(c.engine, req, onProgress, c.signal),
   }),
   /**
    * Decision-point report (report.ts): visible / causal / changeable on one layer axis, onProgress

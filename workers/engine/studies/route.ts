@@ -1,0 +1,103 @@
+/**
+ * Expert routes of a mixture-of-experts model on one prompt (issue 26): each sparse layer's router
+ * logits, chosen experts and their weights per token, and — with two futures — the route margin
+ * grid: per (layer, expert) the change of the margin Δ = log p(good) − log p(bad) when that expert
+ * is banned at every position (steering/spec.ts ban_experts: it cannot be chosen; the others keep
+ * the router's own p). The margin is patching's (studies/patching.ts marginOf, metric 'final' or
+ * 'sequence'). An expert no token chose at a layer is not run: its ban changes nothing, exactly
+ * (tests/moe/route_interventions.test.ts), so its cell is 0.
+ */
+import type { Engine } from '../engine';
+import type { Intervention } from '../model/intervention';
+import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { Progress } from '../progress';
+import { forwardSpan } from '../model/span';
+import { marginOf, type PatchMetric } from './patching';
+
+export interface RouteRequest {
+  prompt: string;
+  chatTemplate?: boolean;
+  /** Both or neither: with them the route margin grid is computed. */
+  good?: FutureInput;
+  bad?: FutureInput;
+  /** The margin scored (default 'final': the first tokens). */
+  metric?: PatchMetric;
+  /** Interventions of every run (the grid's bans come after them). */
+  interventions?: readonly Intervention[];
+}
+
+/** One sparse layer's routing over the prompt's T tokens. */
+export interface LayerRoute {
+  layer: number;
+  /** [T·n_experts] before the softmax. */
+  routerLogits: Float32Array;
+  /** [T·k] expert ids, descending weight. */
+  expertIndices: Int32Array;
+  /** [T·k]. */
+  expertWeights: Float32Array;
+}
+
+export interface RouteResult {
+  ids: number[];
+  tokens: string[];
+  nLayers: number;
+  nExperts: number;
+  topK: number;
+  /** The sparse layers, in order (dense layers have no router). */
+  layers: LayerRoute[];
+  good?: ResolvedFuture;
+  bad?: ResolvedFuture;
+  /** Δ of the run without bans. */
+  margin?: number;
+  /** [n_layers·n_experts]: Δ_banned − Δ per (layer, expert); NaN on dense layers. */
+  routeMargin?: Float64Array;
+}
+
+/**
+ * The routing of `req.prompt` and, with futures, the route margin grid (one run per (sparse layer,
+ * expert) that some token chose; onProgress after each).
+ * @throws Error for a dense model, only one future given, an empty or too long prompt, a bad future.
+ */
+export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<RouteResult> {
+  const s = engine.spec, moe = s.moe;
+  if (!moe) throw new Error(`${s.modelType} is not a mixture-of-experts model: it has no routers (route runs Mixtral, Qwen2-MoE, OLMoE)`);
+  if (moe.nExperts - 1 < moe.topK) throw new Error(`every token uses all ${moe.nExperts} experts (num_experts_per_tok ${moe.topK}): none can be banned`);
+  if ((req.good === undefined) !== (req.bad === undefined)) throw new Error('the route margin needs both futures (good and bad), or neither');
+  const p = { prompt: req.prompt, chatTemplate: req.chatTemplate ?? false };
+  const ids = engine.encodePrompt(p);
+  const T = ids.length, E = moe.nExperts, k = moe.topK, L = s.nLayers;
+  const sparse = Array.from({ length: L }, (_, l) => l).filter((l) => moe.sparse[l]);
+  const hook = (l: number, h: string) => `blocks.${l}.mlp.hook_${h}`;
+  const base = req.interventions ?? [];
+  const run = await engine.run(ids, { capture: sparse.flatMap((l) => [hook(l, 'router_logits'), hook(l, 'expert_indices'), hook(l, 'expert_weights')]), interventions: base, logits: 'last' });
+  const layers = sparse.map((l) => ({
+    layer: l,
+    routerLogits: run.captured.get(hook(l, 'router_logits'))!,
+    expertIndices: Int32Array.from(run.captured.get(hook(l, 'expert_indices'))!),
+    expertWeights: run.captured.get(hook(l, 'expert_weights'))!,
+  }));
+  const result: RouteResult = { ids, tokens: engine.tokenStrings(ids), nLayers: L, nExperts: E, topK: k, layers };
+  if (req.good === undefined || req.bad === undefined) return result;
+
+  const plan = { metric: req.metric ?? 'final', good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
+  const margin = marginOf(plan, s.dVocab);
+  const marginUnder = async (ivs: readonly Intervention[], last: Float32Array) =>
+    margin(last, ids, async (q) => (await forwardSpan(engine.model, q, T, q.length, { nPrompt: T, interventions: ivs, logits: 'all' })).logits!);
+  const m0 = await marginUnder(base, run.logits.subarray(run.logits.length - s.dVocab));
+  const grid = new Float64Array(L * E).fill(NaN);
+  const cells = layers.flatMap((r) => Array.from({ length: E }, (_, e) => ({ l: r.layer, e, chosen: r.expertIndices.includes(e) })));
+  let done = 0;
+  for (const c of cells) {
+    await new Promise((r) => setTimeout(r, 0));
+    signal?.throwIfAborted();
+    if (!c.chosen) grid[c.l * E + c.e] = 0;
+    else {
+      const ban: Intervention = { hook: hook(c.l, 'router_logits'), op: { kind: 'set', v: Float32Array.of(Number.NEGATIVE_INFINITY) }, positions: 'all', groups: { size: 1, indices: [c.e] } };
+      const ivs = [...base, ban];
+      const out = await engine.run(ids, { interventions: ivs, logits: 'last' });
+      grid[c.l * E + c.e] = (await marginUnder(ivs, out.logits.subarray(out.logits.length - s.dVocab))) - m0;
+    }
+    onProgress?.({ done: ++done, total: cells.length });
+  }
+  return { ...result, good: plan.good, bad: plan.bad, margin: m0, routeMargin: grid };
+}
