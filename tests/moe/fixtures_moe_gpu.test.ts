@@ -7,12 +7,15 @@ import { maxAbsDiff, readReference, sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
 import { nodeBackend } from '../gpu/node_webgpu';
 import { unavailable } from '../gpu/lavapipe_suite';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 
 /**
  * The mixture-of-experts fixtures on the WebGPU backend (Dawn from the npm package `webgpu` on the
  * machine's Vulkan driver, as tests/gpu/): logits ≤ 1e-4 and router logits ≤ 1e-5 against HF at
  * every position of the three sequences, the router hooks equal to the CPU backend's, and HF's
- * greedy continuation through the KV cache (step logits ≤ 1e-4). On WebGPU the routing stays on the
+ * greedy continuation through the KV cache (step logits ≤ 1e-4); a ban and a force intervention
+ * give the CPU backend's logits. On WebGPU the routing stays on the
  * GPU (model/moe.ts: the dense routing matrix, every expert run). Skipped, with the reason, where
  * the Node adapter does not load.
  */
@@ -49,7 +52,20 @@ describe.skipIf(!!why)(`MoE fixtures on the Node WebGPU adapter${why ? ` (skippe
             input = Int32Array.of(seq.generated_ids[t]);
           }
         }
-        measured[arch] = { logits: lg.toExponential(2), router_logits: rl.toExponential(2), step_logits: st.toExponential(2) };
+        // a route intervention on the GPU (the ban's −∞ through rowOp, the choice on the GPU) equals the CPU's
+        const ids = meta.sequences[0].input_ids, L = model.spec.nLayers - 1;
+        const ban = toIntervention(parseSpec({ hook: `blocks.${L}.mlp.hook_router_logits`, type: 'ban_experts', experts: [1], positions: 'all' }), model.spec, { nPrompt: ids.length });
+        const force = toIntervention(parseSpec({ hook: `blocks.${L}.mlp.hook_expert_indices`, type: 'force_experts', experts: [3, 0], positions: [2] }), model.spec, { nPrompt: ids.length });
+        const gpu = await runCaptured(b, model, ids, [], [ban, force]);
+        const cb = new CpuBackend();
+        const cpuModel = (await loadTransformer(new NodeFiles(dir), cb)).model;
+        const cpu = await runCaptured(cb, cpuModel, ids, [], [ban, force]);
+        const plain = await runCaptured(cb, cpuModel, ids, []);
+        cb.dispose();
+        const iv = maxAbsDiff(gpu.logits, cpu.logits);
+        expect(maxAbsDiff(cpu.logits, plain.logits)).toBeGreaterThan(1e-3);
+        measured[arch] = { logits: lg.toExponential(2), router_logits: rl.toExponential(2), step_logits: st.toExponential(2), ban_force_vs_cpu: iv.toExponential(2) };
+        expect(iv).toBeLessThanOrEqual(1e-4);
         expect(lg).toBeLessThanOrEqual(1e-4);
         expect(rl).toBeLessThanOrEqual(1e-5);
         expect(st).toBeLessThanOrEqual(1e-4);
