@@ -37,11 +37,14 @@ describe.each(['mixtral', 'qwen2_moe', 'olmoe'])('%s-tiny storage', (arch) => {
     expect(q.weightBytes).toBe(expected);
   });
 
-  it('loads every tensor once (uploaded elements = the checkpoint\'s) and runs under q8_0 close to float32', async () => {
+  it('loads every tensor once (uploaded elements = the checkpoint\'s), leaks no tensor in a forward, and runs under q8_0 close to float32', async () => {
     const b = new CpuBackend();
     const { model } = await loadTransformer(new NodeFiles(dir), b);
     const uploaded = [...weightTensors(model.weights)].reduce((a, t) => a + t.size, 0);
     expect(uploaded).toBe(tensors.reduce((a, t) => a + t.count, 0));
+    const live = b.liveTensors();
+    await runCaptured(b, model, [1, 2, 3, 4, 5, 6, 7], []);
+    expect(b.liveTensors()).toBe(live); // the sparse MLP releases every intermediate
     const q = await loadTransformer(new NodeFiles(dir), b, undefined, { weightDtype: 'q8_0' });
     const meta = JSON.parse(fs.readFileSync(`${dir}/reference/meta.json`, 'utf8')) as { sequences: { input_ids: number[] }[] };
     const ref = readReference(`${dir}/reference/seq0.safetensors`).get('logits')!.data;
