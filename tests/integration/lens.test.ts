@@ -39,6 +39,8 @@ const cases = [
   { dir: sharedPath('fixtures', 'gemma2-tiny'), prompt: 'The cat sat on the mat and', normW: 'model.norm.weight', wu: 'model.embed_tokens.weight', layer: false, eps: 1e-6, offset: 1, cap: 3 },
   // gpt2-tiny: LayerNorm with bias
   { dir: sharedPath('fixtures', 'gpt2-tiny'), prompt: 'The cat sat on the mat and', normW: 'transformer.ln_f.weight', normB: 'transformer.ln_f.bias', wu: 'transformer.wte.weight', layer: true, eps: 1e-5, offset: 0, cap: 0 },
+  // mixtral-tiny: a mixture of experts in every block, untied W_U
+  { dir: sharedPath('fixtures-moe', 'mixtral-tiny'), prompt: 'The cat sat on the mat and', normW: 'model.norm.weight', wu: 'lm_head.weight', layer: false, eps: 1e-5, offset: 0, cap: 0 },
 ];
 
 describe.each(cases)('logit lens on $dir', async (c) => {
