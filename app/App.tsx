@@ -6,6 +6,7 @@ import { ExperimentBar } from './components/ExperimentBar';
 import { enterPosterFullscreen, PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
+import { ModelBBadge } from './components/ModelBBadge';
 import { ThemeToggle } from './components/ThemeToggle';
 import { Progress } from './components/Progress';
 import { AnalyseButton } from './components/AnalyseButton';
@@ -50,7 +51,7 @@ export function App() {
     <div className="app">
       <header className="top">
         <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
-        <div className="row"><BackendBadge /><ThemeToggle /></div>
+        <div className="row"><BackendBadge /><ModelBBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
       <div className="progress-dock"><Progress /></div>

@@ -23,6 +23,8 @@ import { readSae } from './engine/sae/files';
 import { Sae } from './engine/sae/sae';
 import { WebGpuBackend } from './engine/backend/webgpu';
 import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
+import { estimateModel, judgePair, ModelTooLargeError, type DeviceLimits, type MemoryEstimate } from './engine/model/estimate';
+import type { ModelFiles } from './engine/io/model_files';
 
 /**
  * Everything the worker holds between calls: the engine, the last analysed request (pattern,
@@ -31,6 +33,11 @@ import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
  */
 class Session {
   engine: Engine | null = null;
+  /** Model B beside the engine (model A), for the model comparison: its own backend, freed with it. */
+  engineB: Engine | null = null;
+  /** Memory estimates of A and B as loaded (null: loaded without the fit check, or not estimable): the pair must fit one budget. */
+  estimateA: MemoryEstimate | null = null;
+  estimateB: MemoryEstimate | null = null;
   lastAnalysed: AnalyseRequest | null = null;
   /** The branch tree forks continue from (with the prompt its specs resolve against). */
   explorer: { x: BranchExplorer; req: PromptInput } | null = null;
@@ -47,6 +54,20 @@ class Session {
     const lost = e.deviceLost;
     if (lost !== null) throw new Error(`the GPU device was lost (${lost}): load the model again to continue on a fresh device`);
     return e;
+  }
+
+  /** Model B, or null; @throws Error when its GPU device was lost. */
+  modelB(): Engine | null {
+    const b = this.engineB;
+    if (b && b.deviceLost !== null) throw new Error(`model B's GPU device was lost (${b.deviceLost}): load model B again to continue`);
+    return b;
+  }
+
+  /** Frees model B (model A and its SAEs stay). */
+  unloadModelB(): void {
+    this.engineB?.dispose();
+    this.engineB = null;
+    this.estimateB = null;
   }
 
   needSae = (id: string): Sae => {
@@ -66,6 +87,7 @@ class Session {
     this.saes.clear();
     this.engine?.dispose();
     this.engine = null;
+    this.estimateA = null;
     this.lastAnalysed = null;
     this.explorer = null;
   }
@@ -130,6 +152,15 @@ function libraryVector(sv: SteeringVector): LibraryVector {
   return { vector: sv.vector, dModel: sv.dModel, hook: sv.hook, model: sv.modelId, provenance: sv.provenance, createdAt: new Date().toISOString() };
 }
 
+/**
+ * The memory estimate of a source about to load, when the load checks its fit: the one filesFor
+ * made (Hub, URL), else one made now (picked files); null when it cannot be made (the load then
+ * reports the problem itself).
+ */
+async function estimateOf(files: ModelFiles, made: MemoryEstimate | null, limits: DeviceLimits | undefined, options: LoadOptions): Promise<MemoryEstimate | null> {
+  if (!limits) return null;
+  return made ?? estimateModel(files, { weightDtype: options.weightDtype, contextLength: options.contextLength }).catch(() => null);
+}
 
 const session = new Session();
 const { jobs } = session;
@@ -143,7 +174,7 @@ function studyMethods(): StudyApi {
   const methods: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(STUDIES) as [string, Study<unknown, unknown, unknown[]>][]) {
     methods[name] = jobs.method({ cancel: 'job', ...(s.onCancel === 'resolves' ? {} : { what: s.what }) }, async ({ signal }, req: unknown, ...callbacks: unknown[]) =>
-      s.run(studyContext(session.need(), { signal, loadSae: session.needSae }), req, ...callbacks));
+      s.run(studyContext(session.need(), { signal, loadSae: session.needSae, modelB: session.modelB() }), req, ...callbacks));
   }
   return methods as StudyApi;
 }
@@ -163,8 +194,16 @@ const api: InferenceApi = {
       // the loaded model is freed: a typo in a repo id, a gated repo or a model too large for the
       // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      let made: MemoryEstimate | null = null;
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength, onEstimate: (e) => { made = e; } });
+      // Model B stays loaded beside the new model A when both fit one budget; else A is refused with both models' needs.
+      const estimate = await estimateOf(files, made, limits, options);
+      if (limits && estimate && session.engineB) {
+        const v = judgePair(estimate, session.estimateB, limits, 'A');
+        if (!v.fits) throw new ModelTooLargeError(v);
+      }
       session.unloadModel();
+      session.estimateA = estimate;
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
       engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
@@ -176,6 +215,34 @@ const api: InferenceApi = {
     }
     return engine.info();
   }),
+
+  loadModelB: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
+    // B gets a backend of its own (Engine.dispose frees its backend): unloading one model never frees the other's buffers.
+    const be = await selectBackend(backend, { threads: options.threads });
+    let engine: Engine;
+    try {
+      const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
+      let made: MemoryEstimate | null = null;
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength, onEstimate: (e) => { made = e; } });
+      const estimate = await estimateOf(files, made, limits, options);
+      if (limits && estimate) {
+        const v = judgePair(session.engine ? session.estimateA : null, estimate, limits, 'B');
+        if (!v.fits) throw new ModelTooLargeError(v);
+      }
+      session.unloadModelB();
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError: false, warmUp: true });
+      session.engineB = engine;
+      session.estimateB = estimate;
+    } catch (e) {
+      be.dispose();
+      throw e;
+    }
+    return engine.info();
+  }),
+
+  unloadModelB: jobs.method({}, async () => session.unloadModelB()),
+
+  modelBInfo: jobs.method({}, async () => session.engineB?.info() ?? null),
 
   measureLogitError: jobs.method({}, async () => session.need().logitErrorVsF32()),
 

@@ -18,6 +18,7 @@ import { BatchView } from './BatchView';
 import { ProbeView } from './ProbeView';
 import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
+import { CompareView } from './CompareView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -49,13 +50,14 @@ export const VIEWS = [
   { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true },
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true },
+  { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
 export type ViewName = (typeof VIEWS)[number]['name'];
 
-/** Jobs no view owns: loading a model (the model bar; also the logit-error measurement, which reloads it). */
-const WORKBENCH_JOBS = ['load'] as const;
+/** Jobs no view owns: loading a model (the model bar; also the logit-error measurement, which reloads it), and model B (the Compare view's picker). */
+const WORKBENCH_JOBS = ['load', 'loadB'] as const;
 
 /** The kinds of long job the worker runs (store/ui.ts Job['kind']): the views' jobs and the workbench's. */
 export type JobKind = (typeof VIEWS)[number]['job'][number] | (typeof WORKBENCH_JOBS)[number];

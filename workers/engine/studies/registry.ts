@@ -21,6 +21,7 @@ import { interventionWindow, type WindowRequest } from './window';
 import { patchingGrid, type PatchingRequest } from './patching';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
+import { compareJob, type CompareJob } from './compare_job';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -29,15 +30,18 @@ export interface StudyContext {
   signal: AbortSignal;
   /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens). */
   interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]>;
+  /** Model B beside `engine` (model A), for the model comparison; absent when none is loaded. */
+  modelB?: Engine;
 }
 
 /**
  * A context over `engine`: specs resolve with specInterventions, SAEs named in them through
  * `loadSae` (the worker's loaded SAEs by id, the runner's by path).
  */
-export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadSae?: (ref: string) => Promise<Sae> | Sae } = {}): StudyContext {
+export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadSae?: (ref: string) => Promise<Sae> | Sae; modelB?: Engine | null } = {}): StudyContext {
   return {
     engine,
+    ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
     interventions: (p, specs, maxNewTokens) =>
       specInterventions(engine, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
@@ -137,6 +141,20 @@ export const STUDIES = {
       const { specs, specLabels, ...job } = req;
       const interventions = specs?.length ? (p: PromptInput) => c.interventions(p, { specs, specLabels }) : undefined;
       return runBatch(c.engine, { ...job, interventions }, onRow, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Model comparison (compare_job.ts): model A (the engine) against model B (ctx.modelB) on one
+   * prompt — weight diff, lens A / B / B − A, residual and sink divergence, cross-model patching in
+   * both directions — with onProgress after each patched run. A pair that differs returns each
+   * model's lens with what differs. cancel() stops it between runs (CancelledError).
+   * @throws Error when no model B is loaded, for a bad prompt or future, or Δ_A = Δ_B.
+   */
+  compare: study({
+    what: 'the model comparison',
+    run: (c, req: CompareJob, onProgress?: OnProgress) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      return compareJob(c.engine, c.modelB, req, onProgress, c.signal);
     },
   }),
 };
