@@ -11,6 +11,8 @@ import { loadSae } from './sae';
 import { captureActivations } from './activations';
 import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
 import { RESTORABLE_VIEWS } from '../views/registry';
+import { loadModelB } from './model_b';
+import { runCompare } from './compare';
 
 /** Local-storage key of the last experiment (no Hub token is ever part of it). */
 export const STORAGE_KEY = 'branchpoint.experiment';
@@ -96,6 +98,33 @@ async function ensureModel(e: Experiment): Promise<boolean> {
 }
 
 /**
+ * Loads the experiment's model B (v3 `modelB`) unless it is the one loaded; an experiment without
+ * one leaves model B as it is. A B that cannot be opened from here (a local folder, a bundled name
+ * this copy lacks, a load that fails) is named in the notice; model A stays.
+ */
+async function ensureModelB(e: Experiment): Promise<void> {
+  const m = e.modelB;
+  if (!m) return;
+  const st = useStore.getState();
+  if (st.modelB?.status === 'ready' && JSON.stringify(modelOf(st.modelB.source, bundledModelNames())) === JSON.stringify(m)) return;
+  const notice = (why: string) => useStore.getState().setExperimentNotice({ what: 'The experiment\'s model B could not be loaded', why });
+  switch (m.kind) {
+    case 'bundled':
+      if (!bundledModelNames().includes(m.name)) return notice(`It compares with "${m.name}", which this copy of Branchpoint does not ship (it has ${bundledModelNames().join(', ')}). Load a model B in the Compare view.`);
+      if (!(await loadModelB(localModelSource(m.name)))) notice(`${m.name} could not be loaded as model B (see the message above).`);
+      return;
+    case 'hub':
+      if (!(await loadModelB({ kind: 'hub', repo: m.repo, revision: m.revision, endpoint: m.endpoint }))) notice(`${m.repo}@${m.revision} could not be loaded as model B (offline and not cached, gated, too large beside model A, or gone).`);
+      return;
+    case 'url':
+      if (!(await loadModelB({ kind: 'url', url: m.url, label: m.label }))) notice(`The model at ${m.url} could not be loaded as model B.`);
+      return;
+    case 'local':
+      return notice(`Its model B was a folder on another computer ("${m.name}"). Open that folder as model B in the Compare view.`);
+  }
+}
+
+/**
  * Restores an experiment (from a link, a file, local storage or a poster deck) and reruns it: the
  * model is loaded if needed, the state put back, then Analyse (and Generate on the generation
  * view, the sweep on the dose–response view). Problems become a notice; the app stays usable.
@@ -110,6 +139,7 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
   try {
     const missing = applyExperiment(e);
     const ok = await ensureModel(e);
+    if (ok) await ensureModelB(e);
     if (missing.length) {
       useStore.getState().setExperimentNotice({ what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
     }
@@ -125,6 +155,7 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
     if (view === 'generation') await generate();
     if (view === 'activations') await captureActivations();
     if (view === 'dose' && useStore.getState().sweepSettings.vectorId) await runSweep();
+    if (view === 'compare' && useStore.getState().modelB?.status === 'ready') await runCompare();
   } finally {
     useStore.getState().setRestoring(false);
     saveToLink();
@@ -288,7 +319,8 @@ export function followExperiment(): () => void {
       || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
       || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad
       || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale
-      || s.activationsHook !== prev.activationsHook || s.tokenSelection !== prev.tokenSelection;
+      || s.activationsHook !== prev.activationsHook || s.tokenSelection !== prev.tokenSelection
+      || s.modelB?.source !== prev.modelB?.source;
     if (!changed) return;
     clearTimeout(timer);
     timer = setTimeout(saveToLink, 300);

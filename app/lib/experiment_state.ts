@@ -27,6 +27,12 @@ export function modelOf(source: ModelSource | null, bundled: readonly string[]):
   }
 }
 
+/** The experiment's `modelB` (v3): model B's source as modelOf writes it, or nothing when no model B is loaded or loading. */
+export function modelBOf(s: Pick<AppState, 'modelB'>, bundled: readonly string[]): { modelB?: ExperimentModel } {
+  const m = modelOf(s.modelB?.source ?? null, bundled);
+  return m ? { modelB: m } : {};
+}
+
 /** The experiment as the workbench holds it now (vectors with their values). */
 export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
   const vectorIndex = new Map(s.vectors.map((v, i) => [v.id, i]));
@@ -36,6 +42,7 @@ export function snapshot(s: AppState, bundled: readonly string[]): Experiment {
     format: EXPERIMENT_FORMAT,
     version: EXPERIMENT_VERSION,
     model: modelOf(s.lastLoad?.source ?? null, bundled) ?? { kind: 'bundled', name: bundled[0] ?? 'stories260K' },
+    ...modelBOf(s, bundled),
     prompt: s.prompt,
     chatTemplate: s.chatTemplate,
     good: s.good,

@@ -9,15 +9,14 @@ import { ModelPicker } from '../components/ModelPicker';
 import { ResultStatus } from '../components/ResultStatus';
 import { DenominatorWarning } from '../components/DenominatorWarning';
 import { useStudy } from '../components/useStudy';
-import { runStudy } from '../actions/study';
+import { compareRequest, DEFAULT_COMPARE, runCompare } from '../actions/compare';
 import { unloadModelB } from '../actions/model_b';
-import { futureInput } from '../lib/futures';
 import { divergingScale, rangeNote, symmetricRange } from '../lib/color_scale';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { blockShort, residShort, BLOCK_AXIS, RESID_AXIS } from '../lib/layer_names';
 import { waitingFor } from '../lib/job_rules';
 import { comparisonJson } from '../../workers/shared';
-import type { ComparisonResult, CompareJob, PatchHook, StudyRequest } from '../../workers/protocol';
+import type { ComparisonResult, PatchHook, StudyRequest } from '../../workers/protocol';
 import type { FigureSpec, HeatmapPanel } from '../lib/figure';
 
 /** The hooks of the cross-model patching, in the grid's column order. */
@@ -250,23 +249,18 @@ export function CompareView() {
   const bad = useStore((s) => s.bad);
   const job = useStore((s) => s.job);
   const mode = useStore((s) => s.heatmapScale);
-  const [hooks, setHooks] = useState<PatchHook[]>(['resid_pre', 'attn_out', 'mlp_out', 'z']);
-  const [positions, setPositions] = useState(false);
-  const [reverse, setReverse] = useState(true);
-  const req = useMemo((): CompareJob | null => {
-    try {
-      return { prompt, chatTemplate, good: futureInput(good), bad: futureInput(bad), hooks: HOOKS.map((h) => h.hook).filter((h) => hooks.includes(h)), positions, reverse };
-    } catch {
-      return null;
-    }
-  }, [prompt, chatTemplate, good, bad, hooks, positions, reverse]);
+  const [hooks, setHooks] = useState<PatchHook[]>(DEFAULT_COMPARE.hooks);
+  const [positions, setPositions] = useState(DEFAULT_COMPARE.positions);
+  const [reverse, setReverse] = useState(DEFAULT_COMPARE.reverse);
+  // the request reads the experiment's prompt and futures from the store: they are this memo's inputs too
+  const req = useMemo(() => compareRequest({ hooks, positions, reverse }), [prompt, chatTemplate, good, bad, hooks, positions, reverse]);
   const { run, stale, running } = useStudy('compare', (req ?? undefined) as StudyRequest<'compare'> | undefined);
   const r = run?.result ?? null;
   const grids = useMemo(() => (r ? gridsOf(r, mode) : null), [r, mode]);
   const all = grids ? [...grids.weights, ...grids.lens, ...grids.sinks, ...grids.patch] : [];
   const bStale = r && modelB?.info && r.labelB !== modelB.info.label ? modelB.info.label : null;
   const ready = !!info && modelB?.status === 'ready' && !!req && hooks.length > 0;
-  const start = () => { if (req) void runStudy('compare', req, { label: 'Comparing models A and B', what: 'Could not compare the models' }); };
+  const start = () => void runCompare({ hooks, positions, reverse });
   const toggle = (h: PatchHook) => setHooks((x) => (x.includes(h) ? x.filter((y) => y !== h) : [...x, h]));
   const figure = (): FigureSpec | null => r && ({
     title: `Model comparison · A ${r.labelA} vs B ${r.labelB}`,

@@ -17,13 +17,14 @@ z.config({ jitless: true });
 /** The format tag every experiment carries. */
 export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
 /**
- * The newest version this code reads and the one it writes. Version 2 added `view.selection` (the
- * token-strip selection) and the activations view's hook (`view.hook`) being written; version 1
- * files read as before (both absent).
+ * The newest version this code reads and the one it writes. Version 3 added `modelB` (the second
+ * model of the Compare view); version 2 added `view.selection` (the token-strip selection) and the
+ * activations view's hook (`view.hook`) being written; version 1 and 2 files read as before (the
+ * fields they lack absent).
  */
-export const EXPERIMENT_VERSION = 2;
+export const EXPERIMENT_VERSION = 3;
 /** Every version this code reads. */
-export const EXPERIMENT_VERSIONS = [1, 2] as const;
+export const EXPERIMENT_VERSIONS = [1, 2, 3] as const;
 
 /** Why an experiment could not be read: 'corrupt' (not JSON / not decodable), 'version' (newer than this app), 'invalid' (schema). */
 export class ExperimentError extends Error {
@@ -140,6 +141,8 @@ export const experimentSchema = z.object({
   /** Optional one-line note of what to look at. */
   note: z.string().optional(),
   model,
+  /** Model B beside `model` (model A), compared with it in the Compare view (v3); absent: none. */
+  modelB: model.optional(),
   prompt: z.string(),
   chatTemplate: z.boolean().default(false),
   good: future,
