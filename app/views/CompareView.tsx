@@ -72,6 +72,28 @@ interface Grid {
   marked?: Cell[];
   /** What a cell reads under the pointer. */
   readout: (row: number, col: number, v: number) => string;
+  /** A sentence under the grid saying what it finds. */
+  summary?: string;
+}
+
+/**
+ * Where the cross-model patching finds the change: the first (layer, hook), in forward order, whose
+ * patch carries at least half of it (B into A: r ≥ 0.5; A into B: r ≤ 0.5), with its r and the
+ * largest departure from "no effect" of the patches before it (row-major: earlier blocks, earlier columns).
+ */
+function firstCarrier(values: ArrayLike<number>, L: number, C: number, name: (l: number, j: number) => string, dir: 'B into A' | 'A into B'): string {
+  // forward order within a block: resid_pre (entering it), attn_out / z, mlp_out
+  for (let l = 0; l < L; l++) {
+    for (let j = 0; j < C; j++) {
+      const v = values[l * C + j];
+      const carries = dir === 'B into A' ? v >= 0.5 : v <= 0.5;
+      if (!carries) continue;
+      const upstream = Array.from({ length: l * C + j }, (_, i) => values[i]).map((x) => (dir === 'B into A' ? Math.abs(x) : Math.abs(1 - x)));
+      const worst = upstream.length ? Math.max(...upstream) : 0;
+      return `${dir}: the first patch that carries the change is ${name(l, j)} (r = ${fixed(v, 4)}); every patch before it (earlier blocks, earlier hooks of block ${l}) ${dir === 'B into A' ? 'has |r|' : 'has |1 − r|'} ≤ ${worst.toPrecision(2)}.`;
+    }
+  }
+  return `${dir}: no single patch carries half of the change.`;
 }
 
 const panelOf = (g: Grid): HeatmapPanel => ({
@@ -85,7 +107,7 @@ function GridFigure({ g }: { g: Grid }) {
   const [hover, setHover] = useState<Cell | null>(null);
   const v = hover ? g.values[hover.row * g.nCols + hover.col] : NaN;
   return (
-    <figure className="compare-grid" data-testid={`compare-${g.id}`}>
+    <figure className="compare-grid" data-testid={`compare-${g.id}`} data-marked={g.marked?.map((c) => `${g.rowLabels[c.row]} ${g.colLabels[c.col]}`).join(', ')}>
       <figcaption><b>{g.title}</b></figcaption>
       <Heatmap
         values={g.values} nRows={g.nRows} nCols={g.nCols} color={g.scale.color} rowLabels={g.rowLabels} colLabels={g.colLabels}
@@ -94,6 +116,7 @@ function GridFigure({ g }: { g: Grid }) {
         label={g.title} testId={`compare-${g.id}-heatmap`}
       />
       <ColorLegend color={g.scale.color} domain={g.scale.domain} title={g.scaleTitle} lowNote={g.lowNote} highNote={g.highNote} testId={`compare-${g.id}-legend`} />
+      {g.summary && <p data-testid={`compare-${g.id}-summary`}>{g.summary}</p>}
       <p className="muted readout-line" data-testid={`compare-${g.id}-readout`}>
         {hover ? g.readout(hover.row, hover.col, v) : `Point at a cell to read it. Colour ${g.scale.note}.`}
       </p>
@@ -172,6 +195,7 @@ function gridsOf(r: ComparisonResult, mode: 'robust' | 'max'): { weights: Grid[]
       lowNote: dir === 'B into A' ? '← away from B' : '← undoes the fine-tune', highNote: dir === 'B into A' ? 'B’s decision →' : 'no effect →',
       text: (v) => (Number.isFinite(v) ? (Math.abs(v) < 0.005 ? '0' : v.toFixed(2)) : '–'),
       readout: (row, col, v) => `${dir}, ${hooks[col].hook} of block ${row}: r = ${fixed(v, 5)}`,
+      summary: firstCarrier(values, L, C, (l, j) => `${hooks[j].label} of block ${l}`, dir),
     });
     const z = list.find((x) => x.hook === 'z');
     if (z && dir === 'B into A') {
