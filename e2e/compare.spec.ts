@@ -37,10 +37,13 @@ test('Compare: load model B, weight diff marks block 3\'s MLP, cross-model patch
   await expect(page.getByTestId('compare-weights')).toHaveAttribute('data-marked', 'L3 gate, L3 up, L3 down');
   await expect(page.getByTestId('compare-globals')).toContainText('embed 0 (identical)');
   // cross-model patching, B into A: the change enters at block 3's mlp_out
-  await expect(page.getByTestId('compare-patch-summary')).toContainText('the first patch that carries the change is mlp_out of block 3 (r = 1.0000)');
+  await expect(page.getByTestId('compare-patch-summary')).toContainText('the first patch that carries the change (B’s decision in A’s run) is mlp_out of block 3 (r = 1.0000)');
   await expect(page.getByTestId('compare-mismatch')).toHaveCount(0);
   await page.screenshot({ path: `${SHOTS}/compare-1280x800.png` });
   await page.screenshot({ path: `${SHOTS}/compare-full.png`, fullPage: true });
+  await page.getByTestId('compare-weights').screenshot({ path: `${SHOTS}/compare-weights.png` });
+  await page.getByTestId('compare-lens-diff').screenshot({ path: `${SHOTS}/compare-lens-diff.png` });
+  await page.getByTestId('compare-patch').screenshot({ path: `${SHOTS}/compare-patch.png` });
 
   // CSV: every cell of every grid
   const csv = parseCsv((await save(page, view, 'CSV')).bytes.toString('utf8'));

@@ -90,7 +90,8 @@ function firstCarrier(values: ArrayLike<number>, L: number, C: number, name: (l:
       if (!carries) continue;
       const upstream = Array.from({ length: l * C + j }, (_, i) => values[i]).map((x) => (dir === 'B into A' ? Math.abs(x) : Math.abs(1 - x)));
       const worst = upstream.length ? Math.max(...upstream) : 0;
-      return `${dir}: the first patch that carries the change is ${name(l, j)} (r = ${fixed(v, 4)}); every patch before it (earlier blocks, earlier hooks of block ${l}) ${dir === 'B into A' ? 'has |r|' : 'has |1 − r|'} ≤ ${worst.toPrecision(2)}.`;
+      const what = dir === 'B into A' ? 'the first patch that carries the change (B’s decision in A’s run)' : 'the first patch that undoes the change (A’s value in B’s run)';
+      return `${dir}: ${what} is ${name(l, j)} (r = ${fixed(v, 4)}); every patch before it (earlier blocks, earlier hooks of block ${l}) ${dir === 'B into A' ? 'has |r|' : 'has |1 − r|'} ≤ ${worst.toPrecision(2)}.`;
     }
   }
   return `${dir}: no single patch carries half of the change.`;
@@ -190,7 +191,7 @@ function gridsOf(r: ComparisonResult, mode: 'robust' | 'max'): { weights: Grid[]
     const id = dir === 'B into A' ? 'patch' : 'patch-reverse';
     out.patch.push({
       id, title: `Cross-model patching, ${dir}: recovery per hook and layer (all positions)`, values, nRows: L, nCols: C,
-      rowLabels: blocks(L), colLabels: hooks.map((h) => h.label), rowTitle: 'layer (resid_pre: the stream entering it)', colTitle: 'hook',
+      rowLabels: blocks(L), colLabels: hooks.map((h) => h.label), rowTitle: BLOCK_AXIS, colTitle: 'hook (resid_pre: the stream entering the block)',
       scale: signedScale(mode, 'r', values), scaleTitle: 'recovery r = (Δ_patched − Δ_A)/(Δ_B − Δ_A)',
       lowNote: dir === 'B into A' ? '← away from B' : '← undoes the fine-tune', highNote: dir === 'B into A' ? 'B’s decision →' : 'no effect →',
       text: (v) => (Number.isFinite(v) ? (Math.abs(v) < 0.005 ? '0' : v.toFixed(2)) : '–'),
