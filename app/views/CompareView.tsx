@@ -48,7 +48,7 @@ function signedScale(mode: 'robust' | 'max', what: string, ...sets: ArrayLike<nu
 function positiveScale(values: ArrayLike<number>, mode: 'robust' | 'max', what: string): Scale {
   const r = symmetricRange(values, mode);
   const seq = scaleSequential(interpolateOranges).domain([0, r.m]).clamp(true);
-  return { color: (v) => (v === 0 ? ZERO : seq(v)), domain: [0, r.m], note: rangeNote(r, mode, what) };
+  return { color: (v) => (v === 0 ? ZERO : seq(v)), domain: [0, r.m], note: rangeNote(r, mode, what).replace(/^scale ±/, 'scale 0 to ') };
 }
 
 /** One grid on the page and its panel in the exported figure. */
@@ -91,7 +91,7 @@ function firstCarrier(values: ArrayLike<number>, L: number, C: number, name: (l:
       const upstream = Array.from({ length: l * C + j }, (_, i) => values[i]).map((x) => (dir === 'B into A' ? Math.abs(x) : Math.abs(1 - x)));
       const worst = upstream.length ? Math.max(...upstream) : 0;
       const what = dir === 'B into A' ? 'the first patch that carries the change (B’s decision in A’s run)' : 'the first patch that undoes the change (A’s value in B’s run)';
-      return `${dir}: ${what} is ${name(l, j)} (r = ${fixed(v, 4)}); every patch before it (earlier blocks, earlier hooks of block ${l}) ${dir === 'B into A' ? 'has |r|' : 'has |1 − r|'} ≤ ${worst.toPrecision(2)}.`;
+      return `${dir}: ${what} is ${name(l, j)} (r = ${fixed(v, 4)}); every patch before it (earlier blocks, earlier hooks of block ${l}) ${dir === 'B into A' ? 'has |r|' : 'has |1 − r|'} ${worst === 0 ? '= 0 exactly' : `≤ ${worst.toPrecision(2)}`}.`;
     }
   }
   return `${dir}: no single patch carries half of the change.`;
@@ -191,11 +191,11 @@ function gridsOf(r: ComparisonResult, mode: 'robust' | 'max'): { weights: Grid[]
     const id = dir === 'B into A' ? 'patch' : 'patch-reverse';
     out.patch.push({
       id, title: `Cross-model patching, ${dir}: recovery per hook and layer (all positions)`, values, nRows: L, nCols: C,
-      rowLabels: blocks(L), colLabels: hooks.map((h) => h.label), rowTitle: BLOCK_AXIS, colTitle: 'hook (resid_pre: the stream entering the block)',
+      rowLabels: blocks(L), colLabels: hooks.map((h) => h.label), rowTitle: BLOCK_AXIS, colTitle: 'hook',
       scale: signedScale(mode, 'r', values), scaleTitle: 'recovery r = (Δ_patched − Δ_A)/(Δ_B − Δ_A)',
       lowNote: dir === 'B into A' ? '← away from B' : '← undoes the fine-tune', highNote: dir === 'B into A' ? 'B’s decision →' : 'no effect →',
       text: (v) => (Number.isFinite(v) ? (Math.abs(v) < 0.005 ? '0' : v.toFixed(2)) : '–'),
-      readout: (row, col, v) => `${dir}, ${hooks[col].hook} of block ${row}: r = ${fixed(v, 5)}`,
+      readout: (row, col, v) => `${dir}, ${hooks[col].hook === 'resid_pre' ? 'resid_pre (the stream entering block ' + row + ')' : `${hooks[col].hook} of block ${row}`}: r = ${fixed(v, 5)}`,
       summary: firstCarrier(values, L, C, (l, j) => `${hooks[j].label} of block ${l}`, dir),
     });
     const z = list.find((x) => x.hook === 'z');
