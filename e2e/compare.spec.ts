@@ -1,5 +1,7 @@
 import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SHARED } from './golden';
 import { open, settled } from './app_page';
 import { parseCsv, save, savedFigure } from './export_files';
 
@@ -80,4 +82,26 @@ test('Compare: load model B, weight diff marks block 3\'s MLP, cross-model patch
   await expect(page2.getByTestId('compare-view')).toBeVisible();
   await expect(page2.getByTestId('compare-weights-changed')).toContainText('block 3 gate, block 3 up, block 3 down', { timeout: 240_000 });
   await expect(page2.getByTestId('prompt')).toHaveValue(PROMPT);
+});
+
+test('Compare with a model B of another tokenizer (aidreams260K from a folder): what differs, and each model\'s lens labelled', async ({ page }) => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('good-future').fill(FT.target);
+  await page.getByTestId('bad-future').fill(' sad');
+  await page.getByTestId('tab-compare').click();
+  await page.getByTestId('b-folder-input').setInputFiles(path.join(SHARED, 'models', 'aidreams260K'));
+  await expect(page.getByTestId('model-b-badge')).toHaveAttribute('data-status', 'ready', { timeout: 120_000 });
+  await expect(page.getByTestId('model-b-badge')).toContainText('aidreams260K');
+  await settled(page);
+  await page.getByTestId('run-compare').click();
+  await expect(page.getByTestId('compare-mismatch')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  await expect(page.getByTestId('compare-mismatch')).toContainText('vocabulary');
+  await expect(page.getByTestId('compare-lens-a')).toContainText('model A (stories260K)');
+  await expect(page.getByTestId('compare-lens-b')).toContainText('model B (aidreams260K');
+  await expect(page.getByTestId('compare-lens-diff')).toHaveCount(0);
+  await expect(page.getByTestId('compare-weights')).toHaveCount(0);
+  await page.screenshot({ path: `${SHOTS}/compare-mismatch-1280x800.png`, fullPage: true });
 });

@@ -173,7 +173,7 @@ export interface LensTopTokens {
 
 /**
  * The worker's methods: one per study of the studies' table (engine/studies/registry.ts StudyApi:
- * sweep, probe, interventionWindow, patching, report, batch — request, callbacks, result and docs
+ * sweep, probe, interventionWindow, patching, report, batch, compare — request, callbacks, result and docs
  * there), and these.
  */
 export interface InferenceApi extends StudyApi {

@@ -105,6 +105,7 @@ async function ensureModel(e: Experiment): Promise<boolean> {
 async function ensureModelB(e: Experiment): Promise<void> {
   const m = e.modelB;
   if (!m) return;
+  listModels(); // a kiosk never ran startUp: model B's picker lists the bundled models too
   const st = useStore.getState();
   if (st.modelB?.status === 'ready' && JSON.stringify(modelOf(st.modelB.source, bundledModelNames())) === JSON.stringify(m)) return;
   const notice = (why: string) => useStore.getState().setExperimentNotice({ what: 'The experiment\'s model B could not be loaded', why });
