@@ -165,6 +165,13 @@ function gridsOf(r: ComparisonResult, mode: 'robust' | 'max'): { weights: Grid[]
       text: (v) => (v === 0 ? '0' : Math.abs(v) >= 0.95 ? v.toFixed(0) : null),
       readout: (row, col, v) => `${residShort(row)}, ${col}:${visibleToken(A.tokens[col])}: Δ_B − Δ_A = ${v === 0 ? '0 exactly' : signed(v, 4)}`,
     });
+    out.lens.push({
+      id: 'resid-div', title: 'Residual divergence ‖h_B − h_A‖ / ‖h_A‖', values: al.residRelDiff, nRows: L + 1, nCols: A.ids.length,
+      rowLabels: resid(L), colLabels: tokLabels(A.tokens), rowTitle: RESID_AXIS, colTitle: 'position · token',
+      scale: positiveScale(al.residRelDiff, mode, '‖Δh‖/‖h‖'), scaleTitle: 'relative distance (grey: exactly 0, equal streams)',
+      text: (v) => (v === 0 ? '0' : null),
+      readout: (row, col, v) => `${residShort(row)}, ${col}:${visibleToken(A.tokens[col])}: ‖h_B − h_A‖/‖h_A‖ = ${v === 0 ? '0 exactly' : v.toPrecision(3)}, cos = ${fixed(al.residCosine[row * A.ids.length + col], 5)}`,
+    });
     const H = A.nHeads;
     const heads = Array.from({ length: H }, (_, h) => `H${h}`);
     out.sinks.push({
@@ -349,7 +356,7 @@ export function CompareView() {
             </section>
           )}
           <section className="compare-section" aria-label="lens">
-            <h3>Logit lens: A, B{r.sides.aligned ? ' and B − A' : ' (each on its own tokens)'}</h3>
+            <h3>Logit lens: A, B{r.sides.aligned ? ', B − A and the residual stream’s divergence' : ' (each on its own tokens)'}</h3>
             <div className="compare-row">{grids.lens.map((g) => <GridFigure key={g.id} g={g} />)}</div>
           </section>
           {grids.sinks.length > 0 && (

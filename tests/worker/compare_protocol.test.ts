@@ -72,6 +72,14 @@ describe('model B beside model A', () => {
     expect(last.done).toBe(last.total);
   }, 120_000);
 
+  it('a model A that does not fit beside the loaded B is refused, naming B; A and B stay', async () => {
+    const err = await api.load(filesSource('stories260K'), 'cpu', undefined, { memoryBudgetBytes: 20 * 2 ** 20 }).catch((e: Error) => e);
+    expect((err as Error).name).toBe('ModelTooLargeError');
+    expect((err as Error).message).toMatch(/models A and B together do not fit: .*Unload model B \(stories260K-happy-ft\) first/);
+    expect(await api.status()).toEqual({ loaded: true, deviceLost: null });
+    expect((await api.modelBInfo())?.label).toBe('stories260K-happy-ft');
+  }, 60_000);
+
   it('loading model A again keeps B; unloading B leaves A', async () => {
     await api.load(filesSource('stories260K'), 'cpu');
     expect((await api.modelBInfo())?.label).toBe('stories260K-happy-ft');
