@@ -143,7 +143,7 @@ export class PromptCodec {
    * characters than context × the most characters one token covers (prompt_bound.ts, where the rule
    * is argued), or than MAX_PROMPT_CHARS whatever the tokenizer. Applies with anyLength too: the
    * display would tokenise megabytes for a prompt no run can take.
-   * @throws Error "the prompt: N characters cannot fit …; shorten it".
+   * @throws Error "the prompt: N characters are longer than the model's context of C tokens can hold (…); shorten it".
    */
   assertTextFits(text: string, what: string): void {
     const per = this.tokenizer.maxTokenChars ?? null;
@@ -153,7 +153,7 @@ export class PromptCodec {
     const why = per !== null && ctx * per <= MAX_PROMPT_CHARS
       ? `no token of this tokenizer covers more than ${per} characters, so the context of ${ctx} tokens holds at most ${limit} characters`
       : `at most ${MAX_PROMPT_CHARS} characters are read`;
-    throw new Error(`${what}: ${text.length} characters cannot fit the model's context of ${ctx} tokens (${why}); shorten it`);
+    throw new Error(`${what}: ${text.length} characters are longer than the model's context of ${ctx} tokens can hold (${why}); shorten it`);
   }
 
   /** Why a prompt of `n` tokens cannot run ("the prompt: n tokens are longer than the model's context …; shorten it"), or null when it fits. */
