@@ -1,5 +1,8 @@
 /// <reference lib="webworker" />
 import { float32ProbeFits } from './engine/model/quant_error';
+import { estimateModel } from './engine/model/estimate';
+import { isGgufFolder } from './engine/model/load';
+import type { ModelFiles } from './engine/io/model_files';
 import * as Comlink from 'comlink';
 import { Jobs, quiet } from './job';
 import { Engine } from './engine/engine';
@@ -29,6 +32,17 @@ import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
  * activations and display strings read it), the branch tree, the loaded SAEs, the callback for a
  * lost device and the cancellable jobs.
  */
+/**
+ * The memory a model about to load needs (estimateModel totalBytes), or null when it cannot be
+ * estimated from headers (a GGUF folder has no config.json): then the loaded model is released first.
+ * @throws the estimate's own errors for a safetensors folder (a truncated file, a bad header): the
+ *   load would raise the same, and nothing has been released yet.
+ */
+async function newModelEstimate(files: ModelFiles, options: LoadOptions): Promise<number | null> {
+  if (await isGgufFolder(files)) return null;
+  return (await estimateModel(files, { weightDtype: options.weightDtype, contextLength: options.contextLength })).totalBytes;
+}
+
 class Session {
   engine: Engine | null = null;
   lastAnalysed: AnalyseRequest | null = null;
@@ -38,6 +52,8 @@ class Session {
   /** Loaded SAEs by id; they live on the engine's backend and go with it. */
   readonly saes = new Map<string, Sae>();
   saeCount = 0;
+  /** Memory estimate of the loaded model (estimateModel totalBytes; 0 when unknown), for keeping it while another loads. */
+  engineBytes = 0;
   readonly jobs = new Jobs();
 
   /** The loaded engine. @throws Error when none is loaded or its GPU device was lost. */
@@ -66,6 +82,7 @@ class Session {
     this.saes.clear();
     this.engine?.dispose();
     this.engine = null;
+    this.engineBytes = 0;
     this.lastAnalysed = null;
     this.explorer = null;
   }
@@ -164,11 +181,26 @@ const api: InferenceApi = {
       // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      session.unloadModel();
+      // The new model is built beside the loaded one when both fit the memory budget, and the old one
+      // is released only once the new one is ready: a load that fails part-way (a truncated
+      // safetensors file, a NaN in a weight) leaves the previous model loaded and usable. When they
+      // do not fit together, the old model is released first to make room (and the error says so).
+      const estimate = await newModelEstimate(files, options);
+      const budget = limits?.memoryBudget ?? deviceLimits(be, options.memoryBudgetBytes).memoryBudget;
+      const keepOld = session.engine !== null && estimate !== null && estimate + session.engineBytes <= budget;
+      const released = session.engine !== null && !keepOld;
+      if (released) session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      try {
+        engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      } catch (e) {
+        if (released && e instanceof Error) e.message += ' (the previous model was released first to make room for this one, so no model is loaded)';
+        throw e;
+      }
+      session.unloadModel();
       session.engine = engine;
+      session.engineBytes = estimate ?? 0;
       engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
     } catch (e) {
       be.dispose();
