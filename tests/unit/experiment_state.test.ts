@@ -12,6 +12,9 @@ vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
  * are the only way between the store and a file, a link, local storage or poster mode. Every store
  * field is either part of the experiment or listed as not, with the reason; and the round trip
  * capture → JSON → read → apply puts every experiment field back exactly.
+ * Planted checks (each made these tests fail, then reverted): a store field added to the display
+ * slice without a listing; apply dropping the vectors' α; apply not attaching a feature
+ * intervention to its loaded SAE (also fails tests/ui/experiment_restores.test.ts).
  */
 const BUNDLED = ['stories260K'];
 const fresh = useStore.getInitialState();
