@@ -23,7 +23,7 @@ describe('experiment file (docs/experiment-format.md)', () => {
   });
 
   it('refuses a newer version by number, and names each invalid field', () => {
-    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 2/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 3/);
     expect(kindOf(() => readExperiment('{"format": "branchpoint-experiment", '))).toMatch(/^corrupt: /);
     expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\[0\]\.type/);
     expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\[0\]\.vector: refers to vector 2 but the file has 0/);

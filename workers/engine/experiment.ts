@@ -19,12 +19,14 @@ z.config({ jitless: true });
 export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
 /**
  * The newest version this code reads and the one it writes. Version 2 added `view.selection` (the
- * token-strip selection) and the activations view's hook (`view.hook`) being written; version 1
- * files read as before (both absent).
+ * token-strip selection) and the activations view's hook (`view.hook`) being written; version 3
+ * added each vector's `alpha` (the α Apply and a heatmap click place it with) and `file` (the file
+ * it was imported from): every field the vector library shows. Version 1 and 2 files read as
+ * before (absent fields take their defaults: α 1, no file).
  */
-export const EXPERIMENT_VERSION = 2;
+export const EXPERIMENT_VERSION = 3;
 /** Every version this code reads. */
-export const EXPERIMENT_VERSIONS = [1, 2] as const;
+export const EXPERIMENT_VERSIONS = [1, 2, 3] as const;
 
 /** Why an experiment could not be read: 'corrupt' (not JSON / not decodable), 'version' (newer than this app), 'invalid' (schema). */
 export class ExperimentError extends Error {
@@ -76,6 +78,10 @@ const vector = z.object({
     head: int.optional(),
   }),
   createdAt: z.string().default(''),
+  /** The α Apply and a heatmap cell place it with (the library's α field; v3). Absent: 1. */
+  alpha: z.number().refine(Number.isFinite, 'must be finite').optional(),
+  /** The name of the file it was imported from (v3). */
+  file: z.string().optional(),
   /** [dModel] float32 values as JSON numbers; null when left out of a link that would be too long. */
   values: z.array(z.number().refine(Number.isFinite, 'must be a finite number').refine((x) => Number.isFinite(Math.fround(x)), { error: (i) => `is ${String(i.input)}, beyond the float32 range (±3.4e38): the vector is stored as float32` })).nullable(),
 }).refine((v) => v.values === null || v.values.length === v.dModel, { message: 'values must have dModel entries' });
