@@ -25,7 +25,7 @@
 import type { Engine } from '../engine';
 import type { FutureInput, ResolvedFuture } from '../prompt';
 import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
-import { logSumExp } from '../analysis/margin';
+import { logitMargin } from '../analysis/margin';
 import { hostWeights, marginReadout, unembedRows } from './forward_weights';
 
 export interface DlaRequest {
@@ -75,11 +75,6 @@ export interface DlaResult {
   /** The final norm's σ at the position. */
   sigma: number;
   approximation: string;
-}
-
-/** Δ of two first-token sets from one row of logits (the normaliser cancels). */
-export function logitMargin(row: ArrayLike<number>, good: readonly number[], bad: readonly number[]): number {
-  return logSumExp(good.map((i) => row[i])) - logSumExp(bad.map((i) => row[i]));
 }
 
 /** A position index: in [0, T), or negative from the end. @throws Error outside the prompt. */
