@@ -18,6 +18,7 @@ import { BatchView } from './BatchView';
 import { ProbeView } from './ProbeView';
 import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
+import { AttributionView } from './AttributionView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -49,6 +50,7 @@ export const VIEWS = [
   { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true },
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true },
+  { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
