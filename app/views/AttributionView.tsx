@@ -32,7 +32,7 @@ function AttributionStrip({ tokens, values, nPrompt, selection, onSelect, spans 
         return (
           <li
             key={i} data-testid={`attr-token-${i}`} className={[inSel ? 'selected' : '', i >= nPrompt ? 'generated' : ''].filter(Boolean).join(' ') || undefined}
-            style={{ background: Number.isFinite(v) ? color(v) : '#eaeef2', outline: inSpan ? '2px solid #bf8700' : undefined, cursor: 'pointer', padding: '2px 3px', margin: 1, borderRadius: 3 }}
+            style={{ background: Number.isFinite(v) ? color(v) : '#eaeef2', color: Number.isFinite(v) && Math.abs(v) > 0.6 * m ? '#ffffff' : undefined, outline: inSpan ? '2px solid #bf8700' : undefined, cursor: 'pointer', padding: '2px 3px', margin: 1, borderRadius: 3 }}
             title={`position ${i}${i >= nPrompt ? ' (generated: its credit was handed back)' : ` · ${signed(v, 4)} nats`}${inSpan ? ` · span “${inSpan.label}”` : ''}`}
             onClick={(e) => {
               if (i >= nPrompt) return;
@@ -167,7 +167,7 @@ export function AttributionView() {
             {f.spans.length > 0 && (
               <div className="figure">
                 <h3>Spans</h3>
-                <SignedBars svgRef={stripSvg} rows={f.spans.map((s) => ({ label: `${s.label} (${s.start}–${s.end - 1})`, value: s.value }))} testId="span-bars" label="attribution per span" />
+                <SignedBars svgRef={stripSvg} rows={f.spans.map((s) => ({ label: `${s.label} (${s.end - s.start > 1 ? `${s.start}–${s.end - 1}` : s.start})`, value: s.value }))} testId="span-bars" label="attribution per span" />
               </div>
             )}
             {f.faithfulness && (
@@ -178,8 +178,8 @@ export function AttributionView() {
                     { name: 'deletion: top-k tokens replaced', color: '#b2182b', points: f.faithfulness.k.map((k, i) => [k, f.faithfulness!.deletion[i]]) },
                     { name: 'insertion: only top-k kept', color: '#2166ac', points: f.faithfulness.k.map((k, i) => [k, f.faithfulness!.insertion[i]]) },
                   ]}
-                  legend zeroLine xTicks={f.faithfulness.k} xDomain={[0, Math.max(1, f.faithfulness.k[f.faithfulness.k.length - 1])]}
-                  xLabel={`k: tokens replaced by id ${f.faithfulness.baselineId}, most positive attribution first`} yLabel="Δ (nats)"
+                  legend zeroLine xTicks={f.faithfulness.k.filter((_, i, a) => a.length <= 8 || i % Math.ceil(a.length / 8) === 0 || i === a.length - 1)} xDomain={[0, Math.max(1, f.faithfulness.k[f.faithfulness.k.length - 1])]}
+                  xLabel={`k tokens replaced by id ${f.faithfulness.baselineId} (most positive first)`} yLabel="Δ (nats)"
                   svgRef={curveSvg} width={520} height={240} label="deletion and insertion curves" testId="deletion-curve"
                 />
               </div>
