@@ -18,6 +18,7 @@ import { BatchView } from './BatchView';
 import { ProbeView } from './ProbeView';
 import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
+import { AttributionView } from './AttributionView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -55,6 +56,7 @@ export const VIEWS = [
   { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the probe reads the model as it is.' } },
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true, interventions: { applies: 'yes', line: 'Switches the enabled interventions (or the one picked) on from each start step.' } },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
+  { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
