@@ -17,6 +17,7 @@ import { PromptTokens } from './components/PromptTokens';
 import { VIEWS } from './views/registry';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
+import { ViewInterventionsLine } from './components/ViewInterventionsLine';
 
 /** The view's component (views/registry.ts). */
 function ActiveView({ view }: { view: ViewName }) {
@@ -83,6 +84,7 @@ export function App() {
               Data tables
             </label>
           </nav>
+          <ViewInterventionsLine view={view} />
           <ActiveView view={view} />
         </section>
       </main>

@@ -3,5 +3,6 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../cli/main.ts');
+const { main, endQuietlyOnClosedOutput } = await import('../cli/main.ts');
+endQuietlyOnClosedOutput();
 process.exitCode = await main(process.argv.slice(2));

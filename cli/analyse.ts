@@ -4,25 +4,35 @@
  */
 import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
-import { type Args, numberFlag } from './args';
+import type { Values } from './flags';
+import { BAD, CHAT_TEMPLATE, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
 
-export const MARGINS_USAGE = `  branchpoint margins  --model DIR|ID --prompt TEXT --good TEXT --bad TEXT`;
+export const MARGINS_FLAGS = { prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION };
+export const MARGINS_ABOUT = 'margins prints ids, tokens, lens_margin [n_layers+1][n_tokens], final_margin, sequence_margin, resid_norms.';
 
-export const SINKS_USAGE = `  branchpoint sinks    --model DIR|ID --prompt TEXT [--eps 0.3]`;
+export const SINKS_FLAGS = { prompt: PROMPT, eps: EPS, 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION.describe('a steering intervention (see Interventions): the statistics are those of the steered run') };
+export const SINKS_ABOUT = 'sinks prints alpha0 [n_layers][n_heads] (attention on position 0), sink_rate, sink_position, sink_value_norm.';
 
-export const GENERATE_USAGE = `  branchpoint generate --model DIR|ID --prompt TEXT [--good TEXT --bad TEXT] [--max-new-tokens N]
-                       [--temperature T --top-k K --seed S]
-  (margins and generate also take --intervention JSON, repeatable: see Interventions below)`;
+export const GENERATE_FLAGS = {
+  prompt: PROMPT, good: GOOD.describe('the good future: with --bad, margins per step'), bad: BAD, 'max-new-tokens': MAX_NEW_TOKENS,
+  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION,
+};
+export const GENERATE_ABOUT = 'generate prints prompt_ids, ids, tokens, text, stop, and margins per step with --good and --bad.';
+
+/** --good and --bad together or not at all. @throws Error otherwise. */
+export function bothFutures(f: { good?: string; bad?: string }): void {
+  if ((f.good === undefined) !== (f.bad === undefined)) throw new Error('give both --good and --bad (or neither)');
+}
 
 const rows = (flat: Float32Array, width: number): number[][] =>
   Array.from({ length: flat.length / width }, (_, r) => Array.from(flat.subarray(r * width, (r + 1) * width)));
 
 /** `margins`: lens margins [n_layers+1][n_tokens], final and sequence margins, residual norms. */
-export async function marginsCommand(engine: Engine, a: Args, prompt: string, required: (key: string) => string, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
-  const chatTemplate = a.flags.get('chat-template') === 'true';
-  const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
-  const r = await engine.analyse({ prompt, chatTemplate, good: { text: required('good') }, bad: { text: required('bad') }, interventions });
+export async function marginsCommand(engine: Engine, f: Values<typeof MARGINS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
+  const { prompt, 'chat-template': chatTemplate } = f;
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
+  const r = await engine.analyse({ prompt, chatTemplate, good: { text: f.good }, bad: { text: f.bad }, interventions });
   return {
     ids: r.ids, tokens: r.tokens,
     good: r.good, bad: r.bad,
@@ -33,11 +43,11 @@ export async function marginsCommand(engine: Engine, a: Args, prompt: string, re
   };
 }
 
-/** `sinks`: α_0 per layer × head, sink rate, sink positions and value norms (ε = --eps). */
-export async function sinksCommand(engine: Engine, a: Args, prompt: string): Promise<unknown> {
-  const chatTemplate = a.flags.get('chat-template') === 'true';
-  const eps = numberFlag(a, 'eps', 0.3, { min: 0, max: 1 });
-  const r = await engine.analyse({ prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps });
+/** `sinks`: α_0 per layer × head, sink rate, sink positions and value norms (ε = --eps), of the run steered by --intervention when given. */
+export async function sinksCommand(engine: Engine, f: Values<typeof SINKS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
+  const { prompt, 'chat-template': chatTemplate, eps } = f;
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
+  const r = await engine.analyse({ prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps, interventions });
   return {
     ids: r.ids, tokens: r.tokens, eps,
     alpha0: rows(r.sinks.alpha0, r.nHeads),
@@ -48,18 +58,14 @@ export async function sinksCommand(engine: Engine, a: Args, prompt: string): Pro
 }
 
 /** `generate`: the new tokens and text, and margins per step when --good/--bad are given. */
-export async function generateCommand(engine: Engine, a: Args, prompt: string, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
-  const chatTemplate = a.flags.get('chat-template') === 'true';
-  const good = a.flags.get('good'), bad = a.flags.get('bad');
-  const maxNewTokens = numberFlag(a, 'max-new-tokens', 32, { int: true, min: 1, max: 1 << 20 });
-  const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate }, loadSae);
+export async function generateCommand(engine: Engine, f: Values<typeof GENERATE_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
+  const { prompt, 'chat-template': chatTemplate, good, bad, 'max-new-tokens': maxNewTokens } = f;
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate }, loadSae);
   const g = await engine.generate({
     prompt, chatTemplate, interventions,
     good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },
     maxNewTokens,
-    temperature: numberFlag(a, 'temperature', 0, { min: 0, max: 1e6 }),
-    topK: numberFlag(a, 'top-k', 0, { int: true, min: 0 }),
-    seed: numberFlag(a, 'seed', 0, { int: true, min: 0, max: 2 ** 32 - 1 }),
+    temperature: f.temperature, topK: f['top-k'], seed: f.seed,
   });
   return { prompt_ids: g.promptIds, ids: g.ids, tokens: g.tokens, text: g.text, stop: g.stop, ...(good && bad ? { margins: g.margins } : {}) };
 }

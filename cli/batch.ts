@@ -7,26 +7,62 @@ import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
 import { batchMetrics, flatRow, runBatch } from '../workers/engine/studies/batch/batch';
 import { summarize } from '../workers/engine/studies/batch/aggregate';
-import { BATCH_METRICS, METRIC_DOCS, parseMetrics } from '../workers/engine/studies/batch/metrics';
+import { BATCH_METRICS, METRIC_DOCS, parseMetrics, type BatchMetric } from '../workers/engine/studies/batch/metrics';
 import { parseTemplate, promptListTemplate } from '../workers/engine/studies/batch/template';
 import { PATCH_HOOKS, type PatchHook } from '../workers/engine/studies/patching';
 import { formatOfName, parseValues } from '../workers/engine/studies/batch/values';
-import type { Args } from './args';
+import type { ModelSpec } from '../workers/engine/arch/spec';
+import { custom, num, text, type Values } from './flags';
+import { CHAT_TEMPLATE, EPS, INTERVENTION } from './shared_flags';
 import { interventionsFromArgs, loadVectorFile } from './steering';
 
-export const BATCH_USAGE = `  branchpoint batch    --model DIR --values FILE.csv|.tsv|.jsonl|.json [--template FILE.json]
-                       [--metric ${BATCH_METRICS.join(',')}|all] [--by VAR]
-                       [--visible-threshold 1] [--eps 0.3] [--intervention JSON]
-                       [--probe-vector FILE [--probe-hook HOOK]] [--patch-cell HOOK:LAYER:POSITION]
-    template: {"prompt": "…{var}…", "good": " {a}", "bad": " {b}", "corrupt": "…", "x": "n"}; without
-    one, the values table lists prompts with their own futures (columns prompt, good, bad, corrupt).
-    --probe-vector adds probe_score (the file's hook unless --probe-hook); --patch-cell adds
-    patch_recovery, e.g. resid_pre:2:-1 (hook ${Object.keys(PATCH_HOOKS).join('|')}, layer, position or
-    head; negative counts from the end), patching each prompt into its "corrupt" variant. Prints one JSON line per
-    prompt (index, the variables, prompt, good, bad, n_tokens, the metrics, error) and then
-    {"aggregate": {overall, by, groups}}: mean, lo, hi (95 % percentile bootstrap, 2000 resamples, seed 0)
-    per metric, grouped by --by (default the template's x). Metrics:
-${BATCH_METRICS.map((m) => `      ${m}: ${METRIC_DOCS[m]}`).join('\n')}`;
+export const BATCH_FLAGS = {
+  values: text('FILE', { nonEmpty: true }).required().describe('a CSV, TSV, JSONL or JSON table, one row per prompt'),
+  template: text('FILE.json', { nonEmpty: true }).describe('the prompt template (default: the table lists prompts)'),
+  metric: custom(parseMetricFlag, `metric names or all`, `${BATCH_METRICS.join(',')}|all`, 'final_margin', ['final_margin,,sink_rate', 'margin']).describe('the metrics'),
+  by: text('VAR', { nonEmpty: true }).describe("group the aggregate by this variable (default the template's x)"),
+  'visible-threshold': num({ min: 0 }).default(1).describe('|Δ| in nats for lens_visible_layer'),
+  eps: EPS,
+  intervention: INTERVENTION,
+  'probe-vector': text('FILE', { nonEmpty: true }).describe('a direction: adds probe_score'),
+  'probe-hook': text('HOOK', { nonEmpty: true }).describe("the probe's hook (default the file's)"),
+  'patch-cell': custom(parsePatchCell, 'HOOK:LAYER:POSITION', 'HOOK:LAYER:POSITION', 'resid_pre:1:-1', ['resid_pre:99:0', 'resid_pre:-1:0', 'resid_pre:1', 'x:1:1', 'resid_pre:1:1:1']).describe('adds patch_recovery'),
+  'chat-template': CHAT_TEMPLATE,
+};
+export type BatchFlags = Values<typeof BATCH_FLAGS>;
+
+/** --metric: comma-separated metric names (no empty items) or "all". @throws Error naming the flag and the value. */
+function parseMetricFlag(s: string): BatchMetric[] {
+  try {
+    if (s.split(',').some((p) => p.trim() === '')) throw new Error(`an empty item (known: ${BATCH_METRICS.join(', ')})`);
+    return parseMetrics(s);
+  } catch (e) {
+    throw new Error(`--metric "${s}": ${(e as Error).message}`);
+  }
+}
+
+/** --probe-hook needs --probe-vector. @throws Error otherwise. */
+export function checkBatch(f: BatchFlags): void {
+  if (f['probe-hook'] !== undefined && f['probe-vector'] === undefined) throw new Error('--probe-hook without --probe-vector: give the direction (.npy, .safetensors or .json)');
+}
+
+/** --patch-cell's layer (and head, for z) inside the model. @throws Error naming the flag. */
+export function checkPatchCell(f: BatchFlags, spec: ModelSpec): void {
+  const c = f['patch-cell'];
+  if (!c) return;
+  if (c.layer >= spec.nLayers) throw new Error(`--patch-cell ${c.hook}:${c.layer}:${c.position}: layer ${c.layer} is out of range; this model has ${spec.nLayers} layers (0..${spec.nLayers - 1})`);
+  if (c.hook === 'z' && (c.position >= spec.nHeads || c.position < -spec.nHeads)) throw new Error(`--patch-cell ${c.hook}:${c.layer}:${c.position}: head ${c.position} is out of range; this model has ${spec.nHeads} heads`);
+}
+
+export const BATCH_ABOUT = `template: {"prompt": "…{var}…", "good": " {a}", "bad": " {b}", "corrupt": "…", "x": "n"}; without
+one, the values table lists prompts with their own futures (columns prompt, good, bad, corrupt).
+--probe-vector adds probe_score (the file's hook unless --probe-hook); --patch-cell adds
+patch_recovery, e.g. resid_pre:2:-1 (hook ${Object.keys(PATCH_HOOKS).join('|')}, layer, position or
+head; negative counts from the end), patching each prompt into its "corrupt" variant. Prints one JSON line per
+prompt (index, the variables, prompt, good, bad, n_tokens, the metrics, error) and then
+{"aggregate": {overall, by, groups}}: mean, lo, hi (95 % percentile bootstrap, 2000 resamples, seed 0)
+per metric, grouped by --by (default the template's x). Metrics:
+${BATCH_METRICS.map((m) => `  ${m}: ${METRIC_DOCS[m]}`).join('\n')}`;
 
 function readText(file: string, what: string): string {
   if (!fs.existsSync(file)) throw new Error(`${what} file ${file} does not exist`);
@@ -34,38 +70,30 @@ function readText(file: string, what: string): string {
 }
 
 /** Runs `batch`, writing each row as it finishes. @throws Error for bad files, templates or flags. */
-export async function batchCommand(engine: Engine, a: Args, write: (line: string) => void): Promise<void> {
-  const valuesFile = a.flags.get('values');
-  if (!valuesFile) throw new Error('--values is required: a CSV, TSV, JSONL or JSON table, one row per prompt');
+export async function batchCommand(engine: Engine, f: BatchFlags, write: (line: string) => void): Promise<void> {
+  checkBatch(f);
+  const valuesFile = f.values;
   const values = parseValues(readText(valuesFile, 'values'), formatOfName(valuesFile) ?? undefined);
-  const tf = a.flags.get('template');
+  const tf = f.template;
   const template = tf ? parseTemplate(readText(tf, 'template')) : promptListTemplate(values.columns);
-  const probe = probeFlags(a), patchCell = a.flags.has('patch-cell') ? parsePatchCell(a.flags.get('patch-cell')!) : undefined;
-  const metrics = batchMetrics({ metrics: a.flags.has('metric') ? parseMetrics(a.flags.get('metric')!) : undefined, probe, patchCell });
-  const num = (key: string, dflt: number) => {
-    const v = Number(a.flags.get(key) ?? dflt);
-    if (!Number.isFinite(v)) throw new Error(`--${key} must be a number`);
-    return v;
-  };
-  const chatTemplate = a.flags.get('chat-template') === 'true';
+  const probe = probeFlags(f), patchCell = f['patch-cell'];
+  const metrics = batchMetrics({ metrics: f.metric, probe, patchCell });
+  const chatTemplate = f['chat-template'];
   const r = await runBatch(engine, {
     template, values, metrics, chatTemplate,
-    visibleThreshold: num('visible-threshold', 1), sinkEps: num('eps', 0.3),
-    interventions: a.repeated.get('intervention')?.length ? (p) => interventionsFromArgs(engine, a, { nPrompt: p.nPrompt, chatTemplate }) : undefined,
+    visibleThreshold: f['visible-threshold'], sinkEps: f.eps,
+    interventions: f.intervention.length ? (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, chatTemplate }) : undefined,
     probe, patchCell,
   }, (row) => write(JSON.stringify(flatRow(row, values.columns, metrics))));
-  write(JSON.stringify({ aggregate: summarize(r.rows, metrics, a.flags.get('by') ?? template.x ?? null) }));
+  write(JSON.stringify({ aggregate: summarize(r.rows, metrics, f.by ?? template.x ?? null) }));
 }
 
 /** --probe-vector FILE [--probe-hook HOOK]: the probe_score direction. @throws Error for a file without a hook and no --probe-hook. */
-function probeFlags(a: Args): { hook: string; vector: Float32Array } | undefined {
-  const file = a.flags.get('probe-vector');
-  if (!file) {
-    if (a.flags.has('probe-hook')) throw new Error('--probe-hook without --probe-vector: give the direction (.npy, .safetensors or .json)');
-    return undefined;
-  }
+function probeFlags(f: BatchFlags): { hook: string; vector: Float32Array } | undefined {
+  const file = f['probe-vector'];
+  if (!file) return undefined;
   const v = loadVectorFile(file);
-  const hook = a.flags.get('probe-hook') ?? v.hook;
+  const hook = f['probe-hook'] ?? v.hook;
   if (!hook) throw new Error(`--probe-vector ${file} names no hook: add --probe-hook, e.g. blocks.3.hook_resid_post`);
   return { hook, vector: v.vector };
 }

@@ -6,39 +6,59 @@ import type { Engine } from '../workers/engine/engine';
 import { BranchExplorer, firstTokenInContext, type ExploreRequest } from '../workers/engine/studies/branching/explorer';
 import { forkPoints } from '../workers/engine/studies/branching/forks';
 import { pathOf, type DrawSettings } from '../workers/engine/studies/branching/tree';
-import type { Args } from './args';
+import { int, num, text, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
 
-export const BRANCH_USAGE = `  branchpoint branch   --model DIR --prompt TEXT (--at K | --at-prompt P) --alt TEXT [--max-new-tokens N]
-                       [--good TEXT --bad TEXT] [--temperature T --top-k K --seed S] [--intervention JSON]
-    generates the trunk (N new tokens), replaces new token K (0-based) by the alternative's first token
-    (tokenized in context) and continues to N tokens, reusing the KV cache of the shared prefix. Prints
-    trunk_ids, branch_ids (new tokens, N each), their texts, alt_id, forwarded (positions each run
-    computed), and trunk_margins / branch_margins per step when --good/--bad are given. --at-prompt P
-    forks at prompt token P instead (1 ≤ P < n_prompt): prompt[0..P) + alternative, continued to the
-    trunk's length n_prompt + N; branch_ids then start at the fork (the forced token first).`;
+export const BRANCH_FLAGS = {
+  prompt: PROMPT,
+  at: int({ min: 0 }, 'K').describe('fork at new token K (0-based, < N); or --at-prompt'),
+  'at-prompt': int({ min: 1 }, 'P').describe('fork at prompt token P (1 ≤ P < n_prompt); or --at'),
+  alt: text('TEXT', { nonEmpty: true }).required().describe("the text whose first token replaces the token at the fork"),
+  'max-new-tokens': MAX_NEW_TOKENS, good: GOOD, bad: BAD, temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED,
+  intervention: INTERVENTION, 'chat-template': CHAT_TEMPLATE,
+};
+export type BranchFlags = Values<typeof BRANCH_FLAGS>;
 
-export const FORKS_USAGE = `  branchpoint forks    --model DIR --prompt TEXT --good TEXT --bad TEXT --samples S [--max-new-tokens N]
-                       [--alternatives 1 --temperature 1 --seed 0 --horizon H --max-gap 1] [--intervention JSON]
-    greedy trunk, then per generated position: gap = p(top-1) − p(top-2), and for the chosen token and
-    each alternative, S seeded continuations of up to H tokens with their outcome margin
-    Δ = log p(good) − log p(bad) after the continuation; score = max |mean Δ(alt) − mean Δ(chosen)|.`;
+export const BRANCH_ABOUT = `generates the trunk (N new tokens), replaces new token K (0-based) by the alternative's first token
+(tokenized in context) and continues to N tokens, reusing the KV cache of the shared prefix. Prints
+trunk_ids, branch_ids (new tokens, N each), their texts, alt_id, forwarded (positions each run
+computed), and trunk_margins / branch_margins per step when --good/--bad are given. --at-prompt P
+forks at prompt token P instead (1 ≤ P < n_prompt): prompt[0..P) + alternative, continued to the
+trunk's length n_prompt + N; branch_ids then start at the fork (the forced token first).`;
 
-function num(a: Args, key: string, dflt: number): number {
-  const raw = a.flags.get(key);
-  const v = Number(raw ?? dflt);
-  if (!Number.isFinite(v)) throw new Error(`--${key} "${raw}" is not a number`);
-  return v;
+/** One of --at / --at-prompt, --at inside the N new tokens, both futures or neither. @throws Error otherwise. */
+export function checkBranch(f: BranchFlags): void {
+  if ((f.at === undefined) === (f['at-prompt'] === undefined)) throw new Error('give --at K (new token K, 0-based) or --at-prompt P (prompt token P, 1-based position after <s>), not both');
+  const N = f['max-new-tokens'];
+  if (f.at !== undefined && f.at >= N) throw new Error(`--at must be a new-token index 0..${N - 1} (got ${f.at})`);
+  if ((f.good === undefined) !== (f.bad === undefined)) throw new Error('give both --good and --bad (or neither)');
 }
 
+export const FORKS_FLAGS = {
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
+  samples: int({ min: 1 }, 'S').required().describe('seeded continuations per forced token'),
+  'max-new-tokens': MAX_NEW_TOKENS,
+  alternatives: int({ min: 1 }).default(1).describe('alternatives to the chosen token at each position'),
+  temperature: num({ min: 0, max: 1e6 }, 'T').default(1).describe('the continuations\' temperature'),
+  seed: SEED,
+  horizon: int({ min: 1 }, 'H').describe('continuation length (default: to the end of the trunk)'),
+  'max-gap': num({ min: 0, max: 1 }).default(1).describe('score only positions with p(top-1) − p(top-2) ≤ this gap'),
+  intervention: INTERVENTION, 'chat-template': CHAT_TEMPLATE,
+};
+export type ForksFlags = Values<typeof FORKS_FLAGS>;
+
+export const FORKS_ABOUT = `greedy trunk, then per generated position: gap = p(top-1) − p(top-2), and for the chosen token and
+each alternative, S seeded continuations of up to H tokens with their outcome margin
+Δ = log p(good) − log p(bad) after the continuation; score = max |mean Δ(alt) − mean Δ(chosen)|.`;
+
 /** The exploration request and draw settings the flags describe. */
-async function setup(engine: Engine, a: Args, prompt: string, futuresRequired: boolean) {
-  const good = a.flags.get('good'), bad = a.flags.get('bad');
-  if (futuresRequired && (!good || !bad)) throw new Error('--good and --bad are required: the outcome margin is log p(good) − log p(bad)');
-  const chatTemplate = a.flags.get('chat-template') === 'true';
-  const maxNewTokens = num(a, 'max-new-tokens', 32);
+async function setup(engine: Engine, f: { prompt: string; good?: string; bad?: string; 'chat-template': boolean; 'max-new-tokens': number; intervention: string[] }) {
+  const { prompt, good, bad } = f;
+  const chatTemplate = f['chat-template'];
+  const maxNewTokens = f['max-new-tokens'];
   const req: ExploreRequest = { prompt, chatTemplate, good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] }, maxNewTokens };
-  const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt(req).length, maxNewTokens });
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(req).length, maxNewTokens });
   return { req, interventions, futures: Boolean(good && bad) };
 }
 
@@ -46,18 +66,15 @@ async function setup(engine: Engine, a: Args, prompt: string, futuresRequired: b
  * `branch`: trunk and one fork, at new token K (--at) or at prompt token P (--at-prompt).
  * @throws Error for a bad --at / --at-prompt (or both, or neither), an empty --alt, or the errors of the explorer.
  */
-export async function branchCommand(engine: Engine, a: Args, prompt: string): Promise<unknown> {
-  const { req, interventions, futures } = await setup(engine, a, prompt, false);
-  const N = req.maxNewTokens;
-  const onPrompt = a.flags.has('at-prompt');
-  if (onPrompt === a.flags.has('at')) throw new Error('give --at K (new token K, 0-based) or --at-prompt P (prompt token P, 1-based position after <s>), not both');
-  const at = onPrompt ? num(a, 'at-prompt', NaN) : num(a, 'at', NaN);
+export async function branchCommand(engine: Engine, f: BranchFlags): Promise<unknown> {
+  checkBranch(f);
+  const { req, interventions, futures } = await setup(engine, f);
+  const onPrompt = f['at-prompt'] !== undefined;
+  const at = onPrompt ? f['at-prompt']! : f.at!;
   const T0 = engine.encodePrompt(req).length;
-  if (onPrompt && !(Number.isInteger(at) && at >= 1 && at < T0)) throw new Error(`--at-prompt must be a prompt position 1..${T0 - 1} (position 0 starts the sequence; got ${a.flags.get('at-prompt')})`);
-  if (!onPrompt && !(Number.isInteger(at) && at >= 0 && at < N)) throw new Error(`--at must be a new-token index 0..${N - 1} (got ${a.flags.get('at')})`);
-  const altText = a.flags.get('alt');
-  if (!altText) throw new Error(`--alt is required: the text whose first token replaces ${onPrompt ? 'prompt token P' : 'new token K'}`);
-  const draw: DrawSettings = { temperature: num(a, 'temperature', 0), topK: num(a, 'top-k', 0), seed: num(a, 'seed', 0), steered: interventions.length > 0 };
+  if (onPrompt && at >= T0) throw new Error(`--at-prompt must be a prompt position 1..${T0 - 1} (position 0 starts the sequence; got ${at})`);
+  const altText = f.alt;
+  const draw: DrawSettings = { temperature: f.temperature, topK: f['top-k'], seed: f.seed, steered: interventions.length > 0 };
   const x = await BranchExplorer.start(engine, { ...req, stopAtEos: false }, draw, interventions);
   const T = x.tree.promptIds.length;
   const trunk = pathOf(x.tree, 0);
@@ -78,12 +95,12 @@ export async function branchCommand(engine: Engine, a: Args, prompt: string): Pr
 }
 
 /** `forks`: the trunk's fork-point scores. */
-export async function forksCommand(engine: Engine, a: Args, prompt: string): Promise<unknown> {
-  const { req, interventions } = await setup(engine, a, prompt, true);
+export async function forksCommand(engine: Engine, f: ForksFlags): Promise<unknown> {
+  const { req, interventions } = await setup(engine, f);
   const x = await BranchExplorer.start(engine, { ...req, stopAtEos: false }, { temperature: 0, topK: 0, seed: 0, steered: interventions.length > 0 }, interventions);
   const r = await forkPoints(x, {
-    samples: num(a, 'samples', NaN), alternatives: num(a, 'alternatives', 1), temperature: num(a, 'temperature', 1),
-    seed: num(a, 'seed', 0), horizon: a.flags.has('horizon') ? num(a, 'horizon', 0) : undefined, maxGap: num(a, 'max-gap', 1),
+    samples: f.samples, alternatives: f.alternatives, temperature: f.temperature,
+    seed: f.seed, horizon: f.horizon, maxGap: f['max-gap'],
     steered: interventions.length > 0,
   }, interventions);
   const T = x.tree.promptIds.length;

@@ -1,34 +1,45 @@
 /**
- * The runner's one table of commands. Each row: its name, its usage block (for --help and the
- * generated docs/runner.md: `npx tsx tools/runner_doc.ts --write`), whether it reads --prompt
- * before it runs (then the prompt is required and its warnings go to stderr first), and how it runs
- * on a loaded engine. Adding a command = one row here + its module in cli/ (a study of the studies'
- * table runs from its row: `run: (c) => STUDIES.name.run(c.study, request)`), then regenerate the doc.
+ * The runner's one table of commands. Each row: its name, its flags (a schema, cli/flags.ts: parsing,
+ * validation and the usage of --help and docs/runner.md — `npx tsx tools/runner_doc.ts --write` — all
+ * derive from it), the prose after its flag lines, whether it reads --prompt before it runs (then its
+ * warnings go to stderr first), optional checks before any model work (`check`) and against the
+ * model's config (`checkSpec`, before any forward pass), and how it runs on a loaded engine.
+ * Adding a command = one row here + its module in cli/ (its schema and its function).
  */
 import type { Engine } from '../workers/engine/engine';
+import type { ModelSpec } from '../workers/engine/arch/spec';
 import type { Sae } from '../workers/engine/sae/sae';
 import type { StudyContext } from '../workers/engine/studies/registry';
-import type { Args } from './args';
-import { GENERATE_USAGE, generateCommand, MARGINS_USAGE, marginsCommand, SINKS_USAGE, sinksCommand } from './analyse';
-import { INTERVENTION_USAGE, SWEEP_USAGE, sweepCommand, VECTOR_USAGE, vectorCommand } from './steering';
-import { BATCH_USAGE, batchCommand } from './batch';
-import { BRANCH_USAGE, branchCommand, FORKS_USAGE, forksCommand } from './branch';
-import { PROBE_USAGE, probeCommand } from './probe';
-import { WINDOW_USAGE, windowCommand } from './window';
-import { PATCHING_USAGE, patchCommand } from './patching';
-import { COMPARE_USAGE, compareCommand } from './compare';
-import { REPORT_USAGE, reportCommand } from './report';
+import { flagLines, usageBlock, type Schema, type Values } from './flags';
+import { COMMON_FLAGS } from './shared_flags';
+import { bothFutures, GENERATE_ABOUT, GENERATE_FLAGS, generateCommand, MARGINS_ABOUT, MARGINS_FLAGS, marginsCommand, SINKS_ABOUT, SINKS_FLAGS, sinksCommand } from './analyse';
+import { checkLayers, checkSweep, checkVector, interventionUsage, SWEEP_ABOUT, SWEEP_FLAGS, sweepCommand, VECTOR_ABOUT, VECTOR_FLAGS, vectorCommand } from './steering';
+import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } from './batch';
+import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
+import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
+import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
+import { PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
+import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
-import { SAE_USAGE, saeCommand } from './sae';
+import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
+import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 
-/** What a command gets: the loaded engine, the parsed flags, and the runner's shared helpers. */
-export interface CommandContext {
+/** The flags every command takes. */
+export type CommonValues = Values<typeof COMMON_FLAGS>;
+
+/** What a command's checks and run get besides its values: whether a flag was given on the command line (not defaulted). */
+export interface Given {
+  given: (name: string) => boolean;
+}
+
+/** What a command gets: the loaded engine, its typed flag values, and the runner's shared helpers. */
+export interface CommandContext<F> extends Given {
   engine: Engine;
-  a: Args;
-  /** The value of --key. @throws Error "--key is required" when absent. */
-  need: (key: string) => string;
+  /** The command's flags (and the common ones), parsed and checked against its schema. */
+  f: F & CommonValues;
   /** SAEs by path, each loaded once for this engine. */
   loadSae: (ref: string) => Promise<Sae>;
   /** --prompt, for a command with `prompt: true` (else ''). */
@@ -41,33 +52,54 @@ export interface CommandContext {
   write: (line: string) => void;
 }
 
-/** One runner command. */
-export interface Command {
+/** One command as its module declares it. */
+export interface CommandDef<S extends Schema> {
   name: string;
-  /** Its block in --help and docs/runner.md: the synopsis line(s) and what it prints. */
-  usage: string;
-  /** Reads --prompt (required) and prints the prompt's warnings before it runs. */
+  /** Its own flags (COMMON_FLAGS are added to every command). */
+  flags: S;
+  /** What it prints, after the flag lines in --help and docs/runner.md. */
+  about: string;
+  /** Reads --prompt and prints the prompt's warnings before it runs. */
   prompt?: boolean;
+  /** Combinations of flags, and small files named by flags, checked before the model loads. @throws Error. */
+  check?: (f: Values<S> & CommonValues, g: Given) => void;
+  /** Flags against the model's config (layer and head indices), before any forward pass. @throws Error. */
+  checkSpec?: (f: Values<S> & CommonValues, spec: ModelSpec) => void;
   /** @returns the one JSON object to print, or undefined when the command wrote its own lines. */
-  run: (c: CommandContext) => Promise<unknown>;
+  run: (c: CommandContext<Values<S>>) => Promise<unknown>;
+}
+
+/** One runner command, with its whole schema and its usage block. */
+export interface Command extends CommandDef<Schema> {
+  /** Its flags and the common ones: what the parser accepts. */
+  schema: Schema;
+  /** Its block in --help and docs/runner.md, generated from the schema. */
+  usage: string;
+}
+
+/** A table row: the schema merged with the common flags, the usage generated. */
+export function defineCommand<S extends Schema>(d: CommandDef<S>): Command {
+  return { ...(d as unknown as CommandDef<Schema>), schema: { ...COMMON_FLAGS, ...d.flags }, usage: usageBlock(d.name, d.flags, d.about) };
 }
 
 /** Every command, in --help order (an unknown one is refused before the model loads). */
 export const COMMANDS: readonly Command[] = [
-  { name: 'margins', usage: MARGINS_USAGE, prompt: true, run: (c) => marginsCommand(c.engine, c.a, c.prompt, c.need, c.loadSae) },
-  { name: 'sinks', usage: SINKS_USAGE, prompt: true, run: (c) => sinksCommand(c.engine, c.a, c.prompt) },
-  { name: 'generate', usage: GENERATE_USAGE, prompt: true, run: (c) => generateCommand(c.engine, c.a, c.prompt, c.loadSae) },
-  { name: 'sweep', usage: SWEEP_USAGE, prompt: true, run: (c) => sweepCommand(c.engine, c.a, c.need, c.loadSae) },
-  { name: 'vector', usage: VECTOR_USAGE, run: (c) => vectorCommand(c.engine, c.a, c.need) },
-  { name: 'batch', usage: BATCH_USAGE, run: async (c) => { await batchCommand(c.engine, c.a, c.write); return undefined; } },
-  { name: 'branch', usage: BRANCH_USAGE, prompt: true, run: (c) => branchCommand(c.engine, c.a, c.prompt) },
-  { name: 'forks', usage: FORKS_USAGE, prompt: true, run: (c) => forksCommand(c.engine, c.a, c.prompt) },
-  { name: 'probe', usage: PROBE_USAGE, run: (c) => probeCommand(c.engine, c.a, c.need) },
-  { name: 'window', usage: WINDOW_USAGE, run: (c) => windowCommand(c.engine, c.a, c.need) },
-  { name: 'patch', usage: PATCHING_USAGE, run: (c) => patchCommand(c.engine, c.a, c.need) },
-  { name: 'compare', usage: COMPARE_USAGE, prompt: true, run: (c) => compareCommand(c.engine, c.a, c.prompt, c.need) },
-  { name: 'report', usage: REPORT_USAGE, run: (c) => reportCommand(c.engine, c.a, c.need) },
-  { name: 'sae', usage: SAE_USAGE, prompt: true, run: (c) => saeCommand(c.engine, c.a, c.need, c.loadSae) },
+  defineCommand({ name: 'margins', flags: MARGINS_FLAGS, about: MARGINS_ABOUT, prompt: true, run: (c) => marginsCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'sinks', flags: SINKS_FLAGS, about: SINKS_ABOUT, prompt: true, run: (c) => sinksCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'generate', flags: GENERATE_FLAGS, about: GENERATE_ABOUT, prompt: true, check: bothFutures, run: (c) => generateCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'sweep', flags: SWEEP_FLAGS, about: SWEEP_ABOUT, prompt: true, check: (f, g) => checkSweep(f, g.given), checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => sweepCommand(c.engine, c.f, c.given, c.loadSae) }),
+  defineCommand({ name: 'vector', flags: VECTOR_FLAGS, about: VECTOR_ABOUT, check: checkVector, checkSpec: (f, s) => { if (f.head !== undefined && f.head >= s.nHeads) throw new Error(`--head "${f.head}": this model has ${s.nHeads} heads (0..${s.nHeads - 1})`); }, run: (c) => vectorCommand(c.engine, c.f) }),
+  defineCommand({ name: 'batch', flags: BATCH_FLAGS, about: BATCH_ABOUT, check: checkBatch, checkSpec: checkPatchCell, run: async (c) => { await batchCommand(c.engine, c.f, c.write); return undefined; } }),
+  defineCommand({ name: 'branch', flags: BRANCH_FLAGS, about: BRANCH_ABOUT, prompt: true, check: checkBranch, run: (c) => branchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'forks', flags: FORKS_FLAGS, about: FORKS_ABOUT, prompt: true, run: (c) => forksCommand(c.engine, c.f) }),
+  defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
+  defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
+  defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
+  defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
+  defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
+  defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
+  defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
 ];
 
 /** The command called `name`, if any. */
@@ -80,13 +112,16 @@ export const USAGE_TITLE = 'branchpoint — logit-lens margins, attention sinks 
 
 /** Flags every command (or several) takes, after the commands in --help and docs/runner.md. */
 export const FLAG_SECTIONS: readonly { name: string; usage: string }[] = [
-  { name: 'Interventions', usage: INTERVENTION_USAGE },
+  { name: 'Common flags', usage: ['Every command takes:', ...flagLines(COMMON_FLAGS, '  '), `${'  --help'.padEnd(30)}this text (also -h; anywhere on the line)`].join('\n') },
+  { name: 'Interventions', usage: interventionUsage(COMMANDS.filter((c) => 'intervention' in c.flags).map((c) => c.name)) },
   { name: 'Experiment files', usage: EXPERIMENT_USAGE },
   { name: 'Weight storage', usage: WEIGHTS_USAGE },
   { name: 'Threads', usage: THREADS_USAGE },
   {
     name: 'Flags, futures and models',
     usage: `Flags: --flag value or --flag=value (values may start with "-": --doses -8,-4); --help prints this.
+A flag a command does not take, a misspelt one or a single-valued flag given twice is refused (exit 2),
+and so is a value outside its type or range (exit 1), before any model is loaded.
 Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each prints one JSON object.
 
 --model is a folder, or a Hugging Face Hub id org/name[@revision] (revision default main):
@@ -98,5 +133,5 @@ A Hub model is checked against this machine's memory from its headers before it 
 
 /** The whole --help text, composed from the table. */
 export function usageText(): string {
-  return [USAGE_TITLE, '', ...COMMANDS.map((c) => c.usage), '', FLAG_SECTIONS.map((s) => s.usage).join('\n\n')].join('\n');
+  return [USAGE_TITLE, '', ...COMMANDS.flatMap((c) => [c.usage, '']), FLAG_SECTIONS.map((s) => s.usage).join('\n\n')].join('\n');
 }

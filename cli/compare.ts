@@ -11,13 +11,31 @@ import { compareModels, type ModelComparison } from '../workers/engine/studies/c
 import type { CrossPatchResult } from '../workers/engine/studies/cross_patch';
 import { PATCH_HOOKS, type PatchHook } from '../workers/engine/studies/patching';
 import { gridRows } from '../workers/engine/studies/report_json';
-import type { Args } from './args';
+import { bool, custom, text, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, COMMON_FLAGS, GOOD, PROGRESS, PROMPT } from './shared_flags';
 import { cpuBackendFromArgs } from './threads';
-import { weightsFlag } from './weights';
 
-export const COMPARE_USAGE = `  branchpoint compare  --model A --model-b B --prompt TEXT --good TEXT --bad TEXT
-                       [--hooks resid_pre,attn_out,mlp_out,z] [--positions true]
-compare prints {weight_diff: {module: [n_layers]; embed, unembed, final_norm: numbers} (‖W_B − W_A‖_F/‖W_A‖_F,
+/** The --hooks list: a comma-separated subset of the patching hooks. @throws Error naming an unknown hook and the known ones. */
+function parseHooks(v: string): PatchHook[] {
+  const known = Object.keys(PATCH_HOOKS);
+  const hooks = v.split(',').map((h) => h.trim());
+  const bad = hooks.find((h) => !known.includes(h));
+  if (bad !== undefined) throw new Error(`--hooks "${v}": ${bad === '' ? 'an empty item' : `${bad} is not a patching hook`}; use a comma-separated list of ${known.join(', ')}`);
+  return hooks as PatchHook[];
+}
+
+export const COMPARE_FLAGS = {
+  'model-b': text('DIR|ID', { nonEmpty: true }).required().describe('model B: a folder or a Hub id org/name[@revision] (same tokenizer, architecture and shapes as --model)'),
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
+  hooks: custom(parseHooks, `a comma-separated list of ${Object.keys(PATCH_HOOKS).join(', ')}`, 'H,H…', 'resid_pre,mlp_out', ['', 'resid_pre,,z', 'nope'])
+    .default(Object.keys(PATCH_HOOKS) as PatchHook[]).describe('the hooks cross-model patching runs at'),
+  positions: bool().default(false).describe('also patch each (layer, position) cell: cross_patch_positions'),
+  progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+};
+export type CompareFlags = Values<typeof COMPARE_FLAGS>;
+type CommonValues = Values<typeof COMMON_FLAGS>;
+
+export const COMPARE_ABOUT = `compare prints {weight_diff: {module: [n_layers]; embed, unembed, final_norm: numbers} (‖W_B − W_A‖_F/‖W_A‖_F,
 0 where equal), lens_margin_a, lens_margin_b, lens_margin_diff (B − A), resid_rel_diff, resid_cosine:
 [n_layers+1][n_tokens], sink_alpha0_a, sink_alpha0_b, sink_dalpha0, sink_js: [n_layers][n_heads], sink_rate_a,
 sink_rate_b, cross_patch: {hook: [n_layers]} (B's activation patched into A at every position of the layer;
@@ -26,21 +44,11 @@ cross_patch_positions (+ _reverse): {hook: [n_layers][n_tokens]}}; recovery r = 
 in both directions. A and B need the same tokenizer, architecture and shapes (else: what differs).`;
 
 /** --model-b as a folder, or a Hub id org/name[@revision] (--endpoint / $HF_ENDPOINT, $HF_TOKEN). */
-function openModelB(ref: string, a: Args): ModelFiles {
+function openModelB(ref: string, endpoint: string | undefined): ModelFiles {
   if (fs.existsSync(ref)) return new NodeFiles(ref);
   const hub = parseRepoRef(ref);
   if (!hub) throw new Error(`--model-b ${ref}: no such folder, and not a Hub id (org/name[@revision])`);
-  return new HubFiles(hub.repo, { revision: hub.revision, endpoint: a.flags.get('endpoint') ?? (process.env.HF_ENDPOINT || undefined), token: process.env.HF_TOKEN });
-}
-
-/** The --hooks list (default all four). @throws Error naming an unknown hook and the known ones. */
-function hooksFlag(a: Args): PatchHook[] {
-  const v = a.flags.get('hooks');
-  if (v === undefined) return Object.keys(PATCH_HOOKS) as PatchHook[];
-  const hooks = v.split(',').map((h) => h.trim()).filter((h) => h !== '');
-  for (const h of hooks) if (!(h in PATCH_HOOKS)) throw new Error(`--hooks ${h}: use a comma-separated list of ${Object.keys(PATCH_HOOKS).join(', ')}`);
-  if (hooks.length === 0) throw new Error(`--hooks is empty: use a comma-separated list of ${Object.keys(PATCH_HOOKS).join(', ')}`);
-  return hooks as PatchHook[];
+  return new HubFiles(hub.repo, { revision: hub.revision, endpoint: endpoint ?? (process.env.HF_ENDPOINT || undefined), token: process.env.HF_TOKEN });
 }
 
 const round = (x: number) => (Number.isFinite(x) ? x : null);
@@ -75,18 +83,16 @@ export function compareJson(c: ModelComparison, positions: boolean): Record<stri
  * (ModelMismatchError: what differs), prints the comparison. Progress goes to stderr with
  * --progress true, and so does a warning when |Δ_B − Δ_A| is too small for r to mean anything.
  */
-export async function compareCommand(engine: Engine, a: Args, prompt: string, required: (key: string) => string): Promise<unknown> {
-  const hooks = hooksFlag(a), good = required('good'), bad = required('bad');
-  const files = openModelB(required('model-b'), a);
-  const b = await Engine.load(files, await cpuBackendFromArgs(a), undefined, { weightDtype: weightsFlag(a) });
+export async function compareCommand(engine: Engine, f: CompareFlags & CommonValues): Promise<unknown> {
+  const files = openModelB(f['model-b'], f.endpoint);
+  const b = await Engine.load(files, await cpuBackendFromArgs(f.threads), undefined, { weightDtype: f.weights });
   try {
-    const positions = a.flags.get('positions') === 'true';
-    const showProgress = a.flags.get('progress') === 'true';
+    const positions = f.positions;
     const c = await compareModels(engine, b, {
-      prompt, chatTemplate: a.flags.get('chat-template') === 'true', good: { text: good }, bad: { text: bad },
-      hooks, positions,
-    }, showProgress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
-    if (showProgress) process.stderr.write('\n');
+      prompt: f.prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad },
+      hooks: f.hooks, positions,
+    }, f.progress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
+    if (f.progress) process.stderr.write('\n');
     if (c.denominator.message) process.stderr.write(`warning: ${c.denominator.message.replace(/Δ_clean − Δ_corrupt/g, 'Δ_B − Δ_A')}\n`);
     return compareJson(c, positions);
   } finally {

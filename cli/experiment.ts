@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
-import type { Args } from './args';
+import { bundledModelName, experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
+import { scanBundledModels } from '../tools/bundled_models';
+import type { RawFlags } from './flags';
 
 /** Where the app's bundled models live in this checkout (public/models/<name>). */
 const BUNDLED = path.join(import.meta.dirname, '..', 'public', 'models');
@@ -14,9 +15,8 @@ function modelFlag(e: Experiment): string {
   const m = e.model;
   switch (m.kind) {
     case 'bundled': {
-      const dir = path.join(BUNDLED, m.name);
-      if (!fs.existsSync(path.join(dir, 'config.json'))) throw new Error(`the experiment uses the bundled model "${m.name}", which is not in ${BUNDLED}; pass --model`);
-      return dir;
+      // only a name of the bundled manifest becomes a path (never "../../x")
+      return path.join(BUNDLED, bundledModelName(m.name, scanBundledModels(BUNDLED).map((b) => b.name)));
     }
     case 'hub': return `${m.repo}@${m.revision}`;
     case 'url': throw new Error(`the experiment's model is served at ${m.url}; pass --model with a local copy or a Hub id`);
@@ -32,13 +32,13 @@ function futureFlag(f: Experiment['good'], which: string): string {
 
 /**
  * `--experiment FILE`: fills the flags the file determines (model, prompt, futures, chat template,
- * generation settings) unless given on the command line, and appends the experiment's enabled
+ * generation settings) that the command takes, unless given on the command line, and appends the experiment's enabled
  * interventions, in order, with their vectors inline, so a figure made in the browser regenerates
  * with the same numbers.
  * @throws Error naming the file: unreadable, invalid (ExperimentError), or a model/future the runner cannot take.
  */
-export function applyExperimentFlags(a: Args): void {
-  const file = a.flags.get('experiment');
+export function applyExperimentFlags(raw: RawFlags, takes: (name: string) => boolean): void {
+  const file = raw.get('experiment')?.[0];
   if (!file) return;
   if (!fs.existsSync(file)) throw new Error(`--experiment ${file}: no such file`);
   let e: Experiment;
@@ -47,7 +47,7 @@ export function applyExperimentFlags(a: Args): void {
   } catch (err) {
     throw new Error(`--experiment ${file}: ${(err as Error).message}`);
   }
-  const fill = (key: string, value: () => string) => { if (!a.flags.has(key)) a.flags.set(key, value()); };
+  const fill = (key: string, value: () => string) => { if (takes(key) && !raw.has(key)) raw.set(key, [value()]); };
   fill('model', () => modelFlag(e));
   fill('prompt', () => e.prompt);
   fill('good', () => futureFlag(e.good, 'good'));
@@ -58,5 +58,5 @@ export function applyExperimentFlags(a: Args): void {
   fill('top-k', () => String(e.generation.topK));
   fill('seed', () => String(e.generation.seed));
   const specs = experimentSpecs(e).map((s) => JSON.stringify({ ...s, vector: s.vector && typeof s.vector !== 'string' ? Array.from(s.vector as ArrayLike<number>) : s.vector }));
-  a.repeated.set('intervention', [...specs, ...(a.repeated.get('intervention') ?? [])]);
+  if (takes('intervention') && specs.length) raw.set('intervention', [...specs, ...(raw.get('intervention') ?? [])]);
 }

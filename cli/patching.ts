@@ -6,34 +6,34 @@ import type { Engine } from '../workers/engine/engine';
 import { PATCH_HOOKS, patchingGrid, type PatchDirection, type PatchHook, type PatchMetric } from '../workers/engine/studies/patching';
 import { patchJson } from '../workers/engine/studies/report_json';
 import { checkRecoveryDenominator } from '../workers/engine/analysis/recovery_denominator';
-import type { Args } from './args';
+import { oneOf, text, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, GOOD, PROGRESS } from './shared_flags';
 
-export const PATCHING_USAGE = `  branchpoint patch    --model DIR --clean TEXT --corrupt TEXT --good TEXT --bad TEXT
-                       --hook resid_pre|attn_out|mlp_out|z [--direction denoise|noise] [--metric final|sequence]
-patch prints {clean_margin, corrupt_margin, recovery: [n_layers][n_tokens] (z: [n_layers][n_heads]),
+export const CLEAN = text().required().describe('the clean prompt');
+export const CORRUPT = text().required().describe('the corrupted prompt (as many tokens as the clean one)');
+
+export const PATCH_FLAGS = {
+  clean: CLEAN, corrupt: CORRUPT, good: GOOD.required(), bad: BAD.required(),
+  hook: oneOf(Object.keys(PATCH_HOOKS) as PatchHook[]).required().describe('the activation patched'),
+  direction: oneOf<PatchDirection>(['denoise', 'noise']).default('denoise').describe('clean into corrupt (denoise) or corrupt into clean (noise)'),
+  metric: oneOf<PatchMetric>(['final', 'sequence']).default('final').describe('the margin recovered'),
+  progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+};
+export type PatchFlags = Values<typeof PATCH_FLAGS>;
+
+export const PATCHING_ABOUT = `patch prints {clean_margin, corrupt_margin, recovery: [n_layers][n_tokens] (z: [n_layers][n_heads]),
 layer_recovery: [n_layers] (every position / head of the layer at once), patched_margin, tokens};
 recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); the prompts need equal token lengths.`;
-
-/** Reads a flag restricted to a list of values. @throws Error naming the allowed values. */
-export function oneOf<T extends string>(a: Args, key: string, allowed: readonly T[], fallback?: T): T {
-  const v = a.flags.get(key) ?? fallback;
-  if (v === undefined) throw new Error(`--${key} is required: ${allowed.join(' | ')}`);
-  if (!(allowed as readonly string[]).includes(v)) throw new Error(`--${key} ${v}: use ${allowed.join(' | ')}`);
-  return v as T;
-}
 
 /**
  * `branchpoint patch`: the patching grid as JSON. Progress goes to stderr with --progress true, and
  * so does a warning when |Δ_clean − Δ_corrupt| is too small for r to mean anything (recovery_denominator.ts).
  */
-export async function patchCommand(engine: Engine, a: Args, required: (key: string) => string): Promise<unknown> {
-  const hook = oneOf<PatchHook>(a, 'hook', Object.keys(PATCH_HOOKS) as PatchHook[]);
-  const showProgress = a.flags.get('progress') === 'true';
+export async function patchCommand(engine: Engine, f: PatchFlags): Promise<unknown> {
+  const showProgress = f.progress;
   const r = await patchingGrid(engine, {
-    clean: required('clean'), corrupt: required('corrupt'), chatTemplate: a.flags.get('chat-template') === 'true',
-    good: { text: required('good') }, bad: { text: required('bad') }, hook,
-    direction: oneOf<PatchDirection>(a, 'direction', ['denoise', 'noise'], 'denoise'),
-    metric: oneOf<PatchMetric>(a, 'metric', ['final', 'sequence'], 'final'),
+    clean: f.clean, corrupt: f.corrupt, chatTemplate: f['chat-template'],
+    good: { text: f.good }, bad: { text: f.bad }, hook: f.hook, direction: f.direction, metric: f.metric,
   }, showProgress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
   if (showProgress) process.stderr.write('\n');
   const d = checkRecoveryDenominator(r.cleanMargin, r.corruptMargin);

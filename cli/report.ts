@@ -3,55 +3,76 @@
  * (visible / causal / changeable on one layer and step axis) as one JSON object — the numbers the
  * Report view shows.
  */
-import * as fs from 'node:fs';
 import type { Engine } from '../workers/engine/engine';
 import { decisionReport, type ReportWindow } from '../workers/engine/studies/report';
 import { reportJson } from '../workers/engine/studies/report_json';
-import { parseLabelledSet } from '../workers/engine/io/prompt_set';
-import { intFlag, type Args } from './args';
-import { parsePosition } from './probe';
+import { num, type Values } from './flags';
+import { CLEAN, CORRUPT } from './patching';
+import { checkFolds, POSITION, readLabelledSet } from './probe';
+import { BAD, CHAT_TEMPLATE, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET } from './shared_flags';
 import { interventionsFromArgs } from './steering';
-import { parseScore } from './window';
+import { checkWindowFlags, SCORE } from './window';
+import { MAX_NEW_TOKENS } from './shared_flags';
 
-export const REPORT_USAGE = `  branchpoint report   --model DIR --clean TEXT --corrupt TEXT --good TEXT --bad TEXT
-                       [--threshold 0.1] [--intervention JSON --max-new-tokens N [--k-max K] [--score …]]
-                       [--set FILE.json|.jsonl|.csv [--position last|INDEX] [--folds 5] [--seed 0]]
-report prints {visible_layer, visible_token, first_layer_95, causal_layer (from block 1: row 0, the embeddings, is the
+export const REPORT_FLAGS = {
+  clean: CLEAN, corrupt: CORRUPT, good: GOOD.required(), bad: BAD.required(),
+  threshold: num({ min: 0 }).describe('|Δ| in nats for the visible layer (default 0.1)'),
+  intervention: INTERVENTION.describe('the changeable panel: switched on from step k (needs --max-new-tokens; see Interventions)'),
+  'max-new-tokens': MAX_NEW_TOKENS.optional().describe('the changeable panel\'s generation length (with --intervention)'),
+  'k-max': K_MAX, score: SCORE,
+  set: SET.describe('a labelled set as in probe (adds the probe and the intervals)'), position: POSITION, folds: FOLDS, seed: PROBE_SEED,
+  progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+};
+export type ReportFlags = Values<typeof REPORT_FLAGS>;
+
+/** The changeable panel's flags together (--intervention with --max-new-tokens, --k-max/--score inside N), the set's --folds. @throws Error otherwise. */
+export function checkReport(f: ReportFlags): void {
+  if (f.intervention.length) {
+    if (f['max-new-tokens'] === undefined) throw new Error('--max-new-tokens is required with --intervention: the changeable panel\'s generation length');
+    checkWindowFlags({ ...f, 'max-new-tokens': f['max-new-tokens'] });
+  } else {
+    if (f['max-new-tokens'] !== undefined) throw new Error('--max-new-tokens without --intervention: the changeable panel needs the intervention switched on from step k (JSON, repeatable)');
+    if (f['k-max'] !== undefined || f.score !== undefined) throw new Error(`--${f['k-max'] !== undefined ? 'k-max' : 'score'} without --intervention: it sets the changeable panel, which needs the intervention`);
+  }
+  if (f.set === undefined) {
+    const stray = (['position', 'folds', 'seed'] as const).find((k) => f[k] !== undefined);
+    if (stray) throw new Error(`--${stray} without --set: it sets the probe on the labelled set`);
+  } else {
+    checkFolds(f.folds, readLabelledSet(f.set));
+  }
+}
+
+export const REPORT_ABOUT = `report prints {visible_layer, visible_token, first_layer_95, causal_layer (from block 1: row 0, the embeddings, is the
 clean token itself where the prompts differ: causal_trivial_positions, _recovery), causal_positions, point_of_no_return,
 label, lens_margin: [n_layers+1] (toward the final answer), max_recovery: [n_layers], probe_accuracy: [n_layers+1],
-window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… as patch --hook resid_pre}};
+window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… the patch command's resid_pre grid}};
 layers are residual rows (0 = embeddings, l = entering block l). --intervention/--score as in window (the
 changeable panel); --set is a labelled set as in probe: the probe runs on it, and every prompt of it joins
 the intervals, patched against the other class's prompt at the same index (pairs of unequal length: lens only).`;
 
 /** `branchpoint report`: the decision-point report as JSON. Progress goes to stderr with --progress true. */
-export async function reportCommand(engine: Engine, a: Args, required: (key: string) => string): Promise<unknown> {
-  const threshold = a.flags.has('threshold') ? Number(a.flags.get('threshold')) : undefined;
-  if (threshold !== undefined && !(threshold >= 0)) throw new Error(`--threshold ${a.flags.get('threshold')}: give |Δ| in nats, ≥ 0`);
-  const chatTemplate = a.flags.get('chat-template') === 'true';
+export async function reportCommand(engine: Engine, f: ReportFlags): Promise<unknown> {
+  checkReport(f);
+  const threshold = f.threshold;
+  const chatTemplate = f['chat-template'];
   let window: ReportWindow | undefined;
-  if (a.repeated.get('intervention')?.length) {
-    const N = Number(required('max-new-tokens'));
-    if (!Number.isInteger(N) || N < 1) throw new Error(`--max-new-tokens ${a.flags.get('max-new-tokens')}: give a positive integer`);
+  const N = f['max-new-tokens'];
+  if (f.intervention.length && N !== undefined) {
     window = {
-      maxNewTokens: N, kMax: intFlag(a, 'k-max'), score: a.flags.has('score') ? parseScore(a.flags.get('score')!) : undefined,
-      interventions: (p) => interventionsFromArgs(engine, a, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate }),
+      maxNewTokens: N, kMax: f['k-max'], score: f.score,
+      interventions: (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate }),
     };
-  } else if (a.flags.has('max-new-tokens')) {
-    throw new Error('--max-new-tokens without --intervention: the changeable panel needs the intervention switched on from step k (JSON, repeatable)');
   }
   let labelled;
-  if (a.flags.has('set')) {
-    const file = a.flags.get('set')!;
-    if (!fs.existsSync(file)) throw new Error(`--set ${file}: no such file`);
-    const set = parseLabelledSet(file, fs.readFileSync(file, 'utf8'));
-    labelled = { ...set, position: a.flags.has('position') ? parsePosition(a.flags.get('position')!) : set.position };
+  if (f.set !== undefined) {
+    const set = readLabelledSet(f.set);
+    labelled = { ...set, position: f.position ?? set.position };
   }
-  const showProgress = a.flags.get('progress') === 'true';
+  const showProgress = f.progress;
   const r = await decisionReport(engine, {
-    clean: required('clean'), corrupt: required('corrupt'), chatTemplate,
-    good: { text: required('good') }, bad: { text: required('bad') }, threshold, window, labelled,
-    probe: { folds: intFlag(a, 'folds'), seed: intFlag(a, 'seed') },
+    clean: f.clean, corrupt: f.corrupt, chatTemplate,
+    good: { text: f.good }, bad: { text: f.bad }, threshold, window, labelled,
+    probe: { folds: f.folds, seed: f.seed },
   }, showProgress ? (p) => process.stderr.write(`\r${p.stage} (${p.done}/${p.total})\x1b[K`) : undefined);
   if (showProgress) process.stderr.write('\n');
   return reportJson(r);

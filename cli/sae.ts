@@ -15,18 +15,36 @@ import { neuronpediaUrl } from '../workers/engine/sae/config';
 import { assertSaeFits } from '../workers/engine/sae/estimate';
 import { readSae } from '../workers/engine/sae/files';
 import { Sae } from '../workers/engine/sae/sae';
-import type { Args } from './args';
+import { int, intList, text, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, GOOD, PROMPT } from './shared_flags';
 
-export const SAE_USAGE = `  branchpoint sae      --model DIR --sae PATH --prompt TEXT [--top-k K] [--pin F,F…]
-                       [--good TEXT --bad TEXT [--attribution-top N] [--ablate-top N]] [--hook HOOK]
-  --sae is a SAELens folder (cfg.json + sae_weights.safetensors), a folder with params.npz or an .npz
-  file (Gemma Scope; --hook names its hook when no cfg.json is beside it), or a Hub path
-  org/name/folder/…[@revision] (--endpoint, $HF_TOKEN as for --model).
-  Prints ids, tokens, top_features (per token: indices, values), l0, mse (per element),
-  explained_variance (over the prompt) and per token; for --pin features their activation at every
-  token (pinned) and their max-activating tokens (max_activating: up to 5 positions, values); with --good/--bad the margin at the last
-  position clean and with the SAE spliced in, and features ranked by direct logit attribution
-  (final norm frozen: a linear approximation) with the ablation Δ margin of the top ones.`;
+export const SAE_FLAGS = {
+  sae: text('PATH', { nonEmpty: true }).required().describe('the SAE (see below)'),
+  prompt: PROMPT,
+  'top-k': int({ min: 1 }, 'K').describe('features listed per token (default 8)'),
+  pin: intList({ min: 0 }, 'F,F…').describe('features whose activation is printed at every token (each < d_sae)'),
+  good: GOOD.describe('the good future: with --bad, the margin and its attributions'), bad: BAD,
+  'attribution-top': int({ min: 1 }).describe('features ranked by attribution'),
+  'ablate-top': int({ min: 0 }).describe('of those, how many are ablated for their Δ margin'),
+  hook: text('HOOK', { nonEmpty: true }).describe("an .npz SAE's hook (without a cfg.json beside it)"),
+  'chat-template': CHAT_TEMPLATE,
+};
+export type SaeFlags = Values<typeof SAE_FLAGS>;
+
+/** --good with --bad; --attribution-top / --ablate-top only with them. @throws Error otherwise. */
+export function checkSaeFlags(f: SaeFlags): void {
+  if ((f.good === undefined) !== (f.bad === undefined)) throw new Error('give both --good and --bad (or neither)');
+  if (f.good === undefined && (f['attribution-top'] !== undefined || f['ablate-top'] !== undefined)) throw new Error(`--${f['attribution-top'] !== undefined ? 'attribution-top' : 'ablate-top'} needs --good and --bad: it ranks features by their margin attribution`);
+}
+
+export const SAE_ABOUT = `--sae is a SAELens folder (cfg.json + sae_weights.safetensors), a folder with params.npz or an .npz
+file (Gemma Scope; --hook names its hook when no cfg.json is beside it), or a Hub path
+org/name/folder/…[@revision] (--endpoint, $HF_TOKEN as for --model).
+Prints ids, tokens, top_features (per token: indices, values), l0, mse (per element),
+explained_variance (over the prompt) and per token; for --pin features their activation at every
+token (pinned) and their max-activating tokens (max_activating: up to 5 positions, values); with --good/--bad the margin at the last
+position clean and with the SAE spliced in, and features ranked by direct logit attribution
+(final norm frozen: a linear approximation) with the ablation Δ margin of the top ones.`;
 
 /**
  * A local path (folder or .npz) or a Hub path org/name/sub/folder[@revision] as files + the path inside them.
@@ -50,15 +68,15 @@ function saeFiles(ref: string, endpoint?: string): { files: ModelFiles; inner: s
  * Loads SAEs by path for one engine, each once. Hub SAEs are sized from their headers and refused
  * before download when they would not fit in RAM.
  */
-export function saeLoader(engine: Engine, a: Args): (ref: string) => Promise<Sae> {
+export function saeLoader(engine: Engine, f: { endpoint?: string; hook?: string }): (ref: string) => Promise<Sae> {
   const cache = new Map<string, Promise<Sae>>();
   return (ref) => {
     let p = cache.get(ref);
     if (!p) {
       p = (async () => {
-        const { files, inner } = saeFiles(ref, a.flags.get('endpoint'));
+        const { files, inner } = saeFiles(ref, f.endpoint);
         await assertSaeFits(files, inner, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' });
-        return new Sae(engine.backend, await readSae(files, inner, { hook: a.flags.get('hook'), maxBytes: os.totalmem() }), engine.spec);
+        return new Sae(engine.backend, await readSae(files, inner, { hook: f.hook, maxBytes: os.totalmem() }), engine.spec);
       })();
       cache.set(ref, p);
     }
@@ -70,22 +88,15 @@ const rows = (flat: ArrayLike<number>, w: number): number[][] =>
   Array.from({ length: flat.length / w }, (_, r) => Array.from({ length: w }, (_, j) => flat[r * w + j]));
 const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
-/** `branchpoint sae`: one JSON object (see SAE_USAGE). */
-export async function saeCommand(engine: Engine, a: Args, required: (key: string) => string, load: (ref: string) => Promise<Sae>): Promise<unknown> {
-  const sae = await load(required('sae'));
-  const num = (key: string): number | undefined => {
-    const v = a.flags.get(key);
-    if (v === undefined) return undefined;
-    if (!/^\d+$/.test(v)) throw new Error(`--${key} ${v}: give a non-negative integer`);
-    return Number(v);
-  };
-  const pinText = a.flags.get('pin');
-  const pinned = pinText ? pinText.split(',').map((s) => Number(s.trim())) : [];
-  const good = a.flags.get('good'), bad = a.flags.get('bad');
-  if ((good === undefined) !== (bad === undefined)) throw new Error('give both --good and --bad (or neither)');
+/** `branchpoint sae`: one JSON object (see SAE_FLAGS, SAE_ABOUT). */
+export async function saeCommand(engine: Engine, f: SaeFlags, load: (ref: string) => Promise<Sae>): Promise<unknown> {
+  checkSaeFlags(f);
+  const sae = await load(f.sae);
+  const pinned = f.pin ?? [];
+  const { good, bad } = f;
   const r = await analyseSae(engine, sae, {
-    prompt: required('prompt'), chatTemplate: a.flags.get('chat-template') === 'true',
-    topK: num('top-k'), pinned, attributionTop: num('attribution-top'), ablateTop: num('ablate-top'),
+    prompt: f.prompt, chatTemplate: f['chat-template'],
+    topK: f['top-k'], pinned, attributionTop: f['attribution-top'], ablateTop: f['ablate-top'],
     ...(good !== undefined ? { good: { text: good }, bad: { text: bad } } : {}),
   });
   const idx = rows(r.topIndices, r.topK), val = rows(r.topValues, r.topK);

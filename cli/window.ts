@@ -4,13 +4,37 @@
  */
 import type { Engine } from '../workers/engine/engine';
 import { interventionWindow, type WindowScore } from '../workers/engine/studies/window';
-import type { Args } from './args';
+import { custom, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, K_MAX, MAX_NEW_TOKENS, PROGRESS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
 
-export const WINDOW_USAGE = `  branchpoint window   --model DIR --prompt TEXT --good TEXT --bad TEXT --intervention JSON
-                       --max-new-tokens N [--k-max K] [--score mean:M|margin:S|contains:TEXT]
-                       [--temperature T --top-k K --seed S]
-window prints {ks, outcome, point_of_no_return, unsteered_outcome, texts, ...}: the generation of N tokens
+/** --score: how a continuation is scored. */
+export const SCORE = custom(parseScore, 'mean:M, margin:S or contains:TEXT', 'mean:M|margin:S|contains:TEXT', 'mean:1', ['median:2', 'mean:', 'mean:x', 'mean:-1', 'margin:1e400', 'contains:']).describe('the outcome (default mean over all N steps)');
+
+export const WINDOW_FLAGS = {
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
+  intervention: INTERVENTION.describe('the intervention(s) switched on from step k (at least one; see Interventions)'),
+  'max-new-tokens': MAX_NEW_TOKENS.optional().required(), 'k-max': K_MAX, score: SCORE,
+  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+};
+export type WindowFlags = Values<typeof WINDOW_FLAGS>;
+
+/** An intervention given, --k-max inside the N steps and --score's step or span inside them. @throws Error otherwise. */
+export function checkWindowFlags(f: { intervention: string[]; 'max-new-tokens': number; 'k-max'?: number; score?: WindowScore }): void {
+  if (!f.intervention.length) throw new Error('--intervention is required: the intervention switched on from step k (JSON, repeatable)');
+  const N = f['max-new-tokens'];
+  if (f['k-max'] !== undefined && f['k-max'] > N - 1) throw new Error(`--k-max "${f['k-max']}": expected a start step 0..${N - 1} (a start at step ≥ N = --max-new-tokens steers nothing)`);
+  if (f.score) checkScoreSteps(f.score, N);
+}
+
+/** --score's step (margin:S) or span (mean:M) inside the N steps (the window study's own check, before the model loads). @throws Error naming the flag. */
+export function checkScoreSteps(score: WindowScore, N: number): void {
+  const text = score.kind === 'mean' ? `mean:${score.last}` : score.kind === 'margin' ? `margin:${score.step}` : `contains:${score.text}`;
+  if (score.kind === 'margin' && !(score.step >= 0 && score.step < N)) throw new Error(`--score "${text}": score step ${score.step} is outside the generation's steps 0..${N - 1}`);
+  if (score.kind === 'mean' && !(score.last >= 1 && score.last <= N)) throw new Error(`--score "${text}": score over the last ${score.last} steps: give 1..${N} (the generation has ${N} steps)`);
+}
+
+export const WINDOW_ABOUT = `window prints {ks, outcome, point_of_no_return, unsteered_outcome, texts, ...}: the generation of N tokens
 regenerated with the intervention(s) on from step k (k = 0..K, default K = N-1; step 0 = the prompt pass),
 the unsteered prefix shared. --score: mean:M = mean margin over the last M steps (default: all N),
 margin:S = the margin at step S, contains:TEXT = +1 when the continuation contains TEXT, else -1.
@@ -21,8 +45,8 @@ export function parseScore(text: string): WindowScore {
   const i = text.indexOf(':');
   const kind = i < 0 ? text : text.slice(0, i), arg = i < 0 ? '' : text.slice(i + 1);
   const int = () => {
-    const n = Number(arg);
-    if (arg === '' || !Number.isInteger(n)) throw new Error(`--score ${text}: ${kind} needs an integer, e.g. ${kind}:4`);
+    const n = /^-?\d+$/.test(arg) ? Number(arg) : NaN;
+    if (!Number.isSafeInteger(n)) throw new Error(`--score ${text}: ${kind} needs an integer, e.g. ${kind}:4`);
     return n;
   };
   if (kind === 'mean') return { kind: 'mean', last: int() };
@@ -32,19 +56,15 @@ export function parseScore(text: string): WindowScore {
 }
 
 /** `branchpoint window`. Progress goes to stderr with --progress true. */
-export async function windowCommand(engine: Engine, a: Args, required: (key: string) => string): Promise<unknown> {
-  const prompt = required('prompt');
-  const chatTemplate = a.flags.get('chat-template') === 'true';
-  const N = Number(required('max-new-tokens'));
-  if (!Number.isInteger(N) || N < 1) throw new Error(`--max-new-tokens ${a.flags.get('max-new-tokens')}: give a positive integer`);
-  if (!a.repeated.get('intervention')?.length) throw new Error('--intervention is required: the intervention switched on from step k (JSON, repeatable)');
-  const interventions = await interventionsFromArgs(engine, a, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens: N, chatTemplate });
-  const kMax = a.flags.has('k-max') ? Number(a.flags.get('k-max')) : undefined;
-  const showProgress = a.flags.get('progress') === 'true';
+export async function windowCommand(engine: Engine, f: WindowFlags): Promise<unknown> {
+  checkWindowFlags(f);
+  const { prompt, 'chat-template': chatTemplate, 'max-new-tokens': N } = f;
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens: N, chatTemplate });
+  const showProgress = f.progress;
   const r = await interventionWindow(engine, {
-    prompt, chatTemplate, good: { text: required('good') }, bad: { text: required('bad') }, interventions, maxNewTokens: N, kMax,
-    score: a.flags.has('score') ? parseScore(a.flags.get('score')!) : undefined,
-    temperature: Number(a.flags.get('temperature') ?? 0), topK: Number(a.flags.get('top-k') ?? 0), seed: Number(a.flags.get('seed') ?? 0),
+    prompt, chatTemplate, good: { text: f.good }, bad: { text: f.bad }, interventions, maxNewTokens: N, kMax: f['k-max'],
+    score: f.score,
+    temperature: f.temperature, topK: f['top-k'], seed: f.seed,
   }, showProgress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
   if (showProgress) process.stderr.write('\n');
   return {

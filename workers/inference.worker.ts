@@ -1,5 +1,8 @@
 /// <reference lib="webworker" />
 import { float32ProbeFits } from './engine/model/quant_error';
+import { estimateModel, judgePair, ModelTooLargeError, type MemoryEstimate } from './engine/model/estimate';
+import { isGgufFolder } from './engine/model/load';
+import type { ModelFiles } from './engine/io/model_files';
 import * as Comlink from 'comlink';
 import { Jobs, quiet } from './job';
 import { Engine } from './engine/engine';
@@ -23,14 +26,23 @@ import { readSae } from './engine/sae/files';
 import { Sae } from './engine/sae/sae';
 import { WebGpuBackend } from './engine/backend/webgpu';
 import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
-import { estimateModel, judgePair, ModelTooLargeError, type DeviceLimits, type MemoryEstimate } from './engine/model/estimate';
-import type { ModelFiles } from './engine/io/model_files';
 
 /**
  * Everything the worker holds between calls: the engine, the last analysed request (pattern,
  * activations and display strings read it), the branch tree, the loaded SAEs, the callback for a
  * lost device and the cancellable jobs.
  */
+/**
+ * The memory a model about to load needs (estimateModel: totalBytes), or null when it cannot be
+ * estimated from headers (a GGUF folder has no config.json): then the loaded model is released first.
+ * @throws the estimate's own errors for a safetensors folder (a truncated file, a bad header): the
+ *   load would raise the same, and nothing has been released yet.
+ */
+async function newModelEstimate(files: ModelFiles, options: LoadOptions): Promise<MemoryEstimate | null> {
+  if (await isGgufFolder(files)) return null;
+  return estimateModel(files, { weightDtype: options.weightDtype, contextLength: options.contextLength });
+}
+
 class Session {
   engine: Engine | null = null;
   /** Model B beside the engine (model A), for the model comparison: its own backend, freed with it. */
@@ -45,6 +57,8 @@ class Session {
   /** Loaded SAEs by id; they live on the engine's backend and go with it. */
   readonly saes = new Map<string, Sae>();
   saeCount = 0;
+  /** Memory estimate of the loaded model (estimateModel totalBytes; 0 when unknown), for keeping it while another loads. */
+  engineBytes = 0;
   readonly jobs = new Jobs();
 
   /** The loaded engine. @throws Error when none is loaded or its GPU device was lost. */
@@ -87,6 +101,7 @@ class Session {
     this.saes.clear();
     this.engine?.dispose();
     this.engine = null;
+    this.engineBytes = 0;
     this.estimateA = null;
     this.lastAnalysed = null;
     this.explorer = null;
@@ -152,15 +167,6 @@ function libraryVector(sv: SteeringVector): LibraryVector {
   return { vector: sv.vector, dModel: sv.dModel, hook: sv.hook, model: sv.modelId, provenance: sv.provenance, createdAt: new Date().toISOString() };
 }
 
-/**
- * The memory estimate of a source about to load, when the load checks its fit: the one filesFor
- * made (Hub, URL), else one made now (picked files); null when it cannot be made (the load then
- * reports the problem itself).
- */
-async function estimateOf(files: ModelFiles, made: MemoryEstimate | null, limits: DeviceLimits | undefined, options: LoadOptions): Promise<MemoryEstimate | null> {
-  if (!limits) return null;
-  return made ?? estimateModel(files, { weightDtype: options.weightDtype, contextLength: options.contextLength }).catch(() => null);
-}
 
 const session = new Session();
 const { jobs } = session;
@@ -194,20 +200,34 @@ const api: InferenceApi = {
       // the loaded model is freed: a typo in a repo id, a gated repo or a model too large for the
       // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      let made: MemoryEstimate | null = null;
-      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength, onEstimate: (e) => { made = e; } });
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      // The new model is built beside the loaded one when both fit the memory budget, and the old one
+      // is released only once the new one is ready: a load that fails part-way (a truncated
+      // safetensors file, a NaN in a weight) leaves the previous model loaded and usable. When they
+      // do not fit together, the old model is released first to make room (and the error says so).
       // Model B stays loaded beside the new model A when both fit one budget; else A is refused with both models' needs.
-      const estimate = await estimateOf(files, made, limits, options);
-      if (limits && estimate && session.engineB) {
-        const v = judgePair(estimate, session.estimateB, limits, 'A');
+      const est = await newModelEstimate(files, options);
+      if (limits && est && session.engineB) {
+        const v = judgePair(est, session.estimateB, limits, 'A');
         if (!v.fits) throw new ModelTooLargeError(v);
       }
-      session.unloadModel();
-      session.estimateA = estimate;
+      const estimate = est?.totalBytes ?? null;
+      const budget = limits?.memoryBudget ?? deviceLimits(be, options.memoryBudgetBytes).memoryBudget;
+      const keepOld = session.engine !== null && estimate !== null && estimate + session.engineBytes + (session.estimateB?.totalBytes ?? 0) <= budget;
+      const released = session.engine !== null && !keepOld;
+      if (released) session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      try {
+        engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      } catch (e) {
+        if (released && e instanceof Error) e.message += ' (the previous model was released first to make room for this one, so no model is loaded)';
+        throw e;
+      }
+      session.unloadModel();
       session.engine = engine;
+      session.engineBytes = estimate ?? 0;
+      session.estimateA = est;
       engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
     } catch (e) {
       be.dispose();
@@ -222,9 +242,8 @@ const api: InferenceApi = {
     let engine: Engine;
     try {
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      let made: MemoryEstimate | null = null;
-      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength, onEstimate: (e) => { made = e; } });
-      const estimate = await estimateOf(files, made, limits, options);
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      const estimate = await newModelEstimate(files, options);
       if (limits && estimate) {
         const v = judgePair(session.engine ? session.estimateA : null, estimate, limits, 'B');
         if (!v.fits) throw new ModelTooLargeError(v);

@@ -1,7 +1,7 @@
 import type { Backend } from './engine/backend/backend';
 import { WebGpuBackend } from './engine/backend/webgpu';
 import { withCache } from './engine/io/cache';
-import { assertFits, type DeviceLimits, type MemoryEstimate } from './engine/model/estimate';
+import { assertFits, type DeviceLimits } from './engine/model/estimate';
 import { HubFiles } from './engine/io/hub_files';
 import { HttpFiles, MemoryFiles, type ModelFiles } from './engine/io/model_files';
 import type { WeightDtype } from './engine/model/load';
@@ -21,8 +21,6 @@ export interface OpenOptions {
   signal?: AbortSignal;
   /** Cache Storage for Hub models (default: the global `caches`; null = no caching). */
   cache?: CacheStorage | null;
-  /** With `limits`: told the estimate once the model is found to fit (the worker keeps it to judge a second model beside it). */
-  onEstimate?: (e: MemoryEstimate) => void;
 }
 
 /**
@@ -48,10 +46,7 @@ export async function filesFor(source: ModelSource, opts: OpenOptions = {}): Pro
       break;
     }
   }
-  if (opts.limits) {
-    const e = await assertFits(files, opts.limits, { weightDtype: opts.weightDtype, contextLength: opts.contextLength });
-    opts.onEstimate?.(e);
-  }
+  if (opts.limits) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype, contextLength: opts.contextLength });
   return files;
 }
 

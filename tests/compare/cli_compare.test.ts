@@ -48,6 +48,6 @@ describe('branchpoint compare', () => {
     expect(r.err).toMatch(/vocabulary id/);
     const h = await runCli(['compare', '--model', A, '--model-b', B, '--prompt', PROMPT, '--good', ' happy', '--bad', ' sad', '--hooks', 'resid_pre,mlp', '--threads', '1']);
     expect(h.code).toBe(1);
-    expect(h.err).toContain('--hooks mlp: use a comma-separated list of resid_pre, attn_out, mlp_out, z');
+    expect(h.err).toContain('--hooks "resid_pre,mlp": mlp is not a patching hook; use a comma-separated list of resid_pre, attn_out, mlp_out, z');
   });
 });

@@ -40,7 +40,7 @@ describe('branchpoint patch', () => {
     expect(long.code).toBe(1);
     expect(long.err).toContain('the clean prompt has 21 tokens and the corrupted prompt 22');
     const hook = await runCli(['patch', '--model', MODEL, '--clean', lily.prompt, '--corrupt', CORRUPT, '--good', ' Tom', '--bad', ' Lily', '--hook', 'resid_post']);
-    expect(hook.err).toContain('--hook resid_post: use resid_pre | attn_out | mlp_out | z');
+    expect(hook.err).toContain('--hook "resid_post": expected one of resid_pre, attn_out, mlp_out, z');
   });
 
   it('an unknown command says so (not "--prompt is required") and exits 2 before loading a model', async () => {

@@ -25,8 +25,8 @@ describe('experiment file (docs/experiment-format.md)', () => {
   it('refuses a newer version by number, and names each invalid field', () => {
     expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 3/);
     expect(kindOf(() => readExperiment('{"format": "branchpoint-experiment", '))).toMatch(/^corrupt: /);
-    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\.0\.type/);
-    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\.0\.vector: refers to vector 2 but the file has 0/);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\[0\]\.type/);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\[0\]\.vector: refers to vector 2 but the file has 0/);
     expect(kindOf(() => parseExperiment({ ...base, vectors: [{ ...vec(0, [1, 2]), dModel: 3 }] }))).toMatch(/values must have dModel entries/);
     expect(kindOf(() => parseExperiment({ ...base, format: 'something-else' }))).toMatch(/^invalid: not a Branchpoint experiment/);
   });
@@ -52,7 +52,7 @@ describe('experiment file (docs/experiment-format.md)', () => {
     expect(e.interventions[0].sae).toEqual({ index: 0, feature: 17 });
     expect(experimentFromHash(experimentHash(e).hash)).toEqual(e);
     expect(() => experimentSpecs(e)).toThrow(/intervention #1: clamps feature 17 of the SAE at org\/saes\/layer_2\/relu; the runner does not load SAEs/);
-    expect(kindOf(() => parseExperiment({ ...base, version: 2, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'add', sae: { index: 1, feature: 0 } }] }))).toMatch(/interventions\.0\.sae: refers to SAE 1 but the file has 0/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 2, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'add', sae: { index: 1, feature: 0 } }] }))).toMatch(/interventions\[0\]\.sae: refers to SAE 1 but the file has 0/);
     expect(parseExperiment(base).saes).toEqual([]);
     expect(parseExperiment(base).interventions).toEqual([]);
   });

@@ -22,6 +22,8 @@ import { patchingGrid, type PatchingRequest } from './patching';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
+import { directLogitAttribution, type DlaRequest } from './dla';
+import { flowAttribution, type FlowRequest } from './flow';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -155,6 +157,34 @@ export const STUDIES = {
     run: (c, req: CompareJob, onProgress?: OnProgress) => {
       if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
       return compareJob(c.engine, c.modelB, req, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Direct logit attribution of the margin (dla.ts): the final norm frozen at its scale on the run;
+   * embeddings, attn_out / mlp_out per layer and heads per (layer, head), summing to the frozen margin.
+   * One forward pass (onProgress once at the end).
+   * @throws Error for a bad prompt or future, or a position outside the prompt.
+   */
+  dla: study({
+    what: 'the direct logit attribution',
+    run: async (c, req: DlaRequest, onProgress?: OnProgress) => {
+      const r = await directLogitAttribution(c.engine, req);
+      onProgress?.({ done: 1, total: 1 });
+      return r;
+    },
+  }),
+  /**
+   * Flow attribution of the margin to tokens and spans (flow.ts), recursive through `generated`
+   * greedy tokens, with deletion / insertion curves (faithfulness.ts). cancel() stops it between
+   * forward passes (CancelledError).
+   * @throws Error for a bad prompt or future, or a span outside the prompt.
+   */
+  flow: study({
+    what: 'the flow attribution',
+    run: async (c, req: FlowRequest, onProgress?: OnProgress) => {
+      const r = await flowAttribution(c.engine, req, c.signal);
+      onProgress?.({ done: 1, total: 1 });
+      return r;
     },
   }),
 };
