@@ -30,7 +30,7 @@ export interface GradRequest {
   budgetBytes?: number;
 }
 
-export interface GradResult {
+export interface HookGradient {
   hook: string;
   ids: number[];
   tokens: string[];
@@ -54,7 +54,7 @@ function setUp(engine: Engine, req: { prompt: string; chatTemplate?: boolean; go
  * ∂Δ/∂h at one hook (one forward, one backward).
  * @throws Error for an unknown hook or one that is not [pos, width], or a backward over the memory budget.
  */
-export async function hookGradient(engine: Engine, req: GradRequest): Promise<GradResult> {
+export async function hookGradient(engine: Engine, req: GradRequest): Promise<HookGradient> {
   assertHook(engine.spec, req.hook);
   const info = hookInfo(req.hook)!;
   if (!info.shape.startsWith('[pos,') || req.hook === 'logits') throw new Error(`hook "${req.hook}" is ${info.shape}: gradients are taken at [pos, width] hooks (hook_embed, blocks.l.hook_resid_pre, …)`);
