@@ -58,3 +58,22 @@ describe('backward pass: gradients of the margin equal the float64 reference', (
       .rejects.toThrow(/a backward over 21 tokens needs [\d.]+ MiB \(activations [\d.]+ MiB, attention patterns .* over the budget of 1\.0 MiB/);
   });
 });
+
+describe('backward memory: the numbers the docstring states (SmolLM-135M shape)', () => {
+  const smol = { nLayers: 30, dModel: 576, nHeads: 9, nKvHeads: 3, dHead: 64, dMlp: 1536, dVocab: 49152, attnSoftcap: 0 } as Parameters<typeof backwardMemory>[0];
+  const MiB = 2 ** 20, params = 134_515_008;
+  it('T = 256 keeping resid_pre: ≈ 0.9 GiB, half of it weights', () => {
+    const m = backwardMemory(smol, 256, params, 30 * 576);
+    expect(Math.round(m.activations / MiB)).toBe(253);
+    expect(Math.round(m.patterns / MiB)).toBe(68);
+    expect(Math.round(m.weights / MiB)).toBe(513);
+    expect(Math.round(m.gradients / MiB)).toBe(68);
+    expect(m.total / 2 ** 30).toBeGreaterThan(0.85);
+    expect(m.total / 2 ** 30).toBeLessThan(0.9);
+  });
+  it('T = 1024: ≈ 1 GiB of patterns, over the 2 GiB default', () => {
+    const m = backwardMemory(smol, 1024, params, 30 * 576);
+    expect(m.patterns / 2 ** 30).toBeCloseTo(1.05, 1);
+    expect(m.total).toBeGreaterThan(2 ** 31);
+  });
+});

@@ -21,8 +21,11 @@
  *
  * Memory (backwardMemory): a backward keeps the recorded activations (float32, per layer 7 rows of
  * d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and the attention
- * pattern H·T² — plus the scores with soft-capping), a float32 host copy of the weights, the logits
- * [T, d_vocab], and the kept gradients (float64). A prompt over the budget is refused with the numbers.
+ * pattern H·T² — plus the scores with soft-capping), a float32 host copy of the weights, the logit
+ * rows the objective reads (one for a last-position margin), the kept gradients (float64) and one
+ * layer's working gradients. A prompt over the budget (default 2 GiB) is refused with the numbers
+ * before the forward runs. SmolLM-135M, T = 256, keeping resid_pre: ≈ 0.9 GiB (0.5 of it weights);
+ * the patterns grow as T²: ≈ 1 GiB of them alone at T = 1024, so T = 1024 is refused at 2 GiB.
  */
 import type { Backend, Tensor } from '../backend/backend';
 import type { ModelSpec } from '../arch/spec';
@@ -43,14 +46,14 @@ export type Objective =
   /** Σ_i log p(targets[i] | ids[0..positions[i]]): the log-prob of a teacher-forced span. */
   | { kind: 'logprob'; positions: readonly number[]; targets: readonly number[] };
 
-/** Default memory budget of one backward (bytes): 1 GiB. */
-export const DEFAULT_BACKWARD_BUDGET = 1 << 30;
+/** Default memory budget of one backward (bytes): 2 GiB. */
+export const DEFAULT_BACKWARD_BUDGET = 2 ** 31;
 
 export interface BackwardOptions {
   interventions?: readonly Intervention[];
   /** Which hook gradients to keep (default all). */
   keep?: (hook: string) => boolean;
-  /** Refuse a backward whose memory (backwardMemory) exceeds this many bytes (default 1 GiB). */
+  /** Refuse a backward whose memory (backwardMemory) exceeds this many bytes (default 2 GiB). */
   budgetBytes?: number;
 }
 
@@ -67,17 +70,46 @@ export interface GradResult {
 /** What one backward over T tokens keeps, in bytes. */
 export interface BackwardMemory { activations: number; patterns: number; weights: number; logits: number; gradients: number; total: number }
 
-export function backwardMemory(spec: ModelSpec, T: number, weightParams: number): BackwardMemory {
+/**
+ * The bytes a backward over T tokens holds at its peak: the recorded activations (float32: per
+ * layer 7·T·d_model, q and z 2·T·n_heads·d_head, k and v 2·T·n_kv_heads·d_head, pre/post 2·T·d_mlp),
+ * the attention patterns (L·H·T² float32, twice with soft-capping), the host copy of the weights
+ * (float32), the logit rows the objective reads (logitRows·d_vocab), the kept gradients (float64,
+ * `keptWidth` values per position, summed over the kept hooks) and one layer's working gradients.
+ * SmolLM-135M at T = 256 keeping resid_pre: ≈ 253 MiB activations + 68 patterns + 513 weights + 68
+ * gradients ≈ 0.9 GiB.
+ */
+export function backwardMemory(spec: ModelSpec, T: number, weightParams: number, keptWidth = 4 * spec.nLayers * spec.dModel, logitRows = 1): BackwardMemory {
   const s = spec, qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
   const perLayer = T * (7 * s.dModel + 2 * qW + 2 * kvW + 2 * s.dMlp);
   const patterns = s.nLayers * s.nHeads * T * T * 4 * (s.attnSoftcap > 0 ? 2 : 1);
   const activations = s.nLayers * perLayer * 4;
-  const gradients = (s.nLayers * perLayer + 2 * T * s.dModel) * 8;
-  const weights = weightParams * 4, logits = T * s.dVocab * 4;
+  const gradients = (T * keptWidth + 2 * perLayer) * 8;
+  const weights = weightParams * 4, logits = logitRows * s.dVocab * (4 + 8);
   return { activations, patterns, weights, logits, gradients, total: activations + patterns + weights + logits + gradients };
 }
 
+/** Row width of a hook the backward differentiates (0 for one it does not). */
+function gradWidth(s: ModelSpec, hook: string): number {
+  const t = hook.replace(/^blocks\.\d+\./, '');
+  if (/^attn\.hook_[qz]$/.test(t)) return s.nHeads * s.dHead;
+  if (/^attn\.hook_[kv]$/.test(t)) return s.nKvHeads * s.dHead;
+  if (/^mlp\.hook_(pre|post)$/.test(t)) return s.dMlp;
+  return /^(hook_(embed|pos_embed|resid_pre|resid_mid|resid_post|attn_out|mlp_out)|ln[12]\.hook_normalized|ln_final\.hook_normalized)$/.test(t) ? s.dModel : 0;
+}
+
 const MiB = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+
+/** Every hook the backward differentiates. */
+export function gradHookNames(spec: ModelSpec): string[] {
+  const out = ['hook_embed', ...(spec.positional === 'learned' ? ['hook_pos_embed'] : [])];
+  for (let l = 0; l < spec.nLayers; l++) {
+    for (const t of ['hook_resid_pre', 'ln1.hook_normalized', 'attn.hook_q', 'attn.hook_k', 'attn.hook_v', 'attn.hook_z', 'hook_attn_out', ...(spec.parallelResidual ? [] : ['hook_resid_mid']),
+      'ln2.hook_normalized', 'mlp.hook_pre', 'mlp.hook_post', 'hook_mlp_out', 'hook_resid_post']) out.push(`blocks.${l}.${t}`);
+  }
+  out.push('ln_final.hook_normalized');
+  return out;
+}
 
 /** The hooks the backward rules read, per layer. */
 function recordedHooks(spec: ModelSpec): string[] {
@@ -156,37 +188,47 @@ function addInto(a: Float64Array, b: Float64Array): Float64Array {
   return a;
 }
 
-/** The value of the objective and ∂objective/∂logits rows (float64), from the logits [T, V] (after final soft-capping). */
-export function objectiveGrad(logits: Float32Array, T: number, V: number, obj: Objective): { value: number; dLogits: Float64Array } {
-  const d = new Float64Array(T * V);
+/** The logit rows an objective reads (positions, ascending, distinct). */
+export function objectiveRows(obj: Objective, T: number): number[] {
+  const rows = obj.kind === 'margin' ? [obj.position ?? T - 1] : [...new Set(obj.positions)].sort((a, b) => a - b);
+  for (const p of rows) if (!Number.isInteger(p) || p < 0 || p >= T) throw new Error(`objective position ${p} is outside 0..${T - 1}`);
+  if (obj.kind === 'logprob' && obj.positions.length !== obj.targets.length) throw new Error('logprob objective: positions and targets differ in length');
+  return rows;
+}
+
+/**
+ * The value of the objective and ∂objective/∂logits on its rows (float64 [rows.length, V]), from
+ * the logits of those rows ([rows.length, V], after final soft-capping), rows = objectiveRows(obj, T).
+ */
+export function objectiveGrad(logits: Float32Array, T: number, V: number, obj: Objective): { value: number; rows: number[]; dLogits: Float64Array } {
+  const rows = objectiveRows(obj, T);
+  const at = (p: number) => (logits.length === T * V ? p : rows.indexOf(p));
+  const d = new Float64Array(rows.length * V);
   const logSoftmaxRow = (p: number): Float64Array => {
-    const row = logits.subarray(p * V, (p + 1) * V);
+    const row = logits.subarray(at(p) * V, (at(p) + 1) * V);
     const lse = logSumExp(row);
     return Float64Array.from(row, (x) => x - lse);
   };
   if (obj.kind === 'margin') {
-    const p = obj.position ?? T - 1;
-    if (!Number.isInteger(p) || p < 0 || p >= T) throw new Error(`objective position ${p} is outside 0..${T - 1}`);
+    const p = rows[0];
     const lp = logSoftmaxRow(p);
     const side = (set: readonly number[], sign: number): number => {
       const lse = logSumExp(set.map((i) => lp[i]));
       // ∂ log p(set)/∂ logit_v = [v ∈ set]·p_v/p(set) − p_v; the −p_v terms of the two sets cancel
-      for (const i of new Set(set)) d[p * V + i] += sign * Math.exp(lp[i] - lse);
+      for (const i of new Set(set)) d[i] += sign * Math.exp(lp[i] - lse);
       return lse;
     };
     const value = side(obj.good, 1) - side(obj.bad, -1);
-    return { value, dLogits: d };
+    return { value, rows, dLogits: d };
   }
-  if (obj.positions.length !== obj.targets.length) throw new Error('logprob objective: positions and targets differ in length');
   let value = 0;
   obj.positions.forEach((p, k) => {
-    if (!Number.isInteger(p) || p < 0 || p >= T) throw new Error(`objective position ${p} is outside 0..${T - 1}`);
-    const lp = logSoftmaxRow(p);
+    const lp = logSoftmaxRow(p), o = rows.indexOf(p) * V;
     value += lp[obj.targets[k]];
-    for (let v = 0; v < V; v++) d[p * V + v] -= Math.exp(lp[v]);
-    d[p * V + obj.targets[k]] += 1;
+    for (let v = 0; v < V; v++) d[o + v] -= Math.exp(lp[v]);
+    d[o + obj.targets[k]] += 1;
   });
-  return { value, dLogits: d };
+  return { value, rows, dLogits: d };
 }
 
 /**
@@ -197,31 +239,38 @@ export function objectiveGrad(logits: Float32Array, T: number, V: number, obj: O
 export async function backward(model: Transformer, ids: readonly number[], obj: Objective, opts: BackwardOptions = {}): Promise<GradResult> {
   const s = model.spec, b = model.backend, T = ids.length;
   const hw = await hostWeights(model);
-  const mem = backwardMemory(s, T, hw.params);
+  const keep = opts.keep ?? (() => true);
+  const rowsNeeded = objectiveRows(obj, T).length;
+  let keptWidth = 0;
+  for (const h of gradHookNames(s)) if (keep(h)) keptWidth += gradWidth(s, h);
+  const mem = backwardMemory(s, T, hw.params, keptWidth, rowsNeeded);
   const budget = opts.budgetBytes ?? DEFAULT_BACKWARD_BUDGET;
   if (mem.total > budget) {
     throw new Error(`a backward over ${T} tokens needs ${MiB(mem.total)} (activations ${MiB(mem.activations)}, attention patterns ${MiB(mem.patterns)}, host weights ${MiB(mem.weights)}, logits ${MiB(mem.logits)}, gradients ${MiB(mem.gradients)}), over the budget of ${MiB(budget)}: shorten the prompt`);
   }
+  const rows = objectiveRows(obj, T);
+  const lastOnly = rows.length === 1 && rows[0] === T - 1;
   // the recording forward: the engine's own, capturing what the rules read
   const want = new Set(recordedHooks(s));
   const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => want.has(n), opts.interventions ?? []);
   const acts = new Map<string, Float32Array>();
   let logits: Float32Array;
   try {
-    const out = model.forward(Int32Array.from(ids), ctx, 'all')!;
+    const out = model.forward(Int32Array.from(ids), ctx, lastOnly ? 'last' : 'all')!;
     for (const [name, t] of ctx.captured) acts.set(name, await b.read(t));
     logits = await b.read(out);
     b.release(out);
   } finally {
     ctx.release();
   }
+  if (!lastOnly) logits = Float32Array.from(rows.flatMap((p) => Array.from(logits.subarray(p * s.dVocab, (p + 1) * s.dVocab))));
   const { value, dLogits } = objectiveGrad(logits, T, s.dVocab, obj);
-  const grads = backwardFrom(s, hw, acts, logits, dLogits, T, opts.keep ?? (() => true));
+  const grads = backwardFrom(s, hw, acts, rows, logits, dLogits, T, keep);
   return { value, grads, acts, T };
 }
 
-/** The reverse pass from ∂m/∂logits [T, V] over the recorded activations. */
-function backwardFrom(s: ModelSpec, w: HostWeights, acts: Map<string, Float32Array>, logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Map<string, Float64Array> {
+/** The reverse pass from ∂m/∂logits on the objective's rows [rows.length, V] over the recorded activations. */
+function backwardFrom(s: ModelSpec, w: HostWeights, acts: Map<string, Float32Array>, rows: number[], logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Map<string, Float64Array> {
   const grads = new Map<string, Float64Array>();
   const put = (name: string, g: Float64Array) => { if (keep(name)) grads.set(name, g); };
   const act = (name: string): Float32Array => { const a = acts.get(name); if (!a) throw new Error(`backward: the forward did not record ${name}`); return a; };
@@ -231,7 +280,9 @@ function backwardFrom(s: ModelSpec, w: HostWeights, acts: Map<string, Float32Arr
 
   // unembed: logits = cap·tanh(W_U·ln_f(x)/cap): d/du = 1 − (logit/cap)² from the capped logits
   const dl = s.finalSoftcap > 0 ? Float64Array.from(dLogits, (g, i) => { const c = logits[i] / s.finalSoftcap; return g * (1 - c * c); }) : dLogits;
-  const dNf = matTBack(dl, w.unembed, T);
+  const dRows = matTBack(dl, w.unembed, rows.length);
+  const dNf = new Float64Array(T * s.dModel);
+  rows.forEach((p, r) => dNf.set(dRows.subarray(r * s.dModel, (r + 1) * s.dModel), p * s.dModel));
   put('ln_final.hook_normalized', dNf);
   let dResid = normBack(act(`blocks.${L - 1}.hook_resid_post`), w.lnFinal, dNf);
 
