@@ -64,9 +64,12 @@ describe('attribution patching against the reference', () => {
     expect(Number.isFinite(r.rankCorrelation!)).toBe(true);
     console.log(`z: Spearman ${r.rankCorrelation!.toFixed(3)}`);
   }, 120_000);
-  it('noising is labelled and normalised as 1 + AtP/(Δc − Δx)', async () => {
+  it('noising: (h_corrupt − h_clean)·∂Δ/∂h at the clean run, from the reference tensors; normalised as 1 + AtP/(Δc − Δx)', async () => {
     const r = await attributionPatching(e, { ...req, hook: 'attn_out', direction: 'noise' });
     expect(r.direction).toBe('noise');
+    const a = ref.get('act_attn_out')!.data, x = ref.get('corrupt_act_attn_out')!.data, g = ref.get('grad_attn_out')!.data, D = e.spec.dModel;
+    const want = Array.from({ length: r.atpNats.length }, (_, c) => { let s = 0; for (let d = 0; d < D; d++) s += (x[c * D + d] - a[c * D + d]) * g[c * D + d]; return s; });
+    expect(maxAbsDiff(r.atpNats, want)).toBeLessThan(1e-4);
     const denom = r.cleanMargin - r.corruptMargin;
     for (let i = 0; i < r.atp.length; i++) expect(r.atp[i]).toBeCloseTo(1 + r.atpNats[i] / denom, 5);
   }, 60_000);
