@@ -156,29 +156,45 @@ async function readWeights(b: Backend, model: Transformer): Promise<HostWeights>
   return { blocks, lnFinal: await norm(w.lnFinal), unembed: await lin({ w: w.unembed }), unembedBias: w.unembedBias ? await rd(w.unembedBias) : undefined, params };
 }
 
-/** dx [T, in] = dy [T, out] · W [out, in] (the input gradient of y = x·Wᵀ + b). */
+/** dx [T, in] = dy [T, out] · W [out, in] (the input gradient of y = x·Wᵀ + b), four rows of W per pass over dx. */
 function matTBack(dy: Float64Array, p: HostLinear, T: number): Float64Array {
-  const dx = new Float64Array(T * p.in);
+  const n = p.in, w = p.w, dx = new Float64Array(T * n);
+  const o4 = p.out - (p.out % 4);
   for (let t = 0; t < T; t++) {
-    const xo = t * p.in;
-    for (let o = 0; o < p.out; o++) {
-      const a = dy[t * p.out + o];
+    const xo = t * n, yo = t * p.out;
+    for (let o = 0; o < o4; o += 4) {
+      const a0 = dy[yo + o], a1 = dy[yo + o + 1], a2 = dy[yo + o + 2], a3 = dy[yo + o + 3];
+      if (a0 === 0 && a1 === 0 && a2 === 0 && a3 === 0) continue;
+      const w0 = o * n, w1 = w0 + n, w2 = w1 + n, w3 = w2 + n;
+      for (let i = 0; i < n; i++) dx[xo + i] += a0 * w[w0 + i] + a1 * w[w1 + i] + a2 * w[w2 + i] + a3 * w[w3 + i];
+    }
+    for (let o = o4; o < p.out; o++) {
+      const a = dy[yo + o];
       if (a === 0) continue;
-      const wo = o * p.in;
-      for (let i = 0; i < p.in; i++) dx[xo + i] += a * p.w[wo + i];
+      const wo = o * n;
+      for (let i = 0; i < n; i++) dx[xo + i] += a * w[wo + i];
     }
   }
   return dx;
 }
 
-/** y [T, out] = x [T, in] · Wᵀ + b in float64 (recomputes a projection no hook holds). */
+/** y [T, out] = x [T, in] · Wᵀ + b in float64 (recomputes a projection no hook holds), four positions per pass over a row of W. */
 function matForward(x: ArrayLike<number>, p: HostLinear, T: number): Float64Array {
-  const y = new Float64Array(T * p.out);
-  for (let t = 0; t < T; t++) for (let o = 0; o < p.out; o++) {
-    let a = p.b ? p.b[o] : 0;
-    const wo = o * p.in, xo = t * p.in;
-    for (let i = 0; i < p.in; i++) a += x[xo + i] * p.w[wo + i];
-    y[t * p.out + o] = a;
+  const n = p.in, w = p.w, y = new Float64Array(T * p.out);
+  const t4 = T - (T % 4);
+  for (let o = 0; o < p.out; o++) {
+    const wo = o * n, bias = p.b ? p.b[o] : 0;
+    for (let t = 0; t < t4; t += 4) {
+      const x0 = t * n, x1 = x0 + n, x2 = x1 + n, x3 = x2 + n;
+      let a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+      for (let i = 0; i < n; i++) { const wi = w[wo + i]; a0 += x[x0 + i] * wi; a1 += x[x1 + i] * wi; a2 += x[x2 + i] * wi; a3 += x[x3 + i] * wi; }
+      y[t * p.out + o] = a0; y[(t + 1) * p.out + o] = a1; y[(t + 2) * p.out + o] = a2; y[(t + 3) * p.out + o] = a3;
+    }
+    for (let t = t4; t < T; t++) {
+      let a = bias;
+      for (let i = 0; i < n; i++) a += x[t * n + i] * w[wo + i];
+      y[t * p.out + o] = a;
+    }
   }
   return y;
 }
