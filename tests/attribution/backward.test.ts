@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
@@ -13,8 +14,7 @@ import { readReference, sharedPath } from '../shared';
  */
 const DIR = sharedPath('models', 'stories260K', 'reference', 'gradients');
 const ref = readReference(`${DIR}/lily_tom_dad.safetensors`);
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const cases = JSON.parse(require('node:fs').readFileSync(`${DIR}/cases.json`, 'utf8')) as { ids: number[]; corrupt_ids: number[]; good_id: number; bad_id: number; margin: number; corrupt_margin: number }[];
+const cases = JSON.parse(fs.readFileSync(`${DIR}/cases.json`, 'utf8')) as { ids: number[]; corrupt_ids: number[]; good_id: number; bad_id: number; margin: number; corrupt_margin: number }[];
 const c = cases[0];
 let e: Engine;
 beforeAll(async () => { e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend()); }, 120_000);
