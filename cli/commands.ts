@@ -18,7 +18,9 @@ import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } fr
 import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
 import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
 import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
-import { PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { checkPatch, PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
+import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } from './attribute';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
 import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
@@ -94,7 +96,9 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'forks', flags: FORKS_FLAGS, about: FORKS_ABOUT, prompt: true, run: (c) => forksCommand(c.engine, c.f) }),
   defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
   defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
-  defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, check: checkPatch, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
+  defineCommand({ name: 'attribute', flags: ATTRIBUTE_FLAGS, about: ATTRIBUTE_ABOUT, prompt: true, check: checkAttribute, run: (c) => attributeCommand(c.engine, c.f) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),

@@ -24,6 +24,8 @@ import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
 import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
+import { attributionPatching, type AtpRequest } from './atp';
+import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -115,6 +117,34 @@ export const STUDIES = {
   patching: study({
     what: 'the patching grid',
     run: (c, req: PatchingRequest, onProgress?: OnProgress) => patchingGrid(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Attribution patching (atp.ts): the linear estimate of every patch of a patching grid from two
+   * forwards and one backward, normalised like recovery; with compareExact the exact grid beside it,
+   * their Spearman correlation and the cells that disagree. cancel() stops it before the exact grid.
+   * @throws Error for prompts of different token lengths, equal margins, or a backward over the memory budget.
+   */
+  attributionPatching: study({
+    what: 'attribution patching',
+    run: (c, req: AtpRequest, onProgress?: OnProgress) => attributionPatching(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Token attribution of the margin (integrated_gradients.ts): gradient × input, or integrated
+   * gradients over the input embeddings with the completeness gap; onProgress after each IG step.
+   * cancel() stops it between steps (CancelledError).
+   * @throws Error for a corrupted baseline of another token length or a backward over the memory budget.
+   */
+  tokenAttribution: study({
+    what: 'the token attribution',
+    run: (c, req: AttributionRequest, onProgress?: OnProgress) => tokenAttribution(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * ∂Δ/∂h of the margin at one [pos, width] hook (integrated_gradients.ts hookGradient): one forward, one backward.
+   * @throws Error for a hook that is not [pos, width] or a backward over the memory budget.
+   */
+  hookGradient: study({
+    what: 'the gradient',
+    run: (c, req: GradRequest) => hookGradient(c.engine, req),
   }),
   /**
    * Decision-point report (report.ts): visible / causal / changeable on one layer axis, onProgress
