@@ -6,6 +6,7 @@ import { ExperimentBar } from './components/ExperimentBar';
 import { enterPosterFullscreen, PosterMode } from './components/PosterMode';
 import { ModelPicker } from './components/ModelPicker';
 import { BackendBadge } from './components/BackendBadge';
+import { ModelBBadge } from './components/ModelBBadge';
 import { ThemeToggle } from './components/ThemeToggle';
 import { Progress } from './components/Progress';
 import { AnalyseButton } from './components/AnalyseButton';
@@ -16,6 +17,7 @@ import { PromptTokens } from './components/PromptTokens';
 import { VIEWS } from './views/registry';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
+import { ViewInterventionsLine } from './components/ViewInterventionsLine';
 
 /** The view's component (views/registry.ts). */
 function ActiveView({ view }: { view: ViewName }) {
@@ -50,7 +52,7 @@ export function App() {
     <div className="app">
       <header className="top">
         <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
-        <div className="row"><BackendBadge /><ThemeToggle /></div>
+        <div className="row"><BackendBadge /><ModelBBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
       <div className="progress-dock"><Progress /></div>
@@ -82,6 +84,7 @@ export function App() {
               Data tables
             </label>
           </nav>
+          <ViewInterventionsLine view={view} />
           <ActiveView view={view} />
         </section>
       </main>

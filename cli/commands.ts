@@ -18,7 +18,9 @@ import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } fr
 import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
 import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
 import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
-import { PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { checkPatch, PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
+import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
+import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } from './attribute';
 import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
 import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
@@ -26,6 +28,7 @@ import { EXPERIMENT_USAGE } from './experiment';
 import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
+import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 
 /** The flags every command takes. */
 export type CommonValues = Values<typeof COMMON_FLAGS>;
@@ -94,10 +97,14 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'forks', flags: FORKS_FLAGS, about: FORKS_ABOUT, prompt: true, run: (c) => forksCommand(c.engine, c.f) }),
   defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
   defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
-  defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, check: checkPatch, run: (c) => patchCommand(c.engine, c.f) }),
+  defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
+  defineCommand({ name: 'attribute', flags: ATTRIBUTE_FLAGS, about: ATTRIBUTE_ABOUT, prompt: true, check: checkAttribute, run: (c) => attributeCommand(c.engine, c.f) }),
   defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
+  defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
+  defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
 ];
 

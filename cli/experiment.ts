@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
+import { bundledModelName, experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
+import { scanBundledModels } from '../tools/bundled_models';
 import type { RawFlags } from './flags';
 
 /** Where the app's bundled models live in this checkout (public/models/<name>). */
@@ -14,9 +15,8 @@ function modelFlag(e: Experiment): string {
   const m = e.model;
   switch (m.kind) {
     case 'bundled': {
-      const dir = path.join(BUNDLED, m.name);
-      if (!fs.existsSync(path.join(dir, 'config.json'))) throw new Error(`the experiment uses the bundled model "${m.name}", which is not in ${BUNDLED}; pass --model`);
-      return dir;
+      // only a name of the bundled manifest becomes a path (never "../../x")
+      return path.join(BUNDLED, bundledModelName(m.name, scanBundledModels(BUNDLED).map((b) => b.name)));
     }
     case 'hub': return `${m.repo}@${m.revision}`;
     case 'url': throw new Error(`the experiment's model is served at ${m.url}; pass --model with a local copy or a Hub id`);

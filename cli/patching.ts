@@ -6,7 +6,8 @@ import type { Engine } from '../workers/engine/engine';
 import { PATCH_HOOKS, patchingGrid, type PatchDirection, type PatchHook, type PatchMetric } from '../workers/engine/studies/patching';
 import { patchJson } from '../workers/engine/studies/report_json';
 import { checkRecoveryDenominator } from '../workers/engine/analysis/recovery_denominator';
-import { oneOf, text, type Values } from './flags';
+import { bool, num, oneOf, text, type Values } from './flags';
+import { atpCommand } from './attribute';
 import { BAD, CHAT_TEMPLATE, GOOD, PROGRESS } from './shared_flags';
 
 export const CLEAN = text().required().describe('the clean prompt');
@@ -17,19 +18,31 @@ export const PATCH_FLAGS = {
   hook: oneOf(Object.keys(PATCH_HOOKS) as PatchHook[]).required().describe('the activation patched'),
   direction: oneOf<PatchDirection>(['denoise', 'noise']).default('denoise').describe('clean into corrupt (denoise) or corrupt into clean (noise)'),
   metric: oneOf<PatchMetric>(['final', 'sequence']).default('final').describe('the margin recovered'),
+  method: oneOf(['exact', 'atp']).default('exact').describe('exact patched runs, or attribution patching (two forwards, one backward: the linear estimate)'),
+  'compare-exact': bool().default(false).describe('atp: also run the exact grid, print recovery, rank_correlation and the cells that disagree'),
+  threshold: num({ min: 0 }).default(0.1).describe('atp with --compare-exact: |atp − recovery| above which a cell is listed'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
 };
 export type PatchFlags = Values<typeof PATCH_FLAGS>;
 
 export const PATCHING_ABOUT = `patch prints {clean_margin, corrupt_margin, recovery: [n_layers][n_tokens] (z: [n_layers][n_heads]),
 layer_recovery: [n_layers] (every position / head of the layer at once), patched_margin, tokens};
-recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); the prompts need equal token lengths.`;
+recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); the prompts need equal token lengths.
+With --method atp: {atp: [n_layers][n_cols] (normalised like recovery), atp_nats, clean_margin, corrupt_margin}, and with
+--compare-exact true also recovery, rank_correlation (Spearman) and disagreements [{layer, col, atp, exact}].`;
+
+/** --method atp takes the final metric only; --compare-exact and --threshold are atp's. */
+export function checkPatch(f: PatchFlags, g: { given: (n: string) => boolean }): void {
+  if (f.method !== 'atp' && (g.given('compare-exact') || g.given('threshold'))) throw new Error('--compare-exact and --threshold are for --method atp');
+  if (f.method === 'atp' && f.metric !== 'final') throw new Error('--method atp estimates the final margin only: drop --metric sequence');
+}
 
 /**
  * `branchpoint patch`: the patching grid as JSON. Progress goes to stderr with --progress true, and
  * so does a warning when |Δ_clean − Δ_corrupt| is too small for r to mean anything (recovery_denominator.ts).
  */
 export async function patchCommand(engine: Engine, f: PatchFlags): Promise<unknown> {
+  if (f.method === 'atp') return atpCommand(engine, f);
   const showProgress = f.progress;
   const r = await patchingGrid(engine, {
     clean: f.clean, corrupt: f.corrupt, chatTemplate: f['chat-template'],

@@ -248,7 +248,7 @@ test('version 2: the activations view\'s hook, the token selection and the colou
   await page.getByTestId('activations-hook').selectOption('blocks.1.hook_mlp_out');
   await expect.poll(() => page.evaluate(() => localStorage.getItem('branchpoint.experiment') ?? '')).toMatch(/"hook": ?"blocks\.1\.hook_mlp_out"/);
   const stored = JSON.parse(await page.evaluate(() => localStorage.getItem('branchpoint.experiment')!)) as { version: number; view: { selection: unknown } };
-  expect(stored.version).toBe(2);
+  expect(stored.version).toBe(3); // a version-2 link opens, and is saved again in the current version
   expect(stored.view.selection).toEqual({ start: 2, end: 5 });
   await page.reload();
   await expect(page.getByTestId('activations-shape')).toContainText('blocks.1.hook_mlp_out: [3 tokens', { timeout: 120_000 });

@@ -168,6 +168,9 @@ test('set views (probes, batch, SAE features) export SVG, PNG and CSV holding th
   // Batch (first 10 rows of the distractor example): each plotted mean is the mean of the CSV's y column at that x.
   await page.getByTestId('tab-batch').click();
   await page.getByTestId('example-distractor').click();
+  // the example's template and values arrive in one store update: wait on that state (its values file named), not on time
+  await expect(page.getByTestId('batch-study-form')).toHaveAttribute('data-values-name', 'distractor.values.jsonl', { timeout: 30_000 });
+  await expect(page.getByTestId('batch-template')).toHaveValue(/\{distractors\}/);
   const values = (await page.getByTestId('batch-values').inputValue()).split('\n').slice(0, 10).join('\n');
   await page.getByTestId('batch-values').fill(values);
   await page.getByTestId('run-batch').click();

@@ -109,7 +109,14 @@ test('an experiment with another prompt: the Patching view starts from it (the c
   await expect(page.getByTestId('patching-corrupt-needed')).toContainText('still a copy of the clean one');
   await expect(page.getByTestId('run-patching')).toBeDisabled();
   await page.screenshot({ path: `${SHOTS}/patching-follows-experiment.png`, fullPage: true });
+  // futures left at other values (the README's steering step): the example sets its own, and says so
+  await page.getByTestId('good-future').fill(' happy');
+  await page.getByTestId('bad-future').fill(' sad');
+  await expect(page.getByTestId('view-interventions')).toContainText('Runs without the interventions of the list');
   await page.getByTestId('patching-example').click();
+  await expect(page.getByTestId('good-future')).toHaveValue(' Tom');
+  await expect(page.getByTestId('bad-future')).toHaveValue(' Lily');
+  await expect(page.getByTestId('patching-example-note')).toContainText('futures set to “ Tom” vs “ Lily” (they were “ happy” vs “ sad”)');
   await expect(page.getByTestId('patching-clean')).toHaveValue(CLEAN);
   await expect(page.getByTestId('patching-corrupt')).toHaveValue('Lily and dad went to the park. Lily gave the ball to');
   await expect(page.getByTestId('patching-corrupt-needed')).toBeHidden();

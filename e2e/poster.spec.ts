@@ -26,7 +26,7 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.goto(`${site.url}?poster`);
   const poster = page.getByTestId('poster');
-  await expect(poster).toHaveAttribute('data-slides', '5', { timeout: 60_000 });
+  await expect(poster).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
   await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
   await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
@@ -44,7 +44,7 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await page.screenshot({ path: `${SHOTS}/poster-1920x1080.png` });
 
   await page.keyboard.press('ArrowRight');
-  await expect(page.getByTestId('poster-counter')).toHaveText('2 / 5');
+  await expect(page.getByTestId('poster-counter')).toHaveText('2 / 6');
   await expect(page.getByTestId('poster-title')).toHaveText('Same sentence, a boy');
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   await expect.poll(async () => parseShown(await page.getByTestId('final-margin-last').textContent()), { timeout: 120_000 }).toBeLessThan(-2);
@@ -62,7 +62,7 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await page.screenshot({ path: `${SHOTS}/poster-dose-1920x1080.png` });
 
   await page.keyboard.press('r');
-  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 5');
+  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 6');
   await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
   await expect(page.getByTestId('margin-heatmap')).toBeVisible({ timeout: 120_000 });
 });
@@ -76,7 +76,7 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
   await expect(page.getByTestId('margin-status')).toHaveAttribute('data-stale', 'futures');
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.getByTestId('poster-mode').click();
-  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '7', { timeout: 60_000 });
   // Slide 1 shows the experiment as edited (the one its prompt and QR code stand for): the analysis was run again.
   await expect(page.getByTestId('margin-status')).toBeHidden({ timeout: 120_000 });
   await expect(page.getByRole('button', { name: 'next experiment' })).toBeEnabled({ timeout: 120_000 });
@@ -88,10 +88,10 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
   expect(Number((await qr.locator('svg').getAttribute('viewBox'))!.split(' ')[2])).toBeLessThanOrEqual(51);
   // R goes to the first slide (the user's experiment), not the deck's first.
   await page.keyboard.press('r');
-  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 6');
+  await expect(page.getByTestId('poster-counter')).toHaveText('1 / 7');
   for (const n of [2, 3]) {
     await page.keyboard.press('ArrowRight');
-    await expect(page.getByTestId('poster-counter')).toHaveText(`${n} / 6`);
+    await expect(page.getByTestId('poster-counter')).toHaveText(`${n} / 7`);
     await expect(page.getByTestId('margin-stale')).toBeHidden({ timeout: 120_000 });
     await analysed(page);
     // At 1440×900 the side panel (title, note, prompt, QR, buttons) fits without scrolling.
@@ -114,4 +114,30 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
   await open(page, qrLink);
   await expect(page.getByTestId('prompt')).toHaveValue(mine.prompt);
   await expect(page.getByTestId('good-future')).toHaveValue(mine.good);
+});
+
+test('the deck\'s base-vs-fine-tune slide loads both bundled models from the static site and shows the change in block 3\'s MLP', async ({ page }) => {
+  page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.goto(`${site.url}?poster`);
+  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+  // a key press while a slide still runs is ignored (PosterMode go()): press until the counter moves
+  for (let n = 2; n <= 6; n++) {
+    await expect(async () => {
+      await expect(page.getByTestId('progress')).toBeHidden();
+      await page.keyboard.press('ArrowRight');
+      await expect(page.getByTestId('poster-counter')).toHaveText(`${n} / 6`, { timeout: 1500 });
+    }).toPass({ timeout: 180_000 });
+  }
+  await expect(page.getByTestId('poster-title')).toHaveText('Base vs fine-tune: what changed?');
+  await expect(page.getByTestId('poster-qr')).toHaveAttribute('data-link', /#deck=5$/);
+  // model B is the bundled fine-tune, loaded from the site's own models/ folder (no ../shared)
+  await expect(page.getByTestId('compare-weights-changed')).toContainText('Weights differ only in: block 3 gate, block 3 up, block 3 down', { timeout: 240_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('compare-caption')).toHaveAttribute('data-label-b', 'stories260K-happy-ft');
+  // the note's numbers: Δ_A ≈ +0.7, Δ_B ≈ +8.1, and r = 1 at block 3's mlp_out
+  expect(Number((await page.getByTestId('compare-margin-a').textContent())!.replace('+', ''))).toBeCloseTo(0.7, 1);
+  expect(Number((await page.getByTestId('compare-margin-b').textContent())!.replace('+', ''))).toBeCloseTo(8.1, 1);
+  await expect(page.getByTestId('compare-patch-summary')).toContainText('is mlp_out of block 3 (r = 1.0000)');
+  await page.screenshot({ path: `${SHOTS}/poster-compare-1920x1080.png` });
 });

@@ -1,6 +1,6 @@
 /**
  * Writes public/experiments/deck.json: the poster deck of prepared experiments on the bundled
- * stories260K, each an experiment file (docs/experiment-format.md) with a title and a note saying
+ * stories260K (the last one compares it with the bundled fine-tune stories260K-happy-ft), each an experiment file (docs/experiment-format.md) with a title and a note saying
  * what to look at. The CAA vector is built here from public/steering/happy_sad.json with the engine,
  * so the deck is reproducible: `npx tsx tools/make_deck.ts`. tests/integration/deck.test.ts checks
  * that every effect the notes claim is real on the model.
@@ -48,6 +48,12 @@ async function main(): Promise<void> {
     {
       ...base, title: 'Attention sinks', note: 'In the last layer a quarter of the heads put over 30 % of their attention on <s> (α₀ > 0.3); earlier layers spread it.',
       prompt: 'Once upon a time, there was a little girl named Lily. She loved to play outside.', good: { mode: 'text', value: ' She' }, bad: { mode: 'text', value: ' He' }, view: { name: 'sinks' },
+    },
+    {
+      // model B: the bundled fine-tune of stories260K in block 3's MLP only (public/models/stories260K-happy-ft/finetune.json)
+      ...base, modelB: { kind: 'bundled', name: 'stories260K-happy-ft' }, title: 'Base vs fine-tune: what changed?',
+      note: 'A fine-tune moved Δ(happy − sad) from +0.7 to +8.1 nats. Only block 3’s MLP weights differ, and patching its output from B into A gives B’s margin (r = 1); r = 0 upstream.',
+      prompt: 'Lucy got a new ball. She was very', good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' }, view: { name: 'compare' },
     },
   ];
   const deck: Deck = { format: 'branchpoint-deck', title: 'Branchpoint on stories260K', experiments: raw.map((e) => parseExperiment(e)) };

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { isInside } from './golden_data';
 
 /** Content types a static host (GitHub Pages, nginx) sends for the files the build emits. */
 const TYPES: Record<string, string> = {
@@ -35,12 +36,20 @@ export async function serveStatic(root: string, base = '/', port = 0): Promise<S
   const log: StaticServer['log'] = [];
   const server = http.createServer((req, res) => {
     if (state.offline) return void req.socket.destroy();
-    const url = decodeURIComponent((req.url ?? '/').split('?')[0]);
+    let url: string;
+    try {
+      url = decodeURIComponent((req.url ?? '/').split('?')[0]);
+    } catch {
+      url = req.url ?? '/';
+      log.push({ url, status: 400 });
+      res.statusCode = 400;
+      return void res.end('bad request: malformed URL encoding');
+    }
     const send = (status: number, body?: string) => { log.push({ url, status }); res.statusCode = status; res.end(body); };
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405);
     if (!url.startsWith(base)) return send(404, 'not found');
     let file = path.join(dir, url.slice(base.length));
-    if (!file.startsWith(dir)) return send(404, 'not found');
+    if (!isInside(dir, file)) return send(403, 'forbidden: the path leaves the site'); // resolved paths, not a string prefix (dist-private/ starts with dist)
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
     if (!fs.existsSync(file)) return send(404, 'not found');
     res.setHeader('content-type', TYPES[path.extname(file)] ?? 'application/octet-stream');

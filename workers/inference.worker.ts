@@ -1,5 +1,8 @@
 /// <reference lib="webworker" />
 import { float32ProbeFits } from './engine/model/quant_error';
+import { estimateModel, judgePair, ModelTooLargeError, type MemoryEstimate } from './engine/model/estimate';
+import { isGgufFolder } from './engine/model/load';
+import type { ModelFiles } from './engine/io/model_files';
 import * as Comlink from 'comlink';
 import { Jobs, quiet } from './job';
 import { Engine } from './engine/engine';
@@ -29,8 +32,24 @@ import type { SaeAnalysisRequest, SaeInfo, SaeSource } from './protocol';
  * activations and display strings read it), the branch tree, the loaded SAEs, the callback for a
  * lost device and the cancellable jobs.
  */
+/**
+ * The memory a model about to load needs (estimateModel: totalBytes), or null when it cannot be
+ * estimated from headers (a GGUF folder has no config.json): then the loaded model is released first.
+ * @throws the estimate's own errors for a safetensors folder (a truncated file, a bad header): the
+ *   load would raise the same, and nothing has been released yet.
+ */
+async function newModelEstimate(files: ModelFiles, options: LoadOptions): Promise<MemoryEstimate | null> {
+  if (await isGgufFolder(files)) return null;
+  return estimateModel(files, { weightDtype: options.weightDtype, contextLength: options.contextLength });
+}
+
 class Session {
   engine: Engine | null = null;
+  /** Model B beside the engine (model A), for the model comparison: its own backend, freed with it. */
+  engineB: Engine | null = null;
+  /** Memory estimates of A and B as loaded (null: loaded without the fit check, or not estimable): the pair must fit one budget. */
+  estimateA: MemoryEstimate | null = null;
+  estimateB: MemoryEstimate | null = null;
   lastAnalysed: AnalyseRequest | null = null;
   /** The branch tree forks continue from (with the prompt its specs resolve against). */
   explorer: { x: BranchExplorer; req: PromptInput } | null = null;
@@ -38,6 +57,8 @@ class Session {
   /** Loaded SAEs by id; they live on the engine's backend and go with it. */
   readonly saes = new Map<string, Sae>();
   saeCount = 0;
+  /** Memory estimate of the loaded model (estimateModel totalBytes; 0 when unknown), for keeping it while another loads. */
+  engineBytes = 0;
   readonly jobs = new Jobs();
 
   /** The loaded engine. @throws Error when none is loaded or its GPU device was lost. */
@@ -47,6 +68,20 @@ class Session {
     const lost = e.deviceLost;
     if (lost !== null) throw new Error(`the GPU device was lost (${lost}): load the model again to continue on a fresh device`);
     return e;
+  }
+
+  /** Model B, or null; @throws Error when its GPU device was lost. */
+  modelB(): Engine | null {
+    const b = this.engineB;
+    if (b && b.deviceLost !== null) throw new Error(`model B's GPU device was lost (${b.deviceLost}): load model B again to continue`);
+    return b;
+  }
+
+  /** Frees model B (model A and its SAEs stay). */
+  unloadModelB(): void {
+    this.engineB?.dispose();
+    this.engineB = null;
+    this.estimateB = null;
   }
 
   needSae = (id: string): Sae => {
@@ -66,6 +101,8 @@ class Session {
     this.saes.clear();
     this.engine?.dispose();
     this.engine = null;
+    this.engineBytes = 0;
+    this.estimateA = null;
     this.lastAnalysed = null;
     this.explorer = null;
   }
@@ -143,7 +180,7 @@ function studyMethods(): StudyApi {
   const methods: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(STUDIES) as [string, Study<unknown, unknown, unknown[]>][]) {
     methods[name] = jobs.method({ cancel: 'job', ...(s.onCancel === 'resolves' ? {} : { what: s.what }) }, async ({ signal }, req: unknown, ...callbacks: unknown[]) =>
-      s.run(studyContext(session.need(), { signal, loadSae: session.needSae }), req, ...callbacks));
+      s.run(studyContext(session.need(), { signal, loadSae: session.needSae, modelB: session.modelB() }), req, ...callbacks));
   }
   return methods as StudyApi;
 }
@@ -164,11 +201,33 @@ const api: InferenceApi = {
       // device leaves the current model (and its SAEs) loaded.
       const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
       const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      session.unloadModel();
+      // The new model is built beside the loaded one when both fit the memory budget, and the old one
+      // is released only once the new one is ready: a load that fails part-way (a truncated
+      // safetensors file, a NaN in a weight) leaves the previous model loaded and usable. When they
+      // do not fit together, the old model is released first to make room (and the error says so).
+      // Model B stays loaded beside the new model A when both fit one budget; else A is refused with both models' needs.
+      const est = await newModelEstimate(files, options);
+      if (limits && est && session.engineB) {
+        const v = judgePair(est, session.estimateB, limits, 'A');
+        if (!v.fits) throw new ModelTooLargeError(v);
+      }
+      const estimate = est?.totalBytes ?? null;
+      const budget = limits?.memoryBudget ?? deviceLimits(be, options.memoryBudgetBytes).memoryBudget;
+      const keepOld = session.engine !== null && estimate !== null && estimate + session.engineBytes + (session.estimateB?.totalBytes ?? 0) <= budget;
+      const released = session.engine !== null && !keepOld;
+      if (released) session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      try {
+        engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
+      } catch (e) {
+        if (released && e instanceof Error) e.message += ' (the previous model was released first to make room for this one, so no model is loaded)';
+        throw e;
+      }
+      session.unloadModel();
       session.engine = engine;
+      session.engineBytes = estimate ?? 0;
+      session.estimateA = est;
       engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
     } catch (e) {
       be.dispose();
@@ -176,6 +235,33 @@ const api: InferenceApi = {
     }
     return engine.info();
   }),
+
+  loadModelB: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
+    // B gets a backend of its own (Engine.dispose frees its backend): unloading one model never frees the other's buffers.
+    const be = await selectBackend(backend, { threads: options.threads });
+    let engine: Engine;
+    try {
+      const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
+      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+      const estimate = await newModelEstimate(files, options);
+      if (limits && estimate) {
+        const v = judgePair(session.engine ? session.estimateA : null, estimate, limits, 'B');
+        if (!v.fits) throw new ModelTooLargeError(v);
+      }
+      session.unloadModelB();
+      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError: false, warmUp: true });
+      session.engineB = engine;
+      session.estimateB = estimate;
+    } catch (e) {
+      be.dispose();
+      throw e;
+    }
+    return engine.info();
+  }),
+
+  unloadModelB: jobs.method({}, async () => session.unloadModelB()),
+
+  modelBInfo: jobs.method({}, async () => session.engineB?.info() ?? null),
 
   measureLogitError: jobs.method({}, async () => session.need().logitErrorVsF32()),
 

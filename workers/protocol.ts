@@ -66,6 +66,8 @@ export type { BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 export type { PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
 export type { ReportPrompt, ReportLabelledSet } from './engine/studies/report';
 export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/patching';
+export type { CompareJob, ComparisonResult, WeightDiffRows } from './engine/studies/compare_job';
+export type { CrossPatchResult } from './engine/studies/cross_patch';
 
 export type { ProbeRequest, ProbeResult, WindowContinuation, WindowResult, WindowScore };
 
@@ -171,7 +173,7 @@ export interface LensTopTokens {
 
 /**
  * The worker's methods: one per study of the studies' table (engine/studies/registry.ts StudyApi:
- * sweep, probe, interventionWindow, patching, report, batch — request, callbacks, result and docs
+ * sweep, probe, interventionWindow, patching, report, batch, compare — request, callbacks, result and docs
  * there), and these.
  */
 export interface InferenceApi extends StudyApi {
@@ -188,6 +190,19 @@ export interface InferenceApi extends StudyApi {
    * @throws Error with a user-readable message; the worker stays usable.
    */
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
+  /**
+   * Loads model B beside the loaded model A (the model comparison, the `compare` study), replacing
+   * the B loaded before, from any source load() takes, on a backend of its own. The memory check
+   * counts both models: a B that does not fit beside A is refused (ModelTooLargeError) with both
+   * models' needs and the budget, and the B loaded before stays. Loading model A keeps B when both
+   * fit (else A is refused, naming B); cancel() stops a download in flight.
+   * @throws Error with a user-readable message; model A is never touched.
+   */
+  loadModelB(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
+  /** Frees model B and its backend (model A stays). */
+  unloadModelB(): Promise<void>;
+  /** Model B's info, or null when none is loaded. */
+  modelBInfo(): Promise<ModelInfo | null>;
   /**
    * The loaded quantised model's logit error against its float32 weights on the probe prompt
    * (engine/model/quant_error.ts), measured on the first call and kept (ModelInfo.weights.logitError

@@ -30,6 +30,9 @@ export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
 export { reportJson } from './engine/studies/report_json';
 
+// Model comparison (the Compare view's JSON export)
+export { comparisonJson } from './engine/studies/compare_job';
+
 // Batch studies
 export { summarize } from './engine/studies/batch/aggregate';
 export { flatRow } from './engine/studies/batch/batch';

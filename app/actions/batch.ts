@@ -7,6 +7,7 @@ import { analyse } from './analyse';
 import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
+import { currentExperiment, restoreExperiment } from './experiment';
 
 /** A shipped study (public/studies/index.json). */
 export interface StudyExample { id: string; title: string; template: string; values: string }
@@ -28,9 +29,8 @@ export async function loadExample(ex: StudyExample): Promise<void> {
     };
     const [template, values] = await Promise.all([get(ex.template), get(ex.values)]);
     const t = parseTemplate(template);
-    const s = useStore.getState();
-    s.setBatchInput({ template, values, valuesName: ex.values });
-    s.setBatchPlot({ x: t.x ?? null, y: (BATCH_METRICS as readonly string[]).includes(t.y ?? '') ? (t.y as BatchMetric) : 'final_margin' });
+    // one update: a run (or a test) never sees the example's template beside the old values
+    useStore.getState().setBatchExample({ template, values, valuesName: ex.values, x: t.x ?? null, y: (BATCH_METRICS as readonly string[]).includes(t.y ?? '') ? (t.y as BatchMetric) : 'final_margin' });
   });
 }
 
@@ -74,12 +74,22 @@ function batchColumns(): Pick<BatchJob, 'probe' | 'patchCell'> {
   return out;
 }
 
-/** Opens one prompt of the study in the workbench: its prompt and futures, analysed, on the margin heatmap. */
+/**
+ * Opens one prompt of the study in the workbench: its prompt and futures, analysed, on the margin
+ * heatmap. The experiment open before the first row is kept whole (store batchReturn) for
+ * backToExperiment; opening further rows keeps that first one.
+ */
 export async function openRow(r: BatchRow): Promise<void> {
   const s = useStore.getState();
-  s.setPrompt(r.prompt);
-  s.setFuture('good', { mode: 'text', value: r.good });
-  s.setFuture('bad', { mode: 'text', value: r.bad });
-  s.setView('margins');
+  if (!s.batchReturn) s.setBatchReturn(currentExperiment());
+  useStore.setState({ prompt: r.prompt, good: { mode: 'text', value: r.good }, bad: { mode: 'text', value: r.bad }, view: 'margins' });
   await analyse();
+}
+
+/** "Back to my experiment": restores the experiment a batch row replaced, exactly (lib/experiment_state.ts apply), and reruns it. */
+export async function backToExperiment(): Promise<void> {
+  const e = useStore.getState().batchReturn;
+  if (!e) return;
+  useStore.getState().setBatchReturn(null);
+  await restoreExperiment(e, 'experiment');
 }

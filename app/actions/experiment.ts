@@ -1,6 +1,6 @@
 import { useStore } from '../store';
 import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/shared';
-import { experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, snapshot, viewOf } from '../lib/experiment_state';
+import { apply, capture, experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, type Applied } from '../lib/experiment_state';
 import { download } from '../lib/export';
 import { posterQrLink } from '../lib/qr_link';
 import { analyse } from './analyse';
@@ -9,52 +9,20 @@ import { bundledModelNames, listModels, loadDefaultModel, loadHubModel, loadMode
 import { runSweep } from './sweep';
 import { loadSae } from './sae';
 import { captureActivations } from './activations';
-import { DEFAULT_ACTIVATIONS_HOOK } from '../store/activations';
-import { RESTORABLE_VIEWS } from '../views/registry';
+import { loadModelB } from './model_b';
+import { runCompare } from './compare';
 
 /** Local-storage key of the last experiment (no Hub token is ever part of it). */
 export const STORAGE_KEY = 'branchpoint.experiment';
 
-/** The experiment as the workbench holds it now. */
+/** The experiment as the workbench holds it now (lib/experiment_state.ts capture). */
 export function currentExperiment(): Experiment {
-  return snapshot(useStore.getState(), bundledModelNames());
+  return capture(useStore.getState(), bundledModelNames());
 }
 
-/** Puts an experiment's prompt, futures, vectors, interventions and view into the store. @returns names of vectors it lacks values for. */
-function applyExperiment(e: Experiment): string[] {
-  const s = useStore.getState();
-  s.setPrompt(e.prompt);
-  s.setChatTemplate(e.chatTemplate);
-  s.setFuture('good', e.good);
-  s.setFuture('bad', e.bad);
-  s.setGeneration(e.generation);
-  useStore.setState({ vectors: [], interventions: [], selectedIntervention: null });
-  const missing: string[] = [];
-  const ids = e.vectors.map((v) => {
-    if (!v.values) {
-      missing.push(v.name);
-      return null;
-    }
-    return s.addVector({ vector: Float32Array.from(v.values), dModel: v.dModel, hook: v.hook, model: v.model, provenance: v.provenance, createdAt: v.createdAt }, v.name).id;
-  });
-  for (const d of e.interventions) {
-    // SAE feature interventions start switched off: their SAE is loaded after the model (restoreSaes).
-    const sae = d.sae !== null || d.type === 'sae_clamp';
-    s.addIntervention({ enabled: sae ? false : d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vectorId: d.vector === null ? null : ids[d.vector], source: d.source, head: d.head, positions: d.positions, steps: d.steps });
-  }
-  s.selectIntervention(null);
-  if (e.view.sweep) {
-    const sw = e.view.sweep;
-    s.setSweepSettings({ layers: sw.layers, doses: sw.doses, site: sw.site, type: sw.type, vectorId: sw.vector === null ? null : ids[sw.vector] ?? null });
-  }
-  s.setView(viewOf(e.view.name, RESTORABLE_VIEWS));
-  s.setShowTables(e.view.showTables);
-  s.setShowDifference(e.view.showDifference);
-  s.setSinkEps(e.view.sinkEps);
-  s.setHeatmapScale(e.view.heatmapScale);
-  s.setActivationsHook(e.view.hook ?? DEFAULT_ACTIVATIONS_HOOK);
-  s.setCaptured(null);
-  return missing;
+/** Puts an experiment into the store (lib/experiment_state.ts apply: one update). */
+export function applyExperiment(e: Experiment): Applied {
+  return apply(useStore, e);
 }
 
 /**
@@ -96,6 +64,34 @@ async function ensureModel(e: Experiment): Promise<boolean> {
 }
 
 /**
+ * Loads the experiment's model B (v3 `modelB`) unless it is the one loaded; an experiment without
+ * one leaves model B as it is. A B that cannot be opened from here (a local folder, a bundled name
+ * this copy lacks, a load that fails) is named in the notice; model A stays.
+ */
+async function ensureModelB(e: Experiment): Promise<void> {
+  const m = e.modelB;
+  if (!m) return;
+  listModels(); // a kiosk never ran startUp: model B's picker lists the bundled models too
+  const st = useStore.getState();
+  if (st.modelB?.status === 'ready' && JSON.stringify(modelOf(st.modelB.source, bundledModelNames())) === JSON.stringify(m)) return;
+  const notice = (why: string) => useStore.getState().setExperimentNotice({ what: 'The experiment\'s model B could not be loaded', why });
+  switch (m.kind) {
+    case 'bundled':
+      if (!bundledModelNames().includes(m.name)) return notice(`It compares with "${m.name}", which this copy of Branchpoint does not ship (it has ${bundledModelNames().join(', ')}). Load a model B in the Compare view.`);
+      if (!(await loadModelB(localModelSource(m.name)))) notice(`${m.name} could not be loaded as model B (see the message above).`);
+      return;
+    case 'hub':
+      if (!(await loadModelB({ kind: 'hub', repo: m.repo, revision: m.revision, endpoint: m.endpoint }))) notice(`${m.repo}@${m.revision} could not be loaded as model B (offline and not cached, gated, too large beside model A, or gone).`);
+      return;
+    case 'url':
+      if (!(await loadModelB({ kind: 'url', url: m.url, label: m.label }))) notice(`The model at ${m.url} could not be loaded as model B.`);
+      return;
+    case 'local':
+      return notice(`Its model B was a folder on another computer ("${m.name}"). Open that folder as model B in the Compare view.`);
+  }
+}
+
+/**
  * Restores an experiment (from a link, a file, local storage or a poster deck) and reruns it: the
  * model is loaded if needed, the state put back, then Analyse (and Generate on the generation
  * view, the sweep on the dose–response view). Problems become a notice; the app stays usable.
@@ -108,13 +104,14 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
   s.setRestoring(true);
   s.setExperimentNotice(null);
   try {
-    const missing = applyExperiment(e);
+    const { missing, pendingSaes } = applyExperiment(e);
     const ok = await ensureModel(e);
+    if (ok) await ensureModelB(e);
     if (missing.length) {
       useStore.getState().setExperimentNotice({ what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });
     }
     if (!ok) return;
-    await restoreSaes(e);
+    await restoreSaes(e, pendingSaes);
     if (!rerun) {
       useStore.getState().setTokenSelection(e.view.selection ?? null);
       return;
@@ -125,6 +122,7 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
     if (view === 'generation') await generate();
     if (view === 'activations') await captureActivations();
     if (view === 'dose' && useStore.getState().sweepSettings.vectorId) await runSweep();
+    if (view === 'compare' && useStore.getState().modelB?.status === 'ready') await runCompare();
   } finally {
     useStore.getState().setRestoring(false);
     saveToLink();
@@ -138,15 +136,16 @@ function saeWhere(x: ExperimentSae): string {
 }
 
 /**
- * Loads the SAEs the experiment's feature interventions use (Hub folders and URLs; a local folder
- * cannot be reopened from a link) and switches those interventions back on as saved. The ones
- * whose SAE cannot be loaded stay off, and the notice says which and why.
+ * Loads the SAEs the experiment's feature interventions use that are not loaded yet (`pending`,
+ * from apply: Hub folders and URLs; a local folder cannot be reopened from a link) and switches
+ * those interventions back on as saved. The ones whose SAE cannot be loaded stay off (and keep
+ * naming it), and the notice says which and why. Interventions whose SAE was loaded already were
+ * attached by apply and are left as they are.
  */
-async function restoreSaes(e: Experiment): Promise<void> {
+async function restoreSaes(e: Experiment, pending: number[]): Promise<void> {
   const idOf = new Map<number, string>();
   const unloadable = new Map<number, string>();
-  const used = [...new Set(e.interventions.flatMap((d) => (d.sae ? [d.sae.index] : [])))];
-  for (const i of used) {
+  for (const i of pending) {
     const x = e.saes[i], src = x.source;
     if (src.kind === 'local') { unloadable.set(i, `${saeWhere(x)} was opened from this computer's files; open it again in the SAE view`); continue; }
     const id = await loadSae(src.kind === 'hub' ? { kind: 'hub', repo: src.repo, path: src.path, revision: src.revision, endpoint: src.endpoint } : { kind: 'url', url: src.url, label: src.label }, x.hook);
@@ -157,9 +156,9 @@ async function restoreSaes(e: Experiment): Promise<void> {
   const off: string[] = [];
   e.interventions.forEach((d, k) => {
     const draft = drafts[k];
-    if (!draft || (d.sae === null && d.type !== 'sae_clamp')) return;
+    if (!draft || draft.saeFeature || (d.sae === null && d.type !== 'sae_clamp')) return;
     const id = d.sae ? idOf.get(d.sae.index) : undefined;
-    if (d.sae && id) s.updateIntervention(draft.id, { saeFeature: { sae: id, feature: d.sae.feature }, enabled: d.enabled });
+    if (d.sae && id) s.updateIntervention(draft.id, { saeFeature: { sae: id, feature: d.sae.feature }, saePending: undefined, enabled: d.enabled });
     else off.push(`#${k + 1} (${d.type === 'sae_clamp' ? 'clamp' : 'steer along'} feature ${d.sae?.feature ?? '?'}): ${d.sae ? unloadable.get(d.sae.index) : 'the experiment does not name its SAE (saved by an older version)'}`);
   });
   if (off.length) {
@@ -288,7 +287,8 @@ export function followExperiment(): () => void {
       || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
       || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad
       || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale
-      || s.activationsHook !== prev.activationsHook || s.tokenSelection !== prev.tokenSelection;
+      || s.activationsHook !== prev.activationsHook || s.tokenSelection !== prev.tokenSelection
+      || s.modelB?.source !== prev.modelB?.source;
     if (!changed) return;
     clearTimeout(timer);
     timer = setTimeout(saveToLink, 300);

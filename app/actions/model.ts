@@ -22,7 +22,7 @@ export function localModelSource(name: string): ModelSource {
 }
 
 /** A human label for a source (shown while it loads and in the banner if it fails). */
-function labelOf(source: ModelSource): string {
+export function labelOf(source: ModelSource): string {
   switch (source.kind) {
     case 'url': return source.label ?? source.url;
     case 'hub': return `${source.repo}@${source.revision ?? 'main'} (Hub)`;

@@ -6,7 +6,7 @@ import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
-import { EXAMPLE_PAIR, followingPair, promptMismatch } from '../lib/patching_prompts';
+import { EXAMPLE_FUTURES, EXAMPLE_PAIR, followingPair, promptMismatch } from '../lib/patching_prompts';
 
 /**
  * Runs the activation-patching grid as set up in its view (DESIGN.md §3), with the experiment's
@@ -47,11 +47,21 @@ export function followExperimentPrompt(): boolean {
   return true;
 }
 
-/** README's example pair (Lily/Tom → dad), chosen by the user: the pair stops following the experiment. */
-export function pickExamplePair(): void {
+/**
+ * README's example (Lily/Tom → dad), chosen by the user: the pair AND the experiment's futures
+ * (" Tom" vs " Lily": the example's numbers hold for them only), in one update; the pair stops
+ * following the experiment. @returns the line the view shows: what was set, and the futures replaced.
+ */
+export function pickExamplePair(): string {
   const s = useStore.getState();
-  s.setPatchingSettings({ ...EXAMPLE_PAIR });
-  s.setPatchingFollowsPrompt(false);
+  const was = `“${s.good.value}” vs “${s.bad.value}”`;
+  const changed = s.good.mode !== 'text' || s.bad.mode !== 'text' || s.good.value !== EXAMPLE_FUTURES.good.value || s.bad.value !== EXAMPLE_FUTURES.bad.value;
+  useStore.setState({
+    patchingSettings: { ...s.patchingSettings, ...EXAMPLE_PAIR }, patchingFollowsPrompt: false,
+    good: { ...EXAMPLE_FUTURES.good }, bad: { ...EXAMPLE_FUTURES.bad },
+  });
+  const now = `“${EXAMPLE_FUTURES.good.value}” vs “${EXAMPLE_FUTURES.bad.value}”`;
+  return `Example: the README’s pair, and the experiment’s futures set to ${now}${changed ? ` (they were ${was})` : ''}.`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { experimentLink, openExperimentFile, saveExperimentFile } from '../actions/experiment';
+import { backToExperiment } from '../actions/batch';
 import { Banner } from './Banner';
 
 /**
@@ -16,6 +17,8 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
   const notice = useStore((s) => s.experimentNotice);
   const setNotice = useStore((s) => s.setExperimentNotice);
   const ready = useStore((s) => s.modelStatus === 'ready');
+  const held = useStore((s) => s.batchReturn);
+  const busy = useStore((s) => s.job !== null);
   const [copied, setCopied] = useState<string | null>(null);
   const input = useRef<HTMLInputElement | null>(null);
   // The status describes the link copied then: it goes away after a while (a later edit makes a new link)
@@ -44,6 +47,13 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
         onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openExperimentFile(f); }}
       />
       {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
+      {held && (
+        <span className="hint" data-testid="batch-return">
+          A batch row is open (its prompt and futures replaced yours).{' '}
+          <button type="button" className="small" data-testid="batch-return-button" disabled={busy} onClick={() => void backToExperiment()}>Back to my experiment</button>
+          {' '}<button type="button" className="small" data-testid="batch-return-keep" onClick={() => useStore.getState().setBatchReturn(null)} title="Keep the row’s prompt and futures; forget the experiment held for going back">Keep this</button>
+        </span>
+      )}
       {copied && <span className="hint" role="status" data-testid="link-status">{copied}</span>}
       {notice && <div className="experiment-notice"><Banner what={notice.what} why={notice.why} testId="experiment-notice" onDismiss={() => setNotice(null)} /></div>}
     </div>

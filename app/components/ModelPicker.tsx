@@ -8,6 +8,8 @@ import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
 import { WeightStorageChoice } from './WeightStorage';
 import { loadBlocked, loadCancels, waitingFor } from '../lib/job_rules';
+import { loadModelB } from '../actions/model_b';
+import type { ModelSource } from '../../workers/protocol';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
@@ -16,8 +18,15 @@ type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
  * (folder input, or the File System Access API where the browser has it), or a Hugging Face Hub
  * repo — typed, or chosen from the curated list — with the browser's model cache below it. The
  * access token stays in this component's memory: never stored, never put in the URL or an export.
+ *
+ * `slot` 'B' is the same picker for model B (the Compare view): it loads with actions/model_b.ts
+ * beside model A, its test ids prefixed "b-", without the backend, weight-storage and cache
+ * controls (model B uses the model bar's backend and weight storage).
  */
-export function ModelPicker() {
+export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
+  const isB = slot === 'B';
+  const tid = (id: string) => (isB ? `b-${id}` : id);
+  const load = (source: ModelSource) => (isB ? loadModelB(source) : loadModel(source));
   const localModels = useStore((s) => s.localModels);
   const job = useStore((s) => s.job);
   // A load cancels a running generation (sweep, tree…) rather than waiting for it (lib/job_rules.ts).
@@ -42,10 +51,14 @@ export function ModelPicker() {
   useEffect(() => {
     folderInput.current?.setAttribute('webkitdirectory', '');
   }, []);
-  const loadedBundled = useStore((s) => (s.lastLoad?.source.kind === 'url' ? s.lastLoad.source.label ?? null : null));
+  const loadedBundled = useStore((s) => {
+    const src = isB ? s.modelB?.source : s.lastLoad?.source;
+    return src?.kind === 'url' ? src.label ?? null : null;
+  });
+  const preferred = isB ? 'stories260K-happy-ft' : 'stories260K';
   useEffect(() => {
-    if (!local && localModels.length) setLocal(localModels.includes('stories260K') ? 'stories260K' : localModels[0]);
-  }, [local, localModels]);
+    if (!local && localModels.length) setLocal(localModels.includes(preferred) ? preferred : localModels[0]);
+  }, [local, localModels, preferred]);
   // The dropdown shows the bundled model that is loaded (also one a link or the last experiment restored).
   useEffect(() => {
     if (loadedBundled && localModels.includes(loadedBundled)) setLocal(loadedBundled);
@@ -62,13 +75,14 @@ export function ModelPicker() {
     } catch {
       return; // the user closed the dialog
     }
-    await loadModel(await sourceFromDirectory(dir));
+    await load(await sourceFromDirectory(dir));
   };
 
   const loadHub = (id: string, rev: string) => {
     setNeedsToken(null);
     const token = tokenInput.current?.value ?? '';
-    void loadHubModel({ kind: 'hub', repo: id, revision: rev.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined });
+    const source = { kind: 'hub' as const, repo: id, revision: rev.trim() || 'main', endpoint: endpoint.trim() || undefined, token: token || undefined };
+    void (isB ? loadModelB(source) : loadHubModel(source));
   };
 
   /** A curated model fills the form (revision main) and loads, unless it is gated and no token is given yet. */
@@ -84,16 +98,16 @@ export function ModelPicker() {
   };
 
   return (
-    <section className="model-picker" aria-label="model">
+    <section className={`model-picker${isB ? ' model-picker-b' : ''}`} aria-label={isB ? 'model B' : 'model'}>
       <div className="row">
         <label>
-          Model
-          <select data-testid="model-select" value={local} onChange={(e) => setLocal(e.target.value)} disabled={!localModels.length}>
+          {isB ? 'Model B' : 'Model'}
+          <select data-testid={tid('model-select')} value={local} onChange={(e) => setLocal(e.target.value)} disabled={!localModels.length}>
             {localModels.map((m) => <option key={m} value={m}>{m}</option>)}
           </select>
         </label>
-        <button type="button" data-testid="load-local" disabled={busy || !local} title={loadTitle} onClick={() => void loadModel(localModelSource(local))}>Load</button>
-        <button type="button" data-testid="open-folder" disabled={busy} onClick={() => void openFolder()} title={loadTitle ?? 'A folder with config.json, tokenizer.json and model.safetensors'}>
+        <button type="button" data-testid={tid('load-local')} disabled={busy || !local} title={loadTitle} onClick={() => void load(localModelSource(local))}>{isB ? 'Load as B' : 'Load'}</button>
+        <button type="button" data-testid={tid('open-folder')} disabled={busy} onClick={() => void openFolder()} title={loadTitle ?? 'A folder with config.json, tokenizer.json and model.safetensors'}>
           Open folder…
         </button>
         <input
@@ -101,25 +115,25 @@ export function ModelPicker() {
           className="visually-hidden"
           type="file"
           multiple
-          data-testid="folder-input"
-          aria-label="model folder"
+          data-testid={tid('folder-input')}
+          aria-label={isB ? 'model B folder' : 'model folder'}
           onChange={(e) => {
             const list = e.currentTarget.files;
-            if (list && list.length) void loadModel(sourceFromFileList(list));
+            if (list && list.length) void load(sourceFromFileList(list));
             e.currentTarget.value = '';
           }}
         />
-        <label>
+        {!isB && <label>
           Backend
           <select data-testid="backend-choice" value={backendChoice} onChange={(e) => setBackendChoice(e.target.value as BackendChoice)}>
             <option value="auto">auto (WebGPU, else the {CPU_BACKEND})</option>
             <option value="webgpu">WebGPU only</option>
             <option value="cpu">{CPU_BACKEND}</option>
           </select>
-        </label>
-        <WeightStorageChoice />
+        </label>}
+        {!isB && <WeightStorageChoice />}
       </div>
-      <CachedModelOffer />
+      {!isB && <CachedModelOffer />}
       <details className="hub">
         <summary>Hugging Face Hub <span className="muted">— curated models, any repo, and this browser's model cache</span></summary>
         <ModelCatalog entries={CATALOG} disabled={busy} onChoose={choose} />
@@ -130,15 +144,15 @@ export function ModelPicker() {
             loadHub(repo.trim(), revision);
           }}
         >
-          <label>Repo <input data-testid="hub-repo" className="repo-id" value={repo} onChange={(e) => { setRepo(e.target.value); setNeedsToken(null); }} placeholder="owner/name" spellCheck={false} /></label>
-          <label>Revision <input data-testid="hub-revision" className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
+          <label>Repo <input data-testid={tid('hub-repo')} className="repo-id" value={repo} onChange={(e) => { setRepo(e.target.value); setNeedsToken(null); }} placeholder="owner/name" spellCheck={false} /></label>
+          <label>Revision <input data-testid={tid('hub-revision')} className="short" value={revision} onChange={(e) => setRevision(e.target.value)} spellCheck={false} /></label>
           <label title="Only for gated or private repos; kept in memory, never saved">
-            Token <input ref={tokenInput} data-testid="hub-token" className="hub-token" type="password" autoComplete="off" defaultValue="" onChange={(e) => setHasToken(e.target.value !== '')} placeholder="hf_… (optional)" />
+            Token <input ref={tokenInput} data-testid={tid('hub-token')} className="hub-token" type="password" autoComplete="off" defaultValue="" onChange={(e) => setHasToken(e.target.value !== '')} placeholder="hf_… (optional)" />
           </label>
           <label title="A mirror with the Hub's {repo}/resolve/{revision}/{file} layout (like HF_ENDPOINT); empty = huggingface.co">
-            Endpoint <input data-testid="hub-endpoint" value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
+            Endpoint <input data-testid={tid('hub-endpoint')} value={endpoint} onChange={(e) => setEndpoint(e.target.value)} placeholder="https://huggingface.co" spellCheck={false} />
           </label>
-          <button type="submit" data-testid="load-hub" title={loadTitle} disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
+          <button type="submit" data-testid={tid('load-hub')} title={loadTitle} disabled={busy || !/^[\w.-]+\/[\w.-]+$/.test(repo.trim())}>Load from Hub</button>
         </form>
         {hasToken && /^\s*http:\/\//i.test(endpoint) && (
           <p className="hint insecure-endpoint" data-testid="insecure-endpoint" role="alert">
@@ -151,7 +165,7 @@ export function ModelPicker() {
             paste an access token above (kept in memory only), then Load from Hub.
           </p>
         )}
-        <CacheManager />
+        {!isB && <CacheManager />}
       </details>
     </section>
   );

@@ -50,6 +50,12 @@ export const EXAMPLE_PAIR: Readonly<{ clean: string; corrupt: string }> = {
   corrupt: KNOWN_CORRUPTIONS['Lily and Tom went to the park. Lily gave the ball to'],
 };
 
+/** The futures EXAMPLE_PAIR is measured with (the README's 1.31 = |Δ_clean − Δ_corrupt| holds for these only): the example sets them too. */
+export const EXAMPLE_FUTURES: Readonly<{ good: { mode: 'text'; value: string }; bad: { mode: 'text'; value: string } }> = {
+  good: { mode: 'text', value: ' Tom' },
+  bad: { mode: 'text', value: ' Lily' },
+};
+
 /**
  * The pair a Patching view that follows the experiment starts from: its prompt as the clean one,
  * and its known corruption, else a copy of it for the user to edit (the corrupted prompt is the

@@ -3,6 +3,7 @@ import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { BatchMetric, BatchResult, BatchRow, PatchHook } from '../../workers/protocol';
 import type { AppliedIntervention } from './results';
+import type { Experiment } from '../../workers/shared';
 
 /** The batch columns that need settings: a probe direction (a library vector) and a patch cell. */
 export interface BatchColumns {
@@ -37,6 +38,15 @@ export interface BatchSlice {
   batchSort: { key: string; desc: boolean } | null;
   batchFilter: string;
   batchColumns: BatchColumns;
+  /**
+   * The experiment open before a batch row replaced its prompt and futures (actions/batch.ts
+   * openRow), captured whole (lib/experiment_state.ts capture) for "Back to my experiment"; null
+   * when no row is open. Opening more rows keeps the first capture.
+   */
+  batchReturn: Experiment | null;
+  setBatchReturn(e: Experiment | null): void;
+  /** A shipped example's template, values and plot axes, in one update (a run never sees the template without its values). */
+  setBatchExample(x: { template: string; values: string; valuesName: string | null; x: string | null; y: BatchMetric }): void;
   setBatchColumns(patch: Partial<BatchColumns>): void;
   setBatchInput(patch: { template?: string; values?: string; valuesName?: string | null }): void;
   startBatchRows(model: string, computedWith: string, steering: AppliedIntervention[]): void;
@@ -61,6 +71,9 @@ export const createBatchSlice: StateCreator<AppState, [], [], BatchSlice> = (set
   batchSort: null,
   batchFilter: '',
   batchColumns: { probeVectorId: null, patch: false, patchHook: 'resid_pre', patchLayer: 0, patchPosition: -1 },
+  batchReturn: null,
+  setBatchReturn: (batchReturn) => set({ batchReturn }),
+  setBatchExample: (x) => set({ batchTemplate: x.template, batchValues: x.values, batchValuesName: x.valuesName, batchX: x.x, batchY: x.y }),
   setBatchColumns: mergeSetter(set, 'batchColumns'),
   setBatchInput: (p) => set((s) => ({
     batchTemplate: p.template ?? s.batchTemplate,

@@ -13,8 +13,9 @@ import { createQueuedSlice, type QueuedSlice } from './queued';
 import { createSaeSlice, type SaeSlice } from './sae';
 import { createActivationsSlice, type ActivationsSlice } from './activations';
 import { createStudiesSlice, type StudiesSlice } from './studies';
+import { createModelBSlice, type ModelBSlice } from './model_b';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice & StudiesSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice & StudiesSlice & ModelBSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -40,4 +41,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createSaeSlice(...a),
   ...createActivationsSlice(...a),
   ...createStudiesSlice(...a),
+  ...createModelBSlice(...a),
 }));

@@ -2,6 +2,7 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { AblateMode, InterventionType, PositionSelector } from '../../workers/protocol';
+import type { ExperimentSae } from '../../workers/shared';
 
 /**
  * An intervention as the user edits it (DESIGN.md §2 Interventions). It becomes the engine's JSON
@@ -32,6 +33,12 @@ export interface InterventionDraft {
    * with sae_clamp the feature is clamped to `dose`. `sae` is the loaded SAE's id.
    */
   saeFeature?: { sae: string; feature: number };
+  /**
+   * An SAE feature intervention restored from an experiment whose SAE is not loaded (yet): the SAE
+   * as the experiment names it and the feature. It stays switched off until that SAE is loaded
+   * (actions/experiment.ts restoreSaes), and the experiment keeps naming it meanwhile.
+   */
+  saePending?: { sae: ExperimentSae; feature: number };
 }
 
 /** The dose–response sweep as set up in its view. */
@@ -64,12 +71,17 @@ export interface SteeringSlice {
 
 let nextId = 1;
 
+/** A fresh intervention id (store ids are never reused; lib/experiment_state.ts apply takes them for a restored list). */
+export function newInterventionId(): number {
+  return nextId++;
+}
+
 export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> = (set) => ({
   interventions: [],
   selectedIntervention: null,
   sweepSettings: { layers: 'all', doses: '-8,-4,-2,0,2,4,8', site: 'hook_resid_post', type: 'add', vectorId: null },
   addIntervention: (d) => {
-    const id = nextId++;
+    const id = newInterventionId();
     set((s) => ({ interventions: [...s.interventions, { ...d, id }], selectedIntervention: id }));
     return id;
   },

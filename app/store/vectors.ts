@@ -38,11 +38,16 @@ export interface VectorsSlice {
 
 let nextId = 1;
 
+/** A fresh library id (lib/experiment_state.ts apply takes them for a restored library). */
+export function newVectorId(): string {
+  return `v${nextId++}`;
+}
+
 export const createVectorsSlice: StateCreator<AppState, [], [], VectorsSlice> = (set) => ({
   vectors: [],
   contrastSet: null,
   addVector: (v, name, alpha) => {
-    const entry: LibraryEntry = { ...v, id: `v${nextId++}`, name, ...(alpha !== undefined ? { alpha } : {}) };
+    const entry: LibraryEntry = { ...v, id: newVectorId(), name, ...(alpha !== undefined ? { alpha } : {}) };
     // an intervention added before any vector existed follows the library (lib/pick_vector.ts)
     set((s) => {
       const vectors = [...s.vectors, entry];

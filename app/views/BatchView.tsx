@@ -55,7 +55,7 @@ function StudyForm() {
   useEffect(() => { studyExamples().then(setExamples, (e: Error) => setProblem(`the examples could not be listed: ${e.message}`)); }, []);
   const description = useMemo(() => { try { return parseTemplate(template).description ?? null; } catch { return null; } }, [template]);
   return (
-    <div className="study-form">
+    <div className="study-form" data-testid="batch-study-form" data-values-name={valuesName ?? ''}>
       <div className="row settings">
         <span className="muted">Examples:</span>
         {examples.map((ex) => <button key={ex.id} type="button" className="small" data-testid={`example-${ex.id}`} title={waitingFor(job)} disabled={!!job} onClick={() => void loadExample(ex)}>{ex.title}</button>)}

@@ -53,7 +53,8 @@ function PatchingForm() {
   const setFollows = useStore((s) => s.setPatchingFollowsPrompt);
   // an experiment loaded (link, file) or typed: the pair starts from its prompt until the user edits the pair
   useEffect(() => { followExperimentPrompt(); }, [prompt, follows]);
-  const edit = (patch: Partial<PatchingSettings>) => { setFollows(false); update(patch); };
+  const [exampleNote, setExampleNote] = useState<string | null>(null);
+  const edit = (patch: Partial<PatchingSettings>) => { setFollows(false); update(patch); setExampleNote(null); };
   const n = useLengths(set.clean, set.corrupt, chatTemplate);
   const differ = n !== null && n.clean !== n.corrupt;
   const same = set.corrupt === set.clean && set.clean.trim() !== '';
@@ -63,8 +64,9 @@ function PatchingForm() {
         <span className="row">
           <input data-testid="patching-clean" value={set.clean} onChange={(e) => edit({ clean: e.target.value })} spellCheck={false} />
           <button type="button" className="small" data-testid="patching-use-prompt" disabled={prompt === set.clean} onClick={() => { const pair = pairFor(prompt, set); update({ clean: pair.clean, corrupt: pair.corrupt }); }} title="Copy the experiment’s prompt here (with its known corruption, for the shipped prompts)">Use the experiment’s prompt</button>
-          <button type="button" className="small" data-testid="patching-example" onClick={pickExamplePair} title={`README’s example: “${EXAMPLE_PAIR.clean}” against “${EXAMPLE_PAIR.corrupt}” (futures “ Tom” vs “ Lily”)`}>Example</button>
+          <button type="button" className="small" data-testid="patching-example" onClick={() => setExampleNote(pickExamplePair())} title={`README’s example: “${EXAMPLE_PAIR.clean}” against “${EXAMPLE_PAIR.corrupt}”; it also sets the experiment’s futures to “ Tom” vs “ Lily”`}>Example</button>
         </span>
+        <span className="hint" data-testid="patching-example-note">{exampleNote ?? 'Example sets the README’s pair and the experiment’s futures (“ Tom” vs “ Lily”).'}</span>
       </label>
       <label className="wide">Corrupted prompt
         <input data-testid="patching-corrupt" value={set.corrupt} onChange={(e) => edit({ corrupt: e.target.value })} spellCheck={false} />

@@ -18,6 +18,8 @@ import { BatchView } from './BatchView';
 import { ProbeView } from './ProbeView';
 import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
+import { AttributionView } from './AttributionView';
+import { CompareView } from './CompareView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -31,31 +33,39 @@ export interface ViewEntry {
   readonly job: readonly string[];
   /** An experiment saved on this view reopens on it; one that is not (or a name this copy lacks) reopens on the margin heatmap. */
   readonly restorable: boolean;
+  /**
+   * Whether the experiment's enabled interventions (the steering panel's list) act on what this
+   * view runs — 'yes', 'no', or 'option' (a setting of the view says) — and the one line the view
+   * shows to say so (ViewInterventionsLine, above every view).
+   */
+  readonly interventions: { readonly applies: 'yes' | 'no' | 'option'; readonly line: string };
 }
 
 /** The views in tab order. */
 export const VIEWS = [
-  { name: 'margins', title: 'Margin heatmap', component: MarginHeatmapView, job: ['analyse'], restorable: true },
-  { name: 'sinks', title: 'Attention sinks', component: SinkView, job: ['analyse', 'pattern'], restorable: true },
-  { name: 'generation', title: 'Generation', component: GenerationView, job: ['generate'], restorable: true },
-  { name: 'norms', title: 'Residual norms', component: ResidualNormsView, job: ['analyse'], restorable: true },
-  { name: 'activations', title: 'Activations', component: ActivationsView, job: ['activations'], restorable: true },
-  { name: 'dose', title: 'Dose–response', component: DoseResponseView, job: ['sweep'], restorable: true },
-  { name: 'patching', title: 'Patching', component: PatchingView, job: ['patching'], restorable: true },
-  { name: 'report', title: 'Report', component: ReportView, job: ['report'], restorable: true },
-  { name: 'vectors', title: 'Vectors', component: VectorLibraryView, job: ['vector', 'import', 'export'], restorable: true },
-  { name: 'branches', title: 'Branches', component: BranchView, job: ['branch', 'forks'], restorable: true },
-  { name: 'batch', title: 'Batch', component: BatchView, job: ['batch'], restorable: true },
-  { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true },
-  { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true },
-  { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true },
+  { name: 'margins', title: 'Margin heatmap', component: MarginHeatmapView, job: ['analyse'], restorable: true, interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the heatmap shows the steered margins (and the difference from the unsteered run).' } },
+  { name: 'sinks', title: 'Attention sinks', component: SinkView, job: ['analyse', 'pattern'], restorable: true, interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the attention patterns are those of the steered run.' } },
+  { name: 'generation', title: 'Generation', component: GenerationView, job: ['generate'], restorable: true, interventions: { applies: 'yes', line: 'Runs with the enabled interventions, beside an unsteered generation of the same prompt.' } },
+  { name: 'norms', title: 'Residual norms', component: ResidualNormsView, job: ['analyse'], restorable: true, interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the norms are those of the steered run.' } },
+  { name: 'activations', title: 'Activations', component: ActivationsView, job: ['activations'], restorable: true, interventions: { applies: 'yes', line: 'Captures with the enabled interventions (the analysis\'s steered run).' } },
+  { name: 'dose', title: 'Dose–response', component: DoseResponseView, job: ['sweep'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only its own vector at its layer and dose.' } },
+  { name: 'patching', title: 'Patching', component: PatchingView, job: ['patching'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the clean and corrupted prompts are patched unsteered.' } },
+  { name: 'report', title: 'Report', component: ReportView, job: ['report'], restorable: true, interventions: { applies: 'option', line: 'Runs without the interventions of the list, except the window part with “changeable” on (it switches them on from each step).' } },
+  { name: 'vectors', title: 'Vectors', component: VectorLibraryView, job: ['vector', 'import', 'export'], restorable: true, interventions: { applies: 'no', line: 'Builds and imports vectors without the interventions of the list (the model as it is).' } },
+  { name: 'branches', title: 'Branches', component: BranchView, job: ['branch', 'forks'], restorable: true, interventions: { applies: 'option', line: 'Runs with the enabled interventions only when “with the interventions” is ticked; otherwise without them.' } },
+  { name: 'batch', title: 'Batch', component: BatchView, job: ['batch'], restorable: true, interventions: { applies: 'yes', line: 'Runs every row with the enabled interventions (the notice above the table names them).' } },
+  { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the probe reads the model as it is.' } },
+  { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true, interventions: { applies: 'yes', line: 'Switches the enabled interventions (or the one picked) on from each start step.' } },
+  { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
+  { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
+  { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
 export type ViewName = (typeof VIEWS)[number]['name'];
 
-/** Jobs no view owns: loading a model (the model bar; also the logit-error measurement, which reloads it). */
-const WORKBENCH_JOBS = ['load'] as const;
+/** Jobs no view owns: loading a model (the model bar; also the logit-error measurement, which reloads it), and model B (the Compare view's picker). */
+const WORKBENCH_JOBS = ['load', 'loadB'] as const;
 
 /** The kinds of long job the worker runs (store/ui.ts Job['kind']): the views' jobs and the workbench's. */
 export type JobKind = (typeof VIEWS)[number]['job'][number] | (typeof WORKBENCH_JOBS)[number];

@@ -5,7 +5,7 @@
  * through the browser (keep those to about a third).
  */
 import type { Analysis, Generation } from '../../workers/engine/api';
-import { ggufFolder, replaceAscii, setTensorOffset, setTensorType } from './gguf_bytes';
+import { ggufFolder, replaceAscii, setMeta, setTensorOffset, setTensorType } from './gguf_bytes';
 import { json, modelFiles, putJson, putText, tensorsOf, withConfig, withTensors } from '../hardening/model_variants';
 import { encodeSafetensors } from '../../tools/safetensors_write';
 import { f32bytes, npy, oneTensor, rawSafetensors, stVector, text, type BadInputCase } from './inputs';
@@ -48,6 +48,24 @@ const zeros = (shape: number[]) => ({ data: new Float32Array(shape.reduce((a, b)
 /** Only a params.npz (no SAELens files), optionally with a cfg.json beside it. */
 const npzOnly = (npz: Uint8Array | string, keepCfg = false) => ({ 'sae_weights.safetensors': null, 'cfg.sae_lens_v6.json': null, ...(keepCfg ? {} : { 'cfg.json': null }), 'params.npz': npz });
 const isSaeCfg = (r: unknown): r is SaeConfig => typeof r === 'object' && r !== null && 'dSae' in r;
+
+/** A valid experiment file (stories260K, one vector) with `edit` applied to its object, as text. */
+const EXP_BASE = () => ({
+  format: 'branchpoint-experiment', version: 2, model: { kind: 'bundled', name: 'stories260K' }, prompt: 'Once upon a time', chatTemplate: false,
+  good: { mode: 'text', value: ' there' }, bad: { mode: 'text', value: ' a' },
+  vectors: [{ name: 'v', hook: HOOK, model: 'stories260K', dModel: 64, provenance: { method: 'file', position: 'last', positive: [], negative: [] }, values: V64 }],
+});
+const expText = (edit: (e: Record<string, unknown>) => void = () => {}) => { const e: Record<string, unknown> = EXP_BASE(); edit(e); return JSON.stringify(e); };
+/** The experiment's JSON text with `"key": value` written a second time just after its opening brace (JSON.parse keeps the last). */
+const dupExp = (key: string, value: unknown) => expText().replace(/^\{/, `{${JSON.stringify(key)}:${JSON.stringify(value)},`);
+const MARGINS_EXP = ['margins', '--experiment', 'EXPERIMENT'];
+/** `text` saved as UTF-16 LE with a byte-order mark, then read as UTF-8 (what fs.readFileSync(…, 'utf8') and File.text() do). */
+const asUtf16 = (text: string, bom = true) => new TextDecoder().decode(new Uint8Array([...(bom ? [0xff, 0xfe] : []), ...new Uint8Array(Buffer.from(text, 'utf16le'))]));
+const TEN_MB = 'a'.repeat(10_000_000);
+const isObj = (r: unknown): r is Record<string, unknown> => typeof r === 'object' && r !== null;
+const ggufMeta = (key: string, v: number) => ggufFolder((b) => setMeta(b, key, v));
+/** Deb822 and one-line apt sources as a Debian 12 machine has them (the mirror host a placeholder). */
+const DEB822 = 'Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n';
 
 const isAnalysis = (r: unknown): r is Analysis => typeof r === 'object' && r !== null && 'lensMargin' in r;
 const finiteAnalysis = (r: unknown) => isAnalysis(r) && Number.isFinite(r.sequenceMargin) && Array.from(r.lensMargin).every(Number.isFinite);
@@ -286,6 +304,69 @@ export const CASES: BadInputCase[] = [
   // ------------------------------------------------------------------ runner arguments (issue #28 kind 1: one schema per command, cli/flags.ts)
   // --model NOMODEL does not exist: a case refused with its flag message (not "no such folder") was refused before any model work.
   ...argCases(),
+
+  // ------------------------------------------------------------------ issue #28: cheap checks first (kind 2)
+  { id: 'prompt/10mb', what: 'a 10 MB prompt (used to be tokenised for over a minute before the context check)', input: () => ({ kind: 'analyse', prompt: TEN_MB, good: ' a', bad: ' b' }), expect: { error: /the prompt: 10000000 characters are longer than the model's context of 512 tokens can hold \(no token of this tokenizer covers more than 7 characters, so the context of 512 tokens holds at most 3584 characters\); shorten it/ }, withinMs: 2000 },
+  { id: 'prompt/1mb-cli', what: 'a 1 MB prompt through the runner (used to take 19.8 s and 693 MB)', input: () => ({ kind: 'cli', argv: ['margins', '--model', 'MODEL', '--prompt', 'x'.repeat(1_000_000), '--good', ' a', '--bad', ' b'] }), expect: { error: /the prompt: 1000000 characters are longer than the model's context of 512 tokens can hold/ }, withinMs: 5000 },
+  { id: 'prompt/just-over-bound', what: 'a prompt one character over context × longest token (3585 characters)', input: () => ({ kind: 'analyse', prompt: 'b'.repeat(3585), good: ' a', bad: ' b' }), expect: { error: /3585 characters are longer than the model's context .* at most 3584 characters/ }, withinMs: 2000 },
+  { id: 'prompt/10mb-future', what: 'a 10 MB good future', input: () => ({ kind: 'analyse', prompt: 'Once upon a time', good: TEN_MB, bad: ' b' }), expect: { error: /the good future: 10000000 characters are longer than the model's context of 512 tokens can hold/ }, withinMs: 2000 },
+  { id: 'prompt/10mb-generate', what: 'a 10 MB prompt for a generation', input: () => ({ kind: 'generate', prompt: TEN_MB, maxNewTokens: 2 }), expect: { error: /the prompt: 10000000 characters are longer than the model's context/ }, withinMs: 2000 },
+  { id: 'prompt/10mb-experiment', what: 'an experiment file whose prompt is 10 MB, through the runner', input: () => ({ kind: 'cli', argv: MARGINS_EXP, experiment: expText((e) => { e.prompt = TEN_MB; }) }), expect: { error: /the prompt: 10000000 characters are longer than the model's context/ }, withinMs: 6000 },
+  { id: 'prompt/10mb-probe', what: 'a probe set with a 10 MB prompt', input: () => ({ kind: 'probe', positive: [TEN_MB, 'Once upon a time'], negative: ['The cat sat', 'A dog ran'] }), expect: { error: /the prompt: 10000000 characters are longer than the model's context/ }, withinMs: 2000 },
+
+  // ------------------------------------------------------------------ names that become paths (kind 4)
+  { id: 'http/sibling-escape', what: 'GET /models/..%2fmodels-private%2fsecret.txt (a sibling folder of the shared one; a string prefix test served it)', input: () => ({ kind: 'http', url: '/models/..%2fmodels-private%2fsecret.txt' }), expect: { error: /^HTTP 403: forbidden(?![\s\S]*SECRET)/ } },
+  { id: 'http/sibling-escape-saes', what: 'GET /saes/..%2fmodels-private%2fsecret.txt', input: () => ({ kind: 'http', url: '/saes/..%2fmodels-private%2fsecret.txt' }), expect: { error: /^HTTP 403/ } },
+  { id: 'http/escape-root', what: 'GET /fixtures/..%2f..%2f..%2fetc%2fpasswd', input: () => ({ kind: 'http', url: '/fixtures/..%2f..%2f..%2fetc%2fpasswd' }), expect: { error: /^HTTP 403(?![\s\S]*root:)/ } },
+  { id: 'http/malformed-escape', what: 'GET /models/%E0%A4%A (a broken %-escape)', input: () => ({ kind: 'http', url: '/models/%E0%A4%A' }), expect: { error: /^HTTP 400/ } },
+  { id: 'http/ok', what: 'GET /models/ok.txt inside the shared folder (control case)', input: () => ({ kind: 'http', url: '/models/ok.txt' }), expect: { ok: 'the file is served', check: (r) => r === 'ok' } },
+  { id: 'experiment/bundled-dotdot', what: 'an experiment whose bundled model is "../../../shared/models/aidreams260K" (the runner loaded that folder)', input: () => ({ kind: 'cli', argv: MARGINS_EXP, experiment: expText((e) => { e.model = { kind: 'bundled', name: '../../../shared/models/aidreams260K' }; }) }), expect: { error: /model\.name: a bundled model is named by its folder under models\// } },
+  { id: 'experiment/bundled-not-shipped', what: 'an experiment naming a bundled model this copy does not ship ("aidreams260K")', input: () => ({ kind: 'cli', argv: MARGINS_EXP, experiment: expText((e) => { e.model = { kind: 'bundled', name: 'aidreams260K' }; }) }), expect: { error: /bundled model "aidreams260K", which is not one of the bundled models \(stories260K\)/ } },
+  { id: 'experiment/bundled-ok', what: 'an experiment on the bundled stories260K, through the runner (control case)', input: () => ({ kind: 'cli', argv: MARGINS_EXP, experiment: expText() }), expect: { ok: 'margins with a finite final margin', check: (r) => isObj(r) && Array.isArray(r.final_margin) && (r.final_margin as number[]).every(Number.isFinite) } },
+
+  // ------------------------------------------------------------------ errors that name the right place (kind 5)
+  { id: 'gguf/block-count', what: 'GGUF llama.block_count = 2^31 (was reported as config.json "num_hidden_layers")', input: () => ({ kind: 'model', files: ggufMeta('llama.block_count', 2 ** 31) }), expect: { error: /model\.gguf: metadata key "llama\.block_count" is 2147483648; expected a whole number in \[1, 1024\](?![\s\S]*config\.json)/ } },
+  { id: 'gguf/embedding-length', what: 'GGUF llama.embedding_length = 0', input: () => ({ kind: 'model', files: ggufMeta('llama.embedding_length', 0) }), expect: { error: /metadata key "llama\.embedding_length" is 0; expected a whole number in \[1, 131072\](?![\s\S]*config\.json)/ } },
+  { id: 'gguf/context-length', what: 'GGUF llama.context_length = 0', input: () => ({ kind: 'model', files: ggufMeta('llama.context_length', 0) }), expect: { error: /metadata key "llama\.context_length" is 0(?![\s\S]*config\.json)/ } },
+  { id: 'gguf/rope-freq-base', what: 'GGUF llama.rope.freq_base = 0', input: () => ({ kind: 'model', files: ggufMeta('llama.rope.freq_base', 0) }), expect: { error: /metadata key "llama\.rope\.freq_base" is 0(?![\s\S]*config\.json)/ } },
+  { id: 'gguf/head-count', what: 'GGUF llama.attention.head_count = 0', input: () => ({ kind: 'model', files: ggufMeta('llama.attention.head_count', 0) }), expect: { error: /metadata key "llama\.attention\.head_count" is 0(?![\s\S]*config\.json)/ } },
+  { id: 'gguf/head-count-kv-not-dividing', what: 'GGUF head_count_kv 3 for 8 heads (a derived check, after the metadata)', input: () => ({ kind: 'model', files: ggufMeta('llama.attention.head_count_kv', 3) }), expect: { error: /model\.gguf metadata "llama\.attention\.head_count" 8 is not a multiple of "llama\.attention\.head_count_kv" 3(?![\s\S]*config\.json)/ } },
+  { id: 'gguf/beside-safetensors', what: 'a folder holding model.gguf and another model\'s safetensors + config.json (silently used the safetensors)', input: () => { const f = modelFiles(); f.set('model.gguf', ggufFolder().get('model.gguf')!); return { kind: 'model', files: f }; }, expect: { error: /the folder holds two checkpoints, model\.gguf and model\.safetensors \(with config\.json\)/ } },
+  { id: 'cli/model-is-file', what: '--model pointing at model.safetensors (said "tokenizer.json is missing")', input: () => ({ kind: 'cli', argv: ['margins', '--model', 'MODELFILE', '--prompt', 'Once', '--good', ' a', '--bad', ' b'] }), expect: { error: /model\.safetensors is a file, not a folder: give the folder that holds the model's files/ } },
+  saeCase('d-sae-1e400', 'cfg.json d_sae 1e400 (was reported as "got null")', { 'cfg.json': cfgWith(JR, { d_sae: 123456789 }).replace('123456789', '1e400') }, /"d_sae" must be a positive integer \(got Infinity, not a finite number\)/),
+  saeCase('hook-disagrees', 'a hook given beside a SAELens cfg.json naming another (was silently ignored)', { 'params.npz': null }, /cfg\.json names the hook blocks\.2\.hook_resid_post, but blocks\.1\.hook_resid_post was given/, { hook: 'blocks.1.hook_resid_post' }),
+  saeCase('npz-hook-disagrees', 'a hook given for a params.npz whose cfg.json names another', npzOnly(saeFileMap(JR).get('params.npz')!, true), /cfg\.json names the hook blocks\.2\.hook_resid_post, but blocks\.3\.hook_resid_post was given/, { path: 'params.npz', hook: 'blocks.3.hook_resid_post' }),
+  { id: 'sae/hook-agrees', what: 'the same hook as cfg.json given (control case)', input: () => ({ kind: 'sae', files: saeFileMap(JR, { 'params.npz': null }), hook: HOOK }), expect: { ok: 'loads at blocks.2.hook_resid_post', check: (r) => isSaeCfg(r) && r.hookName === HOOK } },
+
+  // ------------------------------------------------------------------ files that say two things (kind 6)
+  { id: 'experiment/duplicate-prompt', what: 'an experiment with "prompt" twice (the last won silently)', input: () => ({ kind: 'experiment', text: dupExp('prompt', 'The cat') }), expect: { error: /the experiment names "prompt" twice/ } },
+  { id: 'experiment/duplicate-nested', what: 'an experiment with "dModel" twice inside vectors[0]', input: () => ({ kind: 'experiment', text: expText().replace('"dModel":64', '"dModel":64,"dModel":32') }), expect: { error: /names "vectors\[0\]\.dModel" twice/ } },
+  { id: 'experiment/duplicate-cli', what: 'an experiment with "prompt" twice, through the runner', input: () => ({ kind: 'cli', argv: MARGINS_EXP, experiment: dupExp('prompt', 'The cat') }), expect: { error: /--experiment .*: the experiment names "prompt" twice/ } },
+  { id: 'experiment/version-string', what: 'version "2" as a string (was "Invalid input")', input: () => ({ kind: 'experiment', text: expText((e) => { e.version = '2'; }) }), expect: { error: /"version" is "2" \(a string\); a number 1–\d is expected/ } },
+  { id: 'experiment/version-zero', what: 'version 0', input: () => ({ kind: 'experiment', text: expText((e) => { e.version = 0; }) }), expect: { error: /"version" is 0; a number 1–\d is expected/ } },
+  { id: 'experiment/vector-float32-overflow', what: 'a vector value 1e39 (finite JSON, infinite as float32)', input: () => ({ kind: 'experiment', text: expText((e) => { (e.vectors as { values: number[] }[])[0].values = V64.map((x, i) => (i === 3 ? 1e39 : x)); }) }), expect: { error: /vectors\[0\]\.values\[3\]: is 1e\+39, beyond the float32 range/ } },
+  { id: 'experiment/utf16', what: 'an experiment file saved as UTF-16', input: () => ({ kind: 'experiment', text: asUtf16(expText()) }), expect: { error: /the experiment file is not UTF-8 .*UTF-16/ } },
+  { id: 'values/duplicate-header', what: 'a values CSV with "good" twice in the header (the first column was dropped)', input: () => ({ kind: 'values', name: 'v.csv', text: 'name,good,place,good\nTom, a,park, b\n' }), expect: { error: /the header names the column "good" twice \(columns 2 and 4\)/ } },
+  { id: 'values/duplicate-tsv-header', what: 'a values TSV with a repeated column', input: () => ({ kind: 'values', name: 'v.tsv', text: 'name\tname\nTom\tAnn\n' }), expect: { error: /names the column "name" twice/ } },
+  { id: 'values/duplicate-jsonl-key', what: 'a JSON Lines row with "name" twice', input: () => ({ kind: 'values', name: 'v.jsonl', text: '{"name":"Tom","name":"Ann"}\n' }), expect: { error: /values line 1 names "name" twice/ } },
+  { id: 'values/utf16-bom', what: 'a values CSV saved as UTF-16 with a BOM (read as mojibake, "no column")', input: () => ({ kind: 'values', name: 'v.csv', text: asUtf16('name,good\nTom, a\n') }), expect: { error: /values: the table is not UTF-8 \(it starts with a UTF-16 byte-order mark\)/ } },
+  { id: 'labelled/utf16-bom', what: 'a probe set CSV saved as UTF-16 (was "no {prompt} column")', input: () => ({ kind: 'labelled', name: 'set.csv', text: asUtf16('prompt,label\nhappy,1\nsad,0\n') }), expect: { error: /set\.csv is not UTF-8 \(it starts with a UTF-16 byte-order mark\); it looks like UTF-16/ } },
+  { id: 'labelled/utf16-no-bom', what: 'a probe set CSV saved as UTF-16 without a BOM (NUL between letters)', input: () => ({ kind: 'labelled', name: 'set.csv', text: asUtf16('prompt,label\nhappy,1\nsad,0\n', false) }), expect: { error: /set\.csv is not UTF-8 \(\d+ of its first \d+ characters are NUL/ } },
+  { id: 'labelled/duplicate-header', what: 'a probe set CSV with "label" twice in the header', input: () => ({ kind: 'labelled', name: 'set.csv', text: 'text,label,label\nhappy,1,0\nsad,0,1\n' }), expect: { error: /set\.csv: the header names the column "label" twice \(columns 2 and 3\)/ } },
+  { id: 'labelled/duplicate-key', what: 'a probe set JSON with "positive" twice', input: () => ({ kind: 'labelled', name: 'set.json', text: '{"positive":["a","b"],"negative":["c","d"],"positive":["e","f"]}' }), expect: { error: /set\.json names "positive" twice/ } },
+  { id: 'vector/json-duplicate', what: 'a .json vector file with "vector" twice', input: () => ({ kind: 'vector', name: 'v.json', bytes: text(`{"vector":${JSON.stringify(V64)},"vector":${JSON.stringify(ONES64)}}`) }), expect: { error: /v\.json names "vector" twice/ } },
+
+  // ------------------------------------------------------------------ degenerate studies (kind 7)
+  { id: 'probe/same-prompts', what: 'a probe whose two classes are the same prompts (printed accuracy 0, AUROC 0)', input: () => ({ kind: 'probe', positive: ['Once upon a time', 'The cat sat', 'A dog ran'], negative: ['A dog ran', 'Once upon a time', 'The cat sat'] }), expect: { error: /the positive and negative sets hold the same 3 distinct prompts: a probe needs two classes that differ/ }, withinMs: 2000 },
+  { id: 'probe/same-prompts-repeated', what: 'the same two prompts, one repeated, in both classes', input: () => ({ kind: 'probe', positive: ['Once upon a time', 'The cat sat'], negative: ['Once upon a time', 'The cat sat', 'Once upon a time'] }), expect: { error: /hold the same 2 distinct prompts/ } },
+  { id: 'probe/indistinguishable', what: 'different prompts read at position 0 (BOS): identical activations in both classes at every layer', input: () => ({ kind: 'probe', positive: ['Once upon a time', 'The cat sat'], negative: ['A dog ran', 'She was happy'], position: 0 }), expect: { error: /the two classes are indistinguishable: at every layer each positive example's activation equals a negative example's/ } },
+  { id: 'probe/ok', what: 'two different classes (control case)', input: () => ({ kind: 'probe', positive: ['Lily was happy', 'Tom was glad', 'The sun was bright'], negative: ['Lily was sad', 'Tom was angry', 'The rain was cold'] }), expect: { ok: 'accuracies in [0, 1] at every layer', check: (r) => isObj(r) && Array.isArray(r.accuracy) && (r.accuracy as number[]).every((a) => a >= 0 && a <= 1) } },
+
+  // ------------------------------------------------------------------ CI apt source (kind 9)
+  { id: 'ci/deb822', what: '.ci/run derives the backports host from a deb822 debian.sources (as Debian 12 ships it)', input: () => ({ kind: 'ci', files: { 'sources.list.d/debian.sources': DEB822 }, suite: 'bookworm' }), expect: { ok: 'the URI of the stanza whose Suites hold bookworm', check: (r) => r === 'http://mirror.example/debian' } },
+  { id: 'ci/one-line', what: '.ci/run reads a one-line sources.list with [options]', input: () => ({ kind: 'ci', files: { 'sources.list': '# comment\ndeb [signed-by=/usr/share/keyrings/k.gpg arch=amd64] http://mirror.example/debian bookworm main\n' }, suite: 'bookworm' }), expect: { ok: 'the one-line source\'s URI', check: (r) => r === 'http://mirror.example/debian' } },
+  { id: 'ci/no-source', what: '.ci/run with only a security source for the release: no mirror to derive', input: () => ({ kind: 'ci', files: { 'sources.list.d/debian.sources': DEB822.split('\n\n')[1] }, suite: 'bookworm' }), expect: { error: /no apt source for the suite bookworm/ } },
+  { id: 'ci/disabled-file', what: '.ci/run ignores a disabled sources file (not .list / .sources)', input: () => ({ kind: 'ci', files: { 'sources.list.d/other.sources.disabled': DEB822 }, suite: 'bookworm' }), expect: { error: /no apt source for the suite bookworm/ } },
 ];
 
 /** The runner's argument cases of issue #28: strict flags, typed values, checks against the model's config. */

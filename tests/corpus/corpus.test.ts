@@ -17,8 +17,11 @@ describe('bad-input corpus', () => {
   });
   for (const c of CASES) {
     it(`${c.id}: ${c.what} → ${'error' in c.expect ? `refused (${c.expect.error.source.slice(0, 60)}…)` : c.expect.ok}`, async () => {
+      const t0 = performance.now();
       const o = await runInput(c.input());
+      const ms = performance.now() - t0;
       expect(judge(c, o)).toBe(true);
+      if (c.withinMs !== undefined) expect(ms, `answered in ${ms.toFixed(0)} ms`).toBeLessThan(c.withinMs);
       counts[o.ok ? 'result' : 'refused']++;
       const area = c.id.split('/')[0];
       areas.set(area, (areas.get(area) ?? 0) + 1);

@@ -51,3 +51,24 @@ export function replaceAscii(b: Uint8Array, from: string, to: string): Uint8Arra
   }
   throw new Error(`"${from}" not found`);
 }
+
+/** Offset of the value of metadata key `key` (after its u32 value type) and that type. */
+function metaValue(b: Uint8Array, key: string): { at: number; type: number } {
+  const k = new TextEncoder().encode(key);
+  for (let i = 8; i + k.length + 4 <= b.length; i++) {
+    if (b.subarray(i, i + k.length).every((x, j) => x === k[j]) && new DataView(b.buffer, b.byteOffset + i - 8, 8).getBigUint64(0, true) === BigInt(k.length)) {
+      const at = i + k.length;
+      return { at: at + 4, type: new DataView(b.buffer, b.byteOffset + at, 4).getUint32(0, true) };
+    }
+  }
+  throw new Error(`no metadata key ${key}`);
+}
+
+/** Sets a numeric metadata value (UINT32 or FLOAT32, as the file stores it). */
+export function setMeta(b: Uint8Array, key: string, v: number): Uint8Array {
+  const { at, type } = metaValue(b, key), dv = new DataView(b.buffer, b.byteOffset);
+  if (type === 4) dv.setUint32(at, v, true);
+  else if (type === 6) dv.setFloat32(at, v, true);
+  else throw new Error(`metadata ${key} has type ${type}`);
+  return b;
+}

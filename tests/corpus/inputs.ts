@@ -29,8 +29,24 @@ export type CaseInput =
   | { kind: 'sae'; files: FileMap; path?: string; hook?: string;
       /** The memory budget left, as the worker and the runner pass it to readSae (default: no bound). */
       maxBytes?: number }
-  /** The command-line runner, in process (cli/main.ts main(argv)); MODEL in argv is replaced by stories260K's path, NOMODEL by a folder that does not exist, FOLDER[/file] by the folder's (files). */
-  | { kind: 'cli'; argv: string[]; folder?: FileMap };
+  /**
+   * The command-line runner, in process (cli/main.ts main(argv)); in argv MODEL is replaced by
+   * stories260K's path, NOMODEL by a folder that does not exist, MODELFILE by its model.safetensors,
+   * FOLDER[/file] by `folder` written to a temp dir (or a file of it), EXPERIMENT by `experiment` written to a temp file.
+   */
+  | { kind: 'cli'; argv: string[]; folder?: FileMap; experiment?: string }
+  /** A GET of the dev/preview server's golden-data middleware (tools/golden_data.ts) over a temp shared root holding models/ok.txt and the sibling folder models-private/secret.txt; the body of a 200, else an error "HTTP <status>". */
+  | { kind: 'http'; url: string }
+  /** An experiment file's text: readExperiment. */
+  | { kind: 'experiment'; text: string }
+  /** A batch values table: parseValues with the format of `name`. */
+  | { kind: 'values'; name: string; text: string }
+  /** A labelled prompt set file: parseLabelledSet. */
+  | { kind: 'labelled'; name: string; text: string }
+  /** Linear probes on stories260K (probeLayers) over two prompt sets. */
+  | { kind: 'probe'; positive: string[]; negative: string[]; position?: 'last' | number }
+  /** .ci/run's apt-source derivation (`.ci/run --distro-uri SUITE`) over a temp /etc/apt holding `files`. */
+  | { kind: 'ci'; files: Record<string, string>; suite: string };
 
 /** What a case must produce. */
 export type Expected =
@@ -48,6 +64,8 @@ export interface BadInputCase {
   expect: Expected;
   /** Also run through the UI (the representative third, e2e/bad_input_corpus.spec.ts). */
   ui?: boolean;
+  /** The outcome must come within this many milliseconds (a refusal before expensive work). */
+  withinMs?: number;
 }
 
 /** The prompt every loaded model variant is analysed on. */

@@ -16,6 +16,14 @@ import { doseResponse } from '../../workers/engine/studies/sweep';
 import { readSae } from '../../workers/engine/sae/files';
 import { Sae } from '../../workers/engine/sae/sae';
 import { main } from '../../cli/main';
+import * as http from 'node:http';
+import { execFileSync } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { goldenDataHandler } from '../../tools/golden_data';
+import { readExperiment } from '../../workers/engine/experiment';
+import { formatOfName, parseValues } from '../../workers/engine/studies/batch/values';
+import { parseLabelledSet } from '../../workers/engine/io/prompt_set';
+import { probeLayers } from '../../workers/engine/studies/probe';
 import { sharedPath } from '../shared';
 import { CORPUS_PROMPT, type BadInputCase, type CaseInput } from './inputs';
 
@@ -33,14 +41,22 @@ function specs(e: Engine, list: unknown[] | undefined, nPrompt: number, maxNewTo
 }
 
 /** The command-line runner in process: stdout/stderr captured, the exit code checked. */
-async function runCli(argv: string[], folder?: Map<string, Uint8Array>): Promise<unknown> {
+async function runCli(argv: string[], folder?: Map<string, Uint8Array>, experiment?: string): Promise<unknown> {
   let dir: string | null = null;
+  if (folder || experiment !== undefined) dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-corpus-'));
   if (folder) {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-corpus-'));
-    fs.mkdirSync(path.join(dir, 'model'));
-    for (const [f, b] of folder) fs.writeFileSync(path.join(dir, 'model', f), b);
+    fs.mkdirSync(path.join(dir!, 'model'));
+    for (const [f, b] of folder) fs.writeFileSync(path.join(dir!, 'model', f), b);
   }
-  const args = argv.map((a) => (a === 'MODEL' ? sharedPath('models', 'stories260K') : a === 'NOMODEL' ? path.join(os.tmpdir(), 'bp-no-such-model') : a === 'FOLDER' ? path.join(dir!, 'model') : a.startsWith('FOLDER/') ? path.join(dir!, 'model', a.slice('FOLDER/'.length)) : a));
+  if (experiment !== undefined) fs.writeFileSync(path.join(dir!, 'experiment.json'), experiment);
+  const swap: Record<string, () => string> = {
+    MODEL: () => sharedPath('models', 'stories260K'),
+    MODELFILE: () => sharedPath('models', 'stories260K', 'model.safetensors'),
+    FOLDER: () => path.join(dir!, 'model'),
+    EXPERIMENT: () => path.join(dir!, 'experiment.json'),
+    NOMODEL: () => path.join(os.tmpdir(), 'bp-no-such-model'),
+  };
+  const args = argv.map((a) => swap[a]?.() ?? (a.startsWith('FOLDER/') ? path.join(dir!, 'model', a.slice('FOLDER/'.length)) : a));
   let out = '', err = '';
   const ow = process.stdout.write.bind(process.stdout), ew = process.stderr.write.bind(process.stderr);
   process.stdout.write = ((s: string) => { out += s; return true; }) as typeof process.stdout.write;
@@ -55,6 +71,31 @@ async function runCli(argv: string[], folder?: Map<string, Uint8Array>): Promise
   }
   if (code !== 0) throw new Error(err.replace(/^error: /, '').trim());
   return JSON.parse(out);
+}
+
+/**
+ * A GET through the golden-data middleware on a real HTTP server, over a temp shared root with
+ * models/ok.txt and a sibling folder models-private/secret.txt (and an empty public/).
+ */
+async function getGolden(url: string): Promise<string> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-shared-'));
+  for (const [f, t] of [['shared/models/ok.txt', 'ok'], ['shared/models-private/secret.txt', 'SECRET'], ['public/.keep', '']]) {
+    fs.mkdirSync(path.dirname(path.join(root, f)), { recursive: true });
+    fs.writeFileSync(path.join(root, f), t);
+  }
+  const handler = goldenDataHandler(path.join(root, 'shared'), path.join(root, 'public'));
+  const server = http.createServer((req, res) => handler(req, res, () => { res.statusCode = 404; res.end('not golden data'); }));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${url}`);
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${body}`);
+    return body;
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 }
 
 /** Runs the input; never throws (a thrown error becomes { ok: false, message }). */
@@ -113,7 +154,31 @@ async function run(input: CaseInput): Promise<unknown> {
       return sae.cfg;
     }
     case 'cli':
-      return runCli(input.argv, input.folder);
+      return runCli(input.argv, input.folder, input.experiment);
+    case 'http':
+      return getGolden(input.url);
+    case 'experiment':
+      return readExperiment(input.text);
+    case 'values':
+      return parseValues(input.text, formatOfName(input.name) ?? undefined);
+    case 'labelled':
+      return parseLabelledSet(input.name, input.text);
+    case 'probe':
+      return probeLayers(await baseEngine(), { positive: input.positive, negative: input.negative, position: input.position });
+    case 'ci': {
+      const etc = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-apt-'));
+      try {
+        for (const [f, t] of Object.entries(input.files)) {
+          fs.mkdirSync(path.dirname(path.join(etc, f)), { recursive: true });
+          fs.writeFileSync(path.join(etc, f), t);
+        }
+        const out = execFileSync('bash', [path.join(import.meta.dirname, '..', '..', '.ci', 'run'), '--distro-uri', input.suite], { env: { ...process.env, APT_ETC: etc }, encoding: 'utf8' }).trim();
+        if (!out) throw new Error(`no apt source for the suite ${input.suite}`);
+        return out;
+      } finally {
+        fs.rmSync(etc, { recursive: true, force: true });
+      }
+    }
   }
 }
 

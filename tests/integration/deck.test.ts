@@ -8,6 +8,7 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { resolveInterventions } from '../../workers/engine/studies/resolve_interventions';
 import { doseResponse } from '../../workers/engine/studies/sweep';
 import { sharedPath } from '../shared';
+import { compareModels } from '../../workers/engine/studies/compare';
 
 /**
  * The poster deck (public/experiments/deck.json, written by tools/make_deck.ts) claims effects on
@@ -31,6 +32,7 @@ describe('the poster deck shows real effects on stories260K', () => {
   it('has 4–6 experiments on the bundled model, each with a title and a note', () => {
     expect(exps.length).toBeGreaterThanOrEqual(4);
     expect(exps.length).toBeLessThanOrEqual(6);
+    expect(exps.filter((e) => e.modelB).map((e) => e.modelB)).toEqual([{ kind: 'bundled', name: 'stories260K-happy-ft' }]);
     for (const e of exps) {
       expect(e.model).toEqual({ kind: 'bundled', name: 'stories260K' });
       expect(e.title && e.note).toBeTruthy();
@@ -70,5 +72,22 @@ describe('the poster deck shows real effects on stories260K', () => {
     const rate = Array.from(a.sinks.sinkRate);
     expect(rate[rate.length - 1]).toBeGreaterThanOrEqual(0.25);
     for (let l = 0; l < rate.length - 1; l++) expect(rate[l]).toBeLessThan(rate[rate.length - 1]);
+  });
+
+  it('base vs fine-tune: Δ(happy − sad) +0.7 in A and +8.1 in B; only block 3\'s MLP weights differ; B\'s block-3 mlp_out patched into A gives r = 1, r = 0 upstream', async () => {
+    const e = exps.find((x) => x.view.name === 'compare')!;
+    const b = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K-happy-ft')), new CpuBackend());
+    try {
+      const c = await compareModels(engine, b, { ...req(e), hooks: ['resid_pre', 'attn_out', 'mlp_out'], reverse: false });
+      const T = c.sides.a.ids.length;
+      expect(c.sides.a.finalMargin[T - 1]).toBeCloseTo(0.7, 1);
+      expect(c.sides.b.finalMargin[T - 1]).toBeCloseTo(8.1, 1);
+      for (const [m, v] of c.weights.modules) for (let l = 0; l < v.length; l++) expect(v[l] !== 0, `${m} ${l}`).toBe(l === 3 && ['gate', 'up', 'down'].includes(m));
+      const mlp = c.crossPatch.get('mlp_out')!.layerRecovery;
+      expect(mlp[3]).toBeCloseTo(1, 5);
+      for (const h of ['resid_pre', 'attn_out', 'mlp_out'] as const) for (let l = 0; l < 3; l++) expect(Math.abs(c.crossPatch.get(h)!.layerRecovery[l])).toBeLessThan(1e-6);
+    } finally {
+      b.dispose();
+    }
   });
 });

@@ -66,7 +66,7 @@ describe('probes on stories260K (public/probes/he_she.json)', () => {
     }
   });
 
-  it('positions at the ends of a prompt: T − 1 and −T are read, T, −T − 1 and 1.5 are refused; defaults echoed', async () => {
+  it('positions at the ends of a prompt: T − 1 and 1 − T are read, T, −T − 1 and 1.5 are refused, and 0 = −T (BOS in every prompt: classes indistinguishable, issue 28) too; defaults echoed', async () => {
     const set = { positive: ['Tom ran.', 'Ben sat.'], negative: ['Sam sat.', 'Mom ran.'] };
     const T = e.encodePrompt({ prompt: 'Tom ran.' }).length;
     expect(set.positive.concat(set.negative).map((p) => e.encodePrompt({ prompt: p }).length)).toEqual([T, T, T, T]);
@@ -74,8 +74,9 @@ describe('probes on stories260K (public/probes/he_she.json)', () => {
     expect(last.readPositions).toEqual([T - 1, T - 1, T - 1, T - 1]);
     expect([last.classes, last.seed, last.l2, last.position]).toEqual([['negative', 'positive'], 0, 1, T - 1]);
     expect((await probeLayers(e, { ...set })).directions).toEqual(last.directions); // 'last' is T − 1
-    expect((await probeLayers(e, { ...set, position: -T })).readPositions).toEqual([0, 0, 0, 0]);
-    expect((await probeLayers(e, { ...set, position: 0 })).readPositions).toEqual([0, 0, 0, 0]);
+    expect((await probeLayers(e, { ...set, position: 1 - T })).readPositions).toEqual([1, 1, 1, 1]);
+    await expect(probeLayers(e, { ...set, position: -T })).rejects.toThrow('the two classes are indistinguishable');
+    await expect(probeLayers(e, { ...set, position: 0 })).rejects.toThrow('the two classes are indistinguishable');
     await expect(probeLayers(e, { ...set, position: T })).rejects.toThrow(`probe position ${T} is outside the ${T} tokens of “Tom ran.”`);
     await expect(probeLayers(e, { ...set, position: -T - 1 })).rejects.toThrow(`probe position ${-T - 1} is outside the ${T} tokens of “Tom ran.”`);
     await expect(probeLayers(e, { ...set, position: 1.5 })).rejects.toThrow("probe position 1.5 is not 'last' or an integer token index");

@@ -30,3 +30,20 @@ describe('the bundled default model', () => {
     expect(stories?.bytes).toBe(stories?.files.reduce((s, f) => s + fs.statSync(path.join(PUBLIC_MODELS, 'stories260K', f.path)).size, 0));
   });
 });
+
+describe('the bundled fine-tune stories260K-happy-ft (the Compare view from a link)', () => {
+  it('is byte-identical to ../shared/models/stories260K-happy-ft for every file, finetune.json included', () => {
+    for (const f of ['config.json', 'finetune.json', 'generation_config.json', 'model.safetensors', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']) {
+      const mine = fs.readFileSync(path.join(PUBLIC_MODELS, 'stories260K-happy-ft', f));
+      expect(mine.equals(fs.readFileSync(sharedPath('models', 'stories260K-happy-ft', f))), f).toBe(true);
+    }
+    const listed = sums(path.join(PUBLIC_MODELS, 'stories260K-happy-ft', 'SHA256SUMS'));
+    for (const [f, h] of listed) expect(crypto.createHash('sha256').update(fs.readFileSync(path.join(PUBLIC_MODELS, 'stories260K-happy-ft', f))).digest('hex'), f).toBe(h);
+  });
+
+  it('is listed by the manifest as MIT, beside stories260K', () => {
+    const models = scanBundledModels(PUBLIC_MODELS);
+    expect(models.map((m) => m.name)).toEqual(['stories260K', 'stories260K-happy-ft']);
+    expect(models[1].licence).toBe('MIT');
+  });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import LZString from 'lz-string';
 import { ExperimentError, experimentSpecs, parseExperiment, readExperiment } from '../../workers/engine/experiment';
-import { experimentFromHash, experimentHash, MAX_HASH_CHARS } from '../../app/lib/experiment_state';
+import { experimentFromHash, experimentHash, MAX_HASH_CHARS, modelBOf } from '../../app/lib/experiment_state';
 
 const base = {
   format: 'branchpoint-experiment', version: 1, model: { kind: 'bundled', name: 'stories260K' },
@@ -23,10 +23,10 @@ describe('experiment file (docs/experiment-format.md)', () => {
   });
 
   it('refuses a newer version by number, and names each invalid field', () => {
-    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 2/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 7 }))).toMatch(/^version: .*format version 7; this app reads version 3/);
     expect(kindOf(() => readExperiment('{"format": "branchpoint-experiment", '))).toMatch(/^corrupt: /);
-    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\.0\.type/);
-    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\.0\.vector: refers to vector 2 but the file has 0/);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'shove' }] }))).toMatch(/^invalid: .*interventions\[0\]\.type/);
+    expect(kindOf(() => parseExperiment({ ...base, interventions: [{ hook: 'blocks.1.hook_resid_post', type: 'add', vector: 2 }] }))).toMatch(/interventions\[0\]\.vector: refers to vector 2 but the file has 0/);
     expect(kindOf(() => parseExperiment({ ...base, vectors: [{ ...vec(0, [1, 2]), dModel: 3 }] }))).toMatch(/values must have dModel entries/);
     expect(kindOf(() => parseExperiment({ ...base, format: 'something-else' }))).toMatch(/^invalid: not a Branchpoint experiment/);
   });
@@ -52,7 +52,7 @@ describe('experiment file (docs/experiment-format.md)', () => {
     expect(e.interventions[0].sae).toEqual({ index: 0, feature: 17 });
     expect(experimentFromHash(experimentHash(e).hash)).toEqual(e);
     expect(() => experimentSpecs(e)).toThrow(/intervention #1: clamps feature 17 of the SAE at org\/saes\/layer_2\/relu; the runner does not load SAEs/);
-    expect(kindOf(() => parseExperiment({ ...base, version: 2, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'add', sae: { index: 1, feature: 0 } }] }))).toMatch(/interventions\.0\.sae: refers to SAE 1 but the file has 0/);
+    expect(kindOf(() => parseExperiment({ ...base, version: 2, interventions: [{ hook: 'blocks.2.hook_resid_post', type: 'add', sae: { index: 1, feature: 0 } }] }))).toMatch(/interventions\[0\]\.sae: refers to SAE 1 but the file has 0/);
     expect(parseExperiment(base).saes).toEqual([]);
     expect(parseExperiment(base).interventions).toEqual([]);
   });
@@ -77,5 +77,19 @@ describe('experiment file (docs/experiment-format.md)', () => {
     expect(kindOf(() => experimentFromHash('#x=%%%not-lz'))).toMatch(/^corrupt: the link is damaged/);
     expect(experimentFromHash('#somewhere-else')).toBeNull();
     expect(LZString.decompressFromEncodedURIComponent(hash.slice(3))).toContain('"branchpoint-experiment"');
+  });
+
+  it('version 3 carries model B (the Compare view) through a file and a link; version 1 and 2 files read without one', () => {
+    const v3 = parseExperiment({ ...base, version: 3, modelB: { kind: 'bundled', name: 'stories260K-happy-ft' }, view: { name: 'compare' } });
+    expect(v3.modelB).toEqual({ kind: 'bundled', name: 'stories260K-happy-ft' });
+    expect(experimentFromHash(experimentHash(v3).hash)?.modelB).toEqual({ kind: 'bundled', name: 'stories260K-happy-ft' });
+    expect(parseExperiment({ ...base, version: 2 }).modelB).toBeUndefined();
+    expect(parseExperiment(base).modelB).toBeUndefined();
+    expect(kindOf(() => parseExperiment({ ...base, version: 3, modelB: { kind: 'bundled', name: '' } }))).toMatch(/^invalid: .*modelB\.name/);
+    // the app writes it from the source model B was loaded from (a Hub token never)
+    expect(modelBOf({ modelB: null }, ['stories260K'])).toEqual({});
+    const b = { label: 'x', options: {}, status: 'ready' as const, info: null, progress: null };
+    expect(modelBOf({ modelB: { ...b, source: { kind: 'url', url: 'http://h/models/stories260K-happy-ft/', label: 'stories260K-happy-ft' } } }, ['stories260K', 'stories260K-happy-ft'])).toEqual({ modelB: { kind: 'bundled', name: 'stories260K-happy-ft' } });
+    expect(modelBOf({ modelB: { ...b, source: { kind: 'hub', repo: 'o/n', revision: 'main', token: 'hf_secret' } } }, [])).toEqual({ modelB: { kind: 'hub', repo: 'o/n', revision: 'main' } });
   });
 });

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { hookInfo } from './model/hooks';
 import type { PositionSelector } from './model/intervention';
 import { ABLATE_MODES, INTERVENTION_TYPES, type InterventionSpec } from './steering/spec';
+import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from './io/strict_json';
 
 // No `new Function` probe or JIT-compiled parsers: the built site's CSP has no 'unsafe-eval'
 // (tools/csp.ts), and zod's probe is reported as a policy violation even though it is caught.
@@ -18,12 +19,15 @@ z.config({ jitless: true });
 export const EXPERIMENT_FORMAT = 'branchpoint-experiment';
 /**
  * The newest version this code reads and the one it writes. Version 2 added `view.selection` (the
- * token-strip selection) and the activations view's hook (`view.hook`) being written; version 1
- * files read as before (both absent).
+ * token-strip selection) and the activations view's hook (`view.hook`) being written; version 3
+ * added each vector's `alpha` (the α Apply and a heatmap click place it with) and `file` (the file
+ * it was imported from): every field the vector library shows. Version 1 and 2 files read as
+ * before (absent fields take their defaults: α 1, no file). Version 3 also added `modelB` (the
+ * second model of the Compare view; absent: none).
  */
-export const EXPERIMENT_VERSION = 2;
+export const EXPERIMENT_VERSION = 3;
 /** Every version this code reads. */
-export const EXPERIMENT_VERSIONS = [1, 2] as const;
+export const EXPERIMENT_VERSIONS = [1, 2, 3] as const;
 
 /** Why an experiment could not be read: 'corrupt' (not JSON / not decodable), 'version' (newer than this app), 'invalid' (schema). */
 export class ExperimentError extends Error {
@@ -40,9 +44,16 @@ const positions: z.ZodType<PositionSelector> = z.union([
   z.object({ start: int, end: int }),
 ]);
 
+/**
+ * A bundled model's name is a folder name under models/ (it becomes a path in the runner and a URL
+ * in the app): letters, digits, '.', '_', '-', not starting with '.'. Whether this copy ships it is
+ * checked against the bundled manifest where it is opened (bundledModelName).
+ */
+export const BUNDLED_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
 const model = z.discriminatedUnion('kind', [
   /** Shipped with the app under models/<name>/ (stories260K). */
-  z.object({ kind: z.literal('bundled'), name: z.string().min(1) }),
+  z.object({ kind: z.literal('bundled'), name: z.string().min(1).regex(BUNDLED_NAME, 'a bundled model is named by its folder under models/ (letters, digits, ".", "_", "-"; no "/" or "..")') }),
   /** A Hugging Face Hub repo at a revision, optionally through a mirror. */
   z.object({ kind: z.literal('hub'), repo: z.string().min(1), revision: z.string().min(1).default('main'), endpoint: z.string().optional() }),
   /** A folder served at a URL (self-hosted mirror prefix). */
@@ -68,8 +79,12 @@ const vector = z.object({
     head: int.optional(),
   }),
   createdAt: z.string().default(''),
+  /** The α Apply and a heatmap cell place it with (the library's α field; v3). Absent: 1. */
+  alpha: z.number().refine(Number.isFinite, 'must be finite').optional(),
+  /** The name of the file it was imported from (v3). */
+  file: z.string().optional(),
   /** [dModel] float32 values as JSON numbers; null when left out of a link that would be too long. */
-  values: z.array(z.number().refine(Number.isFinite, 'must be a finite number')).nullable(),
+  values: z.array(z.number().refine(Number.isFinite, 'must be a finite number').refine((x) => Number.isFinite(Math.fround(x)), { error: (i) => `is ${String(i.input)}, beyond the float32 range (±3.4e38): the vector is stored as float32` })).nullable(),
 }).refine((v) => v.values === null || v.values.length === v.dModel, { message: 'values must have dModel entries' });
 
 /**
@@ -142,6 +157,8 @@ export const experimentSchema = z.object({
   /** Optional one-line note of what to look at. */
   note: z.string().optional(),
   model,
+  /** Model B beside `model` (model A), compared with it in the Compare view (v3); absent: none. */
+  modelB: model.optional(),
   prompt: z.string(),
   chatTemplate: z.boolean().default(false),
   good: future,
@@ -166,6 +183,26 @@ export type ExperimentIntervention = Experiment['interventions'][number];
 export type ExperimentVector = Experiment['vectors'][number];
 export type ExperimentSae = Experiment['saes'][number];
 
+/** A schema path as written in the file: vectors[0].values[3]. */
+function issuePath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out = typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p);
+  return out;
+}
+
+/**
+ * The folder name of a bundled model the experiment names, when this copy ships it.
+ * @param shipped the bundled manifest's names (tools/bundled_models.ts; the app's virtual:bundled-models).
+ * @throws Error naming the model and the shipped ones otherwise — a name is never used as a path
+ *   unless it is one of the manifest's.
+ */
+export function bundledModelName(name: string, shipped: readonly string[]): string {
+  if (!shipped.includes(name)) {
+    throw new Error(`the experiment uses the bundled model ${JSON.stringify(name)}, which is not one of the bundled models (${shipped.join(', ') || 'none'}); pass --model`);
+  }
+  return name;
+}
+
 /**
  * Validates parsed JSON as an experiment (defaults filled in).
  * @throws ExperimentError: 'version' for a newer version (saying which), 'invalid' naming each bad field.
@@ -175,12 +212,17 @@ export function parseExperiment(json: unknown): Experiment {
   if (!o || typeof o !== 'object' || o.format !== EXPERIMENT_FORMAT) {
     throw new ExperimentError('invalid', `not a Branchpoint experiment (no "format": "${EXPERIMENT_FORMAT}")`);
   }
-  if (typeof o.version === 'number' && o.version > EXPERIMENT_VERSION) {
+  const [lo, hi] = [Math.min(...EXPERIMENT_VERSIONS), Math.max(...EXPERIMENT_VERSIONS)];
+  if (typeof o.version !== 'number' || !Number.isInteger(o.version) || o.version < lo) {
+    const what = o.version === undefined ? 'is missing' : `is ${JSON.stringify(o.version)}${typeof o.version === 'number' ? '' : ` (a ${o.version === null ? 'null' : Array.isArray(o.version) ? 'list' : typeof o.version})`}`;
+    throw new ExperimentError('invalid', `the experiment is not valid: "version" ${what}; a number ${lo}–${hi} is expected`);
+  }
+  if (o.version > EXPERIMENT_VERSION) {
     throw new ExperimentError('version', `this experiment was saved by a newer Branchpoint (format version ${o.version}; this app reads version ${EXPERIMENT_VERSION}). Open it with a newer copy of the app.`);
   }
   const r = experimentSchema.safeParse(json);
   if (!r.success) {
-    const issues = r.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`);
+    const issues = r.error.issues.slice(0, 5).map((i) => `${issuePath(i.path) || '(top)'}: ${i.message}`);
     throw new ExperimentError('invalid', `the experiment is not valid: ${issues.join('; ')}`);
   }
   return r.data;
@@ -188,14 +230,17 @@ export function parseExperiment(json: unknown): Experiment {
 
 /**
  * Reads an experiment from JSON text.
- * @throws ExperimentError 'corrupt' for text that is not JSON; else as parseExperiment.
+ * @throws ExperimentError 'corrupt' for text that is not JSON (or is UTF-16), 'invalid' for a key
+ *   named twice (refused as the safetensors reader refuses a tensor named twice); else as parseExperiment.
  */
 export function readExperiment(text: string): Experiment {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    assertUtf8Text(text, 'the experiment file');
+    json = parseStrictJson(text);
   } catch (e) {
-    throw new ExperimentError('corrupt', `the experiment is not valid JSON (${(e as Error).message})`);
+    if (e instanceof DuplicateKeyError) throw new ExperimentError('invalid', `the experiment ${e.message}`);
+    throw new ExperimentError('corrupt', e instanceof SyntaxError ? `the experiment is not valid JSON (${e.message})` : (e as Error).message);
   }
   return parseExperiment(json);
 }

@@ -7,6 +7,7 @@ import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { renderChatTemplate } from './chat_template';
 import { contextMessage } from './model/transformer';
 import { firstTokenWarning } from './analysis/future_overlap';
+import { MAX_PROMPT_CHARS, tokenCharBound } from './prompt_bound';
 
 /** A future as the user writes it. `text`: alternatives separated by "|" form a token set; a
  * multi-token alternative is a branch. `ids`: explicit token sequences (each a branch). */
@@ -47,6 +48,8 @@ export interface TokenizerAdapter {
   chatTemplate(): unknown;
   /** The special tokens' texts in tokenizer_config.json (bos_token, eos_token, …), as the template variables of apply_chat_template. */
   specialTokens(): Record<string, string>;
+  /** The most characters one token covers (prompt_bound.ts tokenCharBound), or null when the tokenizer gives no bound. */
+  readonly maxTokenChars?: number | null;
 }
 
 /** The special-token keys transformers.js's apply_chat_template passes to the template. */
@@ -59,7 +62,11 @@ function vocabularyEntries(v: Map<string, number> | Record<string, number>): [st
 
 /** The typed adapter over a transformers.js tokenizer. */
 export function adaptTokenizer(tokenizer: PreTrainedTokenizer): TokenizerAdapter {
+  // transformers.js keeps the parsed tokenizer.json on the instance (not in its types).
+  const tokenizerJson: unknown = (tokenizer as unknown as { _tokenizerJSON?: unknown })._tokenizerJSON;
+  const maxTokenChars = tokenCharBound(tokenizerJson);
   return {
+    maxTokenChars,
     encode: (text, addSpecialTokens) => tokenizer.encode(text, { add_special_tokens: addSpecialTokens }),
     decode: (ids, skipSpecialTokens) => tokenizer.decode([...ids], { skip_special_tokens: skipSpecialTokens }),
     vocabulary: () => vocabularyEntries(tokenizer.get_vocab()),
@@ -121,12 +128,32 @@ export class PromptCodec {
    */
   encodePrompt(p: PromptInput, opts: { anyLength?: boolean } = {}): number[] {
     if (typeof p.prompt !== 'string' || p.prompt.length === 0) throw new Error('the prompt is empty: type some text');
+    this.assertTextFits(p.prompt, 'the prompt');
     const { text, special } = this.promptText(p);
+    if (p.chatTemplate) this.assertTextFits(text, 'the prompt in its chat template');
     const ids = this.tokenizer.encode(text, special);
     if (ids.length === 0) throw new Error('the prompt is empty: type some text');
     const tooLong = this.promptTooLong(ids.length);
     if (tooLong && !opts.anyLength) throw new Error(tooLong);
     return ids;
+  }
+
+  /**
+   * Refuses, before any tokenising, a text that cannot fit the context by its length alone: more
+   * characters than context × the most characters one token covers (prompt_bound.ts, where the rule
+   * is argued), or than MAX_PROMPT_CHARS whatever the tokenizer. Applies with anyLength too: the
+   * display would tokenise megabytes for a prompt no run can take.
+   * @throws Error "the prompt: N characters are longer than the model's context of C tokens can hold (…); shorten it".
+   */
+  assertTextFits(text: string, what: string): void {
+    const per = this.tokenizer.maxTokenChars ?? null;
+    const ctx = this.model.contextLength;
+    const limit = per === null ? MAX_PROMPT_CHARS : Math.min(MAX_PROMPT_CHARS, ctx * per);
+    if (text.length <= limit) return;
+    const why = per !== null && ctx * per <= MAX_PROMPT_CHARS
+      ? `no token of this tokenizer covers more than ${per} characters, so the context of ${ctx} tokens holds at most ${limit} characters`
+      : `at most ${MAX_PROMPT_CHARS} characters are read`;
+    throw new Error(`${what}: ${text.length} characters are longer than the model's context of ${ctx} tokens can hold (${why}); shorten it`);
   }
 
   /** Why a prompt of `n` tokens cannot run ("the prompt: n tokens are longer than the model's context …; shorten it"), or null when it fits. */
@@ -159,7 +186,7 @@ export class PromptCodec {
   promptWarnings(p: PromptInput): string[] {
     const out: string[] = [...this.loadWarnings];
     const bos = this.model.bosTokenId;
-    if (bos !== null && !p.chatTemplate) {
+    if (bos !== null && !p.chatTemplate && this.fits(p.prompt)) {
       const bosText = this.tokenizer.decode([bos], false);
       const ids = this.tokenizer.encode(p.prompt, true);
       if (bosText && p.prompt.trimStart().startsWith(bosText) && ids[0] === bos && ids[1] === bos) {
@@ -167,6 +194,15 @@ export class PromptCodec {
       }
     }
     return out;
+  }
+
+  private fits(text: string): boolean {
+    try {
+      this.assertTextFits(text, '');
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** promptWarnings, then a warning when the futures' first tokens overlap (analysis/future_overlap.ts). */
@@ -218,6 +254,8 @@ export class PromptCodec {
       for (const alt of f.text.split('|')) {
         if (alt.length === 0) continue;
         const { text, special } = this.promptText(prompt);
+        this.assertTextFits(alt, name ? `the ${name} future` : 'a future');
+        this.assertTextFits(text + alt, name ? `the prompt plus the ${name} future` : 'the prompt plus a future');
         const full = this.tokenizer.encode(text + alt, special);
         const prefixOk = full && full.length > promptIds.length && promptIds.every((id, i) => full[i] === id);
         seqs.push(prefixOk ? full.slice(promptIds.length) : this.tokenizer.encode(alt, false));

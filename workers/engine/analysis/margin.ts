@@ -33,3 +33,8 @@ export function setMargins(gathered: Float32Array, cols: number[], good: number[
 export function rowMargin(logProbs: Float32Array, good: number[], bad: number[]): number {
   return logSumExp(good.map((i) => logProbs[i])) - logSumExp(bad.map((i) => logProbs[i]));
 }
+
+/** Δ of two first-token sets from one row of logits (the normaliser cancels: lse_A ℓ − lse_B ℓ). */
+export function logitMargin(row: ArrayLike<number>, good: readonly number[], bad: readonly number[]): number {
+  return logSumExp(good.map((i) => row[i])) - logSumExp(bad.map((i) => row[i]));
+}

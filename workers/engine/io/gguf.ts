@@ -13,6 +13,7 @@
  */
 import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
 import type { HFConfig, WeightSource } from '../arch/types';
+import { checkConfigNumber } from '../arch/config';
 import { fromF16Bits } from '../backend/f16';
 import { dequantise, fromGgmlBlocks, GGML_BLOCK_BYTES, permuteRows, QK, type QuantFormat, type QuantizedMatrix } from '../backend/quant';
 import type { ModelFiles } from './model_files';
@@ -103,7 +104,40 @@ export interface GgufCheckpoint {
   types: Record<string, number>;
 }
 
-/** A numeric metadata value (u32, u64 as bigint, f32). */
+/**
+ * The metadata key each derived config.json key comes from: errors about the config of a GGUF
+ * file name these (the file has no config.json).
+ */
+export const GGUF_CONFIG_KEYS: Readonly<Record<string, string>> = {
+  hidden_size: 'llama.embedding_length',
+  num_hidden_layers: 'llama.block_count',
+  intermediate_size: 'llama.feed_forward_length',
+  num_attention_heads: 'llama.attention.head_count',
+  num_key_value_heads: 'llama.attention.head_count_kv',
+  head_dim: 'llama.attention.key_length',
+  max_position_embeddings: 'llama.context_length',
+  rms_norm_eps: 'llama.attention.layer_norm_rms_epsilon',
+  rope_theta: 'llama.rope.freq_base',
+  bos_token_id: 'tokenizer.ggml.bos_token_id',
+  eos_token_id: 'tokenizer.ggml.eos_token_id',
+  vocab_size: 'token_embd.weight rows',
+};
+
+/**
+ * A message about the derived config rewritten to name the GGUF file and its metadata keys:
+ * `config.json "num_hidden_layers"` → `model.gguf metadata "llama.block_count"`, and every other
+ * quoted config key that has a metadata key.
+ */
+export function ggufConfigMessage(message: string, file: string): string {
+  return message
+    .replace(/config\.json(?=[ :])/g, `${file} metadata`)
+    .replace(/"(\w+)"/g, (m, k: string) => (GGUF_CONFIG_KEYS[k] ? `"${GGUF_CONFIG_KEYS[k]}"` : m));
+}
+
+/**
+ * A numeric metadata value (u32, u64 as bigint, f32), checked against the bounds of the config key
+ * it becomes (arch/config.ts CONFIG_BOUNDS) and named by its metadata key.
+ */
 function num(meta: Record<string, unknown>, key: string, file: string, fallback?: number): number {
   const v = meta[key];
   if (v === undefined) {
@@ -112,6 +146,14 @@ function num(meta: Record<string, unknown>, key: string, file: string, fallback?
   }
   const n = typeof v === 'bigint' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isFinite(n)) throw new GgufError(file, `metadata key "${key}" is ${String(v)}, not a number`);
+  const hf = Object.keys(GGUF_CONFIG_KEYS).find((k) => GGUF_CONFIG_KEYS[k] === key);
+  if (hf) {
+    try {
+      checkConfigNumber(hf, n);
+    } catch (e) {
+      throw new GgufError(file, ggufConfigMessage((e as Error).message, file).replace(`${file} metadata "${key}"`, `metadata key "${key}"`));
+    }
+  }
   return n;
 }
 
@@ -183,6 +225,7 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
   const nHeads = num(meta, 'llama.attention.head_count', label);
   const nKv = num(meta, 'llama.attention.head_count_kv', label, nHeads);
   const dModel = num(meta, 'llama.embedding_length', label);
+  if (meta['llama.attention.key_length'] === undefined && dModel % nHeads !== 0) throw new GgufError(label, `metadata key "llama.embedding_length" ${dModel} is not divisible by "llama.attention.head_count" ${nHeads} (and there is no "llama.attention.key_length")`);
   const dHead = num(meta, 'llama.attention.key_length', label, dModel / nHeads);
   const scaling = meta['llama.rope.scaling.type'];
   if (scaling !== undefined && scaling !== 'none') throw new GgufError(label, `llama.rope.scaling.type "${String(scaling)}" is not supported in GGUF imports`);

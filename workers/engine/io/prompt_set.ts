@@ -11,6 +11,17 @@
  * the negative class, label 0; the second the positive, label 1), and keep their names.
  */
 import Papa from 'papaparse';
+import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from './strict_json';
+
+/** JSON.parse refusing a key named twice, `where` naming the file (and line) in messages. */
+function strictJson(text: string, where: string): unknown {
+  try {
+    return parseStrictJson(text);
+  } catch (e) {
+    if (e instanceof DuplicateKeyError) throw new Error(`${where} ${e.message}`);
+    throw new Error(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+}
 
 export interface LabelledSet {
   positive: string[];
@@ -56,13 +67,9 @@ function labelText(v: unknown, where: string): string {
  */
 export function parseLabelledSet(file: string, text: string): LabelledSet {
   const ext = file.toLowerCase().match(/\.(jsonl|ndjson|json|csv)$/)?.[1];
+  if (ext) assertUtf8Text(text, file);
   if (ext === 'json') {
-    let o: Record<string, unknown>;
-    try {
-      o = JSON.parse(text) as Record<string, unknown>;
-    } catch (e) {
-      throw new Error(`${file}: not valid JSON (${(e as Error).message})`);
-    }
+    const o = strictJson(text, file) as Record<string, unknown>;
     if (typeof o !== 'object' || o === null || !checkTexts(o.positive) || !checkTexts(o.negative)) throw new Error(`${file}: expected {"positive": [texts], "negative": [texts]} with non-empty strings`);
     const classes = Array.isArray(o.classes) && o.classes.length === 2 && o.classes.every((c) => typeof c === 'string') ? (o.classes as [string, string]) : (['negative', 'positive'] as [string, string]);
     const position = o.position === 'last' || Number.isInteger(o.position) ? (o.position as 'last' | number) : undefined;
@@ -72,12 +79,7 @@ export function parseLabelledSet(file: string, text: string): LabelledSet {
     const rows: { text: string; label: string }[] = [];
     text.split(/\r?\n/).forEach((line, i) => {
       if (line.trim() === '') return;
-      let o: Record<string, unknown>;
-      try {
-        o = JSON.parse(line) as Record<string, unknown>;
-      } catch (e) {
-        throw new Error(`${file} line ${i + 1}: not valid JSON (${(e as Error).message})`);
-      }
+      const o = strictJson(line, `${file} line ${i + 1}`) as Record<string, unknown>;
       const t = o?.text ?? o?.prompt;
       if (typeof t !== 'string' || t === '') throw new Error(`${file} line ${i + 1}: needs a non-empty "text"`);
       rows.push({ text: t, label: labelText(o.label, `${file} line ${i + 1}`) });
@@ -89,6 +91,12 @@ export function parseLabelledSet(file: string, text: string): LabelledSet {
     const bad = parsed.errors.find((e) => e.type !== 'Delimiter');
     if (bad) throw new Error(`${file} row ${(bad.row ?? 0) + 2}: ${bad.message}`);
     const fields = parsed.meta.fields ?? [];
+    // papaparse renames a repeated header ("label" → "label_1"); a repeated name means two columns claim one role
+    const header = Papa.parse<string[]>(text, { preview: 1 }).data[0]?.map((h) => h.trim().toLowerCase()) ?? [];
+    header.forEach((h, j) => {
+      const first = header.indexOf(h);
+      if (first !== j) throw new Error(`${file}: the header names the column "${h}" twice (columns ${first + 1} and ${j + 1}); keep one`);
+    });
     const textCol = fields.includes('text') ? 'text' : fields.includes('prompt') ? 'prompt' : null;
     if (!textCol || !fields.includes('label')) throw new Error(`${file}: the header needs a "text" (or "prompt") column and a "label" column (found ${fields.map((f) => JSON.stringify(f)).join(', ') || 'none'})`);
     const rows = parsed.data.map((r, i) => {

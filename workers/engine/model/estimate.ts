@@ -198,3 +198,25 @@ function describeTensor(name: string): string {
   if (/(lm_head|embed_out)\.weight$/.test(name)) return `the unembedding matrix (${name})`;
   return `tensor ${name}`;
 }
+
+/**
+ * Whether two models fit side by side (model comparison: A and B each on its own backend, drawing
+ * on the same device memory): the one being loaded (`adding`) has its largest buffer judged
+ * against the buffer limits as judge() does, and the two totals together against the one memory
+ * budget. The reason names both models' needs, their sum and the budget.
+ * @param a model A's estimate, b model B's; the one not being added may be null (unknown: the
+ *   other is judged alone).
+ */
+export function judgePair(a: MemoryEstimate | null, b: MemoryEstimate | null, limits: DeviceLimits, adding: 'A' | 'B'): Verdict {
+  const added = (adding === 'A' ? a : b)!;
+  const other = adding === 'A' ? b : a;
+  const alone = judge(added, limits);
+  if (!alone.fits || !a || !b) return alone;
+  const sum = a.totalBytes + b.totalBytes;
+  const parts = `model A ${a.label} ${formatBytes(a.totalBytes)} + model B ${b.label} ${formatBytes(b.totalBytes)} = ${formatBytes(sum)}`;
+  if (sum > limits.memoryBudget) {
+    const fix = adding === 'B' ? 'Load a smaller model B or smaller weight storage (Q8_0 / Q4_0), or load anyway' : `Unload model B (${other!.label}) first, use smaller weight storage, or load anyway`;
+    return { fits: false, estimate: added, reason: `models A and B together do not fit: ${parts}; ${limits.device} allows ${formatBytes(limits.memoryBudget)}. ${fix}` };
+  }
+  return { fits: true, estimate: added, reason: `both fit: ${parts} of ${formatBytes(limits.memoryBudget)} on ${limits.device}` };
+}

@@ -6,7 +6,7 @@ import { packF16, unpackF16 } from '../backend/f16';
 import { quantise, type QuantFormat } from '../backend/quant';
 import { isQuantFormat, quantisedTensor } from './quant_storage';
 import { openCheckpoint } from '../io/checkpoint';
-import { GGUF_FILE, openGguf } from '../io/gguf';
+import { GGUF_FILE, ggufConfigMessage, openGguf } from '../io/gguf';
 import { RateMeter } from '../io/download';
 import { readJson, type ModelFiles } from '../io/model_files';
 import { DEFAULT_CONTEXT_LENGTH, Transformer } from './transformer';
@@ -73,6 +73,17 @@ export async function isGgufFolder(files: ModelFiles): Promise<boolean> {
   return !(await files.has('model.safetensors')) && !(await files.has('model.safetensors.index.json')) && (await files.has(GGUF_FILE));
 }
 
+/**
+ * Refuses a folder holding two checkpoints: model.gguf beside model.safetensors (or a sharded
+ * index) — possibly two different models; loading either silently would be a guess.
+ * @throws Error naming both files.
+ */
+export async function refuseTwoCheckpoints(files: ModelFiles): Promise<void> {
+  if (!(await files.has(GGUF_FILE))) return;
+  const st = (await files.has('model.safetensors')) ? 'model.safetensors' : (await files.has('model.safetensors.index.json')) ? 'model.safetensors.index.json' : null;
+  if (st) throw new Error(`${files.label}: the folder holds two checkpoints, ${GGUF_FILE} and ${st}${(await files.has('config.json')) ? ' (with config.json)' : ''}, which may be different models; move one of them out so the folder holds one`);
+}
+
 /** Every weight storage a load accepts. */
 export const WEIGHT_DTYPES: readonly WeightDtype[] = ['f32', 'f16', 'q8_0', 'q4_0'];
 
@@ -125,14 +136,24 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
   const meter = new RateMeter();
   const progress = (loaded: number, total: number) => onProgress?.({ stage: 'weights', ...meter.sample(loaded, total) });
   // a GGUF folder carries its config in the file's metadata and is read before the config is known
+  await refuseTwoCheckpoints(files);
   const gguf = (await isGgufFolder(files)) ? await openGguf(files, progress) : null;
   const config = gguf ? gguf.config : await readJson(files, 'config.json');
-  const arch = architectureFor(config.model_type);
-  const spec = arch.spec(config);
-  checkSpec(spec);
+  // the config of a GGUF file is derived from its metadata: errors name the metadata keys, not config.json
+  const named = <T>(f: () => T): T => {
+    if (!gguf) return f();
+    try {
+      return f();
+    } catch (e) {
+      throw new Error(ggufConfigMessage((e as Error).message, `${files.label}/${GGUF_FILE}`), { cause: e });
+    }
+  };
+  const arch = named(() => architectureFor(config.model_type));
+  const spec = named(() => arch.spec(config));
+  named(() => checkSpec(spec));
   const contextLength = workingContext(spec.nCtx, options.contextLength);
   const src = gguf ? gguf.source : await openCheckpoint(files, progress);
-  checkLayersAgainstCheckpoint(spec, src, files.label);
+  named(() => checkLayersAgainstCheckpoint(spec, src, files.label));
   onProgress?.({ stage: 'upload' });
   const weights = arch.weights(spec, src, weightUploader(backend, dtype), config);
   return { config, model: new Transformer(backend, spec, weights, contextLength), ggufTypes: gguf?.types };

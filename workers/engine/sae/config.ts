@@ -37,6 +37,11 @@ export interface SaeConfig {
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+/**
+ * A config value as a message shows it: JSON, except a number JSON cannot write (1e400 parses as
+ * Infinity, which JSON.stringify prints as null) is named as not finite.
+ */
+export const shown = (x: unknown): string => (typeof x === 'number' && !Number.isFinite(x) ? `${x}, not a finite number` : JSON.stringify(x));
 const posInt = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) > 0;
 
 /**
@@ -51,11 +56,11 @@ export function parseSaeLensConfig(json: unknown, label = 'cfg.json'): SaeConfig
   const meta = isObj(json.metadata) ? json.metadata : undefined;
   const field = (k: string): unknown => json[k] ?? meta?.[k];
   const dIn = json.d_in, dSae = json.d_sae;
-  if (!posInt(dIn)) fail(`"d_in" must be a positive integer (got ${JSON.stringify(dIn)})`);
-  if (!posInt(dSae)) fail(`"d_sae" must be a positive integer (got ${JSON.stringify(dSae)})`);
+  if (!posInt(dIn)) fail(`"d_in" must be a positive integer (got ${shown(dIn)})`);
+  if (!posInt(dSae)) fail(`"d_sae" must be a positive integer (got ${shown(dSae)})`);
   const hookName = field('hook_name');
   if (typeof hookName !== 'string' || hookName === '') fail('"hook_name" is missing (SAELens ≤ 5 keeps it at the top level, ≥ 6 under "metadata")');
-  if (field('hook_head_index') !== undefined && field('hook_head_index') !== null) fail(`"hook_head_index" ${JSON.stringify(field('hook_head_index'))}: SAEs on one head are not supported`);
+  if (field('hook_head_index') !== undefined && field('hook_head_index') !== null) fail(`"hook_head_index" ${shown(field('hook_head_index'))}: SAEs on one head are not supported`);
   let arch = json.architecture ?? 'standard';
   const actFn = json.activation_fn_str;
   let k: number | undefined;
@@ -66,15 +71,15 @@ export function parseSaeLensConfig(json: unknown, label = 'cfg.json'): SaeConfig
     k = (json.k ?? (json.activation_fn_kwargs as Record<string, unknown> | undefined)?.k) as number;
   }
   if (!(SAE_ARCHITECTURES as readonly unknown[]).includes(arch)) {
-    fail(`architecture ${JSON.stringify(arch)} is not supported (supported: ${SAE_ARCHITECTURES.join(', ')})`);
+    fail(`architecture ${shown(arch)} is not supported (supported: ${SAE_ARCHITECTURES.join(', ')})`);
   }
-  if (arch === 'standard' && actFn !== undefined && actFn !== 'relu') fail(`activation_fn_str ${JSON.stringify(actFn)} is not supported for a standard SAE (relu, or topk with activation_fn_kwargs.k)`);
-  if (arch === 'topk' && !posInt(k)) fail(`a topk SAE needs a positive integer k (got ${JSON.stringify(k)})`);
+  if (arch === 'standard' && actFn !== undefined && actFn !== 'relu') fail(`activation_fn_str ${shown(actFn)} is not supported for a standard SAE (relu, or topk with activation_fn_kwargs.k)`);
+  if (arch === 'topk' && !posInt(k)) fail(`a topk SAE needs a positive integer k (got ${shown(k)})`);
   if (arch === 'topk' && (k as number) > (dSae as number)) fail(`k = ${k} is larger than d_sae = ${dSae}`);
   const norm = json.normalize_activations ?? 'none';
-  if (norm !== 'none') fail(`normalize_activations ${JSON.stringify(norm)} is not supported (only "none": the SAE reads the raw activation)`);
+  if (norm !== 'none') fail(`normalize_activations ${shown(norm)} is not supported (only "none": the SAE reads the raw activation)`);
   const apply = json.apply_b_dec_to_input;
-  if (apply !== undefined && typeof apply !== 'boolean') fail(`"apply_b_dec_to_input" must be true or false (got ${JSON.stringify(apply)})`);
+  if (apply !== undefined && typeof apply !== 'boolean') fail(`"apply_b_dec_to_input" must be true or false (got ${shown(apply)})`);
   const modelName = field('model_name');
   const np = field('neuronpedia_id');
   return {

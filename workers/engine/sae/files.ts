@@ -34,18 +34,32 @@ async function locate(files: ModelFiles, path: string): Promise<SaeLocation> {
 }
 
 /**
- * The hook of a Gemma Scope .npz: the caller's, else the cfg.json beside it, else the Gemma Scope
- * Hub path (layer_L/width_W/…).
+ * The hook given beside an SAE whose config names one: they must agree (an SAE reads the
+ * activation it was trained on; a different hook is a mistake, not an override).
+ * @throws Error naming both hooks and where the SAE's comes from.
+ */
+function assertHookAgrees(given: string | undefined, named: string, where: string): void {
+  if (given && given !== named) throw new Error(`${where} names the hook ${named}, but ${given} was given; an SAE reads the activation it was trained on — give ${named} (or no hook)`);
+}
+
+/**
+ * The hook of a Gemma Scope .npz: the cfg.json beside it, else the Gemma Scope Hub path
+ * (layer_L/width_W/…), else the caller's; a caller's hook that disagrees with either is refused.
  * @throws Error asking for the hook when none of these names it.
  */
 async function npzSite(files: ModelFiles, loc: SaeLocation, hook?: string): Promise<{ hookName: string; neuronpediaId?: string }> {
   const fromPath = gemmaScopeSite(`${files.label}/${loc.npz}`);
-  if (hook) return { hookName: hook, ...(fromPath ? { neuronpediaId: fromPath.neuronpediaId } : {}) };
   if (await files.has(join(loc.dir, 'cfg.json'))) {
-    const cfg = parseSaeLensConfig(await readJsonBytes(files, join(loc.dir, 'cfg.json')), `${files.label}: ${join(loc.dir, 'cfg.json')}`);
+    const where = `${files.label}: ${join(loc.dir, 'cfg.json')}`;
+    const cfg = parseSaeLensConfig(await readJsonBytes(files, join(loc.dir, 'cfg.json')), where);
+    assertHookAgrees(hook, cfg.hookName, where);
     return { hookName: cfg.hookName, ...(cfg.neuronpediaId ? { neuronpediaId: cfg.neuronpediaId } : {}) };
   }
-  if (fromPath) return fromPath;
+  if (fromPath) {
+    assertHookAgrees(hook, fromPath.hookName, `${files.label}: the Gemma Scope path ${loc.npz}`);
+    return fromPath;
+  }
+  if (hook) return { hookName: hook };
   throw new Error(`${files.label}: ${loc.npz} has no config naming its hook (Gemma Scope ships none); give the hook, e.g. blocks.12.hook_resid_post`);
 }
 
@@ -118,7 +132,7 @@ class NpzTooLarge extends Error {}
 
 /** Options of readSae. */
 export interface ReadSaeOptions {
-  /** Hook for a Gemma Scope .npz that has no cfg.json beside it and no Gemma Scope path. */
+  /** Hook for a Gemma Scope .npz that has no cfg.json beside it and no Gemma Scope path; where a config names the hook, one that differs is refused. */
   hook?: string;
   /** Download progress of the weight file. */
   onProgress?: (loaded: number, total: number) => void;
@@ -140,6 +154,7 @@ export async function readSae(files: ModelFiles, path = '', opts: ReadSaeOptions
     const cfgPath = join(loc.dir, 'cfg.json');
     if (!(await files.has(cfgPath))) throw new Error(`${label}: cfg.json is missing beside sae_weights.safetensors`);
     const cfg = parseSaeLensConfig(await readJsonBytes(files, cfgPath), `${label}: cfg.json`);
+    assertHookAgrees(opts.hook, cfg.hookName, `${label}: cfg.json`);
     const file = join(loc.dir, 'sae_weights.safetensors');
     const bytes = await files.bytes(file, opts.onProgress);
     const h = parseSafetensors(bytes, file);

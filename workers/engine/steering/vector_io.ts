@@ -10,6 +10,7 @@
  */
 import { jsonErrorPosition } from '../io/model_files';
 import { readNpyArray, writeNpyArray } from '../io/npy';
+import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from '../io/strict_json';
 import type { ModelSpec } from '../arch/spec';
 import { decodeTensor, parseSafetensors } from '../io/safetensors';
 import { hookWidth } from '../model/hook_width';
@@ -134,10 +135,13 @@ function writeSafetensorsVector(sv: SteeringVector): Uint8Array {
 
 function readJsonVector(bytes: Uint8Array, name: string): ImportedVector {
   let j: unknown;
+  const text = new TextDecoder().decode(bytes);
+  assertUtf8Text(text, name);
   try {
-    j = JSON.parse(new TextDecoder().decode(bytes));
+    j = parseStrictJson(text);
   } catch (e) {
-    throw new Error(`${name}: not valid JSON${jsonErrorPosition(e, new TextDecoder().decode(bytes))}`);
+    if (e instanceof DuplicateKeyError) throw new Error(`${name} ${e.message}`);
+    throw new Error(`${name}: not valid JSON${jsonErrorPosition(e, text)}`);
   }
   if (Array.isArray(j)) {
     assertFinite(j, name);

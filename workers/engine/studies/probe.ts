@@ -82,7 +82,8 @@ export interface ProbeResult extends ProbeScores {
  * @param rows activations per row, each [n, d] row-major.
  * @param labels [n] in {0, 1}.
  * @param onRow called after each row's probes (it may throw to stop, e.g. on cancel).
- * @throws Error when a class has fewer than 2 examples, sizes disagree, or a label is not 0/1.
+ * @throws Error when a class has fewer than 2 examples, sizes disagree, a label is not 0/1, or the
+ *   classes are indistinguishable (every row: the same distinct vectors in both).
  */
 export function probeActivations(rows: readonly Float32Array[], labels: ArrayLike<number>, d: number, opts: ProbeOptions = {}, onRow?: (row: number) => void): ProbeScores {
   const n = labels.length;
@@ -94,6 +95,9 @@ export function probeActivations(rows: readonly Float32Array[], labels: ArrayLik
   }
   const minClass = Math.min(nPos, n - nPos);
   if (minClass < 2) throw new Error(`a probe needs at least 2 examples in each set for cross-validation (got ${nPos} positive, ${n - nPos} negative)`);
+  if (rows.length > 0 && rows.every((X) => indistinguishable(X, labels, d))) {
+    throw new Error(`the two classes are indistinguishable: at every layer each positive example's activation equals a negative example's and vice versa (${nPos} positive, ${n - nPos} negative), so a probe has nothing to separate (its held-out accuracy would be an artefact of the folds, not 0.5); give classes whose prompts differ`);
+  }
   const seed = opts.seed ?? 0, l2 = opts.l2 ?? 1;
   const folds = Math.max(2, Math.min(opts.folds ?? 5, minClass));
   const fold = stratifiedFolds(labels, folds, seed);
@@ -121,6 +125,28 @@ export function probeActivations(rows: readonly Float32Array[], labels: ArrayLik
   return out;
 }
 
+/** Whether every activation vector [d] of one class also occurs in the other (the same sets of distinct vectors). */
+function indistinguishable(X: Float32Array, labels: ArrayLike<number>, d: number): boolean {
+  const key = (i: number) => new Uint32Array(X.buffer, X.byteOffset + i * d * 4, d).join(',');
+  const seen: [Set<string>, Set<string>] = [new Set(), new Set()];
+  for (let i = 0; i < labels.length; i++) seen[labels[i]].add(key(i));
+  if (seen[0].size !== seen[1].size) return false;
+  for (const k of seen[0]) if (!seen[1].has(k)) return false;
+  return true;
+}
+
+/**
+ * Refuses two prompt sets that hold the same prompts (as sets): the classes cannot differ in any
+ * activation, and cross-validation would report accuracy and AUROC 0 where chance is 0.5.
+ * @throws Error naming how many distinct prompts both sets share.
+ */
+export function assertClassesDiffer(positive: readonly string[], negative: readonly string[], classes: [string, string] = ['negative', 'positive']): void {
+  const pos = new Set(positive), neg = new Set(negative);
+  if (pos.size === neg.size && [...pos].every((p) => neg.has(p))) {
+    throw new Error(`the ${classes[1]} and ${classes[0]} sets hold the same ${pos.size} distinct prompt${pos.size === 1 ? '' : 's'}: a probe needs two classes that differ (is one file loaded as both, or the labels lost?)`);
+  }
+}
+
 /** Resolves a probe position in a prompt of T tokens. @throws Error naming the prompt when it is outside. */
 function readIndex(position: ProbePosition, T: number, prompt: string): number {
   if (position === 'last') return T - 1;
@@ -134,8 +160,8 @@ function readIndex(position: ProbePosition, T: number, prompt: string): number {
  * Runs every prompt once (capturing the residual stream at every layer), then probes each row.
  * @param onProgress after each prompt's forward pass and each row's probes (total = prompts + rows).
  * @param signal checked before each forward pass and each row; when aborted it throws signal.reason.
- * @throws Error for a set with fewer than 2 prompts, an empty or too-long prompt, or a position
- *   outside a prompt.
+ * @throws Error for a set with fewer than 2 prompts, two sets of the same prompts (before any
+ *   forward pass), an empty or too-long prompt, a position outside a prompt, or indistinguishable classes.
  */
 export async function probeLayers(engine: Engine, req: ProbeRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<ProbeResult> {
   const L = engine.spec.nLayers, d = engine.spec.dModel;
@@ -143,6 +169,7 @@ export async function probeLayers(engine: Engine, req: ProbeRequest, onProgress?
   const texts = [...req.positive, ...req.negative];
   const labels = Uint8Array.from(texts, (_, i) => (i < req.positive.length ? 1 : 0));
   if (Math.min(req.positive.length, req.negative.length) < 2) throw new Error(`a probe needs at least 2 prompts in each set for cross-validation (got ${req.positive.length} positive, ${req.negative.length} negative)`);
+  assertClassesDiffer(req.positive, req.negative, req.classes);
   const hooks = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
   const rows = hooks.map(() => new Float32Array(texts.length * d));
   const readTokens: string[] = [], readPositions: number[] = [];

@@ -22,6 +22,11 @@ import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
+import { compareJob, type CompareJob } from './compare_job';
+import { directLogitAttribution, type DlaRequest } from './dla';
+import { flowAttribution, type FlowRequest } from './flow';
+import { attributionPatching, type AtpRequest } from './atp';
+import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -30,15 +35,18 @@ export interface StudyContext {
   signal: AbortSignal;
   /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens). */
   interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]>;
+  /** Model B beside `engine` (model A), for the model comparison; absent when none is loaded. */
+  modelB?: Engine;
 }
 
 /**
  * A context over `engine`: specs resolve with specInterventions, SAEs named in them through
  * `loadSae` (the worker's loaded SAEs by id, the runner's by path).
  */
-export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadSae?: (ref: string) => Promise<Sae> | Sae } = {}): StudyContext {
+export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadSae?: (ref: string) => Promise<Sae> | Sae; modelB?: Engine | null } = {}): StudyContext {
   return {
     engine,
+    ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
     interventions: (p, specs, maxNewTokens) =>
       specInterventions(engine, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
@@ -122,6 +130,34 @@ export const STUDIES = {
     run: (c, req: RouteRequest, onProgress?: OnProgress) => routeStudy(c.engine, req, onProgress, c.signal),
   }),
   /**
+   * Attribution patching (atp.ts): the linear estimate of every patch of a patching grid from two
+   * forwards and one backward, normalised like recovery; with compareExact the exact grid beside it,
+   * their Spearman correlation and the cells that disagree. cancel() stops it before the exact grid.
+   * @throws Error for prompts of different token lengths, equal margins, or a backward over the memory budget.
+   */
+  attributionPatching: study({
+    what: 'attribution patching',
+    run: (c, req: AtpRequest, onProgress?: OnProgress) => attributionPatching(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Token attribution of the margin (integrated_gradients.ts): gradient × input, or integrated
+   * gradients over the input embeddings with the completeness gap; onProgress after each IG step.
+   * cancel() stops it between steps (CancelledError).
+   * @throws Error for a corrupted baseline of another token length or a backward over the memory budget.
+   */
+  tokenAttribution: study({
+    what: 'the token attribution',
+    run: (c, req: AttributionRequest, onProgress?: OnProgress) => tokenAttribution(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * ∂Δ/∂h of the margin at one [pos, width] hook (integrated_gradients.ts hookGradient): one forward, one backward.
+   * @throws Error for a hook that is not [pos, width] or a backward over the memory budget.
+   */
+  hookGradient: study({
+    what: 'the gradient',
+    run: (c, req: GradRequest) => hookGradient(c.engine, req),
+  }),
+  /**
    * Decision-point report (report.ts): visible / causal / changeable on one layer axis, onProgress
    * per prompt and stage; the window's specs are resolved per prompt. cancel() stops it (CancelledError).
    * @throws Error as patching does for the main prompt pair, as the window does for an intervention
@@ -148,6 +184,48 @@ export const STUDIES = {
       const { specs, specLabels, ...job } = req;
       const interventions = specs?.length ? (p: PromptInput) => c.interventions(p, { specs, specLabels }) : undefined;
       return runBatch(c.engine, { ...job, interventions }, onRow, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Model comparison (compare_job.ts): model A (the engine) against model B (ctx.modelB) on one
+   * prompt — weight diff, lens A / B / B − A, residual and sink divergence, cross-model patching in
+   * both directions — with onProgress after each patched run. A pair that differs returns each
+   * model's lens with what differs. cancel() stops it between runs (CancelledError).
+   * @throws Error when no model B is loaded, for a bad prompt or future, or Δ_A = Δ_B.
+   */
+  compare: study({
+    what: 'the model comparison',
+    run: (c, req: CompareJob, onProgress?: OnProgress) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      return compareJob(c.engine, c.modelB, req, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Direct logit attribution of the margin (dla.ts): the final norm frozen at its scale on the run;
+   * embeddings, attn_out / mlp_out per layer and heads per (layer, head), summing to the frozen margin.
+   * One forward pass (onProgress once at the end).
+   * @throws Error for a bad prompt or future, or a position outside the prompt.
+   */
+  dla: study({
+    what: 'the direct logit attribution',
+    run: async (c, req: DlaRequest, onProgress?: OnProgress) => {
+      const r = await directLogitAttribution(c.engine, req);
+      onProgress?.({ done: 1, total: 1 });
+      return r;
+    },
+  }),
+  /**
+   * Flow attribution of the margin to tokens and spans (flow.ts), recursive through `generated`
+   * greedy tokens, with deletion / insertion curves (faithfulness.ts). cancel() stops it between
+   * forward passes (CancelledError).
+   * @throws Error for a bad prompt or future, or a span outside the prompt.
+   */
+  flow: study({
+    what: 'the flow attribution',
+    run: async (c, req: FlowRequest, onProgress?: OnProgress) => {
+      const r = await flowAttribution(c.engine, req, c.signal);
+      onProgress?.({ done: 1, total: 1 });
+      return r;
     },
   }),
 };

@@ -4,6 +4,17 @@
  * kept as text (the template substitutes text).
  */
 import { csvParseRows, tsvParseRows } from 'd3';
+import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from '../../io/strict_json';
+
+/** JSON.parse refusing a key named twice (io/strict_json.ts), `where` naming the row in messages. */
+function strictJson(text: string, where: string): unknown {
+  try {
+    return parseStrictJson(text);
+  } catch (e) {
+    if (e instanceof DuplicateKeyError) throw new Error(`${where} ${e.message}`);
+    throw new Error(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+}
 
 export type ValueRow = Record<string, string>;
 
@@ -48,27 +59,31 @@ function objectRow(o: unknown, where: string): ValueRow {
  * Parses a values table.
  * @param format how to read it (default: sniffed from the text).
  * @throws Error naming the line/row for malformed JSON, a row that is not an object, a nested
- *   value, a CSV row with more cells than the header, an empty column name, or a table with no rows.
+ *   value, a CSV row with more cells than the header, an empty or repeated column name, a key named
+ *   twice in a JSON row, UTF-16 text, or a table with no rows.
  */
 export function parseValues(text: string, format: ValuesFormat = sniffFormat(text)): ValuesTable {
+  assertUtf8Text(text, 'values: the table');
   let rows: ValueRow[];
   if (format === 'json') {
-    let data: unknown;
-    try { data = JSON.parse(text); } catch (e) { throw new Error(`values: not valid JSON (${(e as Error).message})`); }
+    const data = strictJson(text, 'values');
     if (!Array.isArray(data)) throw new Error('values: a JSON file must hold an array of objects, one per prompt');
     rows = data.map((o, i) => objectRow(o, `values row ${i + 1}`));
   } else if (format === 'jsonl') {
     rows = [];
     text.split(/\r?\n/).forEach((line, i) => {
       if (!line.trim()) return;
-      let o: unknown;
-      try { o = JSON.parse(line); } catch (e) { throw new Error(`values line ${i + 1}: not valid JSON (${(e as Error).message})`); }
+      const o = strictJson(line, `values line ${i + 1}`);
       rows.push(objectRow(o, `values line ${i + 1}`));
     });
   } else {
     const all = (format === 'tsv' ? tsvParseRows : csvParseRows)(text.replace(/^\uFEFF/, '')).filter((r) => r.some((c) => c.trim() !== ''));
     const [cols = [], ...body] = all;
     if (cols.some((c) => c.trim() === '')) throw new Error('values: every column needs a name in the header row');
+    cols.forEach((c, j) => {
+      const first = cols.indexOf(c);
+      if (first !== j) throw new Error(`values: the header names the column "${c}" twice (columns ${first + 1} and ${j + 1}); a row would keep only one of its values — rename or drop one`);
+    });
     body.forEach((r, i) => {
       if (r.length > cols.length) throw new Error(`values row ${i + 1}: ${r.length} cells but the header names ${cols.length} columns (a comma inside a value needs "quotes")`);
     });

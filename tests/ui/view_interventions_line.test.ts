@@ -1,0 +1,43 @@
+// @vitest-environment happy-dom
+/**
+ * Every view says in one line whether the experiment's intervention list applies to what it runs
+ * (issue 29 item 4: Patching ran without the enabled interventions and said nothing). The line is a
+ * column of the view registry (app/views/registry.ts `interventions`), drawn above every view.
+ */
+import { act, createElement } from 'react';
+import { describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
+
+vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
+const { useStore } = await import('../../app/store');
+const { VIEWS } = await import('../../app/views/registry');
+const { ViewInterventionsLine } = await import('../../app/components/ViewInterventionsLine');
+const dom = domPerTest(useStore);
+
+const add = { enabled: true, hook: 'blocks.3.hook_resid_post', type: 'add' as const, dose: 6, rotateBy: 'theta' as const, mode: 'zero' as const, vectorId: null, source: '', head: null, positions: 'all' as const, steps: null };
+
+describe('the interventions line of every view', () => {
+  it('every registered view states whether the list applies, in one line', () => {
+    for (const v of VIEWS) {
+      expect(['yes', 'no', 'option'], v.name).toContain(v.interventions.applies);
+      expect(v.interventions.line, v.name).toMatch(/^[A-Z].*interventions.*\.$/);
+      expect(v.interventions.line.includes('\n'), v.name).toBe(false);
+      expect(/without/.test(v.interventions.line), `${v.name}: a view the list does not apply to says "without"`).toBe(v.interventions.applies !== 'yes');
+    }
+  });
+
+  it('Patching says it runs without the enabled interventions, and how many are on', () => {
+    useStore.setState({ interventions: [{ ...add, id: 1 }, { ...add, id: 2, enabled: false }] });
+    act(() => dom.root.render(createElement(ViewInterventionsLine, { view: 'patching' })));
+    const p = dom.host.querySelector('[data-testid="view-interventions"]')!;
+    expect(p.getAttribute('data-applies')).toBe('no');
+    expect(p.textContent).toContain('Runs without the interventions of the list');
+    expect(p.textContent).toContain('(1 enabled now.)');
+    expect(p.className).toContain('warn');
+  });
+
+  it('App draws the line above the active view', async () => {
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync('app/App.tsx', 'utf8')).toMatch(/<ViewInterventionsLine view=\{view\} \/>\s*<ActiveView view=\{view\} \/>/);
+  });
+});

@@ -1,0 +1,304 @@
+/**
+ * Forward-only information-flow attribution of the margin to source tokens and spans (DESIGN.md §3
+ * "Attribution"), after Information Flow Routes (Ferrando & Voita 2024, arXiv 2403.00824) and
+ * FlashTrace (arXiv 2602.01914, `wbopan/flashtrace` core.py: the residual stream decomposed layer
+ * by layer into value-weighted attention terms A[h,i,j]·(v_j W_O^h), the MLP term at its own
+ * position and the residual term; multi-hop through generated tokens). Where IFR and FlashTrace
+ * weigh each term by its L1 "proximity" to the sum (unsigned importances), this study projects each
+ * term on the MARGIN direction instead, so every number is signed, in nats, and they add up:
+ *
+ * Definition (value-weighted, margin-projected flow; attention patterns and every norm's σ frozen
+ * at the run, MLPs credited to their position). The target is the frozen-norm margin readout
+ * g·x^L_t + c of the final residual at the last position t (forward_weights.ts MarginReadout; for a
+ * LayerNorm the mean subtraction is on g). A direction D^l_i [d_model] per (layer boundary, position)
+ * starts as D^L_t = g, D^L_i = 0 (i ≠ t), and goes down through block l = L−1 … 0:
+ *   - MLP (terminal): token i is credited D_i · mlp_out^l_i (and nothing flows through the MLP);
+ *   - attention, head h, query i ≥ key j: the term A^l[h,i,j] · v^l_{h,j} W_O^h (through Gemma 2's
+ *     post-attention norm, frozen) carries D_i·(term) of the margin from position j through head h
+ *     (`headSource`); since v_j = W_V^h · ln1(x_j) + b_V and ln1 is affine with σ_j frozen, the
+ *     direction at x^l_j gains Σ_{h,i} A[h,i,j] · ln1ᵀ W_V^hᵀ W_O^hᵀ D_i (biases b_V, b_O and ln1's
+ *     bias are constants, credited to `bias`);
+ *   - the residual: D^l_i = D^{l+1}_i + the attention's share above.
+ * At the bottom, token j is credited D^0_j · (hook_embed_j + hook_pos_embed_j). Then
+ *   Σ_j attribution_j + bias = frozen margin
+ * exactly in exact arithmetic (a linear decomposition of the residual with the patterns and scales
+ * frozen; `sumError` is the float32 rounding of the captured values, ~1e-6). The query/key paths are
+ * not followed (attention is read as routing, as in IFR), and an MLP's output is the token's own.
+ *
+ * Recursive through generated tokens (FlashTrace's multi-hop): with N generated tokens, the credit
+ * landing on generated token p (it is there because the model chose it at p−1) is handed back over
+ * the earlier tokens in proportion to the flow of that choice — the chosen token's logit against
+ * the mean logit, W_U[id_p] − mean_v W_U[v], read at p−1 — f_p / Δ_p (Σ f_p + bias_p = Δ_p, so the
+ * total is kept), latest first, until only prompt tokens (and bias) hold credit.
+ * Cost: one forward capturing the hooks below, then per target O(L·(T²·d_model + T·d_model·H·d_head)).
+ */
+import type { Engine } from '../engine';
+import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { ModelSpec } from '../arch/spec';
+import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
+import { hostWeights, marginReadout, meanUnembedRow, unembedRows, type HostWeights } from './forward_weights';
+import { logitMargin } from '../analysis/margin';
+import { faithfulnessCurves, type FaithfulnessCurves } from './faithfulness';
+
+/** A named range of token positions [start, end). */
+export interface TokenSpan {
+  label: string;
+  start: number;
+  end: number;
+}
+
+export interface FlowRequest {
+  prompt: string;
+  chatTemplate?: boolean;
+  good: FutureInput;
+  bad: FutureInput;
+  /** Spans of prompt tokens to sum the attribution over. */
+  spans?: TokenSpan[];
+  /** Generate this many tokens greedily first and attribute the decision after them back to the prompt (default 0). */
+  generated?: number;
+  /** Deletion / insertion curves (default true). */
+  faithfulness?: boolean;
+  /** The token deleted tokens are replaced by (default the BOS id, else 0). */
+  baselineId?: number;
+}
+
+/** One hand-back of a generated token's credit (the recursion). */
+export interface FlowHop {
+  position: number;
+  token: string;
+  /** The credit that had landed on it (nats of the final margin). */
+  mass: number;
+  /** Δ_p: its chosen logit against the mean logit at p−1 (frozen norm). */
+  margin: number;
+}
+
+export interface FlowResult {
+  ids: number[];
+  tokens: string[];
+  /** Prompt tokens (the rest were generated). */
+  nPrompt: number;
+  nLayers: number;
+  nHeads: number;
+  good: ResolvedFuture;
+  bad: ResolvedFuture;
+  /** Credit per prompt token after the recursion [n_prompt] (= direct without generated tokens). */
+  attribution: Float64Array;
+  /** Credit per token of the whole sequence before the recursion [T]. */
+  direct: Float64Array;
+  /** Direct credit by where it was made [(n_layers+1)·T]: row 0 the embeddings, row l+1 layer l's MLP. */
+  byLayer: Float64Array;
+  /** Margin flowing through each head [n_layers·n_heads] (final target). */
+  heads: Float64Array;
+  /** Margin through head h from source position j [n_layers·n_heads·T] (final target). */
+  headSource: Float64Array;
+  /** The constants (norm and projection biases) after the recursion. */
+  bias: number;
+  /** The frozen-norm margin at the last position (nats). */
+  frozenMargin: number;
+  /** The engine's margin there. */
+  margin: number;
+  /** Σ attribution + bias − frozenMargin (float32 rounding of the captures). */
+  sumError: number;
+  spans: (TokenSpan & { value: number })[];
+  hops: FlowHop[];
+  faithfulness?: FaithfulnessCurves;
+  definition: string;
+}
+
+export const FLOW_DEFINITION = 'value-weighted attention terms A·(v W_O) projected on the frozen-norm margin direction, propagated layer by layer with patterns and norm scales frozen; MLP output credited to its position; generated tokens hand their credit back (Ferrando & Voita 2024; FlashTrace arXiv 2602.01914)';
+
+/** The captured run the flow reads: per layer [T, ·] arrays, by hook name. */
+export type FlowCaptures = Map<string, Float32Array>;
+
+/** The hooks one flow needs captured. */
+export function flowHooks(s: ModelSpec): string[] {
+  const per = (l: number) => [`blocks.${l}.hook_resid_pre`, `blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`, `blocks.${l}.hook_attn_out`, `blocks.${l}.hook_mlp_out`, ...(s.sandwichNorms ? [`blocks.${l}.attn.hook_z`] : [])];
+  return ['hook_embed', ...(s.positional === 'learned' ? ['hook_pos_embed'] : []), ...Array.from({ length: s.nLayers }, (_, l) => per(l)).flat()];
+}
+
+/** The final residual at position p rebuilt from its parts (float64). */
+export function finalResidual(s: ModelSpec, cap: FlowCaptures, p: number): Float64Array {
+  const D = s.dModel, x = new Float64Array(D);
+  const add = (name: string) => { const v = cap.get(name)!; for (let c = 0; c < D; c++) x[c] += v[p * D + c]; };
+  add('hook_embed');
+  if (s.positional === 'learned') add('hook_pos_embed');
+  for (let l = 0; l < s.nLayers; l++) { add(`blocks.${l}.hook_attn_out`); add(`blocks.${l}.hook_mlp_out`); }
+  return x;
+}
+
+/** One target's flow: credit per position, by layer, per head and source, and the constants. */
+export interface FlowSweep {
+  credit: Float64Array;
+  byLayer: Float64Array;
+  heads: Float64Array;
+  headSource: Float64Array;
+  bias: number;
+}
+
+/**
+ * The flow of one readout dir·x^L_t + constant down to the tokens (the module's definition).
+ * @param T positions in the captures; t the target position.
+ */
+export function flowSweep(s: ModelSpec, hw: HostWeights, cap: FlowCaptures, T: number, t: number, dir: Float64Array, constant: number): FlowSweep {
+  const L = s.nLayers, H = s.nHeads, Hkv = s.nKvHeads, dh = s.dHead, D = s.dModel, HD = H * dh;
+  const group = H / Hkv;
+  const Dir = new Float64Array(T * D);
+  Dir.set(dir, t * D);
+  const credit = new Float64Array(T), byLayer = new Float64Array((L + 1) * T), heads = new Float64Array(L * H), headSource = new Float64Array(L * H * T);
+  let bias = constant;
+  const live = t + 1; // positions > t never receive a direction (causal)
+  for (let l = L - 1; l >= 0; l--) {
+    const mlpOut = cap.get(`blocks.${l}.hook_mlp_out`)!;
+    for (let i = 0; i < live; i++) {
+      const c = dot(Dir, mlpOut, D, i * D, i * D);
+      credit[i] += c;
+      byLayer[(l + 1) * T + i] += c;
+    }
+    const bw = hw.blocks[l];
+    const A = cap.get(`blocks.${l}.attn.hook_pattern`)!; // [H, T, T]
+    const v = cap.get(`blocks.${l}.attn.hook_v`)!; // [T, Hkv·dh]
+    const x = cap.get(`blocks.${l}.hook_resid_pre`)!;
+    const z = bw.postAttn ? cap.get(`blocks.${l}.attn.hook_z`)! : null;
+    // r_{h,i} = W_O^hᵀ Dq_i [dh], Dq_i the direction on the attention output before any post-norm.
+    const r = new Float64Array(T * HD);
+    for (let i = 0; i < live; i++) {
+      let Dq: ArrayLike<number> = Dir.subarray(i * D, (i + 1) * D);
+      if (bw.postAttn) {
+        const o = new Float64Array(D);
+        for (let c = 0; c < D; c++) o[c] = dot(bw.wo, z!, HD, c * HD, i * HD) + (bw.bo ? bw.bo[c] : 0);
+        const fr = frozenNormReadout(Dq, bw.postAttn, normScale(o, bw.postAttn.kind, bw.postAttn.eps));
+        Dq = fr.dir;
+        bias += fr.constant;
+      }
+      if (bw.bo) bias += dot(Dq, bw.bo, D);
+      for (let c = 0; c < D; c++) {
+        const dc = Dq[c];
+        if (dc === 0) continue;
+        const ro = i * HD, wo = c * HD;
+        for (let k = 0; k < HD; k++) r[ro + k] += bw.wo[wo + k] * dc;
+      }
+    }
+    // e_{h,j} = Σ_{i≥j} A[h,i,j] r_{h,i} [dh]
+    const e = new Float64Array(T * HD);
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < live; i++) {
+        const ri = i * HD + h * dh, arow = (h * T + i) * T;
+        for (let j = 0; j <= i; j++) {
+          const a = A[arow + j];
+          if (a === 0) continue;
+          const ej = j * HD + h * dh;
+          for (let k = 0; k < dh; k++) e[ej + k] += a * r[ri + k];
+        }
+      }
+    }
+    // through the values: mass per head and source; direction on ln1's output, then on x_j
+    for (let j = 0; j < live; j++) {
+      const dn = new Float64Array(D);
+      for (let h = 0; h < H; h++) {
+        const kv = Math.floor(h / group), ej = j * HD + h * dh;
+        const m = dot(e, v, dh, ej, j * Hkv * dh + kv * dh);
+        heads[l * H + h] += m;
+        headSource[(l * H + h) * T + j] = m;
+        if (bw.bv) bias += dot(e, bw.bv, dh, ej, kv * dh);
+        for (let k = 0; k < dh; k++) {
+          const ek = e[ej + k];
+          if (ek === 0) continue;
+          const wrow = (kv * dh + k) * D;
+          for (let c = 0; c < D; c++) dn[c] += bw.wv[wrow + c] * ek;
+        }
+      }
+      const fr = frozenNormReadout(dn, bw.ln1, normScale(x, bw.ln1.kind, bw.ln1.eps, j * D, D));
+      bias += fr.constant;
+      for (let c = 0; c < D; c++) Dir[j * D + c] += fr.dir[c];
+    }
+  }
+  const emb = cap.get('hook_embed')!, pos = s.positional === 'learned' ? cap.get('hook_pos_embed')! : null;
+  for (let j = 0; j < live; j++) {
+    let c = dot(Dir, emb, D, j * D, j * D);
+    if (pos) c += dot(Dir, pos, D, j * D, j * D);
+    credit[j] += c;
+    byLayer[j] += c;
+  }
+  return { credit, byLayer, heads, headSource, bias };
+}
+
+/** Checks spans against n tokens. @throws Error naming the span that does not fit. */
+export function checkSpans(spans: readonly TokenSpan[], n: number): void {
+  for (const sp of spans) {
+    if (!(Number.isInteger(sp.start) && Number.isInteger(sp.end) && sp.start >= 0 && sp.end > sp.start && sp.end <= n)) {
+      throw new Error(`span "${sp.label}" [${sp.start}, ${sp.end}) is not a range of the prompt's ${n} tokens (0 ≤ start < end ≤ ${n})`);
+    }
+  }
+}
+
+/**
+ * The flow attribution of the margin at the end of the prompt (or of its greedy continuation of
+ * `generated` tokens), spans summed, with deletion/insertion curves (faithfulness.ts).
+ * @throws Error for a bad prompt or future, a span outside the prompt, or a generation that does not fit the context.
+ */
+export async function flowAttribution(engine: Engine, req: FlowRequest, signal?: AbortSignal): Promise<FlowResult> {
+  const s = engine.spec, L = s.nLayers, H = s.nHeads, V = s.dVocab;
+  const p0 = { prompt: req.prompt, chatTemplate: req.chatTemplate };
+  const promptIds = engine.encodePrompt(p0);
+  const P = promptIds.length;
+  checkSpans(req.spans ?? [], P);
+  const N = req.generated ?? 0;
+  if (!(Number.isInteger(N) && N >= 0)) throw new Error(`generated ${N}: give a whole number of tokens (0 or more)`);
+  let ids = promptIds, futureCtx = p0;
+  if (N > 0) {
+    const gen = await engine.generate({ ...p0, good: req.good, bad: req.bad, maxNewTokens: N, temperature: 0, stopAtEos: false });
+    ids = [...promptIds, ...gen.ids];
+    futureCtx = { ...p0, prompt: req.prompt + engine.continuationText(promptIds, gen.ids) };
+  }
+  signal?.throwIfAborted();
+  const T = ids.length;
+  const good = engine.resolveFuture(ids, req.good, futureCtx, 'good');
+  const bad = engine.resolveFuture(ids, req.bad, futureCtx, 'bad');
+  const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'all' });
+  const hw = await hostWeights(engine);
+  const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
+  const ro = marginReadout(finalResidual(s, run.captured, T - 1), hw.lnFinal, await unembedRows(engine, cols), cols, good.firstIds, bad.firstIds);
+  const main = flowSweep(s, hw, run.captured, T, T - 1, ro.dir, ro.constant);
+  const credit = Float64Array.from(main.credit);
+  let bias = main.bias;
+  let sumDirect = bias;
+  for (const c of main.credit) sumDirect += c;
+  const hops: FlowHop[] = [];
+  if (N > 0) {
+    const mean = await meanUnembedRow(engine);
+    const tokens = engine.tokenStrings(ids);
+    for (let p = T - 1; p >= P; p--) {
+      await new Promise((r) => setTimeout(r, 0));
+      signal?.throwIfAborted();
+      const x = finalResidual(s, run.captured, p - 1);
+      const chosen = await unembedRows(engine, [ids[p]]);
+      const u = Float64Array.from(chosen.rows, (w, c) => w - mean.row[c]);
+      const fr = frozenNormReadout(u, hw.lnFinal, normScale(x, hw.lnFinal.kind, hw.lnFinal.eps));
+      const constant = fr.constant + chosen.bias[0] - mean.bias;
+      const dp = dot(fr.dir, x, s.dModel) + constant;
+      const mass = credit[p];
+      hops.push({ position: p, token: tokens[p], mass, margin: dp });
+      if (Math.abs(dp) < 1e-6) continue;
+      const f = flowSweep(s, hw, run.captured, T, p - 1, fr.dir, constant);
+      for (let k = 0; k < p; k++) credit[k] += (mass * f.credit[k]) / dp;
+      bias += (mass * f.bias) / dp;
+      credit[p] = 0;
+    }
+  }
+  const attribution = credit.slice(0, P);
+  const spans = (req.spans ?? []).map((sp) => ({ ...sp, value: attribution.slice(sp.start, sp.end).reduce((a, b) => a + b, 0) }));
+  const margin = logitMargin(run.logits.subarray((T - 1) * V, T * V), good.firstIds, bad.firstIds);
+  const faithfulness = req.faithfulness === false ? undefined : await faithfulnessCurves(engine, {
+    ids, attribution, positions: candidatePositions(promptIds, s.bosTokenId), good: good.firstIds, bad: bad.firstIds, baselineId: req.baselineId, nPrompt: P,
+  }, signal);
+  return {
+    ids, tokens: engine.tokenStrings(ids), nPrompt: P, nLayers: L, nHeads: H, good, bad,
+    attribution, direct: main.credit, byLayer: main.byLayer, heads: main.heads, headSource: main.headSource,
+    bias, frozenMargin: ro.frozen, margin, sumError: sumDirect - ro.frozen, spans, hops, faithfulness, definition: FLOW_DEFINITION,
+  };
+}
+
+/** The prompt positions a deletion may replace: all but a leading BOS. */
+export function candidatePositions(promptIds: readonly number[], bos: number | null): number[] {
+  return promptIds.map((_, i) => i).filter((i) => !(i === 0 && bos !== null && promptIds[0] === bos));
+}
