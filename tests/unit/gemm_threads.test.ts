@@ -107,7 +107,10 @@ describe.each(FIXTURES)('%s-tiny on 2 threads against the goldens', (arch) => {
       const ref = readReference(`${dir}/reference/${s.name}.safetensors`).get('logits')!.data;
       const [yt, y1] = [(await runCaptured(many, mt, s.input_ids, [])).logits, (await runCaptured(one, m1, s.input_ids, [])).logits];
       expect(maxAbsDiff(yt, ref)).toBeLessThan(1e-4); // fixtures/README.md fp32 tolerance
-      expect(bitDiffs(yt, y1)).toBe(0);
+      // a product in the scalar loop (the arena could not grow) has other bits than the WASM GEMM's: name that cause
+      expect([many.scalarFallbacks, one.scalarFallbacks], 'products in the scalar loop (2 threads, 1 thread)').toEqual([0, 0]);
+      const first = yt.findIndex((v, i) => !Object.is(v, y1[i])), V = yt.length / s.input_ids.length;
+      expect(bitDiffs(yt, y1), `${s.name}: first differing logit at row ${Math.floor(first / V)} of ${s.input_ids.length}; ${many.runningThreads} threads running, ${many.helperParts} helper shares`).toBe(0);
     }
     const s = meta.sequences[0];
     const [gt, g1] = [await greedyWithCache(many, mt, s.input_ids, s.generated_ids.length), await greedyWithCache(one, m1, s.input_ids, s.generated_ids.length)];

@@ -128,6 +128,8 @@ export class CpuBackend implements Backend {
   /** Released tensors' heap arrays by length, reused by alloc() (at most SPARE_BYTES in all). */
   private readonly spare = new Map<number, Float32Array[]>();
   private spareBytes = 0;
+  /** Products that fell back to the scalar loop although the WASM arena exists (it could not grow). */
+  private fallbacks = 0;
 
   /**
    * @param reason why the CPU is used (shown in the description), when it is a fallback.
@@ -160,6 +162,13 @@ export class CpuBackend implements Backend {
 
   /** Shares of matrix products computed by the helper threads so far (0 on one thread). */
   get helperParts(): number { return this.arena?.helperParts ?? 0; }
+
+  /**
+   * Matrix products that ran in the scalar TypeScript loop (float64 sums: other bits than the WASM
+   * GEMM's) because the wasm arena could not hold the weight or the scratch space; 0 without an
+   * arena (every product is scalar then). Tests that compare bits across backends check it.
+   */
+  get scalarFallbacks(): number { return this.fallbacks; }
 
   /** Resolves once every matmul thread has started (products use fewer threads until then). */
   async whenStarted(): Promise<void> { await this.arena?.whenStarted(); }
@@ -283,7 +292,10 @@ export class CpuBackend implements Backend {
     const resident = this.arena && (w as CpuTensor).place();
     const out = resident ? this.alloc(n * nOut) : undefined;
     const y = resident && this.arena!.linear(() => d(x), resident, bias && (() => d(bias)), n, nIn, nOut, out);
-    if (!y) this.recycle(out ?? null);
+    if (!y) {
+      this.recycle(out ?? null);
+      if (this.arena) this.fallbacks++;
+    }
     return this.t(y || linearCpu(d(x), d(w), bias && d(bias), n, nIn, nOut), [n, nOut]);
   }
 
@@ -300,7 +312,9 @@ export class CpuBackend implements Backend {
     if (fused) return fused;
     const fill = (dst: Float32Array, row0: number, rows: number) => dequantiseRows(w.q, row0, rows, dst);
     const y = this.arena?.linearRows(() => d(x), fill, bias && (() => d(bias)), n, nIn, nOut, quantSlabRows(nIn));
-    return y ?? linearQuantCpu(d(x), w.q, bias && d(bias), n);
+    if (y) return y;
+    if (this.arena) this.fallbacks++;
+    return linearQuantCpu(d(x), w.q, bias && d(bias), n);
   }
 
   sliceCols(x: Tensor, start: number, width: number): Tensor {

@@ -6,9 +6,11 @@
  * the same kernel as on one thread: results are bit-identical for any thread count.
  *
  * Synchronisation is an i32 control block at the start of the shared memory (offsets CTL_I32 below
- * and CTL in tools/wasm/gemm_wat.ts): the caller writes the job and each thread's row range, sets
- * `pending`, bumps `generation` and Atomics.notify-s; helpers Atomics.wait on `generation`, run
- * `part(ctl, t)` in wasm and count `pending` down; the caller does its share, then Atomics.wait-s
+ * and CTL in tools/wasm/gemm_wat.ts): the caller writes the job and each thread's row range, marks
+ * each helper's enrolled slot with the call's generation (members) or its complement (the others),
+ * sets `pending`, bumps `generation` and Atomics.notify-s; helpers Atomics.wait on `generation`, run
+ * `part(ctl, t)` in wasm when their slot holds the generation they woke for (joins()) and count
+ * `pending` down; the caller does its share, then Atomics.wait-s
  * until `pending` is 0. A helper joins only once it has started (browsers start a worker only after
  * the creating thread returns to its event loop), so products never wait for a thread that is
  * still loading: until then they run on fewer threads.
@@ -27,9 +29,27 @@ export const CONTROL_BYTES = 512;
 /** Most threads a pool runs (ranges at i32 16 .. 47 of the control block, ready flags at 48 .. 63, enrolled at 64 .. 79). */
 export const MAX_THREADS = 16;
 
+/**
+ * Whether helper t, woken for generation `seen`, takes a share of that call: its enrolled slot holds
+ * the generation of the call that enrolled it (run() writes `gen` for members and `~gen` for the
+ * others, before bumping generation to gen). A flag (1 = in) is not enough: a helper left out of
+ * call k that reads its flag late, after call k + 1 has written it but before that call bumps the
+ * generation, would take call k + 1's share with a half-written job and count `pending` down before
+ * it is set, then wake again for k + 1 and add its share a second time. HELPER applies the same
+ * rule (JOINS, spliced into its text), so tests check the rule the helpers run.
+ */
+export function joins(ctl: Int32Array, t: number, seen: number): boolean {
+  return Atomics.load(ctl, CTL_I32.enrolled + t) === seen;
+}
+
+/** joins()'s test in HELPER's text (E = CTL_I32.enrolled there). */
+const JOINS = 'Atomics.load(ctl, E + t) === seen';
+
 /** The helper's code, the same text in Node (eval worker) and browsers (blob URL worker). */
 const HELPER = `
-const G = ${CTL_I32.generation}, P = ${CTL_I32.pending}, K = ${CTL_I32.kind}, E = ${CTL_I32.enrolled}, R = ${CTL_I32.ready}, H = ${CTL_I32.helperParts}, F = ${CTL_I32.failedParts};
+const G = ${CTL_I32.generation}, P = ${CTL_I32.pending}, K = ${CTL_I32.kind}, R = ${CTL_I32.ready}, H = ${CTL_I32.helperParts}, F = ${CTL_I32.failedParts};
+const E = ${CTL_I32.enrolled};
+function joins(ctl, t, seen) { return ${JOINS}; }
 function start(d) {
   const ex = new WebAssembly.Instance(d.module, { env: { memory: d.memory } }).exports;
   const ctl = new Int32Array(d.memory.buffer, d.ctl, ${CONTROL_BYTES / 4});
@@ -39,7 +59,7 @@ function start(d) {
     Atomics.wait(ctl, G, seen);
     seen = Atomics.load(ctl, G);
     if (Atomics.load(ctl, K) < 0) break;
-    if (Atomics.load(ctl, E + d.t) === 1) {
+    if (joins(ctl, d.t, seen)) {
       try {
         ex.part(d.ctl, d.t);
         Atomics.add(ctl, H, 1);
@@ -113,6 +133,8 @@ export class GemmThreads {
   private stopped = false;
   /** Helpers that failed to start (their share goes to the others). */
   private failed = 0;
+  /** Helpers kept out of the next products (tests: team compositions as when a helper has not started yet). */
+  private readonly left = new Set<number>();
 
   /**
    * Starts threads − 1 helpers on `module` instanced over the shared `memory`, whose bytes
@@ -171,10 +193,12 @@ export class GemmThreads {
     const c = this.ctl;
     c[CTL_I32.kind] = kind;
     c.set(args, 3);
+    // the generation this call will have: members' enrolled slots hold it, the others' its complement (joins())
+    const gen = (Atomics.load(c, CTL_I32.generation) + 1) | 0;
     const team = [0];
     for (let t = 1; t < this.threads; t++) {
-      const on = !this.stopped && Atomics.load(c, CTL_I32.ready + t) === 1;
-      c[CTL_I32.enrolled + t] = on ? 1 : 0;
+      const on = !this.stopped && !this.left.has(t) && Atomics.load(c, CTL_I32.ready + t) === 1;
+      Atomics.store(c, CTL_I32.enrolled + t, on ? gen : ~gen);
       if (on) team.push(t);
     }
     const share = Math.ceil(m / team.length / 4) * 4;
@@ -194,6 +218,14 @@ export class GemmThreads {
       Atomics.store(c, CTL_I32.failedParts, 0);
       throw new Error('a CPU matmul thread failed (WebAssembly trap in its share of the product)');
     }
+  }
+
+  /**
+   * Keeps helper t out of the products that follow (or lets it back in), as if it had not started:
+   * tests force team compositions and shares with it. Call between products.
+   */
+  leaveOut(t: number, out = true): void {
+    if (out) this.left.add(t); else this.left.delete(t);
   }
 
   /** Stops the helpers (idempotent). */
