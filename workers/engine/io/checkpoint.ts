@@ -5,11 +5,13 @@ import { assertSafeRelativePath } from './safe_names';
 import { decodeTensor, parseSafetensors, type SafetensorsHeader } from './safetensors';
 
 /**
- * Opens a checkpoint: `model.safetensors`, or the shards listed in `model.safetensors.index.json`
- * (its `weight_map` names the shard of every tensor). Shards are read whole and validated.
- * @throws Error when no safetensors file exists (pickle checkpoints are never loaded) or a shard is malformed.
+ * The checkpoint's shards: those named in `model.safetensors.index.json` (its `weight_map`, every
+ * name checked to stay inside the folder), else `model.safetensors`. Read by openCheckpoint and by
+ * the memory estimate (model/estimate.ts) alike, so both refuse the same bad index the same way.
+ * @throws Error when no safetensors file exists (pickle checkpoints are never loaded), or for a
+ *   weight_map that is not an object, is empty, or names a shard that is not a plain relative path.
  */
-export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: number, total: number) => void): Promise<WeightSource> {
+export async function checkpointShards(files: ModelFiles): Promise<{ shards: string[]; weightMap: Record<string, string> | null }> {
   let shards: string[];
   let weightMap: Record<string, string> | null = null;
   if (await files.has('model.safetensors.index.json')) {
@@ -28,6 +30,16 @@ export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: nu
   } else {
     throw new Error(`${files.label}: no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are loaded, never pickle)`);
   }
+  return { shards, weightMap };
+}
+
+/**
+ * Opens a checkpoint: `model.safetensors`, or the shards listed in `model.safetensors.index.json`
+ * (its `weight_map` names the shard of every tensor). Shards are read whole and validated.
+ * @throws Error when no safetensors file exists (pickle checkpoints are never loaded) or a shard is malformed.
+ */
+export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: number, total: number) => void): Promise<WeightSource> {
+  const { shards, weightMap } = await checkpointShards(files);
   const opened = new Map<string, { bytes: Uint8Array; header: SafetensorsHeader }>();
   const sizes = await Promise.all(shards.map((s) => files.size(s).catch(() => 0)));
   const total = sizes.reduce((a, b) => a + b, 0);

@@ -17,6 +17,11 @@ export interface ModelFiles {
   size(path: string): Promise<number>;
   /** Why has(path) answered false, in words, where the source can tell (the Hub's X-Error-Code); else undefined. */
   absence?(path: string): string | undefined;
+  /**
+   * True where has() is a request the host logs, a 404 for an absent file (a URL prefix on a static
+   * host, HttpFiles): checks that only look for trouble (refuseTwoCheckpoints) skip such probes.
+   */
+  readonly probesByRequest?: boolean;
 }
 
 /** Reads and parses a JSON file. @throws Error naming the file when it is missing or not JSON. */
@@ -61,6 +66,7 @@ export class MemoryFiles implements ModelFiles {
 
 /** Model files under an HTTP base URL (the dev server's /models/, a mirror). */
 export class HttpFiles implements ModelFiles {
+  readonly probesByRequest = true;
   constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}) {}
   private url(path: string) { return this.base.replace(/\/?$/, '/') + assertSafeRelativePath(path); }
   async has(path: string) {

@@ -10,6 +10,7 @@ import { parseHeader, readHeaderLength, type SafetensorsDtype } from '../io/safe
 import { quantBytes } from '../backend/quant';
 import { isQuantFormat, quantisedTensor } from './quant_storage';
 import { formatBytes } from '../io/bytes';
+import { checkpointShards } from '../io/checkpoint';
 
 /** What the device allows; every size in bytes. */
 export interface DeviceLimits {
@@ -95,7 +96,7 @@ export async function estimateModel(files: ModelFiles, opts: TransformerOptions 
   const config = await readJson(files, 'config.json');
   const spec = architectureFor(config.model_type).spec(config);
   const contextLength = workingContext(spec.nCtx, opts.contextLength);
-  const shards = await shardNames(files);
+  const { shards } = await checkpointShards(files);
   const paramsByDtype: Partial<Record<SafetensorsDtype, number>> = {};
   let params = 0, weightBytes = 0;
   let largest = { name: '', shape: [] as number[], bytes: 0 };
@@ -142,17 +143,6 @@ function activationAllowance(contextLength: number, dModel: number, dMlp: number
   return 4 * T * (6 * dModel + 3 * dMlp + nHeads * T + dVocab);
 }
 
-/** The checkpoint's files: the shards named in model.safetensors.index.json, else model.safetensors. @throws Error when neither exists. */
-async function shardNames(files: ModelFiles): Promise<string[]> {
-  if (await files.has('model.safetensors.index.json')) {
-    const index = await readJson(files, 'model.safetensors.index.json');
-    const shards = [...new Set(Object.values((index.weight_map ?? {}) as Record<string, string>))];
-    if (shards.length === 0) throw new Error(`${files.label}: model.safetensors.index.json has an empty weight_map`);
-    return shards;
-  }
-  if (await files.has('model.safetensors')) return ['model.safetensors'];
-  throw new Error(`${files.label}: no model.safetensors or model.safetensors.index.json (only safetensors checkpoints are loaded, never pickle)`);
-}
 
 /**
  * Compares an estimate with the device: the largest buffer that cannot be split against both

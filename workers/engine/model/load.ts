@@ -75,11 +75,13 @@ export async function isGgufFolder(files: ModelFiles): Promise<boolean> {
 
 /**
  * Refuses a folder holding two checkpoints: model.gguf beside model.safetensors (or a sharded
- * index) — possibly two different models; loading either silently would be a guess.
+ * index) — possibly two different models; loading either silently would be a guess. Not asked of
+ * a source whose has() is a logged request (a static host: the probe would be a 404 on every load;
+ * there the safetensors win, as isGgufFolder says).
  * @throws Error naming both files.
  */
 export async function refuseTwoCheckpoints(files: ModelFiles): Promise<void> {
-  if (!(await files.has(GGUF_FILE))) return;
+  if (files.probesByRequest || !(await files.has(GGUF_FILE))) return;
   const st = (await files.has('model.safetensors')) ? 'model.safetensors' : (await files.has('model.safetensors.index.json')) ? 'model.safetensors.index.json' : null;
   if (st) throw new Error(`${files.label}: the folder holds two checkpoints, ${GGUF_FILE} and ${st}${(await files.has('config.json')) ? ' (with config.json)' : ''}, which may be different models; move one of them out so the folder holds one`);
 }
