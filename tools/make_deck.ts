@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const base = { format: EXPERIMENT_FORMAT, version: EXPERIMENT_VERSION, model: { kind: 'bundled', name: 'stories260K' } };
   const raw = [
     {
-      ...base, title: 'Where does “she” win?', note: 'Girl → “she” by +4 nats, but only in the final layer: layers 1–4 look the same for a boy (next slide).',
+      ...base, title: 'Where does “she” win?', note: 'Girl → “she” by +4 nats, but only in the final layer (L4): L0–L3 look the same for a boy (next slide).',
       prompt: 'The little girl saw a dog. Then', good: { mode: 'text', value: ' she' }, bad: { mode: 'text', value: ' he' }, view: { name: 'margins' },
     },
     {

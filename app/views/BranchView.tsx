@@ -15,6 +15,7 @@ import { pathOf, type TreePath } from '../../workers/shared';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
 import { waitingFor } from '../lib/job_rules';
+import { residShort, RESID_AXIS } from '../lib/layer_names';
 
 const COLOURS: { value: NodeColour; title: string }[] = [
   { value: 'final_margin', title: 'final Δ of the futures' },
@@ -126,8 +127,8 @@ function ForkPanel({ path }: { path: TreePath }) {
         </table>
         <div className="figure">
           {lens ? (
-            <LineChart series={series} xLabel="layer (0 = embeddings)" yLabel="lens Δ chosen − alt (nats)" zeroLine width={420} height={200}
-              label="Logit-lens margin between the chosen token and the alternative, by layer" testId="fork-lens" xTicks={lens.margins[0].map((_, l) => l)} />
+            <LineChart series={series} xLabel={RESID_AXIS} yLabel="lens Δ chosen − alt (nats)" zeroLine width={420} height={200}
+              label="Logit-lens margin between the chosen token and the alternative, by layer" testId="fork-lens" xTicks={lens.margins[0].map((_, l) => l)} xTickFormat={residShort} />
           ) : <p className="hint">Computing the logit lens at this position…</p>}
           <p className="hint">Hover an alternative for its lens margin by layer: where the model's preference for the chosen token forms.</p>
         </div>
