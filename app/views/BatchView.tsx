@@ -89,6 +89,7 @@ function StudyForm() {
  */
 export function BatchView() {
   const rows = useStore((s) => s.batchRows);
+  const valuesName = useStore((s) => s.batchValuesName); // an example's or a file's values are in the form
   const result = useStore((s) => s.batchResult);
   const model = useStore((s) => s.batchModel);
   const computedWith = useStore((s) => s.batchComputedWith);
@@ -199,7 +200,7 @@ export function BatchView() {
             </p>
           )}
         </>
-      ) : <p className="placeholder">Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.</p>}
+      ) : <p className="placeholder" data-testid="batch-empty">{valuesName !== null ? `Run the batch over ${valuesName} to fill the table and the plot.` : 'Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.'}</p>}
     </section>
   );
 }

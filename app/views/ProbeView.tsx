@@ -82,6 +82,7 @@ function ProbeChart({ p, svgRef }: { p: ProbeDisplay; svgRef: React.RefObject<SV
  */
 export function ProbeView() {
   const p = useStore((s) => s.probe);
+  const loaded = useStore((s) => s.probeSettings.positive.trim() !== '' && s.probeSettings.negative.trim() !== '');
   const info = useStore((s) => s.info);
   const showTables = useStore((s) => s.showTables);
   const svg = useRef<SVGSVGElement | null>(null);
@@ -145,7 +146,7 @@ export function ProbeView() {
               cell={(i, j) => fixed([r.accuracy, r.auroc, r.controlAccuracy, r.controlAuroc][j][i], 3)} cellTestId={(i, j) => `probe-cell-${i}-${j}`} testId="probe-table" />
           )}
         </>
-      ) : <p className="placeholder">Load an example or your own labelled prompts and run the probes to see at which layer the two sets become linearly separable.</p>}
+      ) : <p className="placeholder" data-testid="probe-empty">{loaded ? 'Run the probes' : 'Load an example or your own labelled prompts and run the probes'} to see at which layer the two sets become linearly separable.</p>}
     </section>
   );
 }
