@@ -114,7 +114,7 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     await expect(page.getByTestId('fork-scored-branch')).toHaveText('Scored: branch node 1.');
     await expect(page.getByTestId('fork-score-chart')).toContainText('fork score (nats)');
     await expect(page.getByTestId('fork-score-chart')).not.toContainText('gap');
-    await expect(page.getByTestId('fork-gap-chart')).toContainText('gap p(top-1) − p(top-2)');
+    await expect(page.getByTestId('fork-gap-chart')).toContainText('gap (probability)');
     await page.getByTestId('fork-points').scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${SHOTS}/branches-fork-points.png`, fullPage: true });
     await page.screenshot({ path: `${SHOTS}/branches-fork-points-viewport.png` });

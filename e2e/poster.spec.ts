@@ -71,7 +71,7 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   // shown (issue 29 item 10: it was dropped), and the deck ends on the slide both presses ask for.
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('ArrowRight');
-  await expect(page.getByTestId('poster-busy')).toContainText('going to 3 when it is ready');
+  await expect(page.getByTestId('poster-busy')).toContainText('still running: then 3');
   await page.screenshot({ path: `${SHOTS}/poster-queued-1920x1080.png` });
   await expect(page.getByTestId('poster-counter')).toHaveText('3 / 5', { timeout: 120_000 });
   await expect(page.getByTestId('poster-title')).toHaveText('Steering mood: dose–response');

@@ -187,12 +187,10 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
           <span data-testid="poster-counter">{index + 1} / {Math.max(1, slides.length)}</span>
           <button type="button" onClick={() => go(at + 1)} disabled={at >= slides.length - 1} aria-label="next experiment">→</button>
         </nav>
-        {slideBusy && (
-          <p className="poster-busy" role="status" data-testid="poster-busy" data-queued={queued ?? ''}>
-            {queued !== null ? `Slide ${index + 1} is still running: going to ${queued + 1} when it is ready.` : `Running slide ${index + 1}…`}
-          </p>
-        )}
-        <p className="poster-keys">← → step · R reset · Esc leave</p>
+        {/* while a slide runs, the keys line says so (same place, so Reset and Leave do not move) */}
+        {slideBusy
+          ? <p className="poster-keys poster-busy" role="status" data-testid="poster-busy" data-queued={queued ?? ''}>{queued !== null ? `Slide ${index + 1} still running: then ${queued + 1}` : `Running slide ${index + 1}…`}</p>
+          : <p className="poster-keys">← → step · R reset · Esc leave</p>}
         <div className="poster-actions">
           <button type="button" data-testid="poster-reset" onClick={reset}>Reset</button>
           <button type="button" data-testid="poster-exit" onClick={onExit}>Leave poster mode</button>
