@@ -82,7 +82,8 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     await page.getByTestId('fork-near-ties-only').uncheck();
     await page.getByTestId('fork-samples').fill('32');
     const estimate = page.getByTestId('fork-estimate');
-    await expect(estimate).toContainText(`Scores ${N} tokens: ${N * 2 * 32} continuations`);
+    // it says which branch it scores (the one selected: the fork, node 1)
+    await expect(estimate).toContainText(`Scores ${N} tokens of branch node 1 (the one selected above): ${N * 2 * 32} continuations`);
     await expect(estimate).toContainText('ms per token');
     expect(Number(await estimate.getAttribute('data-seconds'))).toBeGreaterThan(0);
     await page.getByTestId('fork-estimate').scrollIntoViewIfNeeded();
@@ -109,8 +110,14 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     const rows = page.getByTestId('fork-row');
     await expect(rows).toHaveCount(N);
     for (const s of await rows.evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.score)))) expect(Number.isFinite(s) && s >= 0).toBe(true);
+    // the result names its branch, and the score (nats) and the gap (probability) have an axis each
+    await expect(page.getByTestId('fork-scored-branch')).toHaveText('Scored: branch node 1.');
+    await expect(page.getByTestId('fork-score-chart')).toContainText('fork score (nats)');
+    await expect(page.getByTestId('fork-score-chart')).not.toContainText('gap');
+    await expect(page.getByTestId('fork-gap-chart')).toContainText('gap (probability)');
     await page.getByTestId('fork-points').scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${SHOTS}/branches-fork-points.png`, fullPage: true });
+    await page.screenshot({ path: `${SHOTS}/branches-fork-points-viewport.png` });
 
     // A fork from a prompt token (position 3 of the trunk): prompt[0..3) + its second alternative, continued to T + N.
     await page.getByTestId('tree-node-0').click();

@@ -65,6 +65,18 @@ test('a kiosk steps through the deck with the arrow keys, shows each experiment\
   await expect(page.getByTestId('poster-counter')).toHaveText('1 / 6');
   await expect(page.getByTestId('poster-title')).toHaveText('Where does “she” win?');
   await expect(page.getByTestId('margin-heatmap')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+
+  // Two presses at once: the second comes while the first slide is still running. It is queued and
+  // shown (issue 29 item 10: it was dropped), and the deck ends on the slide both presses ask for.
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await expect(page.getByTestId('poster-busy')).toContainText('still running: then 3');
+  await page.screenshot({ path: `${SHOTS}/poster-queued-1920x1080.png` });
+  await expect(page.getByTestId('poster-counter')).toHaveText('3 / 5', { timeout: 120_000 });
+  await expect(page.getByTestId('poster-title')).toHaveText('Steering mood: dose–response');
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('poster-busy')).toBeHidden({ timeout: 120_000 });
 });
 
 test('poster mode gives the user\'s own experiment back on Esc, in the page and in the saved link and local storage', async ({ page }) => {

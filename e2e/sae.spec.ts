@@ -68,6 +68,14 @@ test('SAE features: the view shows the runner\'s L0, MSE, explained variance, sp
   await page.getByTestId('sae-clamp').click();
   await expect(page.getByTestId('intervention-1')).toContainText(`sae_clamp clamp to c = 5 blocks.2.hook_resid_post`);
   await expect(page.getByTestId('intervention-1')).toContainText(`SAE feature ${F}`);
+  // feedback beside the buttons (the list is far up the page): what was added, as #n
+  await expect(page.getByTestId('sae-placed')).toContainText(`Added #1: clamp feature ${F} to c = 5`);
+  await expect(page.getByTestId('sae-placed')).toBeInViewport();
+  await page.getByTestId('sae-steer').click();
+  await expect(page.getByTestId('sae-placed')).toContainText(`Added #2: steer along W_dec[${F}], α = 4`);
+  await expect(page.getByTestId('intervention-2')).toContainText(`SAE feature ${F}`);
+  await page.screenshot({ path: `${SHOTS}/sae-placed-viewport.png` });
+  await page.getByTestId('intervention-2-delete').click();
   await page.screenshot({ path: `${SHOTS}/sae-view.png`, fullPage: true });
   // the clamp runs in an analysis like any intervention
   await page.getByTestId('analyse').click();

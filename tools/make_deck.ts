@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const base = { format: EXPERIMENT_FORMAT, version: EXPERIMENT_VERSION, model: { kind: 'bundled', name: 'stories260K' } };
   const raw = [
     {
-      ...base, title: 'Where does “she” win?', note: 'Girl → “she” by +4 nats, but only in the final layer: layers 1–4 look the same for a boy (next slide).',
+      ...base, title: 'Where does “she” win?', note: 'Girl → “she” by +4 nats, but only in the final layer (L4): L0–L3 look the same for a boy (next slide).',
       prompt: 'The little girl saw a dog. Then', good: { mode: 'text', value: ' she' }, bad: { mode: 'text', value: ' he' }, view: { name: 'margins' },
     },
     {
@@ -40,10 +40,12 @@ async function main(): Promise<void> {
       vectors: [vector], view: { name: 'dose', sweep: { layers: '3', doses: '-8,-4,-2,0,2,4,8', site: 'hook_resid_post', type: 'add', vector: 0 } },
     },
     {
-      ...base, title: 'Steered vs unsteered story', note: 'Same seed, greedy: with happy − sad added (α = 6) the margin for “happy” jumps at the first step and the story changes.',
-      prompt: 'Once upon a time, there was a little girl named Lily. She felt very', good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' },
+      // A prompt whose unsteered story is not happy already (issue 29 item 10: "She felt very" went on "proud of herself" either way):
+      // the steered story differs from its first token. Checked with the runner: generate --intervention '{"alpha":4,…}'.
+      ...base, title: 'Steered vs unsteered story', note: 'Same seed, greedy: with happy − sad added (α = 4) Ben feels “proud” instead of “scared” from the first token, and Δ(happy − sad) at the first step rises from +0.15 to +3.48 nats.',
+      prompt: 'It was a rainy day and Ben could not go outside. He felt very', good: { mode: 'text', value: ' happy' }, bad: { mode: 'text', value: ' sad' },
       generation: { maxNewTokens: 24, temperature: 0, topK: 0, seed: 0 },
-      vectors: [vector], interventions: [{ hook: DECK_HOOK, type: 'add', dose: 6, vector: 0, positions: 'all' }], view: { name: 'generation' },
+      vectors: [vector], interventions: [{ hook: DECK_HOOK, type: 'add', dose: 4, vector: 0, positions: 'all' }], view: { name: 'generation' },
     },
     {
       ...base, title: 'Attention sinks', note: 'In the last layer a quarter of the heads put over 30 % of their attention on <s> (α₀ > 0.3); earlier layers spread it.',

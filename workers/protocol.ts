@@ -74,7 +74,8 @@ export type { ProbeRequest, ProbeResult, WindowContinuation, WindowResult, Windo
 /** Where a model comes from. */
 export type ModelSource =
   /** A folder served over HTTP: the dev server's /models/<name>/ or a self-hosted mirror prefix. */
-  | { kind: 'url'; url: string; label?: string }
+  /** files: the folder's files and sizes when known (a bundled model's manifest): nothing else is asked for. */
+  | { kind: 'url'; url: string; label?: string; files?: { path: string; bytes: number }[] }
   /** A Hugging Face Hub repo (resolve/{revision}/{file} URL layout); token only for gated repos. */
   | { kind: 'hub'; repo: string; revision?: string; endpoint?: string; token?: string }
   /** Files the user picked or dropped (paths relative to the model folder). */

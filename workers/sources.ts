@@ -33,7 +33,7 @@ export async function filesFor(source: ModelSource, opts: OpenOptions = {}): Pro
   let files: ModelFiles;
   switch (source.kind) {
     case 'url':
-      files = new HttpFiles(source.label ?? source.url, new URL(source.url, self.location.href).href, { signal: opts.signal });
+      files = new HttpFiles(source.label ?? source.url, new URL(source.url, self.location.href).href, { signal: opts.signal }, source.files && new Map(source.files.map((f) => [f.path, f.bytes])));
       break;
     case 'files': {
       const map = new Map<string, Uint8Array>();

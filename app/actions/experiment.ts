@@ -154,15 +154,16 @@ async function restoreSaes(e: Experiment, pending: number[]): Promise<void> {
   const s = useStore.getState();
   const drafts = s.interventions;
   const off: string[] = [];
+  const offIds: number[] = [];
   e.interventions.forEach((d, k) => {
     const draft = drafts[k];
     if (!draft || draft.saeFeature || (d.sae === null && d.type !== 'sae_clamp')) return;
     const id = d.sae ? idOf.get(d.sae.index) : undefined;
     if (d.sae && id) s.updateIntervention(draft.id, { saeFeature: { sae: id, feature: d.sae.feature }, saePending: undefined, enabled: d.enabled });
-    else off.push(`#${k + 1} (${d.type === 'sae_clamp' ? 'clamp' : 'steer along'} feature ${d.sae?.feature ?? '?'}): ${d.sae ? unloadable.get(d.sae.index) : 'the experiment does not name its SAE (saved by an older version)'}`);
+    else offIds.push(draft.id), off.push(`#${k + 1} (${d.type === 'sae_clamp' ? 'clamp' : 'steer along'} feature ${d.sae?.feature ?? '?'}): ${d.sae ? unloadable.get(d.sae.index) : 'the experiment does not name its SAE (saved by an older version)'}`);
   });
   if (off.length) {
-    s.setExperimentNotice({ what: 'Some SAE feature interventions are switched off', why: `${off.join('; ')}. Then place the feature again from the SAE view (the rest of the experiment is restored).` });
+    s.setExperimentNotice({ what: 'Some SAE feature interventions are switched off', why: `${off.join('; ')}. Then place the feature again from the SAE view (the rest of the experiment is restored).`, interventions: offIds });
   }
 }
 

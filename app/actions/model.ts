@@ -18,7 +18,9 @@ export function bundledModelNames(): string[] {
 
 /** The source for a bundled model folder, relative to the page (so the site works from any sub-path). */
 export function localModelSource(name: string): ModelSource {
-  return { kind: 'url', url: new URL(`models/${name}/`, document.baseURI).href, label: name };
+  // the manifest lists the folder's files: the load asks for no other (no 404 for an index it lacks)
+  const files = bundled.find((m) => m.name === name)?.files;
+  return { kind: 'url', url: new URL(`models/${name}/`, document.baseURI).href, label: name, ...(files ? { files: files.map((f) => ({ path: f.path, bytes: f.bytes })) } : {}) };
 }
 
 /** A human label for a source (shown while it loads and in the banner if it fails). */

@@ -92,12 +92,14 @@ export async function openFeature(feature: number, position: number | null = nul
  * `sae_clamp` sets the feature to c, keeping the SAE's error term. It opens in the editor, where
  * its positions and step window can be changed like any intervention's.
  */
-export function placeFeature(type: 'add' | 'sae_clamp', feature: number, dose: number, positions: PositionSelector): void {
+export function placeFeature(type: 'add' | 'sae_clamp', feature: number, dose: number, positions: PositionSelector): number | null {
   const s = useStore.getState();
   const sae = s.saes.find((x) => x.id === s.activeSae);
-  if (!sae) return;
-  s.addIntervention({
+  if (!sae) return null;
+  const id = s.addIntervention({
     enabled: true, hook: sae.cfg.hookName, type, dose, rotateBy: 'theta', mode: 'project', vectorId: null,
     source: '', head: null, positions, steps: null, saeFeature: { sae: sae.id, feature },
   });
+  // its number in the intervention list (#n), for the feedback beside the buttons
+  return useStore.getState().interventions.findIndex((d) => d.id === id) + 1;
 }

@@ -111,12 +111,26 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
     return () => { if (document.fullscreenElement) void document.exitFullscreen().catch(() => {}); };
   }, [kiosk]);
 
+  // A slide restoring (its load and reruns: several jobs in a row), and the slide a key press made
+  // meanwhile asks for: it is queued and shown, then gone to once the slide is ready (never dropped).
+  const [restoringSlide, setRestoringSlide] = useState(false);
+  const [queued, setQueued] = useState<number | null>(null);
+  const slideBusy = busy || restoringSlide;
   const go = useCallback((i: number) => {
-    if (i < 0 || i >= slides.length || i === index || useStore.getState().job) return;
+    if (i < 0 || i >= slides.length) return;
+    if (restoringSlide || useStore.getState().job) { setQueued(i === index ? null : i); return; }
+    if (i === index) return;
+    setQueued(null);
     setIndex(i);
     slideLoaded.current = true;
-    void restoreExperiment(slides[i], 'deck');
-  }, [slides, index]);
+    setRestoringSlide(true);
+    void restoreExperiment(slides[i], 'deck').finally(() => setRestoringSlide(false));
+  }, [slides, index, restoringSlide]);
+  useEffect(() => {
+    if (!slideBusy && queued !== null) go(queued);
+  }, [slideBusy, queued, go]);
+  /** The slide a step starts from: the one queued, else the one shown. */
+  const at = queued ?? index;
 
   const reset = useCallback(() => {
     if (!kiosk) {
@@ -137,8 +151,8 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
       clearTimeout(idle);
       idle = setTimeout(reset, KIOSK_IDLE_MS);
       if ((e.target as HTMLElement)?.closest?.('input, textarea, select')) return;
-      if (e.key === 'ArrowRight' || e.key === 'PageDown' || e.key === ' ') { e.preventDefault(); go(index + 1); }
-      else if (e.key === 'ArrowLeft' || e.key === 'PageUp') { e.preventDefault(); go(index - 1); }
+      if (e.key === 'ArrowRight' || e.key === 'PageDown' || e.key === ' ') { e.preventDefault(); go(at + 1); }
+      else if (e.key === 'ArrowLeft' || e.key === 'PageUp') { e.preventDefault(); go(at - 1); }
       else if (e.key === 'Escape') onExit();
       else if (e.key === 'r' || e.key === 'R') reset();
     };
@@ -146,7 +160,7 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
     addEventListener('keydown', onKey);
     addEventListener('pointerdown', onPointer);
     return () => { clearTimeout(idle); removeEventListener('keydown', onKey); removeEventListener('pointerdown', onPointer); };
-  }, [go, index, reset, onExit]);
+  }, [go, at, reset, onExit]);
 
   const slide = slides[index];
   const title = slide?.title ?? (index === 0 && !kiosk ? 'This experiment' : deckTitle);
@@ -169,11 +183,14 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
           )}
         </figure>
         <nav className="poster-nav">
-          <button type="button" onClick={() => go(index - 1)} disabled={busy || index === 0} aria-label="previous experiment">←</button>
+          <button type="button" onClick={() => go(at - 1)} disabled={at === 0} aria-label="previous experiment">←</button>
           <span data-testid="poster-counter">{index + 1} / {Math.max(1, slides.length)}</span>
-          <button type="button" onClick={() => go(index + 1)} disabled={busy || index >= slides.length - 1} aria-label="next experiment">→</button>
+          <button type="button" onClick={() => go(at + 1)} disabled={at >= slides.length - 1} aria-label="next experiment">→</button>
         </nav>
-        <p className="poster-keys">← → step · R reset · Esc leave</p>
+        {/* while a slide runs, the keys line says so (same place, so Reset and Leave do not move) */}
+        {slideBusy
+          ? <p className="poster-keys poster-busy" role="status" data-testid="poster-busy" data-queued={queued ?? ''}>{queued !== null ? `Slide ${index + 1} still running: then ${queued + 1}` : `Running slide ${index + 1}…`}</p>
+          : <p className="poster-keys">← → step · R reset · Esc leave</p>}
         <div className="poster-actions">
           <button type="button" data-testid="poster-reset" onClick={reset}>Reset</button>
           <button type="button" data-testid="poster-exit" onClick={onExit}>Leave poster mode</button>

@@ -14,6 +14,11 @@ export interface ExperimentNotice {
    * and stay until the next restore or dismiss.
    */
   unread?: boolean;
+  /**
+   * The interventions (their ids) the notice is about, e.g. SAE feature interventions left off:
+   * once every one of them is deleted the notice goes (removeIntervention).
+   */
+  interventions?: number[];
 }
 
 /**

@@ -86,10 +86,13 @@ export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> 
     return id;
   },
   updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? { ...d, ...patch } : d)) })),
-  removeIntervention: (id) => set((s) => ({
-    interventions: s.interventions.filter((d) => d.id !== id),
-    selectedIntervention: s.selectedIntervention === id ? null : s.selectedIntervention,
-  })),
+  removeIntervention: (id) => set((s) => {
+    const interventions = s.interventions.filter((d) => d.id !== id);
+    const named = s.experimentNotice?.interventions;
+    // a notice about interventions (an SAE not loaded) goes with the last of them
+    const gone = named !== undefined && !named.some((n) => interventions.some((d) => d.id === n));
+    return { interventions, selectedIntervention: s.selectedIntervention === id ? null : s.selectedIntervention, ...(gone ? { experimentNotice: null } : {}) };
+  }),
   moveIntervention: (id, by) => set((s) => {
     const i = s.interventions.findIndex((d) => d.id === id);
     const j = i + by;

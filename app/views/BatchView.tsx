@@ -8,6 +8,7 @@ import { interventionText } from '../lib/steered';
 import { FilePickButton } from '../components/FilePickButton';
 import { IntervalChart } from '../components/IntervalChart';
 import { fixed, vectorLabel } from '../lib/format';
+import { residShort } from '../lib/layer_names';
 import { ANALYSIS_METRICS, flatRow, METRIC_DOCS, parseTemplate, PATCH_HOOKS, summarize } from '../../workers/shared';
 import type { BatchMetric, PatchHook } from '../../workers/protocol';
 import { waitingFor } from '../lib/job_rules';
@@ -88,6 +89,7 @@ function StudyForm() {
  */
 export function BatchView() {
   const rows = useStore((s) => s.batchRows);
+  const valuesName = useStore((s) => s.batchValuesName); // an example's or a file's values are in the form
   const result = useStore((s) => s.batchResult);
   const model = useStore((s) => s.batchModel);
   const computedWith = useStore((s) => s.batchComputedWith);
@@ -184,6 +186,8 @@ export function BatchView() {
                   <tr key={row.index} data-testid="batch-row" data-index={row.index} className={`clickable${row.error ? ' error' : ''}`} title="Open this prompt's full analysis" onClick={() => { if (!job) void openRow(row); }}>
                     {shownHeader.map((h) => (h === 'lens_visible_layer' && flat[h] === null && !row.error
                       ? <td key={h} className="muted never" title={METRIC_DOCS.lens_visible_layer}>never*</td>
+                      : h === 'lens_visible_layer' && typeof flat[h] === 'number'
+                        ? <td key={h} className="mono" title={`residual row ${flat[h]} (the CSV's value): ${residShort(flat[h] as number)}`}>{residShort(flat[h] as number)}</td>
                       : <td key={h} className={typeof flat[h] === 'number' ? 'mono' : 'text'} title={typeof flat[h] === 'string' ? String(flat[h]) : undefined}>{typeof flat[h] === 'number' && !Number.isInteger(flat[h]) ? fixed(flat[h] as number, 4) : String(flat[h] ?? '')}</td>))}
                   </tr>
                 ))}
@@ -196,7 +200,7 @@ export function BatchView() {
             </p>
           )}
         </>
-      ) : <p className="placeholder">Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.</p>}
+      ) : <p className="placeholder" data-testid="batch-empty">{valuesName !== null ? `Run the batch over ${valuesName} to fill the table and the plot.` : 'Load an example (the distractor study runs on the bundled stories260K) or write a template and a values table, then run the batch.'}</p>}
     </section>
   );
 }

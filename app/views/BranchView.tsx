@@ -15,6 +15,7 @@ import { pathOf, type TreePath } from '../../workers/shared';
 import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/protocol';
 import type { NodeColour } from '../store/branching';
 import { waitingFor } from '../lib/job_rules';
+import { residShort, RESID_AXIS } from '../lib/layer_names';
 
 const COLOURS: { value: NodeColour; title: string }[] = [
   { value: 'final_margin', title: 'final Δ of the futures' },
@@ -126,8 +127,8 @@ function ForkPanel({ path }: { path: TreePath }) {
         </table>
         <div className="figure">
           {lens ? (
-            <LineChart series={series} xLabel="layer (0 = embeddings)" yLabel="lens Δ chosen − alt (nats)" zeroLine width={420} height={200}
-              label="Logit-lens margin between the chosen token and the alternative, by layer" testId="fork-lens" xTicks={lens.margins[0].map((_, l) => l)} />
+            <LineChart series={series} xLabel={RESID_AXIS} yLabel="lens Δ chosen − alt (nats)" zeroLine width={420} height={200}
+              label="Logit-lens margin between the chosen token and the alternative, by layer" testId="fork-lens" xTicks={lens.margins[0].map((_, l) => l)} xTickFormat={residShort} />
           ) : <p className="hint">Computing the logit lens at this position…</p>}
           <p className="hint">Hover an alternative for its lens margin by layer: where the model's preference for the chosen token forms.</p>
         </div>
@@ -204,6 +205,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
   const work = useMemo(() => forkPointsWork(), [tree, node, samples, gap, nearOnly]);
   const seconds = work ? forkSeconds(work, rate, identity) : null;
   const svg = useRef<SVGSVGElement | null>(null);
+  const gapSvg = useRef<SVGSVGElement | null>(null);
   const r: ForkPointsResult | null = forks && forks.node === node ? forks : null;
   // The result lands below the button, often below the fold: bring the chart into view once, when it answers a press here.
   const chart = useRef<HTMLDivElement | null>(null);
@@ -237,7 +239,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <p className="hint" data-testid="fork-estimate" data-continuations={work.continuations} data-seconds={seconds ?? ''}>
           {work.positions === 0
             ? `No new token of this branch is a near tie (gap ≤ ${fixed(gap, 2)}): raise the slider or untick “near ties only”.`
-            : <>Scores {work.positions} {tokensWord(work.positions, nearOnly && gap < 1)}: {work.continuations} continuations ({work.tokens} token positions through the model),{' '}
+            : <>Scores {work.positions} {tokensWord(work.positions, nearOnly && gap < 1)} of branch node {node}{node === 0 ? ' (the trunk)' : ''} (the one selected above): {work.continuations} continuations ({work.tokens} token positions through the model),{' '}
               {seconds !== null ? <>{duration(seconds)} at this load’s measured {fixed(rate!.secondsPerToken * 1000, 1)} ms per token.</> : 'time not measured yet on this load (generate a trunk first).'}</>}
         </p>
       )}
@@ -246,11 +248,14 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
         <>
           {r.cancelled && <p className="note-warn" role="status" data-testid="fork-cancelled">Cancelled: {scored.length} of {planned} {tokensWord(planned, r.maxGap < 1)} scored; the others are left unscored.</p>}
           <div className="view-head" ref={chart}>
-            <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }, { name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
-              legend xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="score (nats) · gap" svgRef={svg} width={560} height={220} label="Fork score and top-1/top-2 gap per new token" testId="fork-score-chart" />
+            <p className="muted" data-testid="fork-scored-branch">Scored: branch node {r.node}{r.node === 0 ? ' (the trunk)' : ''}.</p>
+            <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }]}
+              xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="fork score (nats)" svgRef={svg} width={560} height={180} label="Fork score per new token (nats)" testId="fork-score-chart" />
+            <LineChart series={[{ name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
+              xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="gap (probability)" svgRef={gapSvg} width={560} height={150} label="Top-1/top-2 probability gap per new token" testId="fork-gap-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
               csv={() => [['position', 'new token', 'token', 'gap p(top-1) − p(top-2)', 'score (nats)', 'forced token', 'its probability', 'mean outcome Δ (nats)', 'fraction of continuations with Δ > 0'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
-              figure={() => svg.current && ({ title: `Fork points · ${tree.model}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', element: svg.current }] })} />
+              figure={() => svg.current && gapSvg.current && ({ title: `Fork points · ${tree.model} · node ${r.node}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', title: 'Fork score (nats)', element: svg.current }, { kind: 'svg', title: 'Top-1/top-2 gap (probability)', element: gapSvg.current }] })} />
           </div>
           <table className="data-table" data-testid="fork-table">
             <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>

@@ -127,6 +127,7 @@ export function DoseResponseView() {
   };
   const key = r?.doseKey === 'alpha' ? 'α' : 'θ';
   const running = useStore((s) => s.job?.kind === 'sweep');
+  const vectorPicked = useStore((s) => s.sweepSettings.vectorId !== null);
   return (
     <section className="view" data-testid="dose-view">
       <header className="view-head">
@@ -192,7 +193,7 @@ export function DoseResponseView() {
             </>
           )}
         </>
-      ) : !running && <p className="placeholder">Pick a vector and run the sweep to see how the margin and the side effects grow with the dose, layer by layer.</p>}
+      ) : !running && <p className="placeholder" data-testid="sweep-empty">{vectorPicked ? 'Run the sweep' : 'Pick a vector and run the sweep'} to see how the margin and the side effects grow with the dose, layer by layer.</p>}
     </section>
   );
 }

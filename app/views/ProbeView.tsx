@@ -82,6 +82,7 @@ function ProbeChart({ p, svgRef }: { p: ProbeDisplay; svgRef: React.RefObject<SV
  */
 export function ProbeView() {
   const p = useStore((s) => s.probe);
+  const loaded = useStore((s) => s.probeSettings.positive.trim() !== '' && s.probeSettings.negative.trim() !== '');
   const info = useStore((s) => s.info);
   const showTables = useStore((s) => s.showTables);
   const svg = useRef<SVGSVGElement | null>(null);
@@ -97,7 +98,7 @@ export function ProbeView() {
         <h2>Linear probes</h2>
         <p className="muted">
           Where the difference between two sets of prompts becomes <b>linearly readable</b>: at one token of each prompt, the residual stream of every layer
-          (row 0 = embeddings, row l = after block l − 1) is classified by an L2 logistic regression, scored on held-out folds. The control curve is the same
+          (embed, then the output of each block L0, L1, …) is classified by an L2 logistic regression, scored on held-out folds. The control curve is the same
           probe on shuffled labels (it should stay at 0.5: a probe that beats it there memorises). Uses the experiment's chat-template setting.
         </p>
       </header>
@@ -113,8 +114,8 @@ export function ProbeView() {
             <ExportButtons
               name={`probes-${p.modelLabel}`}
               json={() => ({ model: p.modelLabel, set: p.source, positive: p.positive, negative: p.negative, ...r })}
-              csv={() => [['row (0 = embeddings)', 'hook', 'held-out accuracy', 'held-out AUROC', 'control accuracy (shuffled labels)', 'control AUROC', 'norm of mean(positive) − mean(negative)'],
-                ...r.hooks.map((h, i) => [i, h, r.accuracy[i], r.auroc[i], r.controlAccuracy[i], r.controlAuroc[i], Math.hypot(...r.directions[i])])]}
+              csv={() => [['layer', 'hook', 'held-out accuracy', 'held-out AUROC', 'control accuracy (shuffled labels)', 'control AUROC', 'norm of mean(positive) − mean(negative)'],
+                ...r.hooks.map((h, i) => [residShort(i), h, r.accuracy[i], r.auroc[i], r.controlAccuracy[i], r.controlAuroc[i], Math.hypot(...r.directions[i])])]}
               figure={() => svg.current && ({
                 title: `Linear probes per layer · ${p.modelLabel}`,
                 caption: [`“${r.classes[1]}” (${r.nPositive}) vs “${r.classes[0]}” (${r.nNegative}) from ${p.source}, read at ${r.position === 'last' ? 'the last token' : `token ${r.position}`}; ${r.folds}-fold held-out accuracy and AUROC of an L2 logistic regression (λ = ${r.l2}); control = shuffled labels`,
@@ -145,7 +146,7 @@ export function ProbeView() {
               cell={(i, j) => fixed([r.accuracy, r.auroc, r.controlAccuracy, r.controlAuroc][j][i], 3)} cellTestId={(i, j) => `probe-cell-${i}-${j}`} testId="probe-table" />
           )}
         </>
-      ) : <p className="placeholder">Load an example or your own labelled prompts and run the probes to see at which layer the two sets become linearly separable.</p>}
+      ) : <p className="placeholder" data-testid="probe-empty">{loaded ? 'Run the probes' : 'Load an example or your own labelled prompts and run the probes'} to see at which layer the two sets become linearly separable.</p>}
     </section>
   );
 }

@@ -65,6 +65,7 @@ function FeaturePanel({ r }: { r: SaeResult }) {
   const [alpha, setAlpha] = useState(4);
   const [value, setValue] = useState(0);
   const [where, setWhere] = useState<'token' | 'all'>('token');
+  const [placed, setPlaced] = useState<string | null>(null);
   if (!open) return <p className="muted">Click a feature (a chip or a heatmap cell) to see what its decoder direction promotes and to steer or clamp it.</p>;
   const { info, position } = open;
   const T = r.analysis.ids.length;
@@ -94,10 +95,11 @@ function FeaturePanel({ r }: { r: SaeResult }) {
       </div>
       <div className="row">
         <label>α <input className="short" type="number" data-testid="sae-alpha" value={alpha} onChange={(e) => setAlpha(Number(e.target.value))} /></label>
-        <button type="button" data-testid="sae-steer" onClick={() => placeFeature('add', info.feature, alpha, positions)} title="h += α·W_dec[f]/‖W_dec[f]‖">Steer along W_dec[f] (unit norm)</button>
+        <button type="button" data-testid="sae-steer" onClick={() => { const n = placeFeature('add', info.feature, alpha, positions); setPlaced(n ? `Added #${n}: steer along W_dec[${info.feature}], α = ${alpha}, at ${positions === 'all' ? 'all positions' : `token ${positions[0]}`}` : null); }} title="h += α·W_dec[f]/‖W_dec[f]‖">Steer along W_dec[f] (unit norm)</button>
         <label>c <input className="short" type="number" data-testid="sae-clamp-value" value={value} onChange={(e) => setValue(Number(e.target.value))} /></label>
-        <button type="button" data-testid="sae-clamp" onClick={() => placeFeature('sae_clamp', info.feature, value, positions)} title="x' = x + (c − f(x))·W_dec[f], the SAE's error term kept">Clamp f to c</button>
+        <button type="button" data-testid="sae-clamp" onClick={() => { const n = placeFeature('sae_clamp', info.feature, value, positions); setPlaced(n ? `Added #${n}: clamp feature ${info.feature} to c = ${value}, at ${positions === 'all' ? 'all positions' : `token ${positions[0]}`}` : null); }} title="x' = x + (c − f(x))·W_dec[f], the SAE's error term kept">Clamp f to c</button>
       </div>
+      {placed && <p className="hint" role="status" data-testid="sae-placed">{placed} — it is now in the experiment's intervention list (Steering panel, top of the page) and applies to the next run.</p>}
     </section>
   );
 }

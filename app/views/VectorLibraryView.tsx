@@ -27,6 +27,8 @@ function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
   const info = useStore((s) => s.info);
   const job = useStore((s) => s.job);
   const { setPrompt, setFuture, setView } = useStore.getState();
+  const good = useStore((s) => s.good);
+  const bad = useStore((s) => s.bad);
   const [method, setMethod] = useState<VectorRequest['method']>('caa');
   const [hook, setHook] = useState(defaultHook);
   const [position, setPosition] = useState<'last' | 'mean' | 'marker'>('last');
@@ -56,6 +58,12 @@ function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
           </button>
         )}
       </div>
+      {set.suggested && (good.mode !== 'text' || bad.mode !== 'text' || good.value !== set.suggested.good || bad.value !== set.suggested.bad) && (
+        <p className="note-warn" role="status" data-testid="set-futures-differ">
+          This set was written for the futures “{set.suggested.good}” vs “{set.suggested.bad}”, but the experiment measures “{good.value}” vs “{bad.value}”:
+          its vector moves a margin the experiment does not read, and a large α can swamp the lens. Use its prompt and futures, or read the result with that in mind.
+        </p>
+      )}
       <div className="set-texts">
         <label className="stack">Positive texts ({pos.length}), one per line
           <textarea rows={8} data-testid="set-positive" value={set.positive.join('\n')} onChange={(e) => setSet({ ...set, positive: e.target.value.split('\n') })} spellCheck={false} />

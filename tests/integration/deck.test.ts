@@ -64,7 +64,12 @@ describe('the poster deck shows real effects on stories260K', () => {
     const interventions = await resolveInterventions(engine, experimentSpecs(e), { nPrompt, maxNewTokens: g.maxNewTokens });
     const plain = await engine.generate(g), steered = await engine.generate({ ...g, interventions });
     expect(steered.text).not.toBe(plain.text);
+    // from the first token (issue 29 item 10: the old slide's stories only parted later, both "proud of herself")
+    expect(steered.tokens[0]).not.toBe(plain.tokens[0]);
+    expect(plain.text).not.toMatch(/happy|proud/);
     expect(steered.margins![0] - plain.margins![0]).toBeGreaterThan(3);
+    // the numbers the note quotes
+    expect(e.note).toContain(`from +${plain.margins![0].toFixed(2)} to +${steered.margins![0].toFixed(2)} nats`);
   });
 
   it('sinks: the last layer has the highest sink rate, at least a quarter of its heads', async () => {

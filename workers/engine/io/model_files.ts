@@ -66,10 +66,17 @@ export class MemoryFiles implements ModelFiles {
 
 /** Model files under an HTTP base URL (the dev server's /models/, a mirror). */
 export class HttpFiles implements ModelFiles {
-  readonly probesByRequest = true;
-  constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}) {}
+  /** has() is a HEAD request unless the folder's listing is known. */
+  get probesByRequest(): boolean { return !this.listing; }
+  /**
+   * @param listing the folder's files with their sizes when known (a bundled model's build-time
+   *   manifest, tools/bundled_models.ts): has() and size() answer from it, so no request is made for
+   *   a file the folder lacks (a 404 for model.safetensors.index.json) and no HEAD for a size.
+   */
+  constructor(readonly label: string, private readonly base: string, private readonly init: RequestInit = {}, private readonly listing?: ReadonlyMap<string, number>) {}
   private url(path: string) { return this.base.replace(/\/?$/, '/') + assertSafeRelativePath(path); }
   async has(path: string) {
+    if (this.listing) return this.listing.has(assertSafeRelativePath(path));
     const r = await fetch(this.url(path), { ...this.init, method: 'HEAD', cache: 'no-store' });
     return r.ok;
   }
@@ -106,6 +113,8 @@ export class HttpFiles implements ModelFiles {
    * @throws Error for an HTTP error or a server that reports no size at all.
    */
   async size(path: string) {
+    const listed = this.listing?.get(assertSafeRelativePath(path));
+    if (listed !== undefined) return listed;
     const r = await fetch(this.url(path), { ...this.init, method: 'HEAD', cache: 'no-store' });
     if (!r.ok) throw new Error(`${this.label}: ${path} — HTTP ${r.status}`);
     const len = r.headers.get('content-length');

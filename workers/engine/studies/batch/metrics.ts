@@ -14,7 +14,7 @@ export const ANALYSIS_METRICS = ['final_margin', 'sequence_margin', 'lens_visibl
 export const METRIC_DOCS: Record<BatchMetric, string> = {
   final_margin: 'Δ = log p(good) − log p(bad) of the first tokens after the prompt, final layer (nats)',
   sequence_margin: 'teacher-forced Δ of the whole futures (sum of the branch tokens\' log-probs; nats)',
-  lens_visible_layer: 'earliest lens layer (0 = embeddings) from which Δ at the last prompt token keeps its final sign with |Δ| ≥ the threshold; empty when the final |Δ| is below it',
+  lens_visible_layer: 'earliest lens row (0 = embed, r = L{r−1}: the table shows the name) from which Δ at the last prompt token keeps its final sign with |Δ| ≥ the threshold; empty when the final |Δ| is below it',
   sink_rate: 'fraction of heads with α_0 > ε, averaged over layers (Gu et al. 2024, arXiv 2410.10781)',
   probe_score: 'projection h·v/‖v‖ of the residual stream at the last prompt token on a direction v read at its hook (e.g. a probe\'s difference of means; Alain & Bengio arXiv 1610.01644); units of the hook\'s activations',
   patch_recovery: 'normalised recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) when the clean prompt\'s value at one (hook, layer, position) is patched into the template\'s corrupt variant (final margin, denoising; Heimersheim & Nanda arXiv 2404.15255)',
