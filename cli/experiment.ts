@@ -57,6 +57,11 @@ export function applyExperimentFlags(raw: RawFlags, takes: (name: string) => boo
   fill('temperature', () => String(e.generation.temperature));
   fill('top-k', () => String(e.generation.topK));
   fill('seed', () => String(e.generation.seed));
-  const specs = experimentSpecs(e).map((s) => JSON.stringify({ ...s, vector: s.vector && typeof s.vector !== 'string' ? Array.from(s.vector as ArrayLike<number>) : s.vector }));
-  if (takes('intervention') && specs.length) raw.set('intervention', [...specs, ...(raw.get('intervention') ?? [])]);
+  const enabled = experimentSpecs(e);
+  const specs = enabled.map((s) => JSON.stringify({ ...s, vector: s.vector && typeof s.vector !== 'string' ? Array.from(s.vector as ArrayLike<number>) : s.vector }));
+  if (takes('intervention') && specs.length) {
+    raw.set('intervention', [...specs, ...(raw.get('intervention') ?? [])]);
+    // the numbers printed are steered ones: say so, as the workbench marks a steered view
+    process.stderr.write(`note: ${file}: its ${enabled.length} enabled intervention${enabled.length === 1 ? '' : 's'} appl${enabled.length === 1 ? 'ies' : 'y'} (${enabled.map((s, i) => `#${i + 1} ${s.type} at ${s.hook}`).join('; ')}); the results are steered\n`);
+  }
 }

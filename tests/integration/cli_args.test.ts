@@ -71,3 +71,30 @@ describe('runner arguments (issue #28)', () => {
     }
   });
 });
+
+describe('--experiment says when its interventions steer the numbers', () => {
+  const exp = (interventions: unknown[]) => JSON.stringify({
+    format: 'branchpoint-experiment', version: 3, model: { kind: 'bundled', name: 'stories260K' }, prompt: 'Once upon a time', chatTemplate: false,
+    good: { mode: 'text', value: ' there' }, bad: { mode: 'text', value: ' a' },
+    vectors: [{ name: 'v', hook: 'blocks.3.hook_resid_post', model: 'stories260K', dModel: 64, provenance: { method: 'file', position: 'last', positive: [], negative: [] }, values: Array.from({ length: 64 }, (_, i) => Math.sin(i)) }],
+    interventions,
+  });
+  it('an enabled intervention: a stderr note names it and says the results are steered; none: no note, and the margin differs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-exp-note-'));
+    try {
+      const iv = { enabled: true, hook: 'blocks.3.hook_resid_post', type: 'add', dose: 4, vector: 0, positions: 'all' };
+      fs.writeFileSync(path.join(dir, 'steered.json'), exp([iv]));
+      fs.writeFileSync(path.join(dir, 'plain.json'), exp([{ ...iv, enabled: false }]));
+      const steered = await runCli(['margins', '--experiment', path.join(dir, 'steered.json')]);
+      const plain = await runCli(['margins', '--experiment', path.join(dir, 'plain.json')]);
+      expect(steered.code, steered.err).toBe(0);
+      expect(plain.code, plain.err).toBe(0);
+      expect(steered.err).toContain('its 1 enabled intervention applies (#1 add at blocks.3.hook_resid_post); the results are steered');
+      expect(plain.err).not.toContain('the results are steered');
+      const last = (r: { out: string }) => (JSON.parse(r.out) as { final_margin: number[] }).final_margin.at(-1)!;
+      expect(last(steered)).not.toBe(last(plain));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
