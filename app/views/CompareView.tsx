@@ -376,7 +376,7 @@ export function CompareView() {
                 {r.crossPatch.concat(r.crossPatchReverse).reduce((n, x) => n + x.positionsComputed, 0)} token positions computed (prefix KV reuse);{' '}
                 {r.crossPatch.concat(r.crossPatchReverse).reduce((n, x) => n + x.cellsSkipped, 0)} cells hold equal values in both models and were not run (r exact).
               </p>
-              <div className="compare-row">{grids.patch.map((g) => <GridFigure key={g.id} g={g} />)}</div>
+              <div className="compare-stack">{grids.patch.map((g) => <GridFigure key={g.id} g={g} />)}</div>
             </section>
           )}
         </>
