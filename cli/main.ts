@@ -12,7 +12,7 @@ import { readJson } from '../workers/engine/io/model_files';
 import { architectureFor } from '../workers/engine/arch/registry';
 import { isGgufFolder } from '../workers/engine/model/load';
 import type { ModelSpec } from '../workers/engine/arch/spec';
-import { strictFlags, tokenize, UsageError, validateFlags, type RawFlags, type Schema } from './flags';
+import { nearest, strictFlags, tokenize, UsageError, validateFlags, type RawFlags, type Schema } from './flags';
 import { COMMANDS, findCommand, usageText, type Command, type CommonValues } from './commands';
 import { applyExperimentFlags } from './experiment';
 import { saeLoader } from './sae';
@@ -87,7 +87,10 @@ export function parseCommandLine(argv: readonly string[]): { help: true } | { co
   }
   if (tokens.command === 'help' || tokens.help) return { help: true };
   const command = findCommand(tokens.command);
-  if (!command) return { code: 2, message: `unknown command "${tokens.command}" (commands: ${COMMANDS.map((c) => c.name).join(', ')}; branchpoint --help lists their flags)` };
+  if (!command) {
+    const near = nearest(tokens.command, COMMANDS.map((c) => c.name));
+    return { code: 2, message: `unknown command "${tokens.command}"${near ? `; did you mean ${near}?` : ''} (commands: ${COMMANDS.map((c) => c.name).join(', ')}; branchpoint --help lists their flags)` };
+  }
   try {
     const raw = strictFlags(command.name, command.schema, tokens, SCHEMAS);
     return { command, f: commandFlags(command, raw), given: (name) => raw.has(name) };

@@ -46,7 +46,10 @@ describe('branchpoint patch', () => {
   it('an unknown command says so (not "--prompt is required") and exits 2 before loading a model', async () => {
     const r = await runCli(['frobnicate', '--model', '/nonexistent']);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('unknown command "frobnicate"');
+    expect(r.err).toContain('unknown command "frobnicate" (commands:');
     expect(r.err).not.toContain('--prompt is required');
+    const typo = await runCli(['margns', '--model', '/nonexistent']);
+    expect(typo.code).toBe(2);
+    expect(typo.err).toContain('unknown command "margns"; did you mean margins?');
   });
 });
