@@ -146,7 +146,7 @@ test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wi
 test('poster mode at 1280×800: Reset and Leave are on screen and nothing is wider than the window (issue 29 item 7)', async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto('/index.html?poster');
-  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '5', { timeout: 60_000 });
+  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
   await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
   await settled(page);
   for (const id of ['poster-reset', 'poster-exit', 'poster-counter', 'poster-title']) await expect(page.getByTestId(id), id).toBeInViewport({ ratio: 1 });
