@@ -57,8 +57,6 @@ class Session {
   /** Loaded SAEs by id; they live on the engine's backend and go with it. */
   readonly saes = new Map<string, Sae>();
   saeCount = 0;
-  /** Memory estimate of the loaded model (estimateModel totalBytes; 0 when unknown), for keeping it while another loads. */
-  engineBytes = 0;
   readonly jobs = new Jobs();
 
   /** The loaded engine. @throws Error when none is loaded or its GPU device was lost. */
@@ -101,7 +99,6 @@ class Session {
     this.saes.clear();
     this.engine?.dispose();
     this.engine = null;
-    this.engineBytes = 0;
     this.estimateA = null;
     this.lastAnalysed = null;
     this.explorer = null;
@@ -213,7 +210,7 @@ const api: InferenceApi = {
       }
       const estimate = est?.totalBytes ?? null;
       const budget = limits?.memoryBudget ?? deviceLimits(be, options.memoryBudgetBytes).memoryBudget;
-      const keepOld = session.engine !== null && estimate !== null && estimate + session.engineBytes + (session.estimateB?.totalBytes ?? 0) <= budget;
+      const keepOld = session.engine !== null && estimate !== null && estimate + (session.estimateA?.totalBytes ?? 0) + (session.estimateB?.totalBytes ?? 0) <= budget;
       const released = session.engine !== null && !keepOld;
       if (released) session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
@@ -226,7 +223,6 @@ const api: InferenceApi = {
       }
       session.unloadModel();
       session.engine = engine;
-      session.engineBytes = estimate ?? 0;
       session.estimateA = est;
       engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
     } catch (e) {

@@ -11,17 +11,7 @@
  * the negative class, label 0; the second the positive, label 1), and keep their names.
  */
 import Papa from 'papaparse';
-import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from './strict_json';
-
-/** JSON.parse refusing a key named twice, `where` naming the file (and line) in messages. */
-function strictJson(text: string, where: string): unknown {
-  try {
-    return parseStrictJson(text);
-  } catch (e) {
-    if (e instanceof DuplicateKeyError) throw new Error(`${where} ${e.message}`);
-    throw new Error(`${where}: not valid JSON (${(e as Error).message})`);
-  }
-}
+import { assertUtf8Text, readStrictJson } from './strict_json';
 
 export interface LabelledSet {
   positive: string[];
@@ -69,7 +59,7 @@ export function parseLabelledSet(file: string, text: string): LabelledSet {
   const ext = file.toLowerCase().match(/\.(jsonl|ndjson|json|csv)$/)?.[1];
   if (ext) assertUtf8Text(text, file);
   if (ext === 'json') {
-    const o = strictJson(text, file) as Record<string, unknown>;
+    const o = readStrictJson(text, file) as Record<string, unknown>;
     if (typeof o !== 'object' || o === null || !checkTexts(o.positive) || !checkTexts(o.negative)) throw new Error(`${file}: expected {"positive": [texts], "negative": [texts]} with non-empty strings`);
     const classes = Array.isArray(o.classes) && o.classes.length === 2 && o.classes.every((c) => typeof c === 'string') ? (o.classes as [string, string]) : (['negative', 'positive'] as [string, string]);
     const position = o.position === 'last' || Number.isInteger(o.position) ? (o.position as 'last' | number) : undefined;
@@ -79,7 +69,7 @@ export function parseLabelledSet(file: string, text: string): LabelledSet {
     const rows: { text: string; label: string }[] = [];
     text.split(/\r?\n/).forEach((line, i) => {
       if (line.trim() === '') return;
-      const o = strictJson(line, `${file} line ${i + 1}`) as Record<string, unknown>;
+      const o = readStrictJson(line, `${file} line ${i + 1}`) as Record<string, unknown>;
       const t = o?.text ?? o?.prompt;
       if (typeof t !== 'string' || t === '') throw new Error(`${file} line ${i + 1}: needs a non-empty "text"`);
       rows.push({ text: t, label: labelText(o.label, `${file} line ${i + 1}`) });

@@ -65,6 +65,20 @@ export function parseStrictJson(text: string): unknown {
 }
 
 /**
+ * parseStrictJson with messages that name the place: `where` (a file, "values line 3") before the
+ * duplicate key's path, or before "not valid JSON (…)" for a syntax error.
+ * @throws Error naming `where` for a duplicate key or invalid JSON.
+ */
+export function readStrictJson(text: string, where: string): unknown {
+  try {
+    return parseStrictJson(text);
+  } catch (e) {
+    if (e instanceof DuplicateKeyError) throw new Error(`${where} ${e.message}`);
+    throw new Error(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/**
  * Why a text read as UTF-8 is really UTF-16 (or UTF-32): a UTF-16 byte-order mark decoded as
  * UTF-8 (two U+FFFD, or the BOM itself when decoded right and re-read), or NUL characters between
  * the letters (ASCII text saved as UTF-16). Null when it looks like UTF-8 text.

@@ -25,7 +25,7 @@ import { backward, type BackwardOptions } from '../model/backward';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import { spearman } from '../analysis/rank_correlation';
-import { patchingGrid, PATCH_HOOKS, type PatchDirection, type PatchHook, type PatchingResult } from './patching';
+import { patchingGrid, PATCH_HOOKS, readPromptPair, type PatchDirection, type PatchHook, type PatchingResult } from './patching';
 import type { Progress } from '../progress';
 
 /** Hooks AtP covers: the patching grid's, and resid_post. */
@@ -92,13 +92,7 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   const direction = req.direction ?? 'denoise';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
   const chat = req.chatTemplate ?? false;
-  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
-  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
-  if (cleanIds.length !== corruptIds.length) {
-    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; attribution patching needs equal token lengths (the same positions): reword one of them`);
-  }
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
+  const { cleanIds, corruptIds, good, bad } = readPromptPair(engine, req, 'attribution patching');
   const T = cleanIds.length;
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
   const hookTemplate = `blocks.{l}.${ATP_HOOKS[req.hook]}`;

@@ -302,6 +302,24 @@ export async function patchRuns(
 }
 
 /**
+ * A clean / corrupted prompt pair as token ids of equal length, and the futures resolved after the
+ * clean prompt (activation patching, attribution patching).
+ * @param what the analysis in the length message ("activation patching").
+ * @throws Error for prompts of different token lengths, or a bad prompt or future.
+ */
+export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
+  const chat = req.chatTemplate ?? false;
+  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
+  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
+  if (cleanIds.length !== corruptIds.length) {
+    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; ${what} needs equal token lengths (the same positions): reword one of them`);
+  }
+  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
+  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
+  return { cleanIds, corruptIds, good, bad };
+}
+
+/**
  * Computes the patching grid as one job: the source run (the other prompt) by patchSource, the
  * patched runs by patchRuns.
  * @param onProgress after each patched run: done/total (total = cells + one whole-layer patch per layer).
@@ -316,14 +334,7 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
   if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
-  const chat = req.chatTemplate ?? false;
-  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
-  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
-  if (cleanIds.length !== corruptIds.length) {
-    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; activation patching needs equal token lengths (the same positions): reword one of them`);
-  }
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
+  const { cleanIds, corruptIds, good, bad } = readPromptPair(engine, req, 'activation patching');
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
   const plan: PatchPlan = { hook: req.hook, metric, good, bad, interventions: req.interventions, reuse: req.reuse, only: req.only, promptLabel: req.clean };
 

@@ -4,17 +4,7 @@
  * kept as text (the template substitutes text).
  */
 import { csvParseRows, tsvParseRows } from 'd3';
-import { assertUtf8Text, DuplicateKeyError, parseStrictJson } from '../../io/strict_json';
-
-/** JSON.parse refusing a key named twice (io/strict_json.ts), `where` naming the row in messages. */
-function strictJson(text: string, where: string): unknown {
-  try {
-    return parseStrictJson(text);
-  } catch (e) {
-    if (e instanceof DuplicateKeyError) throw new Error(`${where} ${e.message}`);
-    throw new Error(`${where}: not valid JSON (${(e as Error).message})`);
-  }
-}
+import { assertUtf8Text, readStrictJson } from '../../io/strict_json';
 
 export type ValueRow = Record<string, string>;
 
@@ -66,14 +56,14 @@ export function parseValues(text: string, format: ValuesFormat = sniffFormat(tex
   assertUtf8Text(text, 'values: the table');
   let rows: ValueRow[];
   if (format === 'json') {
-    const data = strictJson(text, 'values');
+    const data = readStrictJson(text, 'values');
     if (!Array.isArray(data)) throw new Error('values: a JSON file must hold an array of objects, one per prompt');
     rows = data.map((o, i) => objectRow(o, `values row ${i + 1}`));
   } else if (format === 'jsonl') {
     rows = [];
     text.split(/\r?\n/).forEach((line, i) => {
       if (!line.trim()) return;
-      const o = strictJson(line, `values line ${i + 1}`);
+      const o = readStrictJson(line, `values line ${i + 1}`);
       rows.push(objectRow(o, `values line ${i + 1}`));
     });
   } else {
