@@ -16,7 +16,7 @@ import { bothFutures, GENERATE_ABOUT, GENERATE_FLAGS, generateCommand, MARGINS_A
 import { checkLayers, checkSweep, checkVector, interventionUsage, SWEEP_ABOUT, SWEEP_FLAGS, sweepCommand, VECTOR_ABOUT, VECTOR_FLAGS, vectorCommand } from './steering';
 import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } from './batch';
 import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
-import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
+import { checkProbe, checkProbeSpec, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
 import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
 import { checkPatch, PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
 import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
@@ -95,7 +95,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'batch', flags: BATCH_FLAGS, about: BATCH_ABOUT, check: checkBatch, checkSpec: checkPatchCell, run: async (c) => { await batchCommand(c.engine, c.f, c.write); return undefined; } }),
   defineCommand({ name: 'branch', flags: BRANCH_FLAGS, about: BRANCH_ABOUT, prompt: true, check: checkBranch, run: (c) => branchCommand(c.engine, c.f) }),
   defineCommand({ name: 'forks', flags: FORKS_FLAGS, about: FORKS_ABOUT, prompt: true, run: (c) => forksCommand(c.engine, c.f) }),
-  defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
+  defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, checkSpec: checkProbeSpec, run: (c) => probeCommand(c.engine, c.f) }),
   defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
   defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, check: checkPatch, run: (c) => patchCommand(c.engine, c.f) }),
   defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
