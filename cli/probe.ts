@@ -93,8 +93,8 @@ score_shift [rows] {mean, lo, hi} (the probe fitted on all unsteered prompts, b 
 steered − unsteered over the set, 95 % bootstrap interval) with score_gap (positive − negative class means);
 behaviour_shift {mean, lo, hi} of the margin log p(good) − log p(bad) after each prompt (first tokens), with
 margin_gap; flag [rows]: "reads-vector" when the score moves and the behaviour does not, "misses-behaviour"
-when the behaviour moves and the score does not, null otherwise; a shift moves when |mean| ≥ τ × |gap|
-(--move-threshold, default 0.25); with --generate N, target_rate {unsteered, steered}: the fraction of
+when the behaviour moves and the score does not, null otherwise (and on rows the intervention does not
+reach: reached [rows]); a shift moves when |mean| ≥ τ × |gap| (--move-threshold, default 0.25); with --generate N, target_rate {unsteered, steered}: the fraction of
 prompts whose N greedy new tokens contain the good future.`;
 
 /** "last" or an integer token index (negative counts from the end). @throws Error for anything else. */
@@ -113,7 +113,7 @@ function underKeys(r: ProbeUnderResult): Record<string, unknown> {
     score_shift: r.scoreShift.map(interval), score_gap: r.scoreGap,
     behaviour_shift: interval(r.behaviourShift), margin_gap: r.marginGap,
     margin_unsteered: r.marginUnsteered, margin_steered: r.marginSteered,
-    flag: r.flag, move_threshold: r.threshold,
+    reached: r.reached, flag: r.flag, move_threshold: r.threshold,
     ...(r.target ? { target_rate: { new_tokens: r.target.newTokens, unsteered: r.target.rateUnsteered, steered: r.target.rateSteered } } : {}),
   };
 }

@@ -34,6 +34,8 @@ describe('branchpoint probe --under', () => {
     for (const k of ['accuracy', 'accuracy_steered', 'auroc_steered', 'score_shift', 'score_gap', 'flag']) expect(o[k]).toHaveLength(6);
     for (const k of ['mean', 'lo', 'hi']) expect(Number.isFinite(o.behaviour_shift[k])).toBe(true);
     expect(o.score_shift.slice(0, 3).map((s: { mean: number }) => s.mean)).toEqual([0, 0, 0]); // rows before the hook
+    expect(o.reached).toEqual([false, false, false, true, true, true]);
+    expect(o.flag.slice(0, 3)).toEqual([null, null, null]);
     expect(o.target_rate.new_tokens).toBe(2);
     // the first two prompts' margins log p(" he") − log p(" she"), the futures the set suggests, against plain forwards
     const add = { hook: HOOK, type: 'add' as const, vector, alpha: 3 };

@@ -149,8 +149,12 @@ describe('probe under an intervention on stories260K (he/she probe, happy/sad CA
     expect(Math.abs(r.marginGap - gap(unsteered.margin))).toBeLessThan(1e-5);
     const behaviourMoves = Math.abs(r.behaviourShift.mean) >= 0.25 * Math.abs(r.marginGap);
     r.flag.forEach((flag, row) => {
+      // a row the vector does not reach (before its hook) is never flagged
+      const reached = steered.rows[row].some((x, k) => x !== unsteered.rows[row][k]);
+      expect(r.reached[row]).toBe(reached);
+      expect(reached).toBe(row >= ROW);
       const s = r.scoreShift[row].mean, scoreMoves = s !== 0 && Math.abs(s) >= 0.25 * Math.abs(r.scoreGap[row]);
-      expect(flag).toBe(scoreMoves && !behaviourMoves ? 'reads-vector' : behaviourMoves && !scoreMoves ? 'misses-behaviour' : null);
+      expect(flag).toBe(!reached ? null : scoreMoves && !behaviourMoves ? 'reads-vector' : behaviourMoves && !scoreMoves ? 'misses-behaviour' : null);
     });
   });
 });

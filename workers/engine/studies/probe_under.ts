@@ -14,7 +14,9 @@
  *   tokens contains the good future's tokens, unsteered vs steered;
  * - per row a flag (analysis/probe_shift.ts) when the score moves and the behaviour does not (the
  *   probe reads the vector) or the behaviour moves and the score does not, each shift measured
- *   against the distance between the classes' means before (threshold τ).
+ *   against the distance between the classes' means before (threshold τ). A row the intervention
+ *   does not reach (every steered activation equal to the unsteered one: a layer before its hook)
+ *   gets no flag — it cannot see the intervention, so its silence says nothing about the probe.
  * The unsteered and the steered activations are read at the same token (ProbePosition) of the same
  * full-prompt runs that give the margins.
  */
@@ -79,7 +81,9 @@ export interface ProbeUnderResult extends ProbeResult {
   behaviourShift: MeanInterval;
   /** mean Δ of the positive class − of the negative class, unsteered, nats. */
   marginGap: number;
-  /** Per row: 'reads-vector', 'misses-behaviour' or null (analysis/probe_shift.ts). */
+  /** Per row: whether the intervention reaches it (some steered activation differs from the unsteered one). */
+  reached: boolean[];
+  /** Per row: 'reads-vector', 'misses-behaviour' or null (analysis/probe_shift.ts); null where the intervention does not reach. */
   flag: ProbeFlag[];
   threshold: number;
   /** With `generate`: the good future in the greedy text. */
@@ -165,7 +169,7 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
   const behaviourShift = bootstrapMean(marginShifts);
   const marginGap = classGap(marginUnsteered, labels);
   const out: Omit<ProbeUnderResult, keyof ProbeResult | 'behaviourShift' | 'marginGap' | 'marginUnsteered' | 'marginSteered' | 'threshold' | 'target'> = {
-    accuracySteered: [], aurocSteered: [], heldOutSteered: [], weights: [], bias: [], scoreUnsteered: [], scoreSteered: [], scoreShift: [], scoreGap: [], flag: [],
+    accuracySteered: [], aurocSteered: [], heldOutSteered: [], weights: [], bias: [], scoreUnsteered: [], scoreSteered: [], scoreShift: [], scoreGap: [], reached: [], flag: [],
   };
   for (let r = 0; r < hooks.length; r++) {
     const cv = crossValidate(rowsU[r], labels, n, d, fold, l2, rowsS[r]);
@@ -185,7 +189,9 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
     out.scoreSteered.push(ss);
     out.scoreShift.push(shift);
     out.scoreGap.push(gap);
-    out.flag.push(probeFlag({ shift: shift.mean, gap }, { shift: behaviourShift.mean, gap: marginGap }, threshold));
+    const reached = rowsS[r].some((x, k) => x !== rowsU[r][k]);
+    out.reached.push(reached);
+    out.flag.push(reached ? probeFlag({ shift: shift.mean, gap }, { shift: behaviourShift.mean, gap: marginGap }, threshold) : null);
   }
   const rate = (xs: boolean[]) => xs.filter(Boolean).length / xs.length;
   return {
