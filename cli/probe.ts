@@ -24,7 +24,7 @@ export const PROBE_FLAGS = {
   l2: num({ gt: 0 }).describe('the L2 strength λ (default 1)'),
   directions: bool().default(false).describe('add the difference-of-means direction per row'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
-  under: text('JSON', { nonEmpty: true }).describe('read the probes again under this intervention (one spec, as --intervention; see Interventions)'),
+  under: text('JSON', { nonEmpty: true }).describe('read the probes again under this intervention (one spec in the JSON of Interventions)'),
   good: GOOD.describe('with --under: the future the behaviour favours (default: the set file\'s suggested good)'),
   bad: BAD.describe('with --under: the other future (default: the set file\'s suggested bad)'),
   generate: int({ min: 0, max: 4096 }).default(0).describe('with --under: greedy new tokens per prompt in which to look for the good future (0 = none)'),
