@@ -194,6 +194,25 @@ describe('planted: steering along and across the probe\'s own direction (row 3, 
   });
 });
 
+describe('the target future in greedy text', () => {
+  it('per prompt, whether 4 greedy new tokens hold " he", unsteered and steered, as Engine.generate gives them', async () => {
+    const iv = add(caa, 6);
+    const r = await probeUnderIntervention(e, { ...SET, good: { text: ' he' }, bad: { text: ' she' }, interventions: () => [iv], generate: 4 });
+    const want: [boolean[], boolean[]] = [[], []];
+    for (const prompt of TEXTS) {
+      const he = e.resolveFuture(e.encodePrompt({ prompt }), { text: ' he' }, { prompt }).firstIds[0];
+      for (const [k, ivs] of [[], [iv]].entries()) {
+        const g = await e.generate({ prompt, good: { text: ' he' }, bad: { text: ' she' }, maxNewTokens: 4, temperature: 0, interventions: ivs });
+        want[k].push(g.ids.includes(he));
+      }
+    }
+    expect(r.target!.unsteered).toEqual(want[0]);
+    expect(r.target!.steered).toEqual(want[1]);
+    expect(r.target!.rateUnsteered).toBe(want[0].filter(Boolean).length / n);
+    expect(want[0].some(Boolean) && want[0].some((x) => !x)).toBe(true); // neither all nor none: the check can fail either way
+  }, 120_000);
+});
+
 describe('refusals before any forward pass', () => {
   it('no intervention, a hook the model lacks, a non-finite τ or generate count: each says what and why', async () => {
     const base = { ...SET, good: { text: ' he' }, bad: { text: ' she' } };
