@@ -130,6 +130,9 @@ describe('probe under an intervention on stories260K (he/she probe, happy/sad CA
       const p = probeOn(unsteered.rows[row], all);
       const su = all.map((i) => score(p, unsteered.rows[row], i)), ss = all.map((i) => score(p, steered.rows[row], i));
       const scale = Math.max(...su.map(Math.abs));
+      const wMax = Math.max(...Array.from(p.w, Math.abs));
+      p.w.forEach((x, j) => expect(Math.abs(r.weights[row][j] - x)).toBeLessThan(1e-6 * wMax));
+      expect(Math.abs(r.bias[row] - p.b)).toBeLessThan(1e-6 * scale);
       expect(Math.abs(r.scoreShift[row].mean - mean(ss.map((s, i) => s - su[i])))).toBeLessThan(1e-5 * scale);
       expect(Math.abs(r.scoreGap[row] - gap(su))).toBeLessThan(1e-5 * scale);
       expect(r.scoreShift[row].lo).toBeLessThanOrEqual(r.scoreShift[row].mean);
