@@ -130,7 +130,7 @@ export function ProbeUnderPanel() {
           </label>
           {set.underPick.startsWith('v') && (
             <label title="the dose α in h += α·v">α
-              <input type="number" step="any" className="short" data-testid="probe-under-alpha" value={set.underAlpha} onChange={(e) => update({ underAlpha: e.target.value === '' ? NaN : Number(e.target.value) })} />
+              <input type="number" step="any" className="short" data-testid="probe-under-alpha" value={Number.isNaN(set.underAlpha) ? '' : set.underAlpha} onChange={(e) => update({ underAlpha: e.target.value === '' ? NaN : Number(e.target.value) })} />
             </label>
           )}
           <label title="The behaviour the probe is meant to measure: the margin Δ = log p(good) − log p(bad) after each prompt">Behaviour: good
