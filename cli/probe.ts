@@ -94,8 +94,9 @@ steered − unsteered over the set, 95 % bootstrap interval) with score_gap (pos
 behaviour_shift {mean, lo, hi} of the margin log p(good) − log p(bad) after each prompt (first tokens), with
 margin_gap; flag [rows]: "reads-vector" when the score moves and the behaviour does not, "misses-behaviour"
 when the behaviour moves and the score does not, null otherwise (and on rows the intervention does not
-reach: reached [rows]); a shift moves when |mean| ≥ τ × |gap| (--move-threshold, default 0.25); with --generate N, target_rate {unsteered, steered}: the fraction of
-prompts whose N greedy new tokens contain the good future.`;
+reach: reached [rows]); a shift moves when |mean| ≥ τ × |gap| (--move-threshold, default 0.25). With
+--generate N, target_rate {unsteered, steered}: the fraction of prompts whose N greedy new tokens hold
+the good future.`;
 
 /** "last" or an integer token index (negative counts from the end). @throws Error for anything else. */
 export function parsePosition(text: string): ProbePosition {
