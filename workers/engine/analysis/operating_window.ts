@@ -27,14 +27,17 @@ export interface SideEffectBudgets {
  */
 export const DEFAULT_BUDGETS: SideEffectBudgets = { reach: 1, kl: 0.1, ll: 0.1, other: 0.5 };
 
+/** How each budget is named in messages (the runner passes its flags). */
+export type BudgetNames = Record<keyof SideEffectBudgets, string>;
+const BUDGET_NAMES: BudgetNames = { reach: 'the reach threshold R', kl: 'the KL budget', ll: 'the log-likelihood budget', other: "the other behaviours' budget" };
+
 /**
  * Refuses budgets that cannot be met or read: a reach threshold that is not finite, a side-effect
  * budget that is negative or not finite.
- * @throws Error naming the budget, its value and why.
+ * @throws Error naming the budget (as `names` say), its value and why.
  */
-export function checkBudgets(b: SideEffectBudgets): void {
-  if (!Number.isFinite(b.reach)) throw new Error(`the reach threshold R = ${b.reach} is not a finite number (nats of margin change)`);
-  const names = { kl: 'the KL budget', ll: 'the log-likelihood budget', other: "the other behaviours' budget" } as const;
+export function checkBudgets(b: SideEffectBudgets, names: BudgetNames = BUDGET_NAMES): void {
+  if (!Number.isFinite(b.reach)) throw new Error(`${names.reach} = ${b.reach} is not a finite number (nats of margin change)`);
   for (const k of ['kl', 'll', 'other'] as const) {
     if (!Number.isFinite(b[k])) throw new Error(`${names[k]} ${b[k]} is not a finite number`);
     if (b[k] < 0) throw new Error(`${names[k]} ${b[k]} is negative: a budget is the most a side effect may cost (a KL, a drop of log-likelihood, a margin shift in absolute value), so it is ≥ 0`);
