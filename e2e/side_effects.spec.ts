@@ -24,6 +24,10 @@ test('Side effects: the happy/sad CAA vector\'s reach, KL and Δll per dose, the
   await expect(page.getByTestId('side-form-error')).toHaveText('doses: "nope" is not a number');
   await expect(page.getByTestId('run-side-effects')).toBeDisabled();
   await page.getByTestId('side-doses').fill('0, 1, 2, 4');
+  await page.getByTestId('side-kl').fill('-0.1');
+  await expect(page.getByTestId('side-form-error')).toContainText('the KL budget -0.1 is negative: a budget is the most a side effect may cost');
+  await expect(page.getByTestId('run-side-effects')).toBeDisabled();
+  await page.getByTestId('side-kl').fill('0.1');
   await expect(page.getByTestId('side-futures')).toContainText('32 prompts');
   await page.getByTestId('run-side-effects').click();
   await expect(page.getByTestId('side-caption')).toBeVisible({ timeout: 120_000 });

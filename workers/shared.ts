@@ -27,7 +27,7 @@ export { parseLabelledSet } from './engine/io/prompt_set';
 export { parseControlSet } from './engine/io/control_set';
 
 // The operating window's default budgets (the Side effects view states them)
-export { DEFAULT_BUDGETS } from './engine/analysis/operating_window';
+export { checkBudgets, DEFAULT_BUDGETS } from './engine/analysis/operating_window';
 
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';

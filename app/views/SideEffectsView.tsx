@@ -13,7 +13,7 @@ import { steerableHooks } from '../lib/hooks';
 import { hookShort } from '../lib/layer_names';
 import { parseIndexList, parseNumberList } from '../lib/lists';
 import { waitingFor } from '../lib/job_rules';
-import { DEFAULT_BUDGETS, parseControlSet } from '../../workers/shared';
+import { checkBudgets, DEFAULT_BUDGETS, parseControlSet } from '../../workers/shared';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
 
 type Req = StudyRequest<'sideEffects'>;
@@ -73,7 +73,7 @@ function LayerChart({ r, row, svgRef }: { r: Res; row: number; svgRef: React.Ref
     <LineChart
       series={series} legend zeroLine xTicks={r.doses} xDomain={[lo, hi === lo ? lo + 1 : hi]}
       xBands={w ? [{ from: w[0], to: w[1], label: 'operating window', color: COLORS.band }] : []}
-      xLabel={`dose ${doseName(r.doseKey)}`} yLabel="nats" svgRef={svgRef} width={760} height={300}
+      xLabel={`dose ${doseName(r.doseKey)}`} yLabel="nats" svgRef={svgRef} width={680} height={300}
       label={`reach and side effects against the dose at ${r.hooks[row]}, the operating window shaded`} testId={`side-chart-${row}`}
     />
   );
@@ -135,13 +135,15 @@ export function SideEffectsView() {
         if (s.trim() === '' || !Number.isFinite(v)) throw new Error(`${what}: "${s}" is not a number`);
         return v;
       };
+      const budgets = { reach: num(form.reach, 'R'), kl: num(form.kl, 'KL budget'), ll: num(form.ll, 'log-likelihood budget'), other: num(form.other, "other sets' budget") };
+      checkBudgets(budgets);
       return {
         req: {
           template: { hook: `blocks.{l}.${form.site}`, type: form.type, vector: vector.vector },
           layers: parseIndexList(form.layers, info.nLayers, 'layers'), doses: parseNumberList(form.doses, 'doses'),
           target: sets[form.target], control: controls[form.control].texts,
           others: form.others.filter((f) => f !== form.target && sets[f]).map((f) => sets[f]),
-          budgets: { reach: num(form.reach, 'R'), kl: num(form.kl, 'KL budget'), ll: num(form.ll, 'log-likelihood budget'), other: num(form.other, "other sets' budget") },
+          budgets,
           chatTemplate,
         },
       };

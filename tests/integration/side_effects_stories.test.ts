@@ -45,8 +45,8 @@ function logSoftmax(row: ArrayLike<number>): number[] {
 }
 
 /** One dose recomputed by plain forwards: per-prompt margin changes, pooled KL and Δll per token. */
-async function byHand(hook: string, alpha: number, prompts: readonly string[], good: string, bad: string, control: readonly string[]) {
-  const spec = (nPrompt: number) => toIntervention({ hook, type: 'add', vector, alpha } as InterventionSpec, e.spec, { nPrompt });
+async function byHand(hook: string, alpha: number, prompts: readonly string[], good: string, bad: string, control: readonly string[], at?: InterventionSpec['positions']) {
+  const spec = (nPrompt: number) => toIntervention({ hook, type: 'add', vector, alpha, ...(at ? { positions: at } : {}) } as InterventionSpec, e.spec, { nPrompt });
   const changes: number[] = [];
   for (const prompt of prompts) {
     const T = e.encodePrompt({ prompt }).length;
@@ -112,6 +112,20 @@ describe('side effects of the happy − sad CAA vector on stories260K', () => {
       expect(r.reach[li][d0].mean).toBe(0);
     }
   });
+});
+
+describe('prefix reuse', () => {
+  it('an intervention from position 9 on (the rows before it read from the unsteered cache) equals plain forwards, and computes fewer positions', async () => {
+    const positions = [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+    const target = { ...TARGET, prompts: TARGET.prompts.slice(0, 8) }, control = CONTROL.slice(0, 6);
+    const r = await study({ template: { hook: 'blocks.3.hook_resid_post', type: 'add', vector, positions }, doses: [0, 4], target, control });
+    const h = await byHand('blocks.3.hook_resid_post', 4, target.prompts, ' happy', ' sad', control, positions);
+    expect(Math.abs(r.reach[0][1].mean - h.reach)).toBeLessThan(TOL);
+    expect(Math.abs(r.kl[0][1] - h.kl)).toBeLessThan(TOL);
+    expect(Math.abs(r.deltaLl[0][1] - h.dll)).toBeLessThan(TOL);
+    expect(h.kl).toBeGreaterThan(1e-3);
+    expect(r.reuse.computed).toBeLessThan(0.75 * r.reuse.full);
+  }, 120_000);
 });
 
 describe('the operating window', () => {
