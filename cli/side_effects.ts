@@ -41,7 +41,7 @@ KL(p_unsteered ‖ p_steered) of the next token over every position of every con
 log-likelihood's change, nats per token (steered − unsteered). window = [lo, hi], the longest run of consecutive doses
 with reach ≥ R, kl ≤ --kl-budget, delta_ll ≥ −--ll-budget and every |other shift| ≤ --other-budget; null = empty (no
 dose passes; why says what each dose misses). Defaults: R = ${D.reach} nat, KL ≤ ${D.kl} nats, a drop ≤ ${D.ll} nats/token,
-others ≤ ${D.other} nats.`;
+others ≤ ${D.other} nats. reuse = {computed, full}: positions run, against every text in full at every dose (prefix KV reuse).`;
 
 /** A behaviour set file: its prompts (both classes) and its futures (flags, else the file's "suggested"). @throws Error naming the flag and file. */
 function behaviour(flag: string, file: string, good?: string, bad?: string): BehaviourSet {

@@ -64,8 +64,6 @@ export interface ControlSums {
   /** Σ_t [log p_steered(x_{t+1}|x≤t) − log p_unsteered(x_{t+1}|x≤t)], nats, over `tokens` predicted tokens. */
   dll: number;
   tokens: number;
-  /** Σ_t log p_unsteered(x_{t+1}|x≤t), nats (the unsteered log-likelihood). */
-  ll: number;
 }
 
 /**
@@ -75,15 +73,15 @@ export interface ControlSums {
  * @param base unsteered logits [n, V] of positions from..from+n−1 of the text.
  * @param steered steered logits [n, V] of the same positions.
  * @param ids the text's tokens [T] (from + n ≤ T).
- * @param from the first position the rows cover (rows before it were equal: they add 0 KL and 0 Δll,
- *   but still count as positions and tokens; pass `total` for the text's length T).
+ * @param from the first position the rows cover: the positions before it were not steered, so they add
+ *   0 KL and 0 Δll but still count among the text's T positions and T − 1 tokens.
  * @throws Error when the two logit arrays differ in size or are not whole rows of V.
  */
 export function controlSums(base: Float32Array, steered: Float32Array, ids: readonly number[], V: number, from = 0): ControlSums {
   if (base.length !== steered.length || base.length % V !== 0) throw new Error(`controlSums: logits of ${base.length} and ${steered.length} values are not equal whole rows of ${V}`);
   const n = base.length / V, T = ids.length;
   if (from + n > T) throw new Error(`controlSums: ${n} rows from position ${from} pass the text's ${T} tokens`);
-  const out: ControlSums = { kl: 0, positions: T, dll: 0, tokens: T - 1, ll: 0 };
+  const out: ControlSums = { kl: 0, positions: T, dll: 0, tokens: T - 1 };
   for (let r = 0; r < n; r++) {
     const t = from + r;
     const lp = logSoftmax64(base.subarray(r * V, (r + 1) * V)), lq = logSoftmax64(steered.subarray(r * V, (r + 1) * V));

@@ -92,7 +92,7 @@ export interface SideEffectsResult {
   unsteered: { margin: number; llPerToken: number; otherMargins: number[] };
   /** Prompts of the target set, control texts, control positions (KL terms), control tokens predicted (Δll terms). */
   counts: { target: number; control: number; positions: number; tokens: number };
-  /** Positions run through the model, and what running every text in full at every dose would have cost. */
+  /** Positions the study ran (references, steered spans, future branches; rows PrefixCache restores internally not counted), and what running every text in full at every dose and once unsteered would cost. */
   reuse: { computed: number; full: number };
 }
 
