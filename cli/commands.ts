@@ -28,6 +28,7 @@ import { EXPERIMENT_USAGE } from './experiment';
 import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
+import { checkSideEffects, SIDE_EFFECTS_ABOUT, SIDE_EFFECTS_FLAGS, sideEffectsCommand } from './side_effects';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 
 /** The flags every command takes. */
@@ -105,6 +106,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
+  defineCommand({ name: 'side-effects', flags: SIDE_EFFECTS_FLAGS, about: SIDE_EFFECTS_ABOUT, check: checkSideEffects, checkSpec: (f, s) => { if (f.layers !== undefined) checkLayers(f.layers, s.nLayers); }, run: (c) => sideEffectsCommand(c.study, c.f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
 ];
 

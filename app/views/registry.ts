@@ -20,6 +20,7 @@ import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
 import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
+import { SideEffectsView } from './SideEffectsView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -58,6 +59,7 @@ export const VIEWS = [
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true, interventions: { applies: 'yes', line: 'Switches the enabled interventions (or the one picked) on from each start step.' } },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
+  { name: 'side-effects', title: 'Side effects', component: SideEffectsView, job: ['sideEffects'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only the picked vector at its layer and dose.' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
 ] as const satisfies readonly ViewEntry[];
 

@@ -28,6 +28,7 @@ import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
 import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
+import { sideEffects, type SideEffectsRequest } from './side_effects';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -244,6 +245,19 @@ export const STUDIES = {
       onProgress?.({ done: 1, total: 1 });
       return r;
     },
+  }),
+  /**
+   * Side effects and the operating window of an intervention over a dose grid (side_effects.ts):
+   * reach on the target set, next-token KL and log-likelihood change on the control texts, other
+   * sets' margin changes, per layer of a {l} hook; onProgress after each forward. cancel() stops it
+   * between forwards (CancelledError).
+   * @throws Error before any forward for doses that are not finite, a negative budget, an empty
+   *   control or target set, or an intervention that does not fit the model (named "the intervention").
+   */
+  sideEffects: study({
+    what: 'the side-effects study',
+    run: (c, req: SideEffectsRequest, onProgress?: OnProgress) =>
+      sideEffects(c.engine, req, async (p, spec) => (await c.interventions(p, { specs: [spec], specLabels: ['the intervention'] }))[0], onProgress, c.signal),
   }),
 };
 
