@@ -20,7 +20,8 @@ export type RouteFlags = Values<typeof ROUTE_FLAGS>;
 
 export const ROUTE_ABOUT = `route (mixture-of-experts models) prints ids, tokens, n_experts, top_k, layers (the sparse layers) and per
 sparse layer router_logits [n_tokens][n_experts] (before the softmax), expert_indices [n_tokens][k] and
-expert_weights [n_tokens][k]; with --good and --bad also margin and route_margin [n_layers][n_experts]: the
+expert_weights [n_tokens][k], expert_paths [{path, count, examples}] (each token's top-1 expert per sparse
+layer, grouped, most frequent first); with --good and --bad also margin and route_margin [n_layers][n_experts]: the
 change of the margin when that expert is banned at every position, or with --ban-at decision at the last prompt
 token only (null on dense layers; 0 where no banned position chose it); ban_at.`;
 
@@ -43,6 +44,7 @@ export async function routeCommand(engine: Engine, f: RouteFlags, loadSae: (ref:
     router_logits: r.layers.map((x) => rows(x.routerLogits, r.nExperts)),
     expert_indices: r.layers.map((x) => rows(x.expertIndices, r.topK)),
     expert_weights: r.layers.map((x) => rows(x.expertWeights, r.topK)),
+    expert_paths: r.paths,
     ...(r.routeMargin ? {
       good: r.good, bad: r.bad, margin: r.margin, ban_at: r.banAt,
       route_margin: Array.from({ length: r.nLayers }, (_, l) => Array.from({ length: r.nExperts }, (_, e) => { const v = r.routeMargin![l * r.nExperts + e]; return Number.isNaN(v) ? null : v; })),

@@ -14,6 +14,7 @@ import type { FutureInput, ResolvedFuture } from '../prompt';
 import type { Progress } from '../progress';
 import { forwardSpan } from '../model/span';
 import { marginOf, type PatchMetric } from './patching';
+import { expertPaths, type ExpertPath, type PromptRoute } from '../analysis/expert_paths';
 
 export interface RouteRequest {
   prompt: string;
@@ -27,6 +28,8 @@ export interface RouteRequest {
   interventions?: readonly Intervention[];
   /** Where the grid bans each expert: every position (default) or the decision position (the last prompt token). */
   banAt?: BanAt;
+  /** More prompts whose tokens' expert paths are counted with the prompt's (one forward each, without the interventions: those are resolved against the prompt). */
+  set?: readonly string[];
 }
 
 /** Where a route margin ban acts: every position, or the decision position (the last prompt token). */
@@ -67,12 +70,17 @@ export interface RouteResult {
   routeMargin?: Float64Array;
   /** Where the grid's bans acted. */
   banAt?: BanAt;
+  /** Every token's expert path (analysis/expert_paths.ts) over the prompt and `set`, most frequent first. */
+  paths: ExpertPath[];
+  /** Prompts the paths count: 1 + the set's. */
+  pathPrompts: number;
 }
 
 /**
  * The routing of `req.prompt` and, with futures, the route margin grid (one run per (sparse layer,
  * expert) that some token chose; onProgress after each).
- * @throws Error for a dense model, only one future given, an empty or too long prompt, a bad future.
+ * @throws Error for a dense model, only one future given, an empty or too long prompt (the set's
+ *   included), a bad future.
  */
 export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<RouteResult> {
   const s = engine.spec, moe = s.moe;
@@ -92,7 +100,15 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     expertIndices: Int32Array.from(run.captured.get(hook(l, 'expert_indices'))!),
     expertWeights: run.captured.get(hook(l, 'expert_weights'))!,
   }));
-  const result: RouteResult = { ids, tokens: engine.tokenStrings(ids), nLayers: L, nExperts: E, topK: k, layers };
+  const tokens = engine.tokenStrings(ids);
+  const routes: PromptRoute[] = [{ tokens, expertIndices: layers.map((x) => x.expertIndices) }];
+  for (const q of req.set ?? []) {
+    signal?.throwIfAborted();
+    const qIds = engine.encodePrompt({ prompt: q, chatTemplate: p.chatTemplate });
+    const qRun = await engine.run(qIds, { capture: sparse.map((l) => hook(l, 'expert_indices')), logits: 'last' });
+    routes.push({ tokens: engine.tokenStrings(qIds), expertIndices: sparse.map((l) => qRun.captured.get(hook(l, 'expert_indices'))!) });
+  }
+  const result: RouteResult = { ids, tokens, nLayers: L, nExperts: E, topK: k, layers, paths: expertPaths(routes, k), pathPrompts: routes.length };
   if (req.good === undefined || req.bad === undefined) return result;
 
   const plan = { metric: req.metric ?? 'final', good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
