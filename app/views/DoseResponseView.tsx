@@ -21,9 +21,19 @@ const DOSE_TYPES: { type: SweepSettings['type']; title: string }[] = [
   { type: 'rotate', title: 'rotate (dose θ, radians)' },
 ];
 
-/** The hooks inside a block that a sweep can steer at every layer (blocks.{l}.<site>). */
+/**
+ * The hooks inside a block that a sweep can steer at every layer (blocks.{l}.<site>): the sites the
+ * model's hook list (hooks.ts presentAt) has in every block, so a mixture-of-experts model's router
+ * hooks, or a dense layer's mlp.hook_pre where others are sparse, are not offered for all layers.
+ */
 function blockSites(hookNames: readonly string[]): string[] {
-  return steerableHooks(hookNames).filter((h) => h.startsWith('blocks.0.')).map((h) => h.slice('blocks.0.'.length));
+  const byLayer = new Map<string, Set<string>>();
+  for (const h of steerableHooks(hookNames)) {
+    const m = /^blocks\.(\d+)\.(.+)$/.exec(h);
+    if (m) byLayer.set(m[1], (byLayer.get(m[1]) ?? new Set()).add(m[2]));
+  }
+  const sets = [...byLayer.values()];
+  return sets.length ? [...sets[0]].filter((site) => sets.every((x) => x.has(site))) : [];
 }
 
 /** The sweep's setup: vector, type, hook within the block, layers and doses; Run (progress and Cancel are in the job bar). */
