@@ -128,6 +128,7 @@ export function RoutesView() {
   const ready = useStore((s) => s.modelStatus === 'ready');
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
+  const interventions = useStore((s) => s.interventions);
   const [banAt, setBanAt] = useState<BanAt>('all');
   const [setText, setSetText] = useState('');
   const [sweepSet, setSweepSet] = useState<SweepSettings>({ masks: 20, maskSize: 1, seed: 0, target: 'bad' });
@@ -169,6 +170,11 @@ export function RoutesView() {
   };
   const T = r?.tokens.length ?? 0;
   const margin = r?.margin;
+  // the grid cells the enabled bans act on now (outlined)
+  const bannedCells: Cell[] = r ? interventions.filter((d) => d.enabled && d.type === 'ban_experts').flatMap((d) => {
+    const m = /^blocks\.(\d+)\.mlp\.hook_router_logits$/.exec(d.hook);
+    return m ? (d.experts ?? []).map((e) => ({ row: Number(m[1]), col: e })) : [];
+  }) : [];
   const wasBefore = applied && route.run && !route.stale ? applied : null;
   return (
     <section className="view" data-testid="routes-view">
@@ -195,7 +201,7 @@ export function RoutesView() {
       {req.problem && <p className="warn" data-testid="routes-problem">{req.problem}</p>}
       {route.stale && r && <p className="warn" data-testid="routes-stale">These routes are for an earlier request or model: run again to update them.</p>}
       {wasBefore && margin !== undefined && (
-        <p className="note-ok" role="status" data-testid="routes-applied">
+        <p className="note-ok" role="status" data-testid="routes-applied" data-change={margin - wasBefore.before} data-predicted={wasBefore.predicted ?? ''}>
           {wasBefore.text}: Δ {signed(wasBefore.before, 4)} → <span className="mono" data-testid="routes-applied-margin">{signed(margin, 4)}</span> (change {signed(margin - wasBefore.before, 4)}{wasBefore.predicted !== null ? `; the cell said ${signed(wasBefore.predicted, 4)}` : ''}).
         </p>
       )}
@@ -253,10 +259,11 @@ export function RoutesView() {
                   if (!Number.isFinite(v)) return;
                   void applyBans([{ layer: c.row, experts: [c.col] }], r.banAt === 'decision' ? [T - 1] : 'all', `Banned e${c.col} at L${c.row} (${r.banAt === 'decision' ? `position ${T - 1}` : 'every position'})`, v).then(runRoutes);
                 }}
+                markedCells={bannedCells}
                 label="margin change per layer and banned expert" testId="routes-margin-grid"
               />
               <ColorLegend color={scale.color} domain={scale.domain} title="Δ_banned − Δ (nats)" lowNote="← toward the bad future" highNote="toward the good future →" testId="routes-legend" />
-              <p className="hint">Click a cell to add that ban to the interventions and run again: the margin above changes by what the cell said. 0 = no banned position chose that expert (nothing changes). Grey rows are dense layers.</p>
+              <p className="hint">Click a cell to add that ban to the interventions and run again: the margin above changes by what the cell said. 0 = no banned position chose that expert (nothing changes); dashed orange = banned now by an enabled intervention. Grey rows are dense layers.</p>
             </div>
           )}
           <div className="figure" data-testid="routes-paths">
