@@ -13,12 +13,12 @@ import { WGSL_FLAT_GROUP } from './wgsl_math';
  *
  * 1. plan (one workgroup): the n·k (row, slot) pairs are sorted by expert (a counting sort, pairs of
  *    one expert in slot order), giving each expert e its range off[e]..off[e+1] of the sorted list,
- *    and the indirect dispatch arguments of its two kernels: ⌈count_e / RB⌉ blocks of pairs.
+ *    and the indirect dispatch arguments of its two kernels: ⌈count_e / rb⌉ blocks of pairs.
  * 2. per expert e, two dispatches through dispatchWorkgroupsIndirect: up (h = act(gate x)·up x for
  *    each of its pairs, gate and up read in one pass) and down (weighted down projection of h, into
  *    the pair's own slot). An expert no row chose gets zero workgroups: its weights are never read,
  *    so a decode step reads only its k experts; in a prefill each expert's weights are read once per
- *    block of RB of its rows (tokens grouped by expert).
+ *    block of rb of its rows (tokens grouped by expert).
  * 3. combine: y[r] = the k slots of row r summed in ascending expert order, the order in which the
  *    CPU backend accumulates experts (model/moe.ts).
  *
@@ -27,7 +27,11 @@ import { WGSL_FLAT_GROUP } from './wgsl_math';
  * row parts (ChunkedTensor) or not. Expert ids are rounded and clamped into [0, E) as moeRoute does.
  */
 
-/** Pairs per block (one invocation computes one output column of RB pairs, reading each weight once). */
+/**
+ * Pairs per block (one invocation computes one output column of rb pairs, reading each weight once):
+ * 1 for a single row (a decode step: each expert has at most one pair there, and a larger block
+ * would only repeat it), else RB.
+ */
 const RB = 4;
 /** Invocations per workgroup (output columns). */
 const WG = 64;
@@ -35,7 +39,7 @@ const WG = 64;
 const ARGS = 6;
 
 const PLAN = /* wgsl */ `
-struct P { count: u32, e: u32, k: u32, tilesUp: u32, tilesDown: u32 }
+struct P { count: u32, e: u32, k: u32, tilesUp: u32, tilesDown: u32, rb: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> idx: array<f32>;
 @group(0) @binding(2) var<storage, read_write> order: array<u32>;
@@ -60,7 +64,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
   for (var e = li; e < p.e; e = e + ${WG}u) {
     var at = off[e];
     for (var s = 0u; s < p.count; s = s + 1u) { if (expert(s) == e) { order[at] = s; at = at + 1u; } }
-    let blocks = (off[e + 1u] - off[e] + ${RB - 1}u) / ${RB}u;
+    let blocks = (off[e + 1u] - off[e] + p.rb - 1u) / p.rb;
     let a = e * ${ARGS}u;
     args[a] = blocks; args[a + 1u] = select(0u, p.tilesUp, blocks > 0u); args[a + 2u] = 1u;
     args[a + 3u] = blocks; args[a + 4u] = select(0u, p.tilesDown, blocks > 0u); args[a + 5u] = 1u;
@@ -68,13 +72,13 @@ fn main(@builtin(local_invocation_index) li: u32) {
 }`;
 
 /**
- * Shared frame of the up and down kernels: workgroup (bx, by) takes pairs off[e] + bx·RB … (at most
- * RB, fewer in the last block) and output columns o = by·WG + lane, o + tiles·WG, … < nOut (this
+ * Shared frame of the up and down kernels: workgroup (bx, by) takes pairs off[e] + bx·rb … (at most
+ * rb, fewer in the last block) and output columns o = by·WG + lane, o + tiles·WG, … < nOut (this
  * weight part's rows; colOff = its first row).
  */
 const FRAME_PARAMS = 'struct P { e: u32, k: u32, nIn: u32, nOut: u32, ld: u32, colOff: u32, tiles: u32, s0: u32 }';
 
-function upSource(w: string, u: string, bg: boolean, bu: boolean, act: Activation, store: GpuDtype): string {
+function upSource(w: string, u: string, bg: boolean, bu: boolean, act: Activation, store: GpuDtype, RB: number): string {
   return /* wgsl */ `
 ${FRAME_PARAMS}
 @group(0) @binding(0) var<uniform> p: P;
@@ -113,7 +117,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 }`;
 }
 
-function downSource(bias: boolean, store: GpuDtype): string {
+function downSource(bias: boolean, store: GpuDtype, RB: number): string {
   return /* wgsl */ `
 ${FRAME_PARAMS}
 @group(0) @binding(0) var<uniform> p: P;
@@ -204,9 +208,10 @@ export function moeExpertsGpu(host: KernelHost, x: Tensor, indices: Tensor, weig
   const tiles = (rows: number) => Math.min(Math.ceil(rows / WG), host.maxWorkgroupsPerDim);
   const tilesUp = tiles(Math.max(...layout.flatMap((l) => l.g.map((p) => p.part.shape[0]))));
   const tilesDown = tiles(Math.max(...layout.flatMap((l) => l.down.map((p) => p.part.shape[0]))));
-  if (Math.ceil(count / RB) > host.maxWorkgroupsPerDim) throw new Error(`moeExperts: ${count} (row, expert) pairs exceed ${host.maxWorkgroupsPerDim * RB} per dispatch`);
+  const rb = n === 1 ? 1 : RB;
+  if (Math.ceil(count / rb) > host.maxWorkgroupsPerDim) throw new Error(`moeExperts: ${count} (row, expert) pairs exceed ${host.maxWorkgroupsPerDim * rb} per dispatch`);
   const order = host.alloc([count]), off = host.alloc([E + 1]), args = host.alloc([E * ARGS]);
-  host.dispatch(host.pipeline('moe_plan', () => PLAN), [gi, order, off, args], new Params().u32(count).u32(E).u32(k).u32(tilesUp).u32(tilesDown), [1, 1, 1]);
+  host.dispatch(host.pipeline('moe_plan', () => PLAN), [gi, order, off, args], new Params().u32(count).u32(E).u32(k).u32(tilesUp).u32(tilesDown).u32(rb), [1, 1, 1]);
   const h = host.alloc([count, dE]), ys = host.alloc([count, d]);
   const frame = (e: number, nIn: number, nOut: number, ld: number, colOff: number, t: number, part: GpuTensor) =>
     new Params().u32(e).u32(k).u32(nIn).u32(nOut).u32(ld).u32(colOff).u32(t).u32(part.dtype === 'q8_0' || part.dtype === 'q4_0' ? scaleOffset(part.dtype, part.shape[0], part.shape[1]) : 0);
@@ -214,14 +219,14 @@ export function moeExpertsGpu(host: KernelHost, x: Tensor, indices: Tensor, weig
     const { g, u, down } = layout[e];
     g.forEach(({ part, row0 }, i) => {
       const bg = ex.gate.b ? host.gpu(ex.gate.b) : null, bu = ex.up.b ? host.gpu(ex.up.b) : null;
-      const key = `moe_up:${part.dtype}:${act}:${bg ? 'b' : ''}${bu ? 'c' : ''}`;
-      const pipe = host.pipeline(key, () => upSource('wg', 'wu', !!bg, !!bu, act, part.dtype));
+      const key = `moe_up:${part.dtype}:${act}:${rb}:${bg ? 'b' : ''}${bu ? 'c' : ''}`;
+      const pipe = host.pipeline(key, () => upSource('wg', 'wu', !!bg, !!bu, act, part.dtype, rb));
       const bound = [gx, order, off, part, u[i].part, h, ...(bg ? [bg] : []), ...(bu ? [bu] : [])];
       host.dispatchIndirect(pipe, bound, frame(e, d, part.shape[0], dE, row0, tilesUp, part), args, e * ARGS * 4);
     });
     down.forEach(({ part, row0 }) => {
       const bd = ex.down.b ? host.gpu(ex.down.b) : null;
-      const pipe = host.pipeline(`moe_down:${part.dtype}:${bd ? 'b' : ''}`, () => downSource(!!bd, part.dtype));
+      const pipe = host.pipeline(`moe_down:${part.dtype}:${rb}:${bd ? 'b' : ''}`, () => downSource(!!bd, part.dtype, rb));
       host.dispatchIndirect(pipe, [h, order, off, part, gw, ys, ...(bd ? [bd] : [])], frame(e, dE, part.shape[0], d, row0, tilesDown, part), args, (e * ARGS + 3) * 4);
     });
   });
