@@ -2,7 +2,7 @@ import type { Activation, ExpertMlp, Tensor } from '../backend/backend';
 import { scaleOffset } from '../backend/quant';
 import { grid, Params, type GpuDtype, type GpuTensor, type KernelHost } from '../backend/webgpu_host';
 import { ACT_LIB } from './activation.wgsl';
-import { weightRead } from './linear_gemv.wgsl';
+import { term, weightRead } from './linear_gemv.wgsl';
 import { WGSL_FLAT_GROUP } from './wgsl_math';
 
 /**
@@ -23,7 +23,7 @@ import { WGSL_FLAT_GROUP } from './wgsl_math';
  *    CPU backend accumulates experts (model/moe.ts).
  *
  * One invocation per output column and block of pairs (the dot-kernel shape of linear_gemv.wgsl.ts,
- * no barriers); weights float32, binary16 or Q8_0/Q4_0 (weightRead, float32 arithmetic), split into
+ * no barriers; four values per step where the row width is a multiple of 4); weights float32, binary16 or Q8_0/Q4_0 (weightRead, float32 arithmetic), split into
  * row parts (ChunkedTensor) or not. Expert ids are rounded and clamped into [0, E) as moeRoute does.
  */
 
@@ -78,15 +78,16 @@ fn main(@builtin(local_invocation_index) li: u32) {
  */
 const FRAME_PARAMS = 'struct P { e: u32, k: u32, nIn: u32, nOut: u32, ld: u32, colOff: u32, tiles: u32, s0: u32 }';
 
-function upSource(w: string, u: string, bg: boolean, bu: boolean, act: Activation, store: GpuDtype, RB: number): string {
+function upSource(w: string, u: string, bg: boolean, bu: boolean, act: Activation, store: GpuDtype, RB: number, v4: boolean): string {
+  const vt = v4 ? 'vec4f' : 'f32';
   return /* wgsl */ `
 ${FRAME_PARAMS}
 @group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<${vt}>;
 @group(0) @binding(2) var<storage, read> order: array<u32>;
 @group(0) @binding(3) var<storage, read> off: array<u32>;
-${weightRead(4, w, 'wv', store, false, 'f32')}
-${weightRead(5, u, 'uv', store, false, 'f32')}
+${weightRead(4, w, 'wv', store, v4, 'f32')}
+${weightRead(5, u, 'uv', store, v4, 'f32')}
 @group(0) @binding(6) var<storage, read_write> h: array<f32>;
 ${bg ? '@group(0) @binding(7) var<storage, read> bg: array<f32>;' : ''}
 ${bu ? `@group(0) @binding(${bg ? 8 : 7}) var<storage, read> bu: array<f32>;` : ''}
@@ -100,13 +101,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   for (var o = wid.y * ${WG}u + li; o < p.nOut; o = o + p.tiles * ${WG}u) {
     var acc: array<f32, ${RB}>;
     var accu: array<f32, ${RB}>;
-    for (var c = 0u; c < p.nIn; c = c + 1u) {
+    let kn = p.nIn${v4 ? ' / 4u' : ''};
+    for (var c = 0u; c < kn; c = c + 1u) {
       let wk = wv(o, c);
       let uk = uv(o, c);
       for (var j = 0u; j < ${RB}u; j = j + 1u) {
-        let xv = x[rows[j] * p.nIn + c];
-        acc[j] = acc[j] + xv * wk;
-        accu[j] = accu[j] + xv * uk;
+        let xv = x[rows[j] * kn + c];
+        acc[j] = acc[j] + ${term('f32', v4, 'xv', 'wk')};
+        accu[j] = accu[j] + ${term('f32', v4, 'xv', 'uk')};
       }
     }
     let col = p.colOff + o;
@@ -117,14 +119,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
 }`;
 }
 
-function downSource(bias: boolean, store: GpuDtype, RB: number): string {
+function downSource(bias: boolean, store: GpuDtype, RB: number, v4: boolean): string {
   return /* wgsl */ `
 ${FRAME_PARAMS}
 @group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> h: array<f32>;
+@group(0) @binding(1) var<storage, read> h: array<${v4 ? 'vec4f' : 'f32'}>;
 @group(0) @binding(2) var<storage, read> order: array<u32>;
 @group(0) @binding(3) var<storage, read> off: array<u32>;
-${weightRead(4, 'w', 'wv', store, false, 'f32')}
+${weightRead(4, 'w', 'wv', store, v4, 'f32')}
 @group(0) @binding(5) var<storage, read> wt: array<f32>;
 @group(0) @binding(6) var<storage, read_write> y: array<f32>;
 ${bias ? '@group(0) @binding(7) var<storage, read> b: array<f32>;' : ''}
@@ -136,9 +138,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
   for (var j = 0u; j < ${RB}u; j = j + 1u) { at[j] = first + min(j, m - 1u); }
   for (var o = wid.y * ${WG}u + li; o < p.nOut; o = o + p.tiles * ${WG}u) {
     var acc: array<f32, ${RB}>;
-    for (var c = 0u; c < p.nIn; c = c + 1u) {
+    let kn = p.nIn${v4 ? ' / 4u' : ''};
+    for (var c = 0u; c < kn; c = c + 1u) {
       let wk = wv(o, c);
-      for (var j = 0u; j < ${RB}u; j = j + 1u) { acc[j] = acc[j] + h[at[j] * p.nIn + c] * wk; }
+      for (var j = 0u; j < ${RB}u; j = j + 1u) { acc[j] = acc[j] + ${term('f32', v4, 'h[at[j] * kn + c]', 'wk')}; }
     }
     let col = p.colOff + o;
     for (var j = 0u; j < m; j = j + 1u) {
@@ -219,14 +222,14 @@ export function moeExpertsGpu(host: KernelHost, x: Tensor, indices: Tensor, weig
     const { g, u, down } = layout[e];
     g.forEach(({ part, row0 }, i) => {
       const bg = ex.gate.b ? host.gpu(ex.gate.b) : null, bu = ex.up.b ? host.gpu(ex.up.b) : null;
-      const key = `moe_up:${part.dtype}:${act}:${rb}:${bg ? 'b' : ''}${bu ? 'c' : ''}`;
-      const pipe = host.pipeline(key, () => upSource('wg', 'wu', !!bg, !!bu, act, part.dtype, rb));
+      const key = `moe_up:${part.dtype}:${act}:${rb}:${d % 4 === 0 ? 'v4' : ''}:${bg ? 'b' : ''}${bu ? 'c' : ''}`;
+      const pipe = host.pipeline(key, () => upSource('wg', 'wu', !!bg, !!bu, act, part.dtype, rb, d % 4 === 0));
       const bound = [gx, order, off, part, u[i].part, h, ...(bg ? [bg] : []), ...(bu ? [bu] : [])];
       host.dispatchIndirect(pipe, bound, frame(e, d, part.shape[0], dE, row0, tilesUp, part), args, e * ARGS * 4);
     });
     down.forEach(({ part, row0 }) => {
       const bd = ex.down.b ? host.gpu(ex.down.b) : null;
-      const pipe = host.pipeline(`moe_down:${part.dtype}:${rb}:${bd ? 'b' : ''}`, () => downSource(!!bd, part.dtype, rb));
+      const pipe = host.pipeline(`moe_down:${part.dtype}:${rb}:${dE % 4 === 0 ? 'v4' : ''}:${bd ? 'b' : ''}`, () => downSource(!!bd, part.dtype, rb, dE % 4 === 0));
       host.dispatchIndirect(pipe, [h, order, off, part, gw, ys, ...(bd ? [bd] : [])], frame(e, dE, part.shape[0], d, row0, tilesDown, part), args, (e * ARGS + 3) * 4);
     });
   });
