@@ -41,7 +41,9 @@ function checkExpertIds(v: Float32Array, nExperts: number, hook: string): void {
  * The layer's sparse MLP output [pos, d_model] for its input x (ln2's output, [pos, d_model]; not
  * released), firing `${h}mlp.hook_router_logits`, `hook_expert_indices` and `hook_expert_weights`.
  * @param h the block's hook prefix `blocks.{l}.`.
- * @throws Error (host-readable backends) when an intervention set an expert id that does not exist.
+ * @throws Error (host-readable backends) when an intervention set an expert id that does not exist
+ *   (on WebGPU such ids are rounded and clamped into range, as moeRoute takes forced ids; the
+ *   intervention specs refuse them before any forward, steering/spec.ts).
  */
 export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activation, x: Tensor, h: string, ctx: RunContext): Tensor {
   const [n, d] = x.shape;
