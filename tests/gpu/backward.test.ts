@@ -23,7 +23,7 @@ const why = await unavailable([]);
 describe.skipIf(!!why)(`backward kernels on the Node adapter${why ? ` (skipped: ${why})` : ''}`, () => {
   for (const tuning of ['cpu', 'gpu'] as const) {
     it(`('${tuning}' tuning) every backward op matches the CPU backend within 1e-4`, async () => {
-      const gpu = await nodeBackend({ tuning }), split = await nodeBackend({ tuning, maxWeightBufferBytes: 4096 });
+      const gpu = await nodeBackend({ tuning }), split = await nodeBackend({ tuning, maxWeightBufferBytes: 1024 });
       const cpu = new CpuBackend();
       const cases: KernelCase[] = [];
       try {
