@@ -48,10 +48,14 @@ for (const T of sizes) {
   }
   const fwd = Math.min(...fs), bwd = Math.min(...bs);
   rows.push({ T, forward_ms: Math.round(fwd), backward_ms: Math.round(bwd), ratio: Number((bwd / fwd).toFixed(2)), goal: '≤ 2.5', load1: [l1, load1()] });
-  // prompts as text: ids < 512 decode through stories260K's tokenizer; an equal-length pair differing at position 1
-  const words = Array.from({ length: T - 2 }, (_, i) => ['the', 'cat', 'sat', 'on', 'a', 'mat'][i % 6]).join(' ');
-  const clean = `Lily ${words}`, corrupt = `Tom ${words}`;
+  // prompts as text (stories260K's tokenizer): an equal-length pair differing in the name, words added until ≥ T tokens
+  let words = '', clean = '', corrupt = '';
+  for (let i = 0; engine.encodePrompt({ prompt: clean }).length < T; i++) {
+    words += ` ${['the', 'dog', 'ran', 'to', 'the', 'park'][i % 6]}`;
+    clean = `Tom${words}`; corrupt = `Ben${words}`;
+  }
   const n = engine.encodePrompt({ prompt: clean }).length;
+  if (engine.encodePrompt({ prompt: corrupt }).length !== n) throw new Error('bench: the pair differs in token length');
   if (process.env.ATP) {
     const req = { clean, corrupt, good: { text: ' happy' }, bad: { text: ' sad' }, hook: 'resid_pre' as const };
     const la = load1();

@@ -26,7 +26,8 @@
  * Memory (backwardMemory): a backward keeps the recorded activations on the backend (float32, per
  * layer 7 rows of d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and
  * the attention pattern H·T² — plus the scores with soft-capping), the kept gradients (float32 on the
- * backend until read, then float64 on the host), one layer's working gradients, the logit rows the
+ * backend until read, then float64 on the host), one layer's working gradients (with attention's
+ * dS [H, T, T]), the logit rows the
  * objective reads, and, on the CPU, a transposed float32 copy of each block matrix (made by the first
  * backward, kept with the model). A prompt over the budget (default 2 GiB) is refused with the
  * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.8 GiB
@@ -78,16 +79,16 @@ export interface BackwardMemory { activations: number; patterns: number; weights
  * keeps (`weightCopies` float32 values: on the CPU the transposed block matrices, backwardWeightCopies),
  * the logit rows the objective reads (logitRows·d_vocab, float32 and float64), the kept gradients
  * (`keptWidth` values per position summed over the kept hooks, float32 on the backend and float64
- * on the host) and one layer's working gradients (float32).
+ * on the host) and one layer's working gradients (float32, with attention's dS [H, T, T]).
  * SmolLM-135M at T = 256 keeping resid_pre on the CPU: ≈ 253 MiB activations + 68 patterns + 405
- * transposed weights + 51 gradients ≈ 0.76 GiB.
+ * transposed weights + 70 gradients ≈ 0.78 GiB.
  */
 export function backwardMemory(spec: ModelSpec, T: number, weightCopies: number, keptWidth = 4 * spec.nLayers * spec.dModel, logitRows = 1): BackwardMemory {
   const s = spec, qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
   const perLayer = T * (7 * s.dModel + 2 * qW + 2 * kvW + 2 * s.dMlp);
   const patterns = s.nLayers * s.nHeads * T * T * 4 * (s.attnSoftcap > 0 ? 2 : 1);
   const activations = s.nLayers * perLayer * 4;
-  const gradients = T * keptWidth * (4 + 8) + 2 * perLayer * 4;
+  const gradients = T * keptWidth * (4 + 8) + 2 * perLayer * 4 + s.nHeads * T * T * 4;
   const weights = weightCopies * 4, logits = logitRows * s.dVocab * (4 + 8);
   return { activations, patterns, weights, logits, gradients, total: activations + patterns + weights + logits + gradients };
 }
