@@ -31,11 +31,13 @@ const load1 = () => Number(os.loadavg()[0].toFixed(2));
 const sizes = (process.env.TOKENS ?? '64,256').split(',').map(Number);
 const time = async (f: () => Promise<unknown>): Promise<number> => { const t0 = performance.now(); await f(); return performance.now() - t0; };
 const rows: Record<string, unknown>[] = [];
+/** Records a row and prints it at once (a long run's figures survive an interruption). */
+const row = (r: Record<string, unknown>) => { rows.push(r); console.log(JSON.stringify(r)); };
 const obj = { kind: 'margin' as const, good: [10], bad: [11] };
 const resid = { keep: (h: string) => h.endsWith('hook_resid_pre') };
 // the first backward of > 8 rows makes the CPU's transposed weight copies (once per model): timed apart
 const warm = await time(() => backward(engine.model, Array.from({ length: 16 }, (_, i) => 1 + i), obj, resid));
-rows.push({ T: 16, first_backward_ms: Math.round(warm), note: 'includes the transposed weight copies', load1: [load1()] });
+row({ T: 16, first_backward_ms: Math.round(warm), note: 'includes the transposed weight copies', load1: [load1()] });
 for (const T of sizes) {
   const ids = Array.from({ length: T }, (_, i) => 1 + ((i * 37) % 500));
   await engine.run(ids, { logits: 'last' }); // warm-up
@@ -47,9 +49,9 @@ for (const T of sizes) {
     bs.push(await time(() => backward(engine.model, ids, obj, resid)));
   }
   const fwd = Math.min(...fs), bwd = Math.min(...bs);
-  rows.push({ T, forward_ms: Math.round(fwd), backward_ms: Math.round(bwd), ratio: Number((bwd / fwd).toFixed(2)), goal: '≤ 2.5', load1: [l1, load1()] });
+  row({ T, forward_ms: Math.round(fwd), backward_ms: Math.round(bwd), ratio: Number((bwd / fwd).toFixed(2)), goal: '≤ 2.5', load1: [l1, load1()] });
   // prompts as text (stories260K's tokenizer): an equal-length pair differing in the name, words added until ≥ T tokens
-  let words = '', clean = '', corrupt = '';
+  let words = '', clean = 'Tom', corrupt = 'Ben';
   for (let i = 0; engine.encodePrompt({ prompt: clean }).length < T; i++) {
     words += ` ${['the', 'dog', 'ran', 'to', 'the', 'park'][i % 6]}`;
     clean = `Tom${words}`; corrupt = `Ben${words}`;
@@ -65,7 +67,7 @@ for (const T of sizes) {
     const c0 = (await cell(0)) - last, cHalf = (await cell(Math.floor(n / 2))) - last;
     const L = engine.spec.nLayers, slope0 = (c0 + 2 * cHalf) / 2;
     const exact = L * ((n + 1) / 2) * slope0 + L * c0;
-    rows.push({ T: n, atp_ms: Math.round(atp), cell_p0_ms: Math.round(c0), cell_half_ms: Math.round(cHalf), exact_ms_extrapolated: Math.round(exact), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
+    row({ T: n, atp_ms: Math.round(atp), cell_p0_ms: Math.round(c0), cell_half_ms: Math.round(cHalf), exact_ms_extrapolated: Math.round(exact), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
   }
   if (process.env.FLOW) {
     const spans = [{ label: 'subject', start: 1, end: 2 }, { label: 'rest', start: 2, end: n }];
@@ -78,7 +80,7 @@ for (const T of sizes) {
       fl.push(await time(() => flowAttribution(engine, req)));
     }
     const f = Math.min(...ff), g = Math.min(...fl);
-    rows.push({ T: n, forward_ms: Math.round(f), flow_ms: Math.round(g), ratio: Number((g / f).toFixed(2)), goal: '≤ 3', load1: [lf, load1()] });
+    row({ T: n, forward_ms: Math.round(f), flow_ms: Math.round(g), ratio: Number((g / f).toFixed(2)), goal: '≤ 3', load1: [lf, load1()] });
   }
 }
 console.table(rows);

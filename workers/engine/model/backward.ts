@@ -9,9 +9,9 @@
  * once and parameterised by the ModelSpec as the forward is (RMSNorm / LayerNorm, rotary with partial
  * rotary dims, grouped-query attention with the causal mask, sliding window and soft-capping,
  * gated and plain MLPs, Gemma 2's sandwich norms, QK-norm, parallel residual, final soft-capping,
- * tied or untied W_U), with per-op rules beside the CPU references (ops/*_backward.cpu.ts).
+ * tied or untied W_U), with the per-op rules as Backend ops (ops/*_backward.cpu.ts, *_backward.wgsl.ts).
  *
- * The forward is the engine's own: `recordForward` runs Transformer.forward once with a RunContext
+ * The forward is the engine's own: `backward` runs Transformer.forward once with a RunContext
  * capturing the hooks the rules need (interventions apply as in any run; captured values are after
  * them, so ∂m/∂h is the gradient at the value the run continued with). What no hook holds is
  * recomputed from a captured input (the norms' scales, the gated MLP's up projection, the branch
@@ -20,17 +20,18 @@
  * linearBackward, rmsNormBackward, layerNormBackward, actBackward, gatedActBackward,
  * attentionBackward; rotary's backward is rotary by −θ, `rope` with the frequencies negated): the
  * WASM GEMM on the CPU, WGSL kernels on WebGPU (ops/*_backward.wgsl.ts, each checked against its CPU
- * op). Only ∂m/∂logits on the objective's rows is formed on the host (float64), and the kept
- * gradients are read back.
+ * op). Only ∂m/∂logits on the objective's rows is formed on the host (float64; with a margin's few
+ * non-zero entries, its product with W_U too, over the gathered rows), and the kept gradients are
+ * read back. The reverse pass stops at the lowest layer holding a kept hook.
  *
  * Memory (backwardMemory): a backward keeps the recorded activations on the backend (float32, per
  * layer 7 rows of d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and
  * the attention pattern H·T² — plus the scores with soft-capping), the kept gradients (float32 on the
  * backend until read, then float64 on the host), one layer's working gradients (with attention's
- * dS [H, T, T]), the logit rows the
- * objective reads, and, on the CPU, a transposed float32 copy of each block matrix (made by the first
- * backward, kept with the model). A prompt over the budget (default 2 GiB) is refused with the
- * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.8 GiB
+ * dS [H, T, T]), the logit rows the objective reads, and, on the CPU, a transposed float32 copy of
+ * each block matrix (made by the first backward, kept with the model; a quantised weight on WebGPU
+ * gets a dequantised one, not counted). A prompt over the budget (default 2 GiB) is refused with the
+ * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.78 GiB
  * (0.4 of it the transposed weights); the patterns grow as T²: ≈ 1 GiB of them alone at T = 1024,
  * so T = 1024 is refused at 2 GiB.
  */
