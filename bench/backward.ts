@@ -6,11 +6,12 @@
  *   backward ops, keeping resid_pre) against one forward (Engine.run, last-row logits); goal ≤ 2.5×;
  * - with ATP=1, the AtP grid of resid_pre (studies/atp.ts: two forwards, one backward) against the
  *   exact grid with prefix reuse (studies/patching.ts); goal ≥ 50× faster at T = 256. The exact grid
- *   at 30 layers × T cells takes hours here, so it is extrapolated from measured cells: a cell
- *   patched at position p costs c(p) = t(only p) − t(only T−1) (each `only` run also makes the source
- *   and reference runs; the cell at T−1 computes one position), measured at p = 0 and T/2; with c
- *   linear in T − p the grid is L·Σ_p c(p) ≈ L·(T + 1)/2·c̄ (c̄ the slope's value at p = 0, from both
- *   cells) plus the L whole-layer patches ≈ L·c(0); labelled "extrapolated";
+ *   at 30 layers × T cells takes hours here, so it is extrapolated from measured cells: a cell of the
+ *   last layer patched at position p costs c(p) = t(only p) − t(only T−1) (each `only` run also makes
+ *   the source and reference runs; the cell at T−1 computes one position), measured at p = 1 and T/2
+ *   (best of two each); their mean cost per computed position times the positions the grid computes
+ *   (layer 0: the cell at 1; layers ≥ 1: cells 1..T−1, T − p positions each; L whole-layer patches
+ *   from position 1) is the grid's time, labelled "extrapolated";
  * - with FLOW=1, the forward-only flow / IFR span map (studies/flow.ts, two spans, no faithfulness
  *   curves) against one forward; goal ≤ 3×.
  *   npx tsx bench/backward.ts            TOKENS=64 ATP=1 FLOW=1 npx tsx bench/backward.ts
@@ -62,12 +63,16 @@ for (const T of sizes) {
     const req = { clean, corrupt, good: { text: ' happy' }, bad: { text: ' sad' }, hook: 'resid_pre' as const };
     const la = load1();
     const atp = await time(() => attributionPatching(engine, req));
-    const cell = (col: number) => time(() => patchingGrid(engine, { ...req, only: { layer: 0, col } }));
-    const last = Math.min(await cell(n - 1), await cell(n - 1));
-    const c0 = (await cell(0)) - last, cHalf = (await cell(Math.floor(n / 2))) - last;
-    const L = engine.spec.nLayers, slope0 = (c0 + 2 * cHalf) / 2;
-    const exact = L * ((n + 1) / 2) * slope0 + L * c0;
-    row({ T: n, atp_ms: Math.round(atp), cell_p0_ms: Math.round(c0), cell_half_ms: Math.round(cHalf), exact_ms_extrapolated: Math.round(exact), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
+    // cells of the last layer (every position ≥ 1 differs there): p = 1 recomputes n − 1 positions, p = n/2 n − n/2, p = n − 1 one
+    const L = engine.spec.nLayers, half = Math.floor(n / 2);
+    const cell = async (col: number) => Math.min(...[await time(() => patchingGrid(engine, { ...req, only: { layer: L - 1, col } })), await time(() => patchingGrid(engine, { ...req, only: { layer: L - 1, col } }))]);
+    const last = await cell(n - 1), c1 = (await cell(1)) - last, cHalf = (await cell(half)) - last;
+    const perPosition = (c1 / (n - 1) + cHalf / (n - half)) / 2;
+    // the grid's positions: layer 0 differs at position 1 only (its resid_pre is the embedding), layers ≥ 1 at 1..n−1
+    // (position 0, BOS, is equal and skipped); cell (l, p) computes n − p positions; plus the L whole-layer patches from position 1
+    const positions = (n - 1) + (L - 1) * (n * (n - 1)) / 2 + L * (n - 1);
+    const exact = perPosition * positions;
+    row({ T: n, atp_ms: Math.round(atp), cell_1_ms: Math.round(c1), cell_half_ms: Math.round(cHalf), grid_positions: positions, exact_ms_extrapolated: Math.round(exact), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
   }
   if (process.env.FLOW) {
     const spans = [{ label: 'subject', start: 1, end: 2 }, { label: 'rest', start: 2, end: n }];
