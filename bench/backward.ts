@@ -6,12 +6,12 @@
  *   backward ops, keeping resid_pre) against one forward (Engine.run, last-row logits); goal ≤ 2.5×;
  * - with ATP=1, the AtP grid of resid_pre (studies/atp.ts: two forwards, one backward) against the
  *   exact grid with prefix reuse (studies/patching.ts); goal ≥ 50× faster at T = 256. The exact grid
- *   at 30 layers × T cells takes hours here, so it is extrapolated from measured cells: a cell of the
- *   last layer patched at position p costs c(p) = t(only p) − t(only T−1) (each `only` run also makes
- *   the source and reference runs; the cell at T−1 computes one position), measured at p = 1 and T/2
- *   (best of two each); their mean cost per computed position times the positions the grid computes
+ *   at 30 layers × T cells takes hours here, so it is extrapolated: the positions the grid computes
  *   (layer 0: the cell at 1; layers ≥ 1: cells 1..T−1, T − p positions each; L whole-layer patches
- *   from position 1) is the grid's time, labelled "extrapolated";
+ *   from position 1) times a forward's cost per position (its matmuls are the same per position; a
+ *   patched run's attention reads more keys than the average, so this is low). Checked against one
+ *   measured cell: the last layer's at position 1 less the one at T−1 (each `only` run also makes
+ *   the source and reference runs), per computed position, as a multiple of the forward's;
  * - with FLOW=1, the forward-only flow / IFR span map (studies/flow.ts, two spans, no faithfulness
  *   curves) against one forward; goal ≤ 3×.
  *   npx tsx bench/backward.ts            TOKENS=64 ATP=1 FLOW=1 npx tsx bench/backward.ts
@@ -63,16 +63,15 @@ for (const T of sizes) {
     const req = { clean, corrupt, good: { text: ' happy' }, bad: { text: ' sad' }, hook: 'resid_pre' as const };
     const la = load1();
     const atp = await time(() => attributionPatching(engine, req));
-    // cells of the last layer (every position ≥ 1 differs there): p = 1 recomputes n − 1 positions, p = n/2 n − n/2, p = n − 1 one
-    const L = engine.spec.nLayers, half = Math.floor(n / 2);
-    const cell = async (col: number) => Math.min(...[await time(() => patchingGrid(engine, { ...req, only: { layer: L - 1, col } })), await time(() => patchingGrid(engine, { ...req, only: { layer: L - 1, col } }))]);
-    const last = await cell(n - 1), c1 = (await cell(1)) - last, cHalf = (await cell(half)) - last;
-    const perPosition = (c1 / (n - 1) + cHalf / (n - half)) / 2;
     // the grid's positions: layer 0 differs at position 1 only (its resid_pre is the embedding), layers ≥ 1 at 1..n−1
     // (position 0, BOS, is equal and skipped); cell (l, p) computes n − p positions; plus the L whole-layer patches from position 1
+    const L = engine.spec.nLayers;
     const positions = (n - 1) + (L - 1) * (n * (n - 1)) / 2 + L * (n - 1);
-    const exact = perPosition * positions;
-    row({ T: n, atp_ms: Math.round(atp), cell_1_ms: Math.round(c1), cell_half_ms: Math.round(cHalf), grid_positions: positions, exact_ms_extrapolated: Math.round(exact), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
+    const exact = positions * (fwd / n);
+    // a check of the per-position cost: one measured cell of the last layer at position 1 (n − 1 positions), less the cell at n − 1 (one)
+    const cell = async (col: number) => time(() => patchingGrid(engine, { ...req, only: { layer: L - 1, col } }));
+    const c1 = (await cell(1)) - (await cell(n - 1));
+    row({ T: n, atp_ms: Math.round(atp), grid_positions: positions, exact_ms_extrapolated: Math.round(exact), cell_1_per_position_vs_forward: Number(((c1 / (n - 1)) / (fwd / n)).toFixed(2)), speedup: Math.round(exact / atp), goal: '≥ 50 at T = 256', load1: [la, load1()] });
   }
   if (process.env.FLOW) {
     const spans = [{ label: 'subject', start: 1, end: 2 }, { label: 'rest', start: 2, end: n }];
