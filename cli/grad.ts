@@ -1,6 +1,6 @@
 /**
  * The runner's `grad` subcommand: ∂Δ/∂h of the margin at one hook, from the backward pass
- * (workers/engine/model/backward.ts, float64 on the host; workers/engine/studies/integrated_gradients.ts hookGradient).
+ * (workers/engine/model/backward.ts, on the run's backend; workers/engine/studies/integrated_gradients.ts hookGradient).
  */
 import type { Engine } from '../workers/engine/engine';
 import { hookGradient } from '../workers/engine/studies/integrated_gradients';
@@ -16,7 +16,7 @@ export const GRAD_FLAGS = {
 export type GradFlags = Values<typeof GRAD_FLAGS>;
 
 export const GRAD_ABOUT = `grad prints {hook, margin, tokens, grad: [n_tokens][width]}: ∂Δ/∂h of the margin Δ = log p(good) − log p(bad)
-(first tokens, last position), from one forward and one backward (float64 on the host).`;
+(first tokens, last position), from one forward and one backward (float32 on the run's backend, as the forward).`;
 
 /** `branchpoint grad`: the gradient of the margin at one hook. */
 export async function gradCommand(engine: Engine, f: GradFlags): Promise<unknown> {

@@ -17,6 +17,7 @@ import { fromF16Bits, packF16, toF16Bits, unpackF16 } from '../../workers/engine
 import { GEMV_MAX_ROWS } from '../../workers/engine/ops/linear.wgsl';
 import { diff, randn, rng } from './compare';
 import { linearQuant } from './kernels_quant';
+import { backwardKernels } from './kernels_backward';
 
 /** One op on one input: the WebGPU result's difference from the CPU backend's. */
 export interface KernelCase {
@@ -806,10 +807,12 @@ window.runKernelTests = async (): Promise<KernelReport> => {
     for (const part of [copies, linear, matmulVec4, linearFused, qkvRope, linearF16, tablesF16, elementwise, saeActivations, norms, rope, attention, logSoftmax, topk, rowOps, behaviour]) await part(h);
     await splitWeights(h, splitting);
     await linearQuant(gpu, h.cpu, h.cases);
+    await backwardKernels(gpu, h.cpu, h.cases, splitting);
     // the ops with a kernel per tuning, again with the other tuning's kernels on the same adapter
     for (const part of [linear, matmulVec4, linearFused, qkvRope, linearF16, attention, logSoftmax, rowOps, saeActivations]) await part(o);
     await splitWeights(o, otherSplitting);
     await linearQuant(other, o.cpu, o.cases);
+    await backwardKernels(other, o.cpu, o.cases, otherSplitting);
   } finally {
     for (const b of [gpu, other, splitting, otherSplitting]) b.dispose();
   }

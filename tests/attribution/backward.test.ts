@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { backward, backwardMemory } from '../../workers/engine/model/backward';
+import { backward, backwardMemory, backwardWeightCopies } from '../../workers/engine/model/backward';
 import { readReference, sharedPath } from '../shared';
 
 /**
@@ -55,25 +55,35 @@ describe('backward pass: gradients of the margin equal the float64 reference', (
     const m = backwardMemory(e.spec, 4096, 260_000);
     expect(m.patterns).toBe(5 * 8 * 4096 * 4096 * 4);
     await expect(backward(e.model, c.ids, { kind: 'margin', good: [c.good_id], bad: [c.bad_id] }, { budgetBytes: 1 << 20 }))
-      .rejects.toThrow(/a backward over 21 tokens needs [\d.]+ MiB \(activations [\d.]+ MiB, attention patterns .* over the budget of 1\.0 MiB/);
+      .rejects.toThrow(/a backward over 21 tokens needs [\d.]+ MiB \(activations [\d.]+ MiB, attention patterns [\d.]+ MiB, weight copies [\d.]+ MiB, .* over the budget of 1\.0 MiB: shorten the prompt/);
   });
 });
 
 describe('backward memory: the numbers the docstring states (SmolLM-135M shape)', () => {
   const smol = { nLayers: 30, dModel: 576, nHeads: 9, nKvHeads: 3, dHead: 64, dMlp: 1536, dVocab: 49152, attnSoftcap: 0 } as Parameters<typeof backwardMemory>[0];
-  const MiB = 2 ** 20, params = 134_515_008;
-  it('T = 256 keeping resid_pre: ≈ 0.9 GiB, half of it weights', () => {
-    const m = backwardMemory(smol, 256, params, 30 * 576);
+  const MiB = 2 ** 20;
+  // the CPU's transposed copies: per layer W_Q, W_O [576, 576], W_K, W_V [192, 576], gate, up, down 576·1536
+  const copies = 30 * (2 * 576 * 576 + 2 * 192 * 576 + 3 * 576 * 1536);
+  it('T = 256 keeping resid_pre on the CPU: ≈ 0.78 GiB, half of it the transposed weights', () => {
+    const m = backwardMemory(smol, 256, copies, 30 * 576);
     expect(Math.round(m.activations / MiB)).toBe(253);
     expect(Math.round(m.patterns / MiB)).toBe(68);
-    expect(Math.round(m.weights / MiB)).toBe(513);
-    expect(Math.round(m.gradients / MiB)).toBe(68);
-    expect(m.total / 2 ** 30).toBeGreaterThan(0.85);
-    expect(m.total / 2 ** 30).toBeLessThan(0.9);
+    expect(Math.round(m.weights / MiB)).toBe(405);
+    // kept: 256·17280 values as float32 + float64; working: two layers' worth of 256·8640 float32 and dS [9, 256, 256]
+    expect(m.gradients).toBe(256 * 30 * 576 * 12 + 2 * 256 * 8640 * 4 + 9 * 256 * 256 * 4);
+    expect(m.total / 2 ** 30).toBeGreaterThan(0.76);
+    expect(m.total / 2 ** 30).toBeLessThan(0.79);
   });
   it('T = 1024: ≈ 1 GiB of patterns, over the 2 GiB default', () => {
-    const m = backwardMemory(smol, 1024, params, 30 * 576);
+    const m = backwardMemory(smol, 1024, copies, 30 * 576);
     expect(m.patterns / 2 ** 30).toBeCloseTo(1.05, 1);
     expect(m.total).toBeGreaterThan(2 ** 31);
+  });
+  it('the CPU keeps a transposed copy of every block matrix (the unembedding too past 8 logit rows); WebGPU none', () => {
+    let blocks = 0;
+    for (const bw of e.model.weights.blocks) for (const p of [bw.q, bw.k, bw.v, bw.o, bw.gate, bw.up, bw.down]) blocks += p ? p.w.shape[0] * p.w.shape[1] : 0;
+    expect(backwardWeightCopies(e.backend, e.model.weights, 1)).toBe(blocks);
+    expect(backwardWeightCopies(e.backend, e.model.weights, 9)).toBe(blocks + e.spec.dVocab * e.spec.dModel);
+    expect(backwardWeightCopies({ kind: 'webgpu' } as typeof e.backend, e.model.weights, 9)).toBe(0);
   });
 });

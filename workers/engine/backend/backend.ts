@@ -55,6 +55,30 @@ export interface AttentionParams {
   wantScores: boolean;
 }
 
+/** Parameters of one attention backward over a whole prompt (see `Backend.attentionBackward`). */
+export interface AttentionBackwardParams {
+  /** Positions T (queries and keys 0..T−1). */
+  n: number;
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  /** As AttentionParams.scale. */
+  scale: number;
+  /** As AttentionParams.softcap (0 = off). */
+  softcap: number;
+  /** As AttentionParams.window (0 = full causal attention). */
+  window: number;
+}
+
+/** Input gradients of attention (Backend.attentionBackward). */
+export interface AttentionGrads {
+  /** ∂m/∂q [T, nHeads·headDim]. */
+  dq: Tensor;
+  /** ∂m/∂k, ∂m/∂v [T, nKvHeads·headDim] (summed over the query heads that read each KV head). */
+  dk: Tensor;
+  dv: Tensor;
+}
+
 export interface AttentionResult {
   /** [n, nHeads·headDim]: per-head weighted values, heads concatenated (blocks.l.attn.hook_z flattened). */
   z: Tensor;
@@ -261,6 +285,37 @@ export interface Backend {
    * size = d_head) and the op acts on each selected group on its own, with a vector of length size.
    */
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor;
+
+  // ---- backward ops (model/backward.ts: the reverse pass over the shared block; float32 like the forward)
+
+  /**
+   * dy [n, out] · w [out, in] → dx [n, in]: the input gradient of linear(x, w, bias) (no weight
+   * gradient is formed). w may be any weight linear() accepts (f16, quantised, split by rows).
+   */
+  linearBackward(dy: Tensor, w: Tensor): Tensor;
+  /**
+   * The input gradient of rmsNorm(x, w, eps, offset) given dy (x, dy [n, W], groups of w.size as in
+   * rmsNorm): dx_i = r·w'_i·dy_i − x_i·r³/g·Σ_j dy_j·w'_j·x_j, r = 1/√(mean(x²) + eps), w' = w + offset.
+   */
+  rmsNormBackward(x: Tensor, w: Tensor, eps: number, offset: number, dy: Tensor): Tensor;
+  /**
+   * The input gradient of layerNorm(x, w, b, eps) given dy, per row of w.size (the bias does not enter):
+   * dx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), ĝ = dy·w, x̂ = (x − μ)·r, r = 1/√(σ² + eps).
+   */
+  layerNormBackward(x: Tensor, w: Tensor, eps: number, dy: Tensor): Tensor;
+  /** dy·act'(x) elementwise: the input gradient of act(x, act). */
+  actBackward(x: Tensor, dy: Tensor, act: Activation): Tensor;
+  /** The input gradients of gatedAct(gate, up, act) given dy: dGate = dy·up·act'(gate), dUp = dy·act(gate). */
+  gatedActBackward(gate: Tensor, up: Tensor, dy: Tensor, act: Activation): { dGate: Tensor; dUp: Tensor };
+  /**
+   * The input gradients of causal attention over a whole prompt (attention() with past = 0) from what
+   * its forward returned: q [T, H·d] and k, v [T, KV·d] (after rotary), the pattern P [H, T, T] and,
+   * with soft-capping, the capped scores S [H, T, T]; dz [T, H·d]. Over the keys j of query i's causal
+   * (sliding) window: dP_ij = dz_i·v_j, dS_ij = P_ij·(dP_ij − Σ_k P_ik·dP_ik) (softmax) × (1 − (S_ij/cap)²)
+   * with soft-capping, dq_i = scale·Σ_j dS_ij·k_j, dk_j = scale·Σ_i dS_ij·q_i, dv_j = Σ_i P_ij·dz_i.
+   */
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, pattern: Tensor, scores: Tensor | undefined, dz: Tensor, p: AttentionBackwardParams): AttentionGrads;
+
   /**
    * Sparse-autoencoder activation of each row of hidden_pre [n, C] → [n, C]: JumpReLU
    * y = pre·(pre > θ_j) with threshold [C] (zeros: ReLU), then, when k > 0, TopK (entries below

@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
+import type { Activation, AttentionBackwardParams, AttentionGrads, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { linearCpu } from '../ops/linear.cpu';
 import { layerNormCpu, rmsNormCpu } from '../ops/norm.cpu';
@@ -9,6 +9,10 @@ import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
 import { moeRouteCpu } from '../ops/moe_route.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
 import { saeActivationCpu } from '../ops/sae_act.cpu';
+import { layerNormBackwardCpu, rmsNormBackwardCpu } from '../ops/norm_backward.cpu';
+import { actBackwardCpu, gatedActBackwardCpu } from '../ops/activation_backward.cpu';
+import { attentionBackwardCpu } from '../ops/attention_backward.cpu';
+import { linearBackwardCpu, transpose } from '../ops/linear_backward.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
 import { dequantise, dequantiseRows, formatLabel, QK, quantBytes, type QuantFormat, type QuantizedMatrix } from './quant';
 import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
@@ -108,6 +112,9 @@ function d(t: Tensor): Float32Array {
  */
 const SPARE_BYTES = 64 << 20;
 
+/** Rows of dy up to which linearBackward multiplies W as stored (linearBackwardCpu) instead of a transposed copy in the GEMM. */
+const FEW_ROWS = 8;
+
 const cols = (t: Tensor): number => t.shape[t.shape.length - 1];
 const rowsOf = (t: Tensor): number => t.size / cols(t);
 
@@ -128,6 +135,8 @@ export class CpuBackend implements Backend {
   /** Released tensors' heap arrays by length, reused by alloc() (at most SPARE_BYTES in all). */
   private readonly spare = new Map<number, Float32Array[]>();
   private spareBytes = 0;
+  /** Transposed float32 copies of weights [in, out], made by the first linearBackward that needs one (kept with the weight). */
+  private readonly transposed = new WeakMap<Tensor, Tensor>();
   /** Products that fell back to the scalar loop although the WASM arena exists (it could not grow). */
   private fallbacks = 0;
 
@@ -235,6 +244,8 @@ export class CpuBackend implements Backend {
   }
 
   release(t: Tensor): void {
+    const wT = this.transposed.get(t) as CpuTensor | undefined;
+    if (wT) { this.transposed.delete(t); wT.release(); }
     if (t instanceof CpuQuantTensor) {
       if (!t.released) this.live--;
       t.release();
@@ -405,6 +416,62 @@ export class CpuBackend implements Backend {
 
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor {
     return this.t(rowOpCpu(d(x), cols(x), op, rows, groups), x.shape);
+  }
+
+  /**
+   * dy [n, out]·w: up to FEW_ROWS rows by linearBackwardCpu on w as stored; more through the GEMM on a
+   * transposed copy of w (made once per weight and kept: one more float32 copy of each weight a
+   * backward reaches, counted by model/backward.ts backwardMemory; quantised weights dequantised into it).
+   */
+  linearBackward(dy: Tensor, w: Tensor): Tensor {
+    const [nOut, nIn] = w.shape;
+    if (cols(dy) !== nOut) throw new Error(`linearBackward: dy has ${cols(dy)} columns, weight [${w.shape}] has ${nOut} rows`);
+    const n = rowsOf(dy);
+    if (n <= FEW_ROWS && !(w instanceof CpuQuantTensor)) return this.t(linearBackwardCpu(d(dy), d(w), n, nOut, nIn), [n, nIn]);
+    let wT = this.transposed.get(w);
+    if (!wT) {
+      const src = w instanceof CpuQuantTensor ? dequantise(w.q) : d(w);
+      wT = new CpuTensor([nIn, nOut], transpose(src, nOut, nIn), this.arena); // not a live tensor of the caller's: freed with w
+      this.transposed.set(w, wT);
+    }
+    return this.linear(dy, wT);
+  }
+
+  rmsNormBackward(x: Tensor, w: Tensor, eps: number, offset: number, dy: Tensor): Tensor {
+    if (x.size !== dy.size || x.size % w.size !== 0) throw new Error(`rmsNormBackward: x [${x.shape}], dy [${dy.shape}] and groups of ${w.size} disagree`);
+    return this.t(rmsNormBackwardCpu(d(x), d(w), eps, offset, d(dy), this.alloc(x.size)), x.shape);
+  }
+
+  layerNormBackward(x: Tensor, w: Tensor, eps: number, dy: Tensor): Tensor {
+    if (x.size !== dy.size || x.size % w.size !== 0) throw new Error(`layerNormBackward: x [${x.shape}], dy [${dy.shape}] and rows of ${w.size} disagree`);
+    return this.t(layerNormBackwardCpu(d(x), d(w), eps, d(dy), this.alloc(x.size)), x.shape);
+  }
+
+  actBackward(x: Tensor, dy: Tensor, act: Activation): Tensor {
+    if (x.size !== dy.size) throw new Error(`actBackward: x has ${x.size} values, dy ${dy.size}`);
+    return this.t(actBackwardCpu(d(x), d(dy), act, this.alloc(x.size)), x.shape);
+  }
+
+  gatedActBackward(gate: Tensor, up: Tensor, dy: Tensor, act: Activation): { dGate: Tensor; dUp: Tensor } {
+    if (gate.size !== up.size || gate.size !== dy.size) throw new Error(`gatedActBackward: gate, up and dy differ in size (${gate.size}, ${up.size}, ${dy.size})`);
+    const r = gatedActBackwardCpu(d(gate), d(up), d(dy), act);
+    return { dGate: this.t(r.dGate, gate.shape), dUp: this.t(r.dUp, gate.shape) };
+  }
+
+  /** ops/attention_backward.cpu.ts with its products in the GEMM (linear() on copies of the operands). */
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, pattern: Tensor, scores: Tensor | undefined, dz: Tensor, p: AttentionBackwardParams): AttentionGrads {
+    const T = p.n, qW = p.nHeads * p.headDim, kvW = p.nKvHeads * p.headDim;
+    if (q.size !== T * qW || dz.size !== T * qW || k.size !== T * kvW || v.size !== T * kvW || pattern.size !== p.nHeads * T * T || (p.softcap > 0 && scores?.size !== pattern.size)) {
+      throw new Error(`attentionBackward: q [${q.shape}], k [${k.shape}], v [${v.shape}], pattern [${pattern.shape}], dz [${dz.shape}] do not fit ${T} positions of ${p.nHeads}/${p.nKvHeads} heads × ${p.headDim}`);
+    }
+    const mm = (a: Float32Array, b: Float32Array, n: number, kk: number, m: number): Float32Array => {
+      const x = this.upload(a, [n, kk]), w = this.upload(b, [m, kk]), y = this.linear(x, w);
+      const out = new Float32Array(d(y));
+      this.release(x); this.release(w); this.release(y);
+      return out;
+    };
+    const r = attentionBackwardCpu(d(q), d(k), d(v), d(pattern), scores && p.softcap > 0 ? d(scores) : undefined, d(dz), p, mm);
+    return { dq: this.t(r.dq, [T, qW]), dk: this.t(r.dk, [T, kvW]), dv: this.t(r.dv, [T, kvW]) };
   }
 
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor {

@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, ExpertMlp, FusedOps, QkvFusion, RowGroups, RowOp, Tensor } from './backend';
+import type { Activation, AttentionBackwardParams, AttentionGrads, AttentionParams, AttentionResult, Backend, ExpertMlp, FusedOps, QkvFusion, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
@@ -21,6 +21,10 @@ import { qkvRopeGpu } from '../ops/qkv_rope.wgsl';
 import { writeRowsGpu } from '../ops/write_rows.wgsl';
 import { rowOpGpu } from '../ops/row_op.wgsl';
 import { saeActivationGpu } from '../ops/sae_act.wgsl';
+import { linearBackwardGpu } from '../ops/linear_backward.wgsl';
+import { layerNormBackwardGpu, rmsNormBackwardGpu } from '../ops/norm_backward.wgsl';
+import { actBackwardGpu, gatedActBackwardGpu } from '../ops/activation_backward.wgsl';
+import { attentionBackwardGpu } from '../ops/attention_backward.wgsl';
 
 /** Dispatches recorded before the batch is submitted (also the number of uniform slots per batch). */
 const BATCH_DISPATCHES = 256;
@@ -571,6 +575,8 @@ export class WebGpuBackend implements Backend, KernelHost {
   }
 
   release(t: Tensor): void {
+    const wT = this.dequantT.get(t);
+    if (wT) { this.dequantT.delete(t); this.release(wT); }
     if (t instanceof ChunkedTensor && t.owner === this) {
       if (t.released) return;
       t.released = true;
@@ -717,6 +723,35 @@ export class WebGpuBackend implements Backend, KernelHost {
   moeExperts(x: Tensor, indices: Tensor, weights: Tensor, experts: readonly ExpertMlp[], act: Activation): Tensor { return moeExpertsGpu(this, x, indices, weights, experts, act); }
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
+
+  /** Dequantised transposes [in, out] of quantised weights, for linearBackward (released with the weight). */
+  private readonly dequantT = new WeakMap<Tensor, Tensor>();
+
+  /**
+   * dy·w (ops/linear_backward.wgsl.ts) on a float32 or binary16 weight as stored; a quantised weight
+   * is multiplied as its dequantised transpose [in, out], made once by the quantised linear kernel
+   * on the identity (I·ŵᵀ) and kept.
+   */
+  linearBackward(dy: Tensor, w: Tensor): Tensor {
+    if (!isQuantTensor(w)) return linearBackwardGpu(this, dy, w);
+    let wT = this.dequantT.get(w);
+    if (!wT) {
+      const nIn = w.shape[1], eye = new Float32Array(nIn * nIn);
+      for (let i = 0; i < nIn; i++) eye[i * nIn + i] = 1;
+      const id = this.upload(eye, [nIn, nIn]);
+      wT = linearQuantGpu(this, id, w, undefined);
+      this.release(id);
+      this.dequantT.set(w, wT);
+    }
+    return this.linear(dy, wT);
+  }
+  rmsNormBackward(x: Tensor, w: Tensor, eps: number, offset: number, dy: Tensor): Tensor { return rmsNormBackwardGpu(this, x, w, eps, offset, dy); }
+  layerNormBackward(x: Tensor, w: Tensor, eps: number, dy: Tensor): Tensor { return layerNormBackwardGpu(this, x, w, eps, dy); }
+  actBackward(x: Tensor, dy: Tensor, act: Activation): Tensor { return actBackwardGpu(this, x, dy, act); }
+  gatedActBackward(gate: Tensor, up: Tensor, dy: Tensor, act: Activation): { dGate: Tensor; dUp: Tensor } { return gatedActBackwardGpu(this, gate, up, dy, act); }
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, pattern: Tensor, scores: Tensor | undefined, dz: Tensor, p: AttentionBackwardParams): AttentionGrads {
+    return attentionBackwardGpu(this, q, k, v, pattern, scores, dz, p);
+  }
 }
 
 /**

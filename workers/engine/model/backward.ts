@@ -9,34 +9,37 @@
  * once and parameterised by the ModelSpec as the forward is (RMSNorm / LayerNorm, rotary with partial
  * rotary dims, grouped-query attention with the causal mask, sliding window and soft-capping,
  * gated and plain MLPs, Gemma 2's sandwich norms, QK-norm, parallel residual, final soft-capping,
- * tied or untied W_U), with per-op rules beside the CPU references (ops/*_backward.cpu.ts).
+ * tied or untied W_U), with the per-op rules as Backend ops (ops/*_backward.cpu.ts, *_backward.wgsl.ts).
  *
- * The forward is the engine's own: `recordForward` runs Transformer.forward once with a RunContext
+ * The forward is the engine's own: `backward` runs Transformer.forward once with a RunContext
  * capturing the hooks the rules need (interventions apply as in any run; captured values are after
  * them, so ∂m/∂h is the gradient at the value the run continued with). What no hook holds is
  * recomputed from a captured input (the norms' scales, the gated MLP's up projection, the branch
- * outputs before a sandwich norm, q/k before QK-norm). The backward then runs **on the host, in
- * float64, for both backends** (the CPU reference; no WGSL backward kernels yet: a WebGPU engine
- * reads its recorded activations and weights back and differentiates here).
+ * outputs before a sandwich norm, q/k before QK-norm). The reverse pass then runs **on the run's
+ * backend**, in float32 like the forward, through the Backend's backward ops (backend.ts:
+ * linearBackward, rmsNormBackward, layerNormBackward, actBackward, gatedActBackward,
+ * attentionBackward; rotary's backward is rotary by −θ, `rope` with the frequencies negated): the
+ * WASM GEMM on the CPU, WGSL kernels on WebGPU (ops/*_backward.wgsl.ts, each checked against its CPU
+ * op). Only ∂m/∂logits on the objective's rows is formed on the host (float64; with a margin's few
+ * non-zero entries, its product with W_U too, over the gathered rows), and the kept gradients are
+ * read back. The reverse pass stops at the lowest layer holding a kept hook.
  *
- * Memory (backwardMemory): a backward keeps the recorded activations (float32, per layer 7 rows of
- * d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and the attention
- * pattern H·T² — plus the scores with soft-capping), a float32 host copy of the weights, the logit
- * rows the objective reads (one for a last-position margin), the kept gradients (float64) and one
- * layer's working gradients. A prompt over the budget (default 2 GiB) is refused with the numbers
- * before the forward runs. SmolLM-135M, T = 256, keeping resid_pre: ≈ 0.9 GiB (0.5 of it weights);
- * the patterns grow as T²: ≈ 1 GiB of them alone at T = 1024, so T = 1024 is refused at 2 GiB.
+ * Memory (backwardMemory): a backward keeps the recorded activations on the backend (float32, per
+ * layer 7 rows of d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and
+ * the attention pattern H·T² — plus the scores with soft-capping), the kept gradients (float32 on the
+ * backend until read, then float64 on the host), one layer's working gradients (with attention's
+ * dS [H, T, T]), the logit rows the objective reads, and, on the CPU, a transposed float32 copy of
+ * each block matrix (made by the first backward, kept with the model; a quantised weight on WebGPU
+ * gets a dequantised one, not counted). A prompt over the budget (default 2 GiB) is refused with the
+ * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.78 GiB
+ * (0.4 of it the transposed weights); the patterns grow as T²: ≈ 1 GiB of them alone at T = 1024,
+ * so T = 1024 is refused at 2 GiB.
  */
 import type { Backend, Tensor } from '../backend/backend';
-import type { ModelSpec } from '../arch/spec';
+import type { ModelSpec, ModelWeights, NormWeights } from '../arch/spec';
 import type { Transformer } from './transformer';
 import { RunContext } from './run_context';
 import type { Intervention } from './intervention';
-import { rmsNormBackward, layerNormBackward } from '../ops/norm_backward.cpu';
-import { ropeBackward } from '../ops/rope_backward.cpu';
-import { activateGrad } from '../ops/activation_backward.cpu';
-import { attentionBackward } from '../ops/attention_backward.cpu';
-import { activate } from '../ops/activation.cpu';
 import { logSumExp } from '../analysis/margin';
 
 /** The scalar a backward differentiates. */
@@ -62,7 +65,7 @@ export interface GradResult {
   value: number;
   /** ∂objective/∂hook [T·width] (float64), keyed by hook name; widths as in hooks.ts. */
   grads: Map<string, Float64Array>;
-  /** The recorded activations (float32) by hook name, as the forward captured them. */
+  /** The recorded activations (float32) of the kept hooks the forward records (hook_embed, resid_pre, attn_out, mlp_out, hook_z, …), as it captured them. */
   acts: Map<string, Float32Array>;
   T: number;
 }
@@ -73,20 +76,34 @@ export interface BackwardMemory { activations: number; patterns: number; weights
 /**
  * The bytes a backward over T tokens holds at its peak: the recorded activations (float32: per
  * layer 7·T·d_model, q and z 2·T·n_heads·d_head, k and v 2·T·n_kv_heads·d_head, pre/post 2·T·d_mlp),
- * the attention patterns (L·H·T² float32, twice with soft-capping), the host copy of the weights
- * (float32), the logit rows the objective reads (logitRows·d_vocab), the kept gradients (float64,
- * `keptWidth` values per position, summed over the kept hooks) and one layer's working gradients.
- * SmolLM-135M at T = 256 keeping resid_pre: ≈ 253 MiB activations + 68 patterns + 513 weights + 68
- * gradients ≈ 0.9 GiB.
+ * the attention patterns (L·H·T² float32, twice with soft-capping), the weight copies the backward
+ * keeps (`weightCopies` float32 values: on the CPU the transposed block matrices, backwardWeightCopies),
+ * the logit rows the objective reads (logitRows·d_vocab, float32 and float64), the kept gradients
+ * (`keptWidth` values per position summed over the kept hooks, float32 on the backend and float64
+ * on the host) and one layer's working gradients (float32, with attention's dS [H, T, T]).
+ * SmolLM-135M at T = 256 keeping resid_pre on the CPU: ≈ 253 MiB activations + 68 patterns + 405
+ * transposed weights + 70 gradients ≈ 0.78 GiB.
  */
-export function backwardMemory(spec: ModelSpec, T: number, weightParams: number, keptWidth = 4 * spec.nLayers * spec.dModel, logitRows = 1): BackwardMemory {
+export function backwardMemory(spec: ModelSpec, T: number, weightCopies: number, keptWidth = 4 * spec.nLayers * spec.dModel, logitRows = 1): BackwardMemory {
   const s = spec, qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
   const perLayer = T * (7 * s.dModel + 2 * qW + 2 * kvW + 2 * s.dMlp);
   const patterns = s.nLayers * s.nHeads * T * T * 4 * (s.attnSoftcap > 0 ? 2 : 1);
   const activations = s.nLayers * perLayer * 4;
-  const gradients = (T * keptWidth + 2 * perLayer) * 8;
-  const weights = weightParams * 4, logits = logitRows * s.dVocab * (4 + 8);
+  const gradients = T * keptWidth * (4 + 8) + 2 * perLayer * 4 + s.nHeads * T * T * 4;
+  const weights = weightCopies * 4, logits = logitRows * s.dVocab * (4 + 8);
   return { activations, patterns, weights, logits, gradients, total: activations + patterns + weights + logits + gradients };
+}
+
+/**
+ * Float32 values of the weight copies a backward keeps on this backend: on the CPU a transposed copy
+ * of every block matrix (Backend.linearBackward's GEMM operand; the unembedding too when more than 8
+ * logit rows are differentiated); none on WebGPU, whose kernels read the weights as stored.
+ */
+export function backwardWeightCopies(b: Backend, w: ModelWeights, logitRows: number): number {
+  if (b.kind !== 'cpu') return 0;
+  let n = logitRows > 8 ? w.unembed.size : 0;
+  for (const bw of w.blocks) for (const p of [bw.q, bw.k, bw.v, bw.o, bw.gate, bw.up, bw.down]) n += p ? p.w.size : 0;
+  return n;
 }
 
 /** Row width of a hook the backward differentiates (0 for one it does not). */
@@ -122,87 +139,6 @@ function recordedHooks(spec: ModelSpec): string[] {
     if (spec.attnSoftcap > 0) out.push(`${h}attn.hook_attn_scores`);
   }
   return out;
-}
-
-/** Weights read back to the host once per model (float32; quantised weights dequantised). */
-interface HostLinear { w: Float32Array; b?: Float32Array; out: number; in: number }
-interface HostNorm { w: Float32Array; b?: Float32Array }
-interface HostBlock { ln1: HostNorm; ln2: HostNorm; q: HostLinear; k: HostLinear; v: HostLinear; o: HostLinear; gate?: HostLinear; up: HostLinear; down: HostLinear; qNorm?: Float32Array; kNorm?: Float32Array; postAttnNorm?: HostNorm; postMlpNorm?: HostNorm }
-interface HostWeights { blocks: HostBlock[]; lnFinal: HostNorm; unembed: HostLinear; unembedBias?: Float32Array; params: number }
-
-const hostCache = new WeakMap<Transformer, Promise<HostWeights>>();
-
-function hostWeights(model: Transformer): Promise<HostWeights> {
-  let p = hostCache.get(model);
-  if (!p) { p = readWeights(model.backend, model); hostCache.set(model, p); }
-  return p;
-}
-
-async function readWeights(b: Backend, model: Transformer): Promise<HostWeights> {
-  let params = 0;
-  const rd = async (t: Tensor): Promise<Float32Array> => { const a = await b.read(t); params += a.length; return a; };
-  const lin = async (p: { w: Tensor; b?: Tensor }): Promise<HostLinear> => ({ w: await rd(p.w), b: p.b ? await rd(p.b) : undefined, out: p.w.shape[0], in: p.w.shape[1] });
-  const norm = async (p: { w: Tensor; b?: Tensor }): Promise<HostNorm> => ({ w: await rd(p.w), b: p.b ? await rd(p.b) : undefined });
-  const w = model.weights;
-  const blocks: HostBlock[] = [];
-  for (const [l, bw] of w.blocks.entries()) {
-    if (bw.moe || !bw.up || !bw.down) throw new Error(`the backward pass does not cover mixture-of-experts layers (layer ${l} of this ${model.spec.modelType} model is sparse): use the forward-only studies`);
-    blocks.push({
-      ln1: await norm(bw.ln1), ln2: await norm(bw.ln2), q: await lin(bw.q), k: await lin(bw.k), v: await lin(bw.v), o: await lin(bw.o),
-      gate: bw.gate ? await lin(bw.gate) : undefined, up: await lin(bw.up), down: await lin(bw.down),
-      qNorm: bw.qNorm ? await rd(bw.qNorm) : undefined, kNorm: bw.kNorm ? await rd(bw.kNorm) : undefined,
-      postAttnNorm: bw.postAttnNorm ? await norm(bw.postAttnNorm) : undefined, postMlpNorm: bw.postMlpNorm ? await norm(bw.postMlpNorm) : undefined,
-    });
-  }
-  return { blocks, lnFinal: await norm(w.lnFinal), unembed: await lin({ w: w.unembed }), unembedBias: w.unembedBias ? await rd(w.unembedBias) : undefined, params };
-}
-
-/** dx [T, in] = dy [T, out] · W [out, in] (the input gradient of y = x·Wᵀ + b), four rows of W per pass over dx. */
-function matTBack(dy: Float64Array, p: HostLinear, T: number): Float64Array {
-  const n = p.in, w = p.w, dx = new Float64Array(T * n);
-  const o4 = p.out - (p.out % 4);
-  for (let t = 0; t < T; t++) {
-    const xo = t * n, yo = t * p.out;
-    for (let o = 0; o < o4; o += 4) {
-      const a0 = dy[yo + o], a1 = dy[yo + o + 1], a2 = dy[yo + o + 2], a3 = dy[yo + o + 3];
-      if (a0 === 0 && a1 === 0 && a2 === 0 && a3 === 0) continue;
-      const w0 = o * n, w1 = w0 + n, w2 = w1 + n, w3 = w2 + n;
-      for (let i = 0; i < n; i++) dx[xo + i] += a0 * w[w0 + i] + a1 * w[w1 + i] + a2 * w[w2 + i] + a3 * w[w3 + i];
-    }
-    for (let o = o4; o < p.out; o++) {
-      const a = dy[yo + o];
-      if (a === 0) continue;
-      const wo = o * n;
-      for (let i = 0; i < n; i++) dx[xo + i] += a * w[wo + i];
-    }
-  }
-  return dx;
-}
-
-/** y [T, out] = x [T, in] · Wᵀ + b in float64 (recomputes a projection no hook holds), four positions per pass over a row of W. */
-function matForward(x: ArrayLike<number>, p: HostLinear, T: number): Float64Array {
-  const n = p.in, w = p.w, y = new Float64Array(T * p.out);
-  const t4 = T - (T % 4);
-  for (let o = 0; o < p.out; o++) {
-    const wo = o * n, bias = p.b ? p.b[o] : 0;
-    for (let t = 0; t < t4; t += 4) {
-      const x0 = t * n, x1 = x0 + n, x2 = x1 + n, x3 = x2 + n;
-      let a0 = bias, a1 = bias, a2 = bias, a3 = bias;
-      for (let i = 0; i < n; i++) { const wi = w[wo + i]; a0 += x[x0 + i] * wi; a1 += x[x1 + i] * wi; a2 += x[x2 + i] * wi; a3 += x[x3 + i] * wi; }
-      y[t * p.out + o] = a0; y[(t + 1) * p.out + o] = a1; y[(t + 2) * p.out + o] = a2; y[(t + 3) * p.out + o] = a3;
-    }
-    for (let t = t4; t < T; t++) {
-      let a = bias;
-      for (let i = 0; i < n; i++) a += x[t * n + i] * w[wo + i];
-      y[t * p.out + o] = a;
-    }
-  }
-  return y;
-}
-
-function addInto(a: Float64Array, b: Float64Array): Float64Array {
-  for (let i = 0; i < a.length; i++) a[i] += b[i];
-  return a;
 }
 
 /** The logit rows an objective reads (positions, ascending, distinct). */
@@ -250,127 +186,172 @@ export function objectiveGrad(logits: Float32Array, T: number, V: number, obj: O
 
 /**
  * One recorded forward over ids (positions 0..T−1, the KV cache overwritten) and the backward of
- * `obj`: every kept hook's gradient.
- * @throws Error when the backward would exceed the memory budget (the numbers named), or for a bad objective.
+ * `obj` on the model's backend: every kept hook's gradient.
+ * @throws Error when the backward would exceed the memory budget (the numbers named), for a bad
+ *   objective, or for a mixture-of-experts model (sparse layers have no backward rule).
  */
 export async function backward(model: Transformer, ids: readonly number[], obj: Objective, opts: BackwardOptions = {}): Promise<GradResult> {
   const s = model.spec, b = model.backend, T = ids.length;
-  const hw = await hostWeights(model);
+  for (const [l, bw] of model.weights.blocks.entries()) {
+    if (bw.moe || !bw.up || !bw.down) throw new Error(`the backward pass does not cover mixture-of-experts layers (layer ${l} of this ${s.modelType} model is sparse): use the forward-only studies`);
+  }
   const keep = opts.keep ?? (() => true);
-  const rowsNeeded = objectiveRows(obj, T).length;
+  const rows = objectiveRows(obj, T);
   let keptWidth = 0;
   for (const h of gradHookNames(s)) if (keep(h)) keptWidth += gradWidth(s, h);
-  const mem = backwardMemory(s, T, hw.params, keptWidth, rowsNeeded);
+  const mem = backwardMemory(s, T, backwardWeightCopies(b, model.weights, rows.length), keptWidth, rows.length);
   const budget = opts.budgetBytes ?? DEFAULT_BACKWARD_BUDGET;
   if (mem.total > budget) {
-    throw new Error(`a backward over ${T} tokens needs ${MiB(mem.total)} (activations ${MiB(mem.activations)}, attention patterns ${MiB(mem.patterns)}, host weights ${MiB(mem.weights)}, logits ${MiB(mem.logits)}, gradients ${MiB(mem.gradients)}), over the budget of ${MiB(budget)}: shorten the prompt`);
+    throw new Error(`a backward over ${T} tokens needs ${MiB(mem.total)} (activations ${MiB(mem.activations)}, attention patterns ${MiB(mem.patterns)}, weight copies ${MiB(mem.weights)}, logits ${MiB(mem.logits)}, gradients ${MiB(mem.gradients)}), over the budget of ${MiB(budget)}: shorten the prompt`);
   }
-  const rows = objectiveRows(obj, T);
   const lastOnly = rows.length === 1 && rows[0] === T - 1;
   // the recording forward: the engine's own, capturing what the rules read
   const want = new Set(recordedHooks(s));
   const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => want.has(n), opts.interventions ?? []);
-  const acts = new Map<string, Float32Array>();
-  let logits: Float32Array;
   try {
     const out = model.forward(Int32Array.from(ids), ctx, lastOnly ? 'last' : 'all')!;
-    for (const [name, t] of ctx.captured) acts.set(name, await b.read(t));
-    logits = await b.read(out);
+    let logits = await b.read(out);
     b.release(out);
+    if (!lastOnly) logits = Float32Array.from(rows.flatMap((p) => Array.from(logits.subarray(p * s.dVocab, (p + 1) * s.dVocab))));
+    const { value, dLogits } = objectiveGrad(logits, T, s.dVocab, obj);
+    const kept = await backwardFrom(model, ctx.captured, rows, logits, dLogits, T, keep);
+    const grads = new Map<string, Float64Array>();
+    try {
+      for (const [name, t] of kept) grads.set(name, Float64Array.from(await b.read(t)));
+    } finally {
+      for (const t of new Set(kept.values())) b.release(t);
+    }
+    const acts = new Map<string, Float32Array>();
+    for (const [name, t] of ctx.captured) if (keep(name)) acts.set(name, await b.read(t));
+    return { value, grads, acts, T };
   } finally {
     ctx.release();
   }
-  if (!lastOnly) logits = Float32Array.from(rows.flatMap((p) => Array.from(logits.subarray(p * s.dVocab, (p + 1) * s.dVocab))));
-  const { value, dLogits } = objectiveGrad(logits, T, s.dVocab, obj);
-  const grads = backwardFrom(s, hw, acts, rows, logits, dLogits, T, keep);
-  return { value, grads, acts, T };
 }
 
-/** The reverse pass from ∂m/∂logits on the objective's rows [rows.length, V] over the recorded activations. */
-function backwardFrom(s: ModelSpec, w: HostWeights, acts: Map<string, Float32Array>, rows: number[], logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Map<string, Float64Array> {
-  const grads = new Map<string, Float64Array>();
-  const put = (name: string, g: Float64Array) => { if (keep(name)) grads.set(name, g); };
-  const act = (name: string): Float32Array => { const a = acts.get(name); if (!a) throw new Error(`backward: the forward did not record ${name}`); return a; };
-  const normBack = (x: ArrayLike<number>, n: HostNorm, dy: Float64Array): Float64Array =>
-    s.norm === 'rms' ? rmsNormBackward(x, n.w, s.normEps, s.normOffset, dy) : layerNormBackward(x, n.w, s.normEps, dy);
-  const L = s.nLayers;
+/** rope(x) by −θ: rotary's backward (the rotation is orthogonal), as the forward rope with the frequencies negated (cos(−a) = cos a, sin(−a) = −sin a exactly). */
+const negatedFreqs = new WeakMap<Float32Array, Float32Array>();
+function negated(invFreq: Float32Array): Float32Array {
+  let n = negatedFreqs.get(invFreq);
+  if (!n) { n = invFreq.map((f) => -f); negatedFreqs.set(invFreq, n); }
+  return n;
+}
 
-  // unembed: logits = cap·tanh(W_U·ln_f(x)/cap): d/du = 1 − (logit/cap)² from the capped logits
-  const dl = s.finalSoftcap > 0 ? Float64Array.from(dLogits, (g, i) => { const c = logits[i] / s.finalSoftcap; return g * (1 - c * c); }) : dLogits;
-  const dRows = matTBack(dl, w.unembed, rows.length);
-  const dNf = new Float64Array(T * s.dModel);
-  rows.forEach((p, r) => dNf.set(dRows.subarray(r * s.dModel, (r + 1) * s.dModel), p * s.dModel));
-  put('ln_final.hook_normalized', dNf);
-  let dResid = normBack(act(`blocks.${L - 1}.hook_resid_post`), w.lnFinal, dNf);
+/**
+ * The reverse pass from ∂m/∂logits on the objective's rows [rows.length, V] over the recorded
+ * activations (backend tensors). @returns the kept hooks' gradients [T, width] (backend tensors
+ * the caller releases; hook_embed and hook_pos_embed may share one).
+ */
+async function backwardFrom(model: Transformer, acts: Map<string, Tensor>, rows: number[], logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Promise<Map<string, Tensor>> {
+  const s = model.spec, b = model.backend, w = model.weights, D = s.dModel, V = s.dVocab;
+  const kept = new Map<string, Tensor>();
+  const live: Tensor[] = [];
+  /** A working gradient: released at the end unless a kept hook holds it. */
+  const tmp = (t: Tensor): Tensor => { live.push(t); return t; };
+  const put = (name: string, g: Tensor) => { if (keep(name)) kept.set(name, g); };
+  const act = (name: string): Tensor => { const a = acts.get(name); if (!a) throw new Error(`backward: the forward did not record ${name}`); return a; };
+  const normBack = (x: Tensor, n: NormWeights, dy: Tensor): Tensor =>
+    tmp(s.norm === 'rms' ? b.rmsNormBackward(x, n.w, s.normEps, s.normOffset, dy) : b.layerNormBackward(x, n.w, s.normEps, dy));
+  const add = (a: Tensor, c: Tensor): Tensor => tmp(b.add(a, c));
+  try {
+    // unembed: logits = cap·tanh(W_U·ln_f(x)/cap): d/du = 1 − (logit/cap)² from the capped logits
+    const dl = s.finalSoftcap > 0 ? Float64Array.from(dLogits, (g, i) => { const c = logits[i] / s.finalSoftcap; return g * (1 - c * c); }) : dLogits;
+    const dNf = new Float32Array(T * D);
+    const nonZero: number[] = [];
+    for (let i = 0; i < dl.length && nonZero.length <= 64; i++) if (dl[i] !== 0) nonZero.push(i);
+    if (nonZero.length <= 64) {
+      // a margin's few non-zero entries: Σ_v dl_v·W_U[v] over the gathered rows, in float64
+      const rowsT = b.embed(w.unembed, Int32Array.from(nonZero, (i) => i % V), 1);
+      const wu = await b.read(rowsT);
+      b.release(rowsT);
+      const acc = new Float64Array(rows.length * D);
+      nonZero.forEach((i, k) => { const r = Math.floor(i / V); for (let c = 0; c < D; c++) acc[r * D + c] += dl[i] * wu[k * D + c]; });
+      rows.forEach((p, r) => dNf.set(acc.subarray(r * D, (r + 1) * D), p * D));
+    } else {
+      const dlT = b.upload(Float32Array.from(dl), [rows.length, V]);
+      const dRowsT = b.linearBackward(dlT, w.unembed);
+      b.release(dlT);
+      const dRows = await b.read(dRowsT);
+      b.release(dRowsT);
+      rows.forEach((p, r) => dNf.set(dRows.subarray(r * D, (r + 1) * D), p * D));
+    }
+    const dNfT = tmp(b.upload(dNf, [T, D]));
+    put('ln_final.hook_normalized', dNfT);
+    let dResid = normBack(act(`blocks.${s.nLayers - 1}.hook_resid_post`), w.lnFinal, dNfT);
 
-  for (let l = L - 1; l >= 0; l--) {
-    const h = `blocks.${l}.`, bw = w.blocks[l];
-    put(`${h}hook_resid_post`, dResid);
-    const x = act(`${h}hook_resid_pre`);
-    // MLP branch: mlp_out = [postNorm](down(post)); the MLP reads resid_mid, or x with parallel residual
-    const dMlpOut = dResid;
-    put(`${h}hook_mlp_out`, dMlpOut);
-    const post = act(`${h}mlp.hook_post`), pre = act(`${h}mlp.hook_pre`), n2 = act(`${h}ln2.hook_normalized`);
-    const dDown = bw.postMlpNorm ? normBack(matForward(post, bw.down, T), bw.postMlpNorm, dMlpOut) : dMlpOut;
-    const dPost = matTBack(dDown, bw.down, T);
-    put(`${h}mlp.hook_post`, dPost);
-    const dPre = new Float64Array(pre.length);
-    let dN2: Float64Array;
-    if (s.gatedMlp) {
-      const up = matForward(n2, bw.up, T);
-      const dUp = new Float64Array(pre.length);
-      for (let i = 0; i < pre.length; i++) {
-        dPre[i] = dPost[i] * up[i] * activateGrad(pre[i], s.act);
-        dUp[i] = dPost[i] * activate(pre[i], s.act);
+    // nothing below the lowest layer with a kept hook is needed (hook_embed / hook_pos_embed: every layer)
+    const layerOf = (name: string): number => { const m = /^blocks\.(\d+)\./.exec(name); return m ? Number(m[1]) : name.startsWith('ln_final') ? s.nLayers : -1; };
+    const lowest = Math.min(s.nLayers, ...gradHookNames(s).filter(keep).map(layerOf));
+    for (let l = s.nLayers - 1; l >= Math.max(lowest, 0); l--) {
+      const h = `blocks.${l}.`, bw = w.blocks[l];
+      put(`${h}hook_resid_post`, dResid);
+      const x = act(`${h}hook_resid_pre`);
+      // MLP branch: mlp_out = [postNorm](down(post)); the MLP reads resid_mid, or x with parallel residual
+      const dMlpOut = dResid;
+      put(`${h}hook_mlp_out`, dMlpOut);
+      const post = act(`${h}mlp.hook_post`), pre = act(`${h}mlp.hook_pre`), n2 = act(`${h}ln2.hook_normalized`);
+      const dDown = bw.postMlpNorm ? normBack(tmp(b.linear(post, bw.down!.w, bw.down!.b)), bw.postMlpNorm, dMlpOut) : dMlpOut;
+      const dPost = tmp(b.linearBackward(dDown, bw.down!.w));
+      put(`${h}mlp.hook_post`, dPost);
+      let dPre: Tensor, dN2: Tensor;
+      if (s.gatedMlp) {
+        const up = tmp(b.linear(n2, bw.up!.w, bw.up!.b));
+        const g = b.gatedActBackward(pre, up, dPost, s.act);
+        dPre = tmp(g.dGate); tmp(g.dUp);
+        dN2 = add(tmp(b.linearBackward(dPre, bw.gate!.w)), tmp(b.linearBackward(g.dUp, bw.up!.w)));
+      } else {
+        dPre = tmp(b.actBackward(pre, dPost, s.act));
+        dN2 = tmp(b.linearBackward(dPre, bw.up!.w));
       }
-      dN2 = addInto(matTBack(dPre, bw.gate!, T), matTBack(dUp, bw.up, T));
-    } else {
-      for (let i = 0; i < pre.length; i++) dPre[i] = dPost[i] * activateGrad(pre[i], s.act);
-      dN2 = matTBack(dPre, bw.up, T);
+      put(`${h}mlp.hook_pre`, dPre);
+      put(`${h}ln2.hook_normalized`, dN2);
+      const dMlpIn = normBack(s.parallelResidual ? x : act(`${h}hook_resid_mid`), bw.ln2, dN2);
+      // attention branch: resid_mid = x + attn_out (parallel: resid_post = x + attn_out + mlp_out)
+      const dMid = s.parallelResidual ? dResid : add(dResid, dMlpIn);
+      if (!s.parallelResidual) put(`${h}hook_resid_mid`, dMid);
+      put(`${h}hook_attn_out`, dMid);
+      const z = act(`${h}attn.hook_z`);
+      const dO = bw.postAttnNorm ? normBack(tmp(b.linear(z, bw.o.w, bw.o.b)), bw.postAttnNorm, dMid) : dMid;
+      const dZ = tmp(b.linearBackward(dO, bw.o.w));
+      put(`${h}attn.hook_z`, dZ);
+      const att = b.attentionBackward(act(`${h}attn.hook_q`), act(`${h}attn.hook_k`), act(`${h}attn.hook_v`), act(`${h}attn.hook_pattern`),
+        s.attnSoftcap > 0 ? act(`${h}attn.hook_attn_scores`) : undefined, dZ,
+        { n: T, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead, scale: s.attnScale, softcap: s.attnSoftcap, window: s.windows[l] });
+      tmp(att.dq); tmp(att.dk); tmp(att.dv);
+      put(`${h}attn.hook_q`, att.dq); put(`${h}attn.hook_k`, att.dk); put(`${h}attn.hook_v`, att.dv);
+      let dq = att.dq, dk = att.dk;
+      if (s.positional === 'rotary') {
+        const inv = negated(s.invFreqPerLayer?.[l] ?? s.invFreq);
+        dq = tmp(b.rope(dq, s.nHeads, s.dHead, s.rotaryDims, 0, inv));
+        dk = tmp(b.rope(dk, s.nKvHeads, s.dHead, s.rotaryDims, 0, inv));
+      }
+      const n1 = act(`${h}ln1.hook_normalized`);
+      if (s.qkNorm) {
+        dq = tmp(b.rmsNormBackward(tmp(b.linear(n1, bw.q.w, bw.q.b)), bw.qNorm!, s.normEps, s.normOffset, dq));
+        dk = tmp(b.rmsNormBackward(tmp(b.linear(n1, bw.k.w, bw.k.b)), bw.kNorm!, s.normEps, s.normOffset, dk));
+      }
+      const dN1 = add(add(tmp(b.linearBackward(dq, bw.q.w)), tmp(b.linearBackward(dk, bw.k.w))), tmp(b.linearBackward(att.dv, bw.v.w)));
+      put(`${h}ln1.hook_normalized`, dN1);
+      // resid_pre feeds the attention (through ln1), the skip, and with parallel residual the MLP too
+      const dSkip = s.parallelResidual ? add(dResid, dMlpIn) : dMid;
+      dResid = add(dSkip, normBack(x, bw.ln1, dN1));
+      put(`${h}hook_resid_pre`, dResid);
+      // this layer's working gradients, except the ones kept and the one carried on
+      const held = new Set([...kept.values(), dResid]);
+      for (const t of live.splice(0)) if (!held.has(t)) b.release(t); else if (t === dResid) live.push(t);
     }
-    put(`${h}mlp.hook_pre`, dPre);
-    put(`${h}ln2.hook_normalized`, dN2);
-    const mlpIn = s.parallelResidual ? x : act(`${h}hook_resid_mid`);
-    const dMlpIn = normBack(mlpIn, bw.ln2, dN2);
-    // attention branch: resid_mid = x + attn_out (parallel: resid_post = x + attn_out + mlp_out)
-    let dAttnOut: Float64Array, dX: Float64Array;
-    if (s.parallelResidual) {
-      dAttnOut = dResid;
-      dX = addInto(Float64Array.from(dResid), dMlpIn);
-    } else {
-      const dMid = addInto(Float64Array.from(dResid), dMlpIn);
-      put(`${h}hook_resid_mid`, dMid);
-      dAttnOut = dMid;
-      dX = Float64Array.from(dMid);
+    // resid_pre of block 0 = hook_embed (+ hook_pos_embed): the same gradient
+    if (lowest < 0) {
+      put('hook_embed', dResid);
+      if (s.positional === 'learned') put('hook_pos_embed', dResid);
     }
-    put(`${h}hook_attn_out`, dAttnOut);
-    const z = act(`${h}attn.hook_z`);
-    const dO = bw.postAttnNorm ? normBack(matForward(z, bw.o, T), bw.postAttnNorm, dAttnOut) : dAttnOut;
-    const dZ = matTBack(dO, bw.o, T);
-    put(`${h}attn.hook_z`, dZ);
-    const q = act(`${h}attn.hook_q`), k = act(`${h}attn.hook_k`), v = act(`${h}attn.hook_v`);
-    const att = attentionBackward(q, k, v, act(`${h}attn.hook_pattern`), s.attnSoftcap > 0 ? act(`${h}attn.hook_attn_scores`) : undefined, dZ,
-      { T, nHeads: s.nHeads, nKvHeads: s.nKvHeads, headDim: s.dHead, scale: s.attnScale, softcap: s.attnSoftcap, window: s.windows[l] });
-    put(`${h}attn.hook_q`, att.dq); put(`${h}attn.hook_k`, att.dk); put(`${h}attn.hook_v`, att.dv);
-    let dq = att.dq, dk = att.dk;
-    if (s.positional === 'rotary') {
-      const invFreq = s.invFreqPerLayer?.[l] ?? s.invFreq;
-      dq = ropeBackward(dq, T, s.nHeads, s.dHead, s.rotaryDims, 0, invFreq);
-      dk = ropeBackward(dk, T, s.nKvHeads, s.dHead, s.rotaryDims, 0, invFreq);
-    }
-    const n1 = act(`${h}ln1.hook_normalized`);
-    if (s.qkNorm) {
-      dq = rmsNormBackward(matForward(n1, bw.q, T), bw.qNorm!, s.normEps, s.normOffset, dq);
-      dk = rmsNormBackward(matForward(n1, bw.k, T), bw.kNorm!, s.normEps, s.normOffset, dk);
-    }
-    const dN1 = addInto(addInto(matTBack(dq, bw.q, T), matTBack(dk, bw.k, T)), matTBack(att.dv, bw.v, T));
-    put(`${h}ln1.hook_normalized`, dN1);
-    addInto(dX, normBack(x, bw.ln1, dN1));
-    put(`${h}hook_resid_pre`, dX);
-    dResid = dX;
+    const held = new Set(kept.values());
+    for (const t of live.splice(0)) if (!held.has(t)) b.release(t);
+    return kept;
+  } catch (e) {
+    const held = new Set(live);
+    for (const t of kept.values()) held.add(t);
+    for (const t of held) b.release(t);
+    throw e;
   }
-  // resid_pre of block 0 = hook_embed (+ hook_pos_embed): the same gradient
-  put('hook_embed', dResid);
-  if (s.positional === 'learned') put('hook_pos_embed', dResid);
-  return grads;
 }

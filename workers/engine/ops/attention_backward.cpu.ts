@@ -1,47 +1,56 @@
-/**
- * Backward rule of causal grouped-query attention (attention.cpu.ts attentionCpu), float64 on the
- * host, from what the forward recorded: q [T, H·d], k, v [T, KV·d] (after rotary, as cached), the
- * probabilities P [H, T, T] and, with soft-capping, the capped scores S [H, T, T]. For query i of
- * head h (KV head kh = h / (H/KV)) over its keys j in the causal (sliding) window lo..i:
- *   dP_ij = dz_i·v_j,  dS_ij = P_ij·(dP_ij − Σ_k P_ik·dP_ik)  (softmax),
- *   × (1 − (S_ij/cap)²) with soft-capping (d cap·tanh(s/cap)/ds),
- *   dq_i += scale·dS_ij·k_j,  dk_j += scale·dS_ij·q_i,  dv_j += P_ij·dz_i
- * (keys and values of a KV head summed over the query heads that read them).
- */
-export interface AttentionBackwardParams { T: number; nHeads: number; nKvHeads: number; headDim: number; scale: number; softcap: number; window: number }
+import type { AttentionBackwardParams } from '../backend/backend';
+import { transpose } from './linear_backward.cpu';
 
-export function attentionBackward(
-  q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>, pattern: ArrayLike<number>, scores: ArrayLike<number> | undefined,
-  dz: Float64Array, p: AttentionBackwardParams,
-): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {
-  const { T, nHeads: H, nKvHeads: KV, headDim: d, scale, softcap, window } = p;
+/**
+ * A matrix product a [n, k] · bᵀ (b [m, k]) → [n, m], float32 (the CPU backend passes its WASM GEMM).
+ */
+export type MatMulT = (a: Float32Array, b: Float32Array, n: number, k: number, m: number) => Float32Array;
+
+/**
+ * Backward rule of causal grouped-query attention on the CPU (Backend.attentionBackward; the
+ * definition is in backend.ts, the forward attention.cpu.ts attentionCpu), as four matrix products
+ * per query head through `mm` and the softmax rule in between:
+ *   dP = dz_h·v_khᵀ [T, T];  dS_ij = P_ij·(dP_ij − Σ_k P_ik·dP_ik) over j in i's window (0 elsewhere),
+ *   × (1 − (S_ij/cap)²) with soft-capping;  dq_h = scale·dS·k_kh;  dk_kh += scale·dSᵀ·q_h;  dv_kh += Pᵀ·dz_h.
+ * The window is taken from j's range, never from P, so a masked entry's −∞ score is not read.
+ * @param q [T, H·d]; k, v [T, KV·d]; pattern, scores [H, T, T]; dz [T, H·d].
+ * @returns dq [T, H·d], dk and dv [T, KV·d].
+ */
+export function attentionBackwardCpu(
+  q: Float32Array, k: Float32Array, v: Float32Array, pattern: Float32Array, scores: Float32Array | undefined, dz: Float32Array,
+  p: AttentionBackwardParams, mm: MatMulT,
+): { dq: Float32Array; dk: Float32Array; dv: Float32Array } {
+  const { n: T, nHeads: H, nKvHeads: KV, headDim: d, scale, softcap, window } = p;
   const group = H / KV, qW = H * d, kvW = KV * d;
-  const dq = new Float64Array(T * qW), dk = new Float64Array(T * kvW), dv = new Float64Array(T * kvW);
-  const dP = new Float64Array(T);
-  for (let h = 0; h < H; h++) {
-    const kh = Math.floor(h / group);
-    for (let i = 0; i < T; i++) {
-      const lo = window > 0 ? Math.max(0, i - window + 1) : 0;
-      const zo = i * qW + h * d, row = (h * T + i) * T;
-      let sum = 0;
-      for (let j = lo; j <= i; j++) {
-        const vo = j * kvW + kh * d;
-        let a = 0;
-        for (let e = 0; e < d; e++) a += dz[zo + e] * v[vo + e];
-        dP[j] = a;
-        sum += pattern[row + j] * a;
-      }
-      for (let j = lo; j <= i; j++) {
-        const pij = pattern[row + j];
-        let ds = pij * (dP[j] - sum);
-        if (softcap > 0) { const c = scores![row + j] / softcap; ds *= 1 - c * c; }
-        const ko = j * kvW + kh * d;
-        for (let e = 0; e < d; e++) {
-          dq[zo + e] += scale * ds * k[ko + e];
-          dk[ko + e] += scale * ds * q[zo + e];
-          dv[ko + e] += pij * dz[zo + e];
+  const dq = new Float32Array(T * qW), dk = new Float32Array(T * kvW), dv = new Float32Array(T * kvW);
+  const cols = (m: Float32Array, W: number, h: number): Float32Array => {
+    const o = new Float32Array(T * d);
+    for (let t = 0; t < T; t++) o.set(m.subarray(t * W + h * d, t * W + h * d + d), t * d);
+    return o;
+  };
+  const addCols = (dst: Float32Array, W: number, h: number, src: Float32Array, s: number) => {
+    for (let t = 0; t < T; t++) for (let e = 0; e < d; e++) dst[t * W + h * d + e] += s * src[t * d + e];
+  };
+  const dS = new Float32Array(T * T);
+  for (let kh = 0; kh < KV; kh++) {
+    const kT = transpose(cols(k, kvW, kh), T, d), vh = cols(v, kvW, kh);
+    for (let h = kh * group; h < (kh + 1) * group; h++) {
+      const dzh = cols(dz, qW, h), P = pattern.subarray(h * T * T, (h + 1) * T * T);
+      const dP = mm(dzh, vh, T, d, T);
+      dS.fill(0);
+      for (let i = 0; i < T; i++) {
+        const lo = window > 0 ? Math.max(0, i - window + 1) : 0, row = i * T;
+        let sum = 0;
+        for (let j = lo; j <= i; j++) sum += P[row + j] * dP[row + j];
+        for (let j = lo; j <= i; j++) {
+          let ds = P[row + j] * (dP[row + j] - sum);
+          if (softcap > 0) { const c = scores![h * T * T + row + j] / softcap; ds *= 1 - c * c; }
+          dS[row + j] = ds;
         }
       }
+      addCols(dq, qW, h, mm(dS, kT, T, T, d), scale);
+      addCols(dk, kvW, kh, mm(transpose(dS, T, T), transpose(cols(q, qW, h), T, d), T, T, d), scale);
+      addCols(dv, kvW, kh, mm(transpose(P, T, T), transpose(dzh, T, d), T, T, d), 1);
     }
   }
   return { dq, dk, dv };

@@ -3,7 +3,9 @@ import { grid, Params, type GpuTensor, type KernelHost, type Reduction } from '.
 import { reduction } from './linear_gemv.wgsl';
 import { WGSL_FLAT_GROUP } from './wgsl_math';
 
-const WG = 64;
+/** Invocations per workgroup of the norm kernels (and of kernels sharing wgslReduceSum). */
+export const NORM_WG = 64;
+const WG = NORM_WG;
 
 /**
  * reduce_sum(li, v): the sum of v over the workgroup's WG invocations, returned to every one of them
@@ -13,7 +15,7 @@ const WG = 64;
  *   its own index (the others store 0), then every invocation adds the WG entries in index order: no
  *   assumption about subgroup size or layout, and a deterministic order (adding zeros is exact).
  */
-function reduceSum(r: Reduction): string {
+export function wgslReduceSum(r: Reduction): string {
   if (r === 'subgroup') {
     return /* wgsl */ `
 var<workgroup> red: array<f32, ${WG}>;
@@ -43,18 +45,18 @@ fn reduce_sum(li: u32, v: f32) -> f32 {
 }
 
 /** Module header: the subgroups extension when the reduction uses it. */
-const header = (r: Reduction): string => (r === 'subgroup' ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);' : '');
+export const wgslReduceHeader = (r: Reduction): string => (r === 'subgroup' ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);' : '');
 
 /** One workgroup per group of g values: y = x·(1/√(mean(x²) + eps))·(w + offset). */
 const rmsSource = (r: Reduction): string => /* wgsl */ `
-${header(r)}
+${wgslReduceHeader(r)}
 struct P { groups: u32, g: u32, eps: f32, offset: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
-${reduceSum(r)}
+${wgslReduceSum(r)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let gi = flat_group(wid, nwg);
@@ -86,7 +88,7 @@ export function rmsNormGpu(host: KernelHost, x: Tensor, w: Tensor, eps: number, 
 /** One workgroup per row: mean, then biased variance of (x − mean), then the affine map. */
 function layerNormSource(bias: boolean, r: Reduction): string {
   return /* wgsl */ `
-${header(r)}
+${wgslReduceHeader(r)}
 struct P { rows: u32, d: u32, eps: f32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -94,7 +96,7 @@ struct P { rows: u32, d: u32, eps: f32 }
 ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
-${reduceSum(r)}
+${wgslReduceSum(r)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let r = flat_group(wid, nwg);

@@ -1,17 +1,18 @@
 /**
- * Backward rules of the norms (model/backward.ts), float64 on the host: given the norm's input x
- * (float32, as the forward recorded it) and ∂m/∂y, the gradient ∂m/∂x. The forward definitions are
+ * Backward rules of the norms (Backend.rmsNormBackward / layerNormBackward on the CPU; the WGSL
+ * kernels in norm_backward.wgsl.ts are checked against these): given the norm's input x and ∂m/∂y,
+ * the gradient ∂m/∂x, summed in float64 and rounded to float32 once. The forward definitions are
  * norm.cpu.ts's rmsNormCpu and layerNormCpu.
  */
 
 /**
  * RMSNorm y = x·r·(w + offset), r = 1/sqrt(mean(x²) + eps), over groups of g = w.length values:
  * ∂m/∂x_i = r·w'_i·dy_i − x_i·r³/g·Σ_j dy_j·w'_j·x_j (the second term: r depends on every x_j).
- * @param x [rows·g]; dy [rows·g] (float64). @returns dx [rows·g] (float64).
+ * @param x [rows·g]; dy [rows·g]. @returns dx [rows·g] (into `out` when given).
  */
-export function rmsNormBackward(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, offset: number, dy: Float64Array): Float64Array {
+export function rmsNormBackwardCpu(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, offset: number, dy: ArrayLike<number>, out?: Float32Array): Float32Array {
   const g = w.length;
-  const dx = new Float64Array(x.length);
+  const dx = out ?? new Float32Array(x.length);
   for (let s = 0; s < x.length; s += g) {
     let ss = 0, dot = 0;
     for (let i = 0; i < g; i++) { ss += x[s + i] * x[s + i]; dot += dy[s + i] * (w[i] + offset) * x[s + i]; }
@@ -25,10 +26,11 @@ export function rmsNormBackward(x: ArrayLike<number>, w: ArrayLike<number>, eps:
 /**
  * LayerNorm y = x̂·w + b, x̂ = (x − μ)·r, r = 1/sqrt(σ² + eps) (biased variance), per row of d = w.length:
  * ∂m/∂x = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) with ĝ = dy·w.
+ * @param x [rows·d]; dy [rows·d]. @returns dx [rows·d] (into `out` when given).
  */
-export function layerNormBackward(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, dy: Float64Array): Float64Array {
+export function layerNormBackwardCpu(x: ArrayLike<number>, w: ArrayLike<number>, eps: number, dy: ArrayLike<number>, out?: Float32Array): Float32Array {
   const d = w.length;
-  const dx = new Float64Array(x.length);
+  const dx = out ?? new Float32Array(x.length);
   const xh = new Float64Array(d);
   for (let s = 0; s < x.length; s += d) {
     let mean = 0;
