@@ -28,6 +28,7 @@ export { parseLabelledSet } from './engine/io/prompt_set';
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
+export { atpAgreement } from './engine/analysis/atp_agreement';
 export { reportJson } from './engine/studies/report_json';
 
 // Model comparison (the Compare view's JSON export)

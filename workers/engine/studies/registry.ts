@@ -27,6 +27,7 @@ import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
 import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
+import { spanFaithfulness, type SpanFaithfulnessRequest } from './span_faithfulness';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -227,6 +228,16 @@ export const STUDIES = {
       onProgress?.({ done: 1, total: 1 });
       return r;
     },
+  }),
+  /**
+   * Span faithfulness (span_faithfulness.ts): per method, each span's value and the deletion /
+   * insertion curves over spans, for one prompt or a set, with bootstrap intervals over the prompts;
+   * onProgress after each (prompt, method). cancel() stops it between forward passes (CancelledError).
+   * @throws Error before anything runs for rows with different span labels, a span that does not resolve, a row without futures.
+   */
+  spanFaithfulness: study({
+    what: 'the span faithfulness',
+    run: (c, req: SpanFaithfulnessRequest, onProgress?: OnProgress) => spanFaithfulness(c.engine, req, onProgress, c.signal),
   }),
 };
 
