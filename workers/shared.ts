@@ -24,6 +24,8 @@ export { CPU_BACKEND } from './engine/backend/names';
 // Files the app reads and writes
 export { writeNpyArray } from './engine/io/npy';
 export { parseLabelledSet } from './engine/io/prompt_set';
+export { parseSpanSet } from './engine/io/span_set';
+export type { SpanSetFileRow } from './engine/io/span_set';
 
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
