@@ -226,10 +226,12 @@ test('a fork point’s decision traced back to the prompt’s sentences: the num
     e.dispose();
   }
   const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'flow', '--model', STORIES, '--prompt', PROMPT, '--good', good, '--bad', bad, '--generated', String(Kf), '--spans', JSON.stringify(spans)], { maxBuffer: 64 << 20 });
-  const want = JSON.parse(stdout) as { spans: { value: number }[]; margin: number };
-  expect(shown.length).toBe(2);
+  const want = JSON.parse(stdout) as { spans: { value: number }[]; margin: number; attribution: number[] };
+  // the bars: the BOS token's credit, then one per sentence
+  expect(shown.length).toBe(3);
   expect(Math.abs(margin - want.margin)).toBeLessThan(2e-3);
-  shown.forEach((v, i) => expect(Math.abs(v - want.spans[i].value), `sentence ${i + 1}`).toBeLessThan(2e-3));
+  expect(Math.abs(shown[0] - want.attribution[0]), 'BOS').toBeLessThan(2e-3);
+  shown.slice(1).forEach((v, i) => expect(Math.abs(v - want.spans[i].value), `sentence ${i + 1}`).toBeLessThan(2e-3));
   await page.getByTestId('fork-flow').scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${SHOTS}/branch-fork-flow.png` });
 });

@@ -87,22 +87,13 @@ export function AtpBesideExact({ p }: { p: PatchingDisplay }) {
             {method} against exact over {r.nLayers * r.nCols} cells: Spearman ρ = <b className="mono" data-testid="atp-rho">{fixed(agreement.rankCorrelation, 3)}</b> ·{' '}
             <span data-testid="atp-flagged">{agreement.disagreements.length}</span> cells with |r̂ − r| &gt; {threshold} outlined · {a.forwards} forwards and {a.backwards} backward
           </p>
-          <div style={{ display: 'grid', gridTemplateColumns: 'minmax(0, 1fr) 220px', gap: 16, alignItems: 'start' }}>
-            <div>
-              {grid(r.recovery, 'exact r (patched runs)', 'atp-exact-heatmap')}
-              {grid(a.atp, `${method} r̂ (linear estimate)`, 'atp-heatmap')}
-            </div>
-            <aside className="readout" data-testid="atp-readout">
-              {at >= 0 ? (
-                <dl>
-                  <dt>Cell</dt><dd className="mono">{rowLabels[hover!.row]} · {r.columns} {hover!.col}</dd>
-                  <dt>exact r</dt><dd className="mono">{fixed(r.recovery[at], 3)}</dd>
-                  <dt>{method} r̂</dt><dd className="mono">{fixed(a.atp[at], 3)}</dd>
-                  <dt>r̂ − r</dt><dd className="mono">{fixed(a.atp[at] - r.recovery[at], 3)}</dd>
-                </dl>
-              ) : <p className="muted">Point at a cell to read both numbers.</p>}
-            </aside>
-          </div>
+          <p className="mono" data-testid="atp-readout">
+            {at >= 0
+              ? `${rowLabels[hover!.row]} · ${r.columns} ${hover!.col}: exact r ${fixed(r.recovery[at], 3)} · ${method} r̂ ${fixed(a.atp[at], 3)} · r̂ − r ${fixed(a.atp[at] - r.recovery[at], 3)}`
+              : 'Point at a cell of either grid to read both numbers.'}
+          </p>
+          {grid(r.recovery, 'exact r (patched runs)', 'atp-exact-heatmap')}
+          {grid(a.atp, `${method} r̂ (linear estimate)`, 'atp-heatmap')}
           <ColorLegend color={scale.color} domain={scale.domain} title="recovery r and its estimate r̂ (one scale)" lowNote="← moves away from clean" highNote="restores clean →" testId="atp-legend" />
           <ExportButtons
             name={`atp-${r.hook}-${r.direction}-${p.modelLabel}`}

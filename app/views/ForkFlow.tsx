@@ -67,7 +67,7 @@ export function ForkFlow({ tree, path, position }: { tree: BranchTree; path: Tre
             Δ = <span className="mono">{signed(f.margin, 3)}</span> nats · Σ tokens + constants = {signed(f.frozenMargin, 3)} (frozen norms; constants {signed(f.bias, 3)}) ·
             {' '}{f.hops.length} new tokens handed back · top tokens: {topTokens.map((t) => `${visibleToken(f.tokens[t.i])} ${signed(t.v, 2)}`).join(', ')}
           </p>
-          <SignedBars rows={f.spans.map((s) => ({ label: s.label, value: s.value }))} width={560} testId="fork-flow-spans" label="flow attribution of the fork's decision per prompt sentence" />
+          <SignedBars rows={[...(bos ? [{ label: `BOS ${f.tokens[0]}`, value: f.attribution[0], color: '#6e7781' }] : []), ...f.spans.map((s) => ({ label: s.label, value: s.value }))]} width={560} testId="fork-flow-spans" label="flow attribution of the fork's decision per prompt sentence" />
         </>
       )}
     </div>
