@@ -121,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!spec) command.checkSpec?.(f as never, engine.spec);
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
     let prompt = '';
-    if (command.prompt) {
+    if (command.prompt && f.prompt !== undefined) {
       prompt = f.prompt as string;
       for (const w of engine.promptWarnings({ prompt, chatTemplate: f['chat-template'] as boolean })) process.stderr.write(`warning: ${w}\n`);
     }

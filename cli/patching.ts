@@ -21,6 +21,7 @@ export const PATCH_FLAGS = {
   method: oneOf(['exact', 'atp']).default('exact').describe('exact patched runs, or attribution patching (two forwards, one backward: the linear estimate)'),
   'compare-exact': bool().default(false).describe('atp: also run the exact grid, print recovery, rank_correlation and the cells that disagree'),
   threshold: num({ min: 0 }).default(0.1).describe('atp with --compare-exact: |atp − recovery| above which a cell is listed'),
+  'atp-star': bool().default(false).describe('atp on resid_pre: AtP*\'s attention-saturation correction (the block\'s attention recomputed for the patched query, key and value)'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
 };
 export type PatchFlags = Values<typeof PATCH_FLAGS>;
@@ -29,11 +30,13 @@ export const PATCHING_ABOUT = `patch prints {clean_margin, corrupt_margin, recov
 layer_recovery: [n_layers] (every position / head of the layer at once), patched_margin, tokens};
 recovery r = (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt); the prompts need equal token lengths.
 With --method atp: {atp: [n_layers][n_cols] (normalised like recovery), atp_nats, clean_margin, corrupt_margin}, and with
---compare-exact true also recovery, rank_correlation (Spearman) and disagreements [{layer, col, atp, exact}].`;
+--compare-exact true also recovery, rank_correlation (Spearman) and disagreements [{layer, col, atp, exact}]; --atp-star true
+applies AtP*'s attention-saturation correction to the resid_pre grid (correction: "qk").`;
 
-/** --method atp takes the final metric only; --compare-exact and --threshold are atp's. */
+/** --method atp takes the final metric only; --compare-exact, --threshold and --atp-star (resid_pre) are atp's. */
 export function checkPatch(f: PatchFlags, g: { given: (n: string) => boolean }): void {
-  if (f.method !== 'atp' && (g.given('compare-exact') || g.given('threshold'))) throw new Error('--compare-exact and --threshold are for --method atp');
+  if (f.method !== 'atp' && (g.given('compare-exact') || g.given('threshold') || g.given('atp-star'))) throw new Error('--compare-exact, --threshold and --atp-star are for --method atp');
+  if (f['atp-star'] && f.hook !== 'resid_pre') throw new Error(`--atp-star corrects the resid_pre grid (a patch there moves its own block's queries and keys), not --hook ${f.hook}`);
   if (f.method === 'atp' && f.metric !== 'final') throw new Error('--method atp estimates the final margin only: drop --metric sequence');
 }
 

@@ -14,8 +14,8 @@ import { NodeFiles } from '../workers/engine/io/node_files';
 /**
  * The branch explorer and batch studies as a user drives them on the production build (WebGPU on
  * SwiftShader), checked against oracles computed here in Node: greedy decoding by full
- * recomputation (Engine.run from position 0 for every token, no KV cache reuse), and the
- * `branchpoint batch` runner's rows.
+ * recomputation (Engine.run from position 0 for every token, no KV cache reuse), the
+ * `branchpoint batch` runner's rows, and the `branchpoint flow` runner's recursive flow of a fork point.
  */
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SHOTS = '.artifacts/screenshots';
@@ -190,4 +190,48 @@ test('the distractor example runs as a batch: one point per n with an interval, 
       else expect(got, `row ${i} ${k}`).toBe(v === null ? '' : String(v));
     }
   });
+});
+
+test('a fork point’s decision traced back to the prompt’s sentences: the numbers shown equal the runner’s flow for the same input', async ({ page }) => {
+  const Kf = 4;
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill('8');
+  await page.getByTestId('branch-start').click();
+  await settled(page);
+  const T = referencePrompt(PROMPT).n_prompt;
+  const tokens = await page.getByTestId('path-token').evaluateAll((els) => els.map((e) => ({ id: Number((e as HTMLElement).dataset.id) })));
+  await page.locator(`[data-testid="path-token"][data-position="${T + Kf}"]`).click();
+  const chosen = tokens[T + Kf].id;
+  const alt = [0, 1].map((i) => page.getByTestId(`alternative-${i}`));
+  const altId = Number(await alt[0].getAttribute('data-id')) === chosen ? Number(await alt[1].getAttribute('data-id')) : Number(await alt[0].getAttribute('data-id'));
+  await page.getByTestId('fork-flow-run').click();
+  await expect(page.getByTestId('fork-flow-spans')).toBeVisible({ timeout: 60_000 });
+  await settled(page);
+  const shown = await page.getByTestId('fork-flow-spans').locator('g[data-label]').evaluateAll((els) => els.map((g) => Number((g as SVGGElement).dataset.value)));
+  const margin = Number(await page.getByTestId('fork-flow-caption').getAttribute('data-margin'));
+
+  // the runner on the same input: the greedy trunk's first Kf new tokens generated again, the futures the two token texts, the prompt's sentences as spans
+  const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
+  let good: string, bad: string, spans: { label: string; start: number; end: number }[];
+  try {
+    const ids = e.encodePrompt({ prompt: PROMPT });
+    [good, bad] = [chosen, altId].map((id) => e.tokenStrings([id], tokens.slice(0, T + Kf).map((t) => t.id))[0]);
+    const strs = e.tokenStrings(ids);
+    const dot = strs.findIndex((s) => s.includes('.'));
+    spans = [{ label: 'first', start: 1, end: dot + 1 }, { label: 'second', start: dot + 1, end: ids.length }];
+  } finally {
+    e.dispose();
+  }
+  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, 'bin', 'branchpoint.mjs'), 'flow', '--model', STORIES, '--prompt', PROMPT, '--good', good, '--bad', bad, '--generated', String(Kf), '--spans', JSON.stringify(spans)], { maxBuffer: 64 << 20 });
+  const want = JSON.parse(stdout) as { spans: { value: number }[]; margin: number; attribution: number[] };
+  // the bars: the BOS token's credit, then one per sentence
+  expect(shown.length).toBe(3);
+  expect(Math.abs(margin - want.margin)).toBeLessThan(2e-3);
+  expect(Math.abs(shown[0] - want.attribution[0]), 'BOS').toBeLessThan(2e-3);
+  shown.slice(1).forEach((v, i) => expect(Math.abs(v - want.spans[i].value), `sentence ${i + 1}`).toBeLessThan(2e-3));
+  await page.getByTestId('fork-flow').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/branch-fork-flow.png` });
 });

@@ -6,12 +6,14 @@ import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
 import { logSoftmaxCpu } from '../workers/engine/ops/logits.cpu';
 import { patchingGrid, type PatchingResult } from '../workers/engine/studies/patching';
+import { attributionPatching } from '../workers/engine/studies/atp';
 import { open, settled } from './app_page';
 
 /**
  * The Lily/Tom name-swap patching heatmap through the UI on the production build (WebGPU on
  * SwiftShader): the clean margin equals the golden logits' margin, and the recovery grid equals the
  * engine's grid computed here in Node on the CPU backend. A click opens that patch as an intervention.
+ * Attribution patching beside it: Spearman's ρ and the flagged cells equal the engine's in Node.
  */
 const CLEAN = 'Lily and Tom went to the park. Lily gave the ball to';
 const CORRUPT = 'Tom and Lily went to the park. Lily gave the ball to';
@@ -121,4 +123,36 @@ test('an experiment with another prompt: the Patching view starts from it (the c
   await expect(page.getByTestId('patching-corrupt')).toHaveValue('Lily and dad went to the park. Lily gave the ball to');
   await expect(page.getByTestId('patching-corrupt-needed')).toBeHidden();
   await expect(page.getByTestId('run-patching')).toBeEnabled();
+});
+
+test('AtP beside exact: the resid_pre estimate with its rank correlation and flagged cells, plain and with AtP*’s attention fix, as the engine computes them', async ({ page }) => {
+  const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
+  const pair = { clean: CLEAN, corrupt: 'Lily and dad went to the park. Lily gave the ball to', good: { text: ' Tom' }, bad: { text: ' Lily' }, hook: 'resid_pre' as const, compareExact: true, threshold: 0.1 };
+  let plain, star;
+  try {
+    plain = await attributionPatching(e, pair);
+    star = await attributionPatching(e, { ...pair, correction: 'qk' });
+  } finally {
+    e.dispose();
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('tab-patching').click();
+  await page.getByTestId('patching-example').click();
+  await page.getByTestId('run-patching').click();
+  await expect(page.getByTestId('atp-panel')).toBeVisible({ timeout: 60_000 });
+  await settled(page);
+  for (const [want, fix] of [[plain, false], [star, true]] as const) {
+    if (fix) await page.getByTestId('atp-correction').check();
+    await page.getByTestId('run-atp').click();
+    const caption = page.getByTestId('atp-caption');
+    await expect(caption).toContainText(fix ? 'AtP* against exact' : 'AtP against exact', { timeout: 60_000 });
+    await settled(page);
+    expect(Math.abs(Number(await caption.getAttribute('data-rho')) - want.rankCorrelation!), `Spearman ρ${fix ? ' (AtP*)' : ''}`).toBeLessThan(0.02);
+    expect(Math.abs(Number(await caption.getAttribute('data-flagged')) - want.disagreements!.length)).toBeLessThanOrEqual(1);
+    await expect(page.getByTestId('atp-heatmap')).toBeVisible();
+    await expect(page.getByTestId('atp-exact-heatmap')).toBeVisible();
+  }
+  await page.getByTestId('atp-panel').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/patching-atp-beside-exact.png` });
 });

@@ -28,10 +28,13 @@ export { parseControlSet } from './engine/io/control_set';
 
 // The operating window's default budgets (the Side effects view states them)
 export { checkBudgets, DEFAULT_BUDGETS } from './engine/analysis/operating_window';
+export { parseSpanSet } from './engine/io/span_set';
+export type { SpanSetFileRow } from './engine/io/span_set';
 
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
+export { atpAgreement } from './engine/analysis/atp_agreement';
 export { reportJson } from './engine/studies/report_json';
 
 // Model comparison (the Compare view's JSON export)

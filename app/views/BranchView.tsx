@@ -16,6 +16,7 @@ import type { BranchTree, ForkPoint, ForkPointsResult } from '../../workers/prot
 import type { NodeColour } from '../store/branching';
 import { waitingFor } from '../lib/job_rules';
 import { residShort, RESID_AXIS } from '../lib/layer_names';
+import { ForkFlow } from './ForkFlow';
 
 const COLOURS: { value: NodeColour; title: string }[] = [
   { value: 'final_margin', title: 'final Δ of the futures' },
@@ -93,8 +94,8 @@ function PathTokens({ tree, path, node }: { tree: BranchTree; path: TreePath; no
   );
 }
 
-/** The alternatives at the picked position, the lens margin chosen − alternative by layer, and Fork buttons. */
-function ForkPanel({ path }: { path: TreePath }) {
+/** The alternatives at the picked position, the lens margin chosen − alternative by layer, Fork buttons, and the decision's flow back to the prompt. */
+function ForkPanel({ tree, path }: { tree: BranchTree; path: TreePath }) {
   const site = useStore((s) => s.forkSite);
   const lens = useStore((s) => s.forkLens);
   const job = useStore((s) => s.job);
@@ -133,6 +134,7 @@ function ForkPanel({ path }: { path: TreePath }) {
           <p className="hint">Hover an alternative for its lens margin by layer: where the model's preference for the chosen token forms.</p>
         </div>
       </div>
+      <ForkFlow tree={tree} path={path} position={site.position} />
     </div>
   );
 }
@@ -324,7 +326,7 @@ export function BranchView() {
           <p className="hint">Click a branch to show its tokens; shift-click two to compare them. Selected: node {node}{tree.nodes.find((n) => n.id === node)?.parent != null ? `, ${tree.nodes.find((n) => n.id === node)!.forwarded} positions computed for it (the shared prefix came from the KV cache)` : ''} · value {fixed(nodeValue(tree.nodes.find((n) => n.id === node) ?? tree.nodes[0], colour), 3)}.</p>
           <h3>Tokens of node {node} <span className="muted">(numbered by absolute position: new tokens from {tree.promptIds.length}; underlined blue where Δ &gt; 0, red where Δ &lt; 0; dotted: near tie)</span></h3>
           <PathTokens tree={tree} path={path} node={node} />
-          <ForkPanel path={path} />
+          <ForkPanel tree={tree} path={path} />
           <Compare tree={tree} />
           <ForkPoints tree={tree} />
         </>

@@ -15,6 +15,7 @@ import type { PatchHook } from '../../workers/protocol';
 import { DenominatorWarning } from '../components/DenominatorWarning';
 import { EXAMPLE_PAIR, pairFor } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
+import { AtpBesideExact } from './AtpBesideExact';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'resid_pre', title: 'blocks.{l}.hook_resid_pre (layer × position)' },
@@ -232,6 +233,7 @@ export function PatchingView() {
             </div>
             <Readout p={p} cell={hover} />
           </div>
+          {!outdated && <AtpBesideExact p={p} />}
           <p className="muted" data-testid="patching-cost">{r.positionsComputed} token positions computed (prefix KV reuse){r.cellsSkipped ? `; ${r.cellsSkipped} cells hold equal values in both runs and were not run (r = 0 exactly)` : ''}.</p>
           {showTables && (
             <DataTable caption={`Recovery r by layer (rows) and ${r.columns} (columns)`} rowHeader={rowTitle} rowLabels={rowLabels} colLabels={cols}

@@ -15,8 +15,10 @@
  *
  * With compareExact the exact grid (patchingGrid) is run too, and the result carries Spearman's rank
  * correlation of the two over the cells and the cells where |r̂ − r| exceeds a threshold: the linear
- * estimate fails where a patch moves the residual stream far (AtP*'s attention-saturation correction
- * is not implemented). The backward runs on the host (float64) for both backends.
+ * estimate fails where a patch moves the residual stream far. With correction 'qk' the resid_pre cells
+ * take AtP*'s attention-saturation correction (atp_qk_fix.ts: block l's pattern recomputed exactly for
+ * the patched query and key). The agreement measures are atpAgreement's (one definition for the study
+ * and the Patching view). The backward runs on the host (float64) for both backends.
  */
 import type { Engine } from '../engine';
 import type { FutureInput, ResolvedFuture } from '../prompt';
@@ -24,7 +26,9 @@ import type { Intervention } from '../model/intervention';
 import { backward, type BackwardOptions } from '../model/backward';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
-import { spearman } from '../analysis/rank_correlation';
+import { atpAgreement, type AtpDisagreement } from '../analysis/atp_agreement';
+import { qkFixedResidPre } from './atp_qk_fix';
+import { hostWeights } from './forward_weights';
 import { patchingGrid, PATCH_HOOKS, readPromptPair, type PatchDirection, type PatchHook, type PatchingResult } from './patching';
 import type { Progress } from '../progress';
 
@@ -45,17 +49,19 @@ export interface AtpRequest {
   compareExact?: boolean;
   /** |r̂ − r| above which a cell is flagged (default 0.1). */
   threshold?: number;
+  /** 'qk': AtP*'s attention-saturation correction (resid_pre only; atp_qk_fix.ts). Default: plain AtP. */
+  correction?: 'qk';
   interventions?: Intervention[];
   /** Memory budget of the backward (bytes). */
   budgetBytes?: number;
 }
 
-export interface AtpDisagreement { layer: number; col: number; atp: number; exact: number }
-
 export interface AtpResult {
   hook: AtpHook;
   hookTemplate: string;
   direction: PatchDirection;
+  /** 'qk' when AtP*'s correction was applied (the resid_pre cells). */
+  correction?: 'qk';
   nLayers: number;
   columns: 'position' | 'head';
   nCols: number;
@@ -83,12 +89,16 @@ export interface AtpResult {
 /**
  * The AtP grid of `req.hook` (two forwards, one backward) and, with compareExact, the exact grid beside it.
  * @throws Error for prompts of different token lengths, equal clean and corrupted margins, an unknown
- *   hook, compareExact on resid_post (no exact grid for it), or a backward over the memory budget.
+ *   hook, compareExact on resid_post (no exact grid for it), the 'qk' correction on another hook than
+ *   resid_pre, or a backward over the memory budget.
  */
 export async function attributionPatching(engine: Engine, req: AtpRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<AtpResult> {
   const s = engine.spec, L = s.nLayers;
   if (!(req.hook in ATP_HOOKS)) throw new Error(`attribution patching hook "${req.hook}": use ${Object.keys(ATP_HOOKS).join(', ')}`);
   if (req.compareExact && !(req.hook in PATCH_HOOKS)) throw new Error(`--compare-exact: the exact patching grid covers ${Object.keys(PATCH_HOOKS).join(', ')}, not ${req.hook}`);
+  if (req.correction !== undefined && req.correction !== 'qk') throw new Error(`correction "${req.correction as string}": use qk (AtP*'s attention-saturation fix) or none`);
+  const qk = req.correction === 'qk';
+  if (qk && req.hook !== 'resid_pre') throw new Error(`AtP*'s attention-saturation correction recomputes the pattern of the block whose queries and keys a patch moves: that is the resid_pre grid, not ${req.hook} (its patch feeds no query or key of its own block)`);
   const direction = req.direction ?? 'denoise';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
   const chat = req.chatTemplate ?? false;
@@ -100,9 +110,10 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   const base = req.interventions ?? [];
 
   // forward 1: the source run's values; forward 2 + backward: the run's values and ∂Δ/∂h
-  const src = await engine.run(srcIds, { capture: hooks, interventions: base, logits: 'last' });
+  const qkHooks = (l: number) => ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'].map((h) => `blocks.${l}.${h}`);
+  const src = await engine.run(srcIds, { capture: qk ? [...hooks, ...hooks.flatMap((_, l) => qkHooks(l))] : hooks, interventions: base, logits: 'last' });
   const srcMargin = rowMargin(logSoftmaxCpu(src.logits, src.logits.length), good.firstIds, bad.firstIds);
-  const keep = new Set(hooks);
+  const keep = new Set(qk ? [...hooks, ...hooks.flatMap((_, l) => ['ln1.hook_normalized', 'attn.hook_z'].map((h) => `blocks.${l}.${h}`))] : hooks);
   const bopts: BackwardOptions = { interventions: base, keep: (h) => keep.has(h), budgetBytes: req.budgetBytes };
   const run = await backward(engine.model, runIds, { kind: 'margin', good: good.firstIds, bad: bad.firstIds }, bopts);
   onProgress?.({ done: 1, total: req.compareExact ? 2 : 1 });
@@ -122,22 +133,31 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
       atpNats[l * C + c] += (a[t * W + i] - b[t * W + i]) * g[t * W + i];
     }
   }
+  if (qk) {
+    const hw = await hostWeights(engine, { values: false });
+    for (let l = 0; l < L; l++) {
+      const at = (name: string) => run.acts.get(`blocks.${l}.${name}`)!, from = (name: string) => src.captured.get(`blocks.${l}.${name}`)!;
+      const grad = (name: string) => run.grads.get(`blocks.${l}.${name}`)!;
+      const fixed = qkFixedResidPre(s, T, {
+        x: at('hook_resid_pre'), xSrc: from('hook_resid_pre'), q: at('attn.hook_q'), k: at('attn.hook_k'), v: at('attn.hook_v'),
+        qSrc: from('attn.hook_q'), kSrc: from('attn.hook_k'), vSrc: from('attn.hook_v'), pattern: at('attn.hook_pattern'),
+        gX: grad('hook_resid_pre'), gN1: grad('ln1.hook_normalized'), gZ: grad('attn.hook_z'), ln1: hw.blocks[l].ln1, window: s.windows[l],
+      });
+      atpNats.set(fixed, l * C);
+    }
+  }
   const runMargin = run.value;
   const atp = Float32Array.from(atpNats, (x) => (runMargin + x - corruptMargin) / denom);
   const result: AtpResult = {
-    hook: req.hook, hookTemplate, direction, nLayers: L, columns: heads ? 'head' : 'position', nCols: C,
+    hook: req.hook, hookTemplate, direction, ...(qk ? { correction: 'qk' as const } : {}), nLayers: L, columns: heads ? 'head' : 'position', nCols: C,
     cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), good, bad, cleanMargin, corruptMargin, atpNats, atp, forwards: 2, backwards: 1,
   };
   if (req.compareExact) {
     signal?.throwIfAborted();
     const exact: PatchingResult = await patchingGrid(engine, { clean: req.clean, corrupt: req.corrupt, chatTemplate: chat, good: req.good, bad: req.bad, hook: req.hook as PatchHook, direction, interventions: req.interventions }, undefined, signal);
     const threshold = req.threshold ?? 0.1;
-    const disagreements: AtpDisagreement[] = [];
-    for (let l = 0; l < L; l++) for (let c = 0; c < C; c++) {
-      const e = exact.recovery[l * C + c], a = atp[l * C + c];
-      if (Math.abs(a - e) > threshold) disagreements.push({ layer: l, col: c, atp: a, exact: e });
-    }
-    Object.assign(result, { recovery: exact.recovery, rankCorrelation: spearman(atp, exact.recovery), threshold, disagreements });
+    const { rankCorrelation, disagreements } = atpAgreement(atp, exact.recovery, C, threshold);
+    Object.assign(result, { recovery: exact.recovery, rankCorrelation, threshold, disagreements });
     onProgress?.({ done: 2, total: 2 });
   }
   return result;

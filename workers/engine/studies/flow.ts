@@ -56,6 +56,12 @@ export interface FlowRequest {
   spans?: TokenSpan[];
   /** Generate this many tokens greedily first and attribute the decision after them back to the prompt (default 0). */
   generated?: number;
+  /**
+   * The tokens after the prompt, given instead of generated (a branch of the tree, sampled or forced):
+   * the decision after them is attributed back through them to the prompt. Its length is the number
+   * of generated tokens (`generated`, when given too, must equal it).
+   */
+  continuation?: number[];
   /** Deletion / insertion curves (default true). */
   faithfulness?: boolean;
   /** The token deleted tokens are replaced by (default the BOS id, else 0). */
@@ -233,7 +239,7 @@ export function checkSpans(spans: readonly TokenSpan[], n: number): void {
 
 /**
  * The flow attribution of the margin at the end of the prompt (or of its greedy continuation of
- * `generated` tokens), spans summed, with deletion/insertion curves (faithfulness.ts).
+ * `generated` tokens, or of the `continuation` given), spans summed, with deletion/insertion curves (faithfulness.ts).
  * @throws Error for a bad prompt or future, a span outside the prompt, or a generation that does not fit the context.
  */
 export async function flowAttribution(engine: Engine, req: FlowRequest, signal?: AbortSignal): Promise<FlowResult> {
@@ -242,10 +248,16 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   const promptIds = engine.encodePrompt(p0);
   const P = promptIds.length;
   checkSpans(req.spans ?? [], P);
-  const N = req.generated ?? 0;
+  const given = req.continuation;
+  const N = given ? given.length : req.generated ?? 0;
   if (!(Number.isInteger(N) && N >= 0)) throw new Error(`generated ${N}: give a whole number of tokens (0 or more)`);
+  if (given && req.generated !== undefined && req.generated !== N) throw new Error(`generated ${req.generated} but a continuation of ${N} tokens: give one of them`);
+  for (const id of given ?? []) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`continuation token ${id} is outside the vocabulary (0..${V - 1})`);
   let ids = promptIds, futureCtx = p0;
-  if (N > 0) {
+  if (given && N > 0) {
+    ids = [...promptIds, ...given];
+    futureCtx = { ...p0, prompt: req.prompt + engine.continuationText(promptIds, given) };
+  } else if (N > 0) {
     const gen = await engine.generate({ ...p0, good: req.good, bad: req.bad, maxNewTokens: N, temperature: 0, stopAtEos: false });
     ids = [...promptIds, ...gen.ids];
     futureCtx = { ...p0, prompt: req.prompt + engine.continuationText(promptIds, gen.ids) };

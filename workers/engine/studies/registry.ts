@@ -30,6 +30,7 @@ import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
 import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
 import { sideEffects, type SideEffectsRequest } from './side_effects';
+import { spanFaithfulness, type SpanFaithfulnessRequest } from './span_faithfulness';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -280,6 +281,16 @@ export const STUDIES = {
     what: 'the side-effects study',
     run: (c, req: SideEffectsRequest, onProgress?: OnProgress) =>
       sideEffects(c.engine, req, async (p, spec) => (await c.interventions(p, { specs: [spec], specLabels: ['the intervention'] }))[0], onProgress, c.signal),
+  }),
+  /**
+   * Span faithfulness (span_faithfulness.ts): per method, each span's value and the deletion /
+   * insertion curves over spans, for one prompt or a set, with bootstrap intervals over the prompts;
+   * onProgress after each (prompt, method). cancel() stops it between forward passes (CancelledError).
+   * @throws Error before anything runs for rows with different span labels, a span that does not resolve, a row without futures.
+   */
+  spanFaithfulness: study({
+    what: 'the span faithfulness',
+    run: (c, req: SpanFaithfulnessRequest, onProgress?: OnProgress) => spanFaithfulness(c.engine, req, onProgress, c.signal),
   }),
 };
 

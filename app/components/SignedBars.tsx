@@ -1,0 +1,27 @@
+import { signed } from '../lib/format';
+
+/** Largest |v| (at least a small floor, so an all-zero chart draws neutral). */
+const extent = (vs: readonly number[]): number => Math.max(1e-6, ...vs.map(Math.abs));
+
+/** Horizontal signed bars (span numbers; per-layer components), zero in the middle. */
+export function SignedBars({ rows, svgRef, testId, label, width = 520 }: { rows: { label: string; value: number; color?: string }[]; svgRef?: React.RefObject<SVGSVGElement | null>; testId: string; label: string; width?: number }) {
+  const m = extent(rows.map((r) => r.value));
+  const lw = 150, bh = 18, h = rows.length * (bh + 4) + 24, mid = lw + (width - lw - 60) / 2, half = (width - lw - 60) / 2;
+  return (
+    <svg ref={svgRef} className="chart" width={width} height={h} role="img" aria-label={label} data-testid={testId}>
+      <line x1={mid} x2={mid} y1={0} y2={h - 18} stroke="#8c959f" />
+      {rows.map((r, i) => {
+        const y = i * (bh + 4) + 4, w = (Math.abs(r.value) / m) * half;
+        return (
+          <g key={i} data-label={r.label} data-value={r.value}>
+            <text x={lw - 6} y={y + bh / 2} textAnchor="end" dominantBaseline="middle" fontSize={12}>{r.label}</text>
+            <rect x={r.value >= 0 ? mid : mid - w} y={y} width={w} height={bh} fill={r.color ?? (r.value >= 0 ? '#2166ac' : '#b2182b')} />
+            <text x={r.value >= 0 ? mid + w + 4 : mid - w - 4} y={y + bh / 2} textAnchor={r.value >= 0 ? 'start' : 'end'} dominantBaseline="middle" fontSize={11}>{signed(r.value, 3)}</text>
+          </g>
+        );
+      })}
+      <text x={mid} y={h - 4} textAnchor="middle" fontSize={11} fill="#57606a">nats of the margin Δ (← bad future · good future →)</text>
+    </svg>
+  );
+}
+
