@@ -113,7 +113,8 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   const qkHooks = (l: number) => ['attn.hook_q', 'attn.hook_k', 'attn.hook_v'].map((h) => `blocks.${l}.${h}`);
   const src = await engine.run(srcIds, { capture: qk ? [...hooks, ...hooks.flatMap((_, l) => qkHooks(l))] : hooks, interventions: base, logits: 'last' });
   const srcMargin = rowMargin(logSoftmaxCpu(src.logits, src.logits.length), good.firstIds, bad.firstIds);
-  const keep = new Set(qk ? [...hooks, ...hooks.flatMap((_, l) => ['ln1.hook_normalized', 'attn.hook_z'].map((h) => `blocks.${l}.${h}`))] : hooks);
+  // with qk the run's q, k, v and pattern too (a backward returns the activations of kept hooks only)
+  const keep = new Set(qk ? [...hooks, ...hooks.flatMap((_, l) => ['ln1.hook_normalized', 'attn.hook_z', 'attn.hook_q', 'attn.hook_k', 'attn.hook_v', 'attn.hook_pattern'].map((h) => `blocks.${l}.${h}`))] : hooks);
   const bopts: BackwardOptions = { interventions: base, keep: (h) => keep.has(h), budgetBytes: req.budgetBytes };
   const run = await backward(engine.model, runIds, { kind: 'margin', good: good.firstIds, bad: bad.firstIds }, bopts);
   onProgress?.({ done: 1, total: req.compareExact ? 2 : 1 });
