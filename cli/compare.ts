@@ -24,8 +24,11 @@ function parseHooks(v: string): PatchHook[] {
   return hooks as PatchHook[];
 }
 
+/** --model-b: model B beside --model. */
+export const MODEL_B = text('DIR|ID', { nonEmpty: true });
+
 export const COMPARE_FLAGS = {
-  'model-b': text('DIR|ID', { nonEmpty: true }).required().describe('model B: a folder or a Hub id org/name[@revision] (same tokenizer, architecture and shapes as --model)'),
+  'model-b': MODEL_B.required().describe('model B: a folder or a Hub id org/name[@revision] (same tokenizer, architecture and shapes as --model)'),
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
   hooks: custom(parseHooks, `a comma-separated list of ${Object.keys(PATCH_HOOKS).join(', ')}`, 'H,H…', 'resid_pre,mlp_out', ['', 'resid_pre,,z', 'nope'])
     .default(Object.keys(PATCH_HOOKS) as PatchHook[]).describe('the hooks cross-model patching runs at'),
@@ -43,8 +46,8 @@ z: [n_layers][n_heads]), cross_patch_reverse (A into B), margin_a, margin_b, and
 cross_patch_positions (+ _reverse): {hook: [n_layers][n_tokens]}}; recovery r = (Δ_patched − Δ_A)/(Δ_B − Δ_A)
 in both directions. A and B need the same tokenizer, architecture and shapes (else: what differs).`;
 
-/** --model-b as a folder, or a Hub id org/name[@revision] (--endpoint / $HF_ENDPOINT, $HF_TOKEN). */
-function openModelB(ref: string, endpoint: string | undefined): ModelFiles {
+/** --model-b as a folder, or a Hub id org/name[@revision] (--endpoint / $HF_ENDPOINT, $HF_TOKEN). @throws Error for neither. */
+export function openModelB(ref: string, endpoint: string | undefined): ModelFiles {
   if (fs.existsSync(ref)) return new NodeFiles(ref);
   const hub = parseRepoRef(ref);
   if (!hub) throw new Error(`--model-b ${ref}: no such folder, and not a Hub id (org/name[@revision])`);

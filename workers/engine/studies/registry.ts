@@ -21,6 +21,7 @@ import { interventionWindow, type WindowRequest } from './window';
 import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
+import { decisionReportPair } from './report_pair';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
 import { directLogitAttribution, type DlaRequest } from './dla';
@@ -33,8 +34,8 @@ export interface StudyContext {
   engine: Engine;
   /** Aborted by cancel(): the study stops between forward passes. */
   signal: AbortSignal;
-  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens). */
-  interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]>;
+  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens) on `on` (default `engine`; model B for the two-model report). */
+  interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number, on?: Engine): Promise<Intervention[]>;
   /** Model B beside `engine` (model A), for the model comparison; absent when none is loaded. */
   modelB?: Engine;
 }
@@ -48,8 +49,8 @@ export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadS
     engine,
     ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
-    interventions: (p, specs, maxNewTokens) =>
-      specInterventions(engine, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
+    interventions: (p, specs, maxNewTokens, on = engine) =>
+      specInterventions(on, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
   };
 }
 
@@ -169,6 +170,22 @@ export const STUDIES = {
       const { window: w, ...rest } = req;
       const window = w && { ...w, interventions: (p: PromptInput) => c.interventions(p, w, w.maxNewTokens) };
       return decisionReport(c.engine, { ...rest, window }, onProgress, c.signal);
+    },
+  }),
+  /**
+   * The decision-point report on model A (the engine) and model B (ctx.modelB) side by side
+   * (report_pair.ts): both reports and B − A of visible layer, causal layer and point of no return,
+   * with paired bootstrap intervals over a prompt set; the window's specs are resolved per prompt on
+   * each model. cancel() stops it (CancelledError).
+   * @throws Error when no model B is loaded, for models of different depths, and as `report` does.
+   */
+  reportPair: study({
+    what: 'the two-model decision-point report',
+    run: (c, req: ReportJob, onProgress?: OnProgress<ReportProgress>) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      const { window: w, ...rest } = req;
+      const window = w && { ...w, interventions: (e: Engine, p: PromptInput) => c.interventions(p, w, w.maxNewTokens, e) };
+      return decisionReportPair(c.engine, c.modelB, { ...rest, window }, onProgress, c.signal);
     },
   }),
   /**
