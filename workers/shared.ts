@@ -28,7 +28,7 @@ export { parseLabelledSet } from './engine/io/prompt_set';
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
-export { reportJson } from './engine/studies/report_json';
+export { reportJson, reportPairJson } from './engine/studies/report_json';
 
 // Model comparison (the Compare view's JSON export)
 export { comparisonJson } from './engine/studies/compare_job';
