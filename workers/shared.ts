@@ -25,6 +25,9 @@ export { CPU_BACKEND } from './engine/backend/names';
 export { writeNpyArray } from './engine/io/npy';
 export { parseLabelledSet } from './engine/io/prompt_set';
 
+// Attention sinks: divergence of two runs (steered vs unsteered)
+export { sinkDivergence } from './engine/analysis/sinks';
+
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
