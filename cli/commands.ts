@@ -23,7 +23,7 @@ import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
 import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } from './attribute';
 import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
-import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
+import { checkCompare, COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
 import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
@@ -101,7 +101,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
   defineCommand({ name: 'attribute', flags: ATTRIBUTE_FLAGS, about: ATTRIBUTE_ABOUT, prompt: true, check: checkAttribute, run: (c) => attributeCommand(c.engine, c.f) }),
   defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
-  defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
+  defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, check: checkCompare, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),

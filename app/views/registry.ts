@@ -58,7 +58,7 @@ export const VIEWS = [
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true, interventions: { applies: 'yes', line: 'Switches the enabled interventions (or the one picked) on from each start step.' } },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
-  { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
+  { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB', 'steeringTransfer'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */

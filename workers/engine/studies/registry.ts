@@ -24,6 +24,7 @@ import { decisionReport, type ReportProgress, type ReportRequest } from './repor
 import { decisionReportPair } from './report_pair';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
+import { transferJob, type TransferRequest } from './transfer_job';
 import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
@@ -215,6 +216,19 @@ export const STUDIES = {
     run: (c, req: CompareJob, onProgress?: OnProgress) => {
       if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
       return compareJob(c.engine, c.modelB, req, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Steering transfer (transfer_job.ts): CAA vectors of one set built on model A and model B
+   * (ctx.modelB) per layer, their cosine, and each applied to both models on the prompt; onProgress
+   * per layer. cancel() stops it between layers (CancelledError).
+   * @throws Error when no model B is loaded; ModelMismatchError for a pair that differs; Error for an empty set or a bad prompt.
+   */
+  steeringTransfer: study({
+    what: 'the steering transfer',
+    run: (c, req: TransferRequest, onProgress?: OnProgress) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      return transferJob(c.engine, c.modelB, req, onProgress, c.signal);
     },
   }),
   /**
