@@ -1,7 +1,8 @@
 import { useRef } from 'react';
 import { useStore } from '../store';
 import { useStudy } from './useStudy';
-import { ReportFigure, reportPanels } from './ReportFigure';
+import { ReportFigure } from './ReportFigure';
+import { reportPanels } from '../lib/report_panels';
 import { ExportButtons } from './ExportButtons';
 import { ResultStatus } from './ResultStatus';
 import { reportPairRequest, runReportPair } from '../actions/report';

@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { useStore } from '../store';
-import { ReportFigure, reportPanels } from '../components/ReportFigure';
+import { ReportFigure } from '../components/ReportFigure';
+import { reportPanels } from '../lib/report_panels';
 import { ReportPairSection } from '../components/ReportPairSection';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus, StaleOverlay, usePairStaleParts } from '../components/ResultStatus';
