@@ -73,11 +73,11 @@ const positions = grids.reduce((n, g) => n + g.positionsComputed, 0);
 const skipped = grids.reduce((n, g) => n + g.cellsSkipped, 0);
 
 // one hook's grid with and without prefix reuse (per position, so reuse has something to reuse)
-const oneHook: Record<string, { ms: number; load: number; positions: number }> = {};
+const oneHook: Record<string, { ms: number; load: number; positions: number; forward_equivalents: number }> = {};
 for (const reuse of [true, false]) {
   const t0 = performance.now();
   const g = await crossPatch(a, b, { ...req, hook: 'resid_pre', cells: true, reuse });
-  oneHook[reuse ? 'reuse' : 'naive'] = { ms: Math.round(performance.now() - t0), load: load1(), positions: g.positionsComputed };
+  oneHook[reuse ? 'reuse' : 'naive'] = { ms: Math.round(performance.now() - t0), load: load1(), positions: g.positionsComputed, forward_equivalents: Number((g.positionsComputed / T).toFixed(1)) };
 }
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const changed = c.weights!.modules.flatMap((m) => Array.from(m.values).flatMap((v, l) => (v !== 0 ? [`${l}.${m.name}`] : [])));
@@ -91,6 +91,8 @@ console.log(JSON.stringify({
     hooks: c.crossPatch.map((g) => g.hook), directions: 2, patched_runs: patchedRuns,
     positions_computed: positions, naive_positions: patchedRuns * T, cells_skipped: skipped,
     position_ratio: Number(((patchedRuns * T) / Math.max(1, positions)).toFixed(2)),
+    // a forward-equivalent = T token positions (one full forward of the prompt)
+    forward_equivalents: Number((positions / T).toFixed(1)), naive_forward_equivalents: patchedRuns,
     mlp_out_b_into_a: Array.from(c.crossPatch.find((g) => g.hook === 'mlp_out')!.layerRecovery, (x) => Number(x.toFixed(4))),
   },
   resid_pre_per_position_grid: oneHook,

@@ -4,15 +4,22 @@
  */
 import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
-import type { Values } from './flags';
+import { bool, type Values } from './flags';
+import { sinkDivergence } from '../workers/engine/analysis/sinks';
 import { BAD, CHAT_TEMPLATE, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
 
 export const MARGINS_FLAGS = { prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION };
 export const MARGINS_ABOUT = 'margins prints ids, tokens, lens_margin [n_layers+1][n_tokens], final_margin, sequence_margin, resid_norms.';
 
-export const SINKS_FLAGS = { prompt: PROMPT, eps: EPS, 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION.describe('a steering intervention (see Interventions): the statistics are those of the steered run') };
-export const SINKS_ABOUT = 'sinks prints alpha0 [n_layers][n_heads] (attention on position 0), sink_rate, sink_position, sink_value_norm.';
+export const SINKS_FLAGS = {
+  prompt: PROMPT, eps: EPS, 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION.describe('a steering intervention (see Interventions): the statistics are those of the steered run'),
+  divergence: bool().default(false).describe('also the unsteered run and the sink divergence steered vs unsteered'),
+};
+export const SINKS_ABOUT = `sinks prints alpha0 [n_layers][n_heads] (attention on position 0), sink_rate, sink_position, sink_value_norm; with
+--divergence true also alpha0_unsteered, sink_rate_unsteered (the same prompt without the interventions), sink_dalpha0
+(α_0 steered − unsteered) and sink_js (Jensen–Shannon divergence in nats of each head's key distribution α/Σα):
+[n_layers][n_heads], exactly 0 where the steering cannot reach (no interventions; layers before the steered hook).`;
 
 export const GENERATE_FLAGS = {
   prompt: PROMPT, good: GOOD.describe('the good future: with --bad, margins per step'), bad: BAD, 'max-new-tokens': MAX_NEW_TOKENS,
@@ -43,17 +50,28 @@ export async function marginsCommand(engine: Engine, f: Values<typeof MARGINS_FL
   };
 }
 
-/** `sinks`: α_0 per layer × head, sink rate, sink positions and value norms (ε = --eps), of the run steered by --intervention when given. */
+/**
+ * `sinks`: α_0 per layer × head, sink rate, sink positions and value norms (ε = --eps), of the run steered by --intervention when given;
+ * with --divergence the unsteered run too and the sink divergence between them (analysis/sinks.ts sinkDivergence, unsteered → steered).
+ */
 export async function sinksCommand(engine: Engine, f: Values<typeof SINKS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const { prompt, 'chat-template': chatTemplate, eps } = f;
   const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
-  const r = await engine.analyse({ prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps, interventions });
-  return {
+  const req = { prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps };
+  const r = await engine.analyse({ ...req, interventions });
+  const out = {
     ids: r.ids, tokens: r.tokens, eps,
     alpha0: rows(r.sinks.alpha0, r.nHeads),
     sink_rate: Array.from(r.sinks.sinkRate),
     sink_position: rows(Float32Array.from(r.sinks.sinkPos), r.nHeads),
     sink_value_norm: rows(r.sinks.sinkValueNorm, r.nHeads),
+  };
+  if (!f.divergence) return out;
+  const u = interventions.length ? await engine.analyse(req) : r;
+  const d = sinkDivergence(u.sinks, r.sinks, r.ids.length);
+  return {
+    ...out, alpha0_unsteered: rows(u.sinks.alpha0, r.nHeads), sink_rate_unsteered: Array.from(u.sinks.sinkRate),
+    sink_dalpha0: rows(d.dAlpha0, r.nHeads), sink_js: rows(d.js, r.nHeads),
   };
 }
 

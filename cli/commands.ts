@@ -24,7 +24,7 @@ import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } fr
 import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
 import { checkRouteSweep, ROUTE_SWEEP_ABOUT, ROUTE_SWEEP_FLAGS, routeSweepCommand } from './route_sweep';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
-import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
+import { checkCompare, COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
 import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
@@ -104,7 +104,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'attribute', flags: ATTRIBUTE_FLAGS, about: ATTRIBUTE_ABOUT, prompt: true, check: checkAttribute, run: (c) => attributeCommand(c.engine, c.f) }),
   defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'route-sweep', flags: ROUTE_SWEEP_FLAGS, about: ROUTE_SWEEP_ABOUT, prompt: true, checkSpec: checkRouteSweep, run: (c) => routeSweepCommand(c.engine, c.f, c.loadSae) }),
-  defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
+  defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, check: checkCompare, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),

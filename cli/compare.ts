@@ -11,8 +11,10 @@ import { compareModels, type ModelComparison } from '../workers/engine/studies/c
 import type { CrossPatchResult } from '../workers/engine/studies/cross_patch';
 import { PATCH_HOOKS, type PatchHook } from '../workers/engine/studies/patching';
 import { gridRows } from '../workers/engine/studies/report_json';
-import { bool, custom, text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, COMMON_FLAGS, GOOD, PROGRESS, PROMPT } from './shared_flags';
+import { bool, custom, num, text, type Values } from './flags';
+import { BAD, CHAT_TEMPLATE, COMMON_FLAGS, GOOD, PROGRESS, PROMPT, SET } from './shared_flags';
+import { transferJob, transferJson } from '../workers/engine/studies/transfer_job';
+import { readLabelledSet } from './probe';
 import { cpuBackendFromArgs } from './threads';
 
 /** The --hooks list: a comma-separated subset of the patching hooks. @throws Error naming an unknown hook and the known ones. */
@@ -24,12 +26,17 @@ function parseHooks(v: string): PatchHook[] {
   return hooks as PatchHook[];
 }
 
+/** --model-b: model B beside --model. */
+export const MODEL_B = text('DIR|ID', { nonEmpty: true });
+
 export const COMPARE_FLAGS = {
-  'model-b': text('DIR|ID', { nonEmpty: true }).required().describe('model B: a folder or a Hub id org/name[@revision] (same tokenizer, architecture and shapes as --model)'),
+  'model-b': MODEL_B.required().describe('model B: a folder or a Hub id org/name[@revision] (same tokenizer, architecture and shapes as --model)'),
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
   hooks: custom(parseHooks, `a comma-separated list of ${Object.keys(PATCH_HOOKS).join(', ')}`, 'H,H…', 'resid_pre,mlp_out', ['', 'resid_pre,,z', 'nope'])
     .default(Object.keys(PATCH_HOOKS) as PatchHook[]).describe('the hooks cross-model patching runs at'),
   positions: bool().default(false).describe('also patch each (layer, position) cell: cross_patch_positions'),
+  'caa-set': SET.describe('steering transfer: a labelled set as in probe (CAA vector positive − negative at the last token, built on both models per layer)'),
+  alpha: num().describe('steering transfer: α each CAA vector is added with at its layer (default 4; with --caa-set)'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
 };
 export type CompareFlags = Values<typeof COMPARE_FLAGS>;
@@ -41,10 +48,21 @@ export const COMPARE_ABOUT = `compare prints {weight_diff: {module: [n_layers]; 
 sink_rate_b, cross_patch: {hook: [n_layers]} (B's activation patched into A at every position of the layer;
 z: [n_layers][n_heads]), cross_patch_reverse (A into B), margin_a, margin_b, and with --positions
 cross_patch_positions (+ _reverse): {hook: [n_layers][n_tokens]}}; recovery r = (Δ_patched − Δ_A)/(Δ_B − Δ_A)
-in both directions. A and B need the same tokenizer, architecture and shapes (else: what differs).`;
+in both directions. A and B need the same tokenizer, architecture and shapes (else: what differs).
+With --caa-set FILE (steering transfer): caa_cosine, caa_norm_ratio: [n_layers] (cos and ‖v_B‖/‖v_A‖ of the CAA vectors
+of the set built on A and on B at blocks.{l}.hook_resid_post), steer_margin: {a_by_a, b_by_a, b_by_b, a_by_b}: [n_layers]
+(final Δ of model A / B with A's / B's vector added at that layer, α = --alpha, all positions).`;
 
-/** --model-b as a folder, or a Hub id org/name[@revision] (--endpoint / $HF_ENDPOINT, $HF_TOKEN). */
-function openModelB(ref: string, endpoint: string | undefined): ModelFiles {
+/** --alpha only with --caa-set; the set file readable, with both classes. @throws Error otherwise. */
+export function checkCompare(f: CompareFlags): void {
+  if (f.alpha !== undefined && f['caa-set'] === undefined) throw new Error('--alpha without --caa-set: it sets the steering transfer, which needs the contrastive set');
+  const file = f['caa-set'];
+  if (file !== undefined && !fs.existsSync(file)) throw new Error(`--caa-set ${file}: no such file`);
+  if (file !== undefined) readLabelledSet(file);
+}
+
+/** --model-b as a folder, or a Hub id org/name[@revision] (--endpoint / $HF_ENDPOINT, $HF_TOKEN). @throws Error for neither. */
+export function openModelB(ref: string, endpoint: string | undefined): ModelFiles {
   if (fs.existsSync(ref)) return new NodeFiles(ref);
   const hub = parseRepoRef(ref);
   if (!hub) throw new Error(`--model-b ${ref}: no such folder, and not a Hub id (org/name[@revision])`);
@@ -94,7 +112,11 @@ export async function compareCommand(engine: Engine, f: CompareFlags & CommonVal
     }, f.progress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
     if (f.progress) process.stderr.write('\n');
     if (c.denominator.message) process.stderr.write(`warning: ${c.denominator.message.replace(/Δ_clean − Δ_corrupt/g, 'Δ_B − Δ_A')}\n`);
-    return compareJson(c, positions);
+    const out = compareJson(c, positions);
+    if (f['caa-set'] === undefined) return out;
+    const set = readLabelledSet(f['caa-set']);
+    const t = await transferJob(engine, b, { prompt: f.prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad }, positive: set.positive, negative: set.negative, alpha: f.alpha });
+    return { ...out, ...transferJson(t) };
   } finally {
     b.dispose();
   }

@@ -3,9 +3,13 @@
  * (visible / causal / changeable on one layer and step axis) as one JSON object — the numbers the
  * Report view shows.
  */
-import type { Engine } from '../workers/engine/engine';
-import { decisionReport, type ReportWindow } from '../workers/engine/studies/report';
-import { reportJson } from '../workers/engine/studies/report_json';
+import { Engine } from '../workers/engine/engine';
+import { decisionReport } from '../workers/engine/studies/report';
+import { decisionReportPair, type ReportPairRequest } from '../workers/engine/studies/report_pair';
+import { reportJson, reportPairJson } from '../workers/engine/studies/report_json';
+import { MODEL_B, openModelB } from './compare';
+import { cpuBackendFromArgs } from './threads';
+import type { COMMON_FLAGS } from './shared_flags';
 import { num, type Values } from './flags';
 import { CLEAN, CORRUPT } from './patching';
 import { checkFolds, POSITION, readLabelledSet } from './probe';
@@ -21,6 +25,7 @@ export const REPORT_FLAGS = {
   'max-new-tokens': MAX_NEW_TOKENS.optional().describe('the changeable panel\'s generation length (with --intervention)'),
   'k-max': K_MAX, score: SCORE,
   set: SET.describe('a labelled set as in probe (adds the probe and the intervals)'), position: POSITION, folds: FOLDS, seed: PROBE_SEED,
+  'model-b': MODEL_B.describe('model B: the same report on it beside --model\'s, and B − A of its answers (a folder or a Hub id; same number of layers)'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
 };
 export type ReportFlags = Values<typeof REPORT_FLAGS>;
@@ -48,32 +53,48 @@ label, lens_margin: [n_layers+1] (toward the final answer), max_recovery: [n_lay
 window_ks, window_outcome: [K+1], intervals and bands (with --set), patch: {… the patch command's resid_pre grid}};
 layers are residual rows (0 = embeddings, l = entering block l). --intervention/--score as in window (the
 changeable panel); --set is a labelled set as in probe: the probe runs on it, and every prompt of it joins
-the intervals, patched against the other class's prompt at the same index (pairs of unequal length: lens only).`;
+the intervals, patched against the other class's prompt at the same index (pairs of unequal length: lens only).
+With --model-b: {label_a, label_b, a: {… the keys above for --model}, b: {… for model B}, difference: {visible_layer,
+causal_layer, point_of_no_return: {a, b, value (b − a, in layers or steps), interval (paired percentile bootstrap over
+the prompts with --set: the same prompts drawn for A and B), defined (fraction of resamples where both are defined), n_paired}}}.`;
 
-/** `branchpoint report`: the decision-point report as JSON. Progress goes to stderr with --progress true. */
-export async function reportCommand(engine: Engine, f: ReportFlags): Promise<unknown> {
+/**
+ * `branchpoint report`: the decision-point report as JSON; with --model-b the report on both models
+ * and B − A (studies/report_pair.ts), model B loaded on its own CPU backend. Progress goes to stderr
+ * with --progress true.
+ */
+export async function reportCommand(engine: Engine, f: ReportFlags & Values<typeof COMMON_FLAGS>): Promise<unknown> {
   checkReport(f);
   const threshold = f.threshold;
   const chatTemplate = f['chat-template'];
-  let window: ReportWindow | undefined;
   const N = f['max-new-tokens'];
-  if (f.intervention.length && N !== undefined) {
-    window = {
-      maxNewTokens: N, kMax: f['k-max'], score: f.score,
-      interventions: (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate }),
-    };
-  }
+  const window: ReportPairRequest['window'] = f.intervention.length && N !== undefined ? {
+    maxNewTokens: N, kMax: f['k-max'], score: f.score,
+    interventions: (e, p) => interventionsFromArgs(e, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate }),
+  } : undefined;
   let labelled;
   if (f.set !== undefined) {
     const set = readLabelledSet(f.set);
     labelled = { ...set, position: f.position ?? set.position };
   }
   const showProgress = f.progress;
-  const r = await decisionReport(engine, {
+  const req = {
     clean: f.clean, corrupt: f.corrupt, chatTemplate,
-    good: { text: f.good }, bad: { text: f.bad }, threshold, window, labelled,
+    good: { text: f.good }, bad: { text: f.bad }, threshold, labelled,
     probe: { folds: f.folds, seed: f.seed },
-  }, showProgress ? (p) => process.stderr.write(`\r${p.stage} (${p.done}/${p.total})\x1b[K`) : undefined);
+  };
+  const progress = showProgress ? (p: { stage: string; done: number; total: number }) => process.stderr.write(`\r${p.stage} (${p.done}/${p.total})\x1b[K`) : undefined;
+  let out: Record<string, unknown>;
+  if (f['model-b'] !== undefined) {
+    const b = await Engine.load(openModelB(f['model-b'], f.endpoint), await cpuBackendFromArgs(f.threads), undefined, { weightDtype: f.weights });
+    try {
+      out = reportPairJson(await decisionReportPair(engine, b, { ...req, window }, progress));
+    } finally {
+      b.dispose();
+    }
+  } else {
+    out = reportJson(await decisionReport(engine, { ...req, window: window && { ...window, interventions: (p) => window.interventions(engine, p) } }, progress));
+  }
   if (showProgress) process.stderr.write('\n');
-  return reportJson(r);
+  return out;
 }

@@ -2,6 +2,10 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SHARED } from './golden';
+import { CpuBackend } from '../workers/engine/backend/cpu';
+import { Engine } from '../workers/engine/engine';
+import { NodeFiles } from '../workers/engine/io/node_files';
+import { decisionReportPair } from '../workers/engine/studies/report_pair';
 import { open, settled } from './app_page';
 import { parseCsv, save, savedFigure } from './export_files';
 
@@ -11,6 +15,9 @@ import { parseCsv, save, savedFigure } from './export_files';
  * context from its finetune.json the weight diff marks block 3's gate/up/down and nothing else, and
  * the cross-model patching puts the whole change at block 3's mlp_out (r = 1) with r = 0 upstream;
  * the figure exports as one SVG/PNG; a link with model B reopens both models on the Compare view.
+ * With model B loaded the Report view builds the decision-point report on both (B − A as the engine
+ * computes it on the CPU here), and the Compare view's steering transfer finds the CAA vectors equal
+ * (cos = 1 exactly) upstream of block 3.
  */
 const SHOTS = '.artifacts/screenshots';
 const FT = JSON.parse(fs.readFileSync('public/models/stories260K-happy-ft/finetune.json', 'utf8')) as { held_out_contexts: string[]; target: string; foil: string };
@@ -104,4 +111,52 @@ test('Compare with a model B of another tokenizer (aidreams260K from a folder): 
   await expect(page.getByTestId('compare-lens-diff')).toHaveCount(0);
   await expect(page.getByTestId('compare-weights')).toHaveCount(0);
   await page.screenshot({ path: `${SHOTS}/compare-mismatch-1280x800.png`, fullPage: true });
+});
+
+test('Report on A and B side by side, and steering transfer: B − A as the CPU engine computes it; CAA cosine 1 exactly at L0–L2', async ({ page }) => {
+  const CLEAN = PROMPT, CORRUPT = 'Lucy got a new ball. She saw a';
+  const [a, b] = [await Engine.load(new NodeFiles(path.join(SHARED, 'models', 'stories260K')), new CpuBackend()), await Engine.load(new NodeFiles(path.join(SHARED, 'models', 'stories260K-happy-ft')), new CpuBackend())];
+  const want = await decisionReportPair(a, b, { clean: CLEAN, corrupt: CORRUPT, good: { text: FT.target }, bad: { text: ' sad' } });
+  a.dispose(); b.dispose();
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('prompt').fill(PROMPT);
+  await page.getByTestId('good-future').fill(FT.target);
+  await page.getByTestId('bad-future').fill(' sad');
+  await page.getByTestId('tab-compare').click();
+  await page.getByTestId('b-load-local').click();
+  await expect(page.getByTestId('model-b-badge')).toHaveAttribute('data-status', 'ready', { timeout: 120_000 });
+  await settled(page);
+  await page.getByTestId('tab-patching').click();
+  await page.getByTestId('patching-clean').fill(CLEAN);
+  await page.getByTestId('patching-corrupt').fill(CORRUPT);
+  await page.getByTestId('tab-report').click();
+  await page.getByTestId('run-report-pair').click();
+  await expect(page.getByTestId('report-pair-table')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  const d = want.difference;
+  await expect(page.getByTestId('report-pair-visible-diff')).toHaveAttribute('data-value', String(d.visibleLayer.value ?? 'none'));
+  await expect(page.getByTestId('report-pair-causal-diff')).toHaveAttribute('data-value', String(d.causalLayer.value ?? 'none'));
+  const rowName = (r: number | null) => (r === null ? 'never' : r === 0 ? 'embed' : `L${r - 1}`);
+  await expect(page.getByTestId('report-pair-visible-a')).toHaveText(rowName(want.a.visible.layer));
+  await expect(page.getByTestId('report-pair-visible-b')).toHaveText(rowName(want.b.visible.layer));
+  await expect(page.getByTestId('report-pair-ponr-diff')).toHaveText('not computed');
+  await expect(page.getByTestId('report-pair-figure-a')).toBeVisible();
+  await expect(page.getByTestId('report-pair-figure-b')).toBeVisible();
+  await page.getByTestId('report-pair').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/report-pair-1280x800.png` });
+  const json = JSON.parse((await save(page, page.getByTestId('report-pair'), 'JSON')).bytes.toString('utf8')) as { difference: { visible_layer: { value: number | null } } };
+  expect(json.difference.visible_layer.value).toBe(d.visibleLayer.value);
+
+  // steering transfer on the shipped happy / sad set
+  await page.getByTestId('tab-compare').click();
+  await page.getByTestId('transfer-set-example').selectOption({ index: 1 });
+  await page.getByTestId('transfer-set-load-example').click();
+  await page.getByTestId('run-transfer').click();
+  await expect(page.getByTestId('transfer-table')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  for (const l of [0, 1, 2]) await expect(page.getByTestId(`transfer-cos-${l}`)).toHaveText('1 (exact)');
+  for (const l of [3, 4]) await expect(page.getByTestId(`transfer-cos-${l}`)).not.toHaveText('1 (exact)');
+  await page.getByTestId('transfer').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/transfer-1280x800.png` });
 });

@@ -64,6 +64,8 @@ export type { BranchTokenEvent, ExploreRequest, LensMargins, ForkPoint, ForkPoin
 export type { BatchResult, BatchRow, BatchMetric, StudyTemplate, ValuesTable };
 
 export type { PatchingRequest, PatchingResult, ReportProgress, ReportRequest, ReportResult };
+export type { ReportDifference, ReportPairResult } from './engine/studies/report_pair';
+export type { TransferRequest, TransferResult } from './engine/studies/transfer_job';
 export type { ReportPrompt, ReportLabelledSet } from './engine/studies/report';
 export type { PatchDirection, PatchHook, PatchMetric } from './engine/studies/patching';
 export type { CompareJob, ComparisonResult, WeightDiffRows } from './engine/studies/compare_job';

@@ -31,11 +31,14 @@ export { checkBudgets, DEFAULT_BUDGETS } from './engine/analysis/operating_windo
 export { parseSpanSet } from './engine/io/span_set';
 export type { SpanSetFileRow } from './engine/io/span_set';
 
+// Attention sinks: divergence of two runs (steered vs unsteered)
+export { sinkDivergence } from './engine/analysis/sinks';
+
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';
 export { checkRecoveryDenominator } from './engine/analysis/recovery_denominator';
 export { atpAgreement } from './engine/analysis/atp_agreement';
-export { reportJson } from './engine/studies/report_json';
+export { reportJson, reportPairJson } from './engine/studies/report_json';
 
 // Model comparison (the Compare view's JSON export)
 export { comparisonJson } from './engine/studies/compare_job';

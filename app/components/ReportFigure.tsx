@@ -114,3 +114,4 @@ export function ReportFigure({ layerPanels, stepPanel, nLayers, svgRef, testId }
     </svg>
   );
 }
+

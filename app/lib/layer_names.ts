@@ -61,3 +61,12 @@ export const RESID_AXIS = 'residual stream';
 
 /** Axis title of blocks (ticks: L0, L1, …). */
 export const BLOCK_AXIS = 'block';
+
+/**
+ * A bootstrap interval over residual rows in layer names: "[embed, L3]". Its bounds are quantiles of
+ * resampled rows and may fall between two rows; they are widened to the rows around them (the low
+ * bound's floor, the high bound's ceiling), so the names never claim more precision than the rows have.
+ */
+export function residInterval(i: readonly [number, number]): string {
+  return `[${residShort(Math.floor(i[0]))}, ${residShort(Math.ceil(i[1]))}]`;
+}

@@ -8,6 +8,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { ModelPicker } from '../components/ModelPicker';
 import { ResultStatus } from '../components/ResultStatus';
 import { DenominatorWarning } from '../components/DenominatorWarning';
+import { SteeringTransferSection } from '../components/SteeringTransferSection';
 import { useStudy } from '../components/useStudy';
 import { compareRequest, DEFAULT_COMPARE, runCompare } from '../actions/compare';
 import { unloadModelB } from '../actions/model_b';
@@ -381,6 +382,7 @@ export function CompareView() {
           )}
         </>
       ) : modelB && <p className="placeholder">Press Compare to run the comparison on the experiment’s prompt and futures.</p>}
+      {modelB && <SteeringTransferSection />}
     </section>
   );
 }

@@ -1,11 +1,13 @@
 import { useEffect, useRef } from 'react';
 import { useStore } from '../store';
-import { ReportFigure, type ReportPanel } from '../components/ReportFigure';
+import { ReportFigure } from '../components/ReportFigure';
+import { reportPanels } from '../lib/report_panels';
+import { ReportPairSection } from '../components/ReportPairSection';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus, StaleOverlay, usePairStaleParts } from '../components/ResultStatus';
 import { DataTable } from '../components/DataTable';
 import { fixed, positionToken, quotedToken, signed, visibleToken } from '../lib/format';
-import { hookName, residName, residShort } from '../lib/layer_names';
+import { hookName, residInterval, residName, residShort } from '../lib/layer_names';
 import { runReport } from '../actions/report';
 import { loadProbeExample, PROBE_EXAMPLES } from '../actions/probe';
 import { WindowSetupFields } from '../components/WindowSetupFields';
@@ -17,7 +19,10 @@ import { KNOWN_CORRUPTIONS, pairFor, promptMismatch } from '../lib/patching_prom
 import { waitingFor } from '../lib/job_rules';
 import { changeableMissing } from '../lib/changeable_note';
 
+/** A step interval (the point of no return's): " [2, 4]". */
 const interval = (i: readonly [number, number] | null) => (i ? ` [${fixed(i[0], 1)}, ${fixed(i[1], 1)}]` : '');
+/** A residual-row interval in layer names: " [embed, L3]". */
+const rows = (i: readonly [number, number] | null) => (i ? ` ${residInterval(i)}` : '');
 
 const lineCount = (t: string) => t.split(/\r?\n/).filter((x) => x.trim()).length;
 
@@ -137,19 +142,19 @@ function Answers({ d, missing, stale }: { d: ReportDisplay; missing: string; sta
     <dl className={`summary report-answers${stale ? ' stale' : ''}`} data-testid="report-answers">
       <dt>Visible</dt>
       <dd data-testid="report-visible" data-layer={r.visible.layer ?? 'none'} data-token={r.visible.token ?? 'none'}>
-        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${interval(r.visible.interval)}`}
+        {r.visible.layer === null ? `the lens margin never keeps its final sign at |Δ| ≥ ${r.threshold}` : `${residName(r.visible.layer, L)}${rows(r.visible.interval)}`}
         {r.visible.token !== null && <> · from position {r.visible.token} (token <span className="mono">{quotedToken(tokens[r.visible.token] ?? '')}</span>)</>}
         {why && <span className="muted" data-testid="report-visible-why"> · {why}</span>}
       </dd>
       <dt>Causal</dt>
       <dd data-testid="report-causal" data-layer={r.causal.layer ?? 'none'} data-positions={r.causal.positions.join(' ')}>
-        {r.causal.layer === null ? `no hook_resid_pre patch after the embeddings recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){interval(r.causal.interval)} · positions {r.causal.positions.map((t) => positionToken(t, tokens[t])).join(', ')}
+        {r.causal.layer === null ? `no hook_resid_pre patch after the embeddings recovers r ≥ ${r.causalRecovery}` : <>{hookName(`blocks.${r.causal.layer}.hook_resid_pre`)} (patched){rows(r.causal.interval)} · positions {r.causal.positions.map((t) => positionToken(t, tokens[t])).join(', ')}
           {r.causal.positions.every((t) => r.causal.trivial.positions.includes(t)) ? ' (still at the tokens that differ: not yet moved to another position)' : ''}</>}
         <span className="muted" data-testid="report-causal-trivial"> · the embed row (blocks.0.hook_resid_pre) is left out: there only the tokens that differ ({r.causal.trivial.positions.map((t) => positionToken(t, tokens[t])).join(', ')}) change, and patching one is the clean prompt’s token itself (r = {fixed(r.causal.trivial.recovery, 2)} by construction)</span>
       </dd>
       <dt>Visible (probe)</dt>
       <dd data-testid="report-probe" data-layer={r.probe?.firstLayer95 ?? 'none'}>
-        {r.probe ? <>{residName(r.probe.firstLayer95, L)}{interval(r.probe.interval)}: the first layer where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
+        {r.probe ? <>{residName(r.probe.firstLayer95, L)}{rows(r.probe.interval)}: the first layer where a probe’s held-out accuracy reaches 95 % of its best ({fixed(Math.max(...r.probe.accuracy), 3)}) · “{r.probe.classes[1]}” ({r.probe.nPositive}) vs “{r.probe.classes[0]}” ({r.probe.nNegative}), {r.probe.folds}-fold</> : 'not computed: tick “Prompt set” for a probe per layer'}
       </dd>
       <dt>Changeable</dt>
       <dd data-testid="report-changeable" data-point={r.changeable?.pointOfNoReturn ?? 'none'}>
@@ -176,28 +181,8 @@ export function ReportView() {
   const outdated = stale.some((x) => x !== 'model');
   const r = d?.result;
   const L = r?.nLayers ?? 0;
-  const panels: ReportPanel[] = r ? [
-    {
-      title: 'Visible: lens margin at the last token, toward the final answer', yLabel: 'Δ (nats)', curve: r.visible.curve, band: r.visible.band,
-      reference: { y: r.threshold, label: `threshold ${r.threshold}` },
-      mark: { x: r.visible.layer, label: r.visible.layer === null ? 'not visible' : `visible from ${residShort(r.visible.layer)}`, interval: r.visible.interval },
-      testId: 'report-panel-visible',
-    },
-    {
-      title: 'Causal: best recovery over positions, patching hook_resid_pre', yLabel: 'max r', curve: r.causal.curve, band: r.causal.band,
-      reference: { y: r.causalRecovery, label: `r = ${r.causalRecovery}` },
-      mark: { x: r.causal.layer, label: r.causal.layer === null ? 'never causal' : `causal from ${residShort(r.causal.layer)}`, interval: r.causal.interval },
-      testId: 'report-panel-causal',
-    },
-  ] : [];
-  if (r?.probe && panels[0]) panels[0].extra = { name: 'probe held-out accuracy (right axis)', curve: r.probe.accuracy, band: r.probe.band, domain: [0, 1], mark: { x: r.probe.firstLayer95, label: `95 % of best from ${residShort(r.probe.firstLayer95)}` } };
+  const { layers: panels, step } = reportPanels(r ?? null, missing);
   const w = r?.changeable ?? null;
-  const step: ReportPanel = {
-    title: r && r.nPrompts > 1 ? 'Changeable: mean outcome toward the unsteered one, on from k' : 'Changeable: outcome with the intervention on from step k', yLabel: 'outcome', curve: w?.outcome ?? [], band: w?.band,
-    reference: { y: 0, label: 'sign change' },
-    mark: { x: w?.pointOfNoReturn ?? null, label: w ? (w.pointOfNoReturn === null ? (w.band ? 'no start step flips the mean outcome (band: interval over prompts)' : 'no start step flips the outcome') : `point of no return: step ${w.pointOfNoReturn}`) : 'point of no return: —', interval: w?.interval },
-    empty: w ? undefined : `Not computed: ${missing}.`, testId: 'report-panel-changeable',
-  };
   const nRows = Math.max(r ? L + 1 : 0, w ? w.ks.length : 0);
   return (
     <section className="view" data-testid="report-view">
@@ -259,6 +244,7 @@ export function ReportView() {
           <p className="placeholder poster-only" data-testid="report-poster-where">Poster mode hides the report's settings: leave it (Esc), press Build report in the Report tab, and come back; the figure then shows here.</p>
         </>
       )}
+      <ReportPairSection missing={missing} />
     </section>
   );
 }

@@ -23,8 +23,10 @@ import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
 import { routeSweep, type RouteSweepRequest } from './route_sweep';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
+import { decisionReportPair } from './report_pair';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
+import { transferJob, type TransferRequest } from './transfer_job';
 import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
@@ -37,8 +39,8 @@ export interface StudyContext {
   engine: Engine;
   /** Aborted by cancel(): the study stops between forward passes. */
   signal: AbortSignal;
-  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens). */
-  interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number): Promise<Intervention[]>;
+  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens) on `on` (default `engine`; model B for the two-model report). */
+  interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number, on?: Engine): Promise<Intervention[]>;
   /** Model B beside `engine` (model A), for the model comparison; absent when none is loaded. */
   modelB?: Engine;
 }
@@ -52,8 +54,8 @@ export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadS
     engine,
     ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
-    interventions: (p, specs, maxNewTokens) =>
-      specInterventions(engine, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
+    interventions: (p, specs, maxNewTokens, on = engine) =>
+      specInterventions(on, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
   };
 }
 
@@ -213,6 +215,22 @@ export const STUDIES = {
     },
   }),
   /**
+   * The decision-point report on model A (the engine) and model B (ctx.modelB) side by side
+   * (report_pair.ts): both reports and B − A of visible layer, causal layer and point of no return,
+   * with paired bootstrap intervals over a prompt set; the window's specs are resolved per prompt on
+   * each model. cancel() stops it (CancelledError).
+   * @throws Error when no model B is loaded, for models of different depths, and as `report` does.
+   */
+  reportPair: study({
+    what: 'the two-model decision-point report',
+    run: (c, req: ReportJob, onProgress?: OnProgress<ReportProgress>) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      const { window: w, ...rest } = req;
+      const window = w && { ...w, interventions: (e: Engine, p: PromptInput) => c.interventions(p, w, w.maxNewTokens, e) };
+      return decisionReportPair(c.engine, c.modelB, { ...rest, window }, onProgress, c.signal);
+    },
+  }),
+  /**
    * A batch study (batch/batch.ts): every prompt of the template × values table analysed, its
    * metrics streamed through onRow. cancel() stops it between prompts and it resolves with the rows
    * done (cancelled = true); a prompt that fails becomes a row with its error.
@@ -239,6 +257,19 @@ export const STUDIES = {
     run: (c, req: CompareJob, onProgress?: OnProgress) => {
       if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
       return compareJob(c.engine, c.modelB, req, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Steering transfer (transfer_job.ts): CAA vectors of one set built on model A and model B
+   * (ctx.modelB) per layer, their cosine, and each applied to both models on the prompt; onProgress
+   * per layer. cancel() stops it between layers (CancelledError).
+   * @throws Error when no model B is loaded; ModelMismatchError for a pair that differs; Error for an empty set or a bad prompt.
+   */
+  steeringTransfer: study({
+    what: 'the steering transfer',
+    run: (c, req: TransferRequest, onProgress?: OnProgress) => {
+      if (!c.modelB) throw new Error('no model B is loaded: pick one in the Compare view first');
+      return transferJob(c.engine, c.modelB, req, onProgress, c.signal);
     },
   }),
   /**

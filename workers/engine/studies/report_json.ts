@@ -4,6 +4,7 @@
  */
 import type { PatchingResult } from './patching';
 import type { ReportResult } from './report';
+import type { ReportDifference, ReportPairResult } from './report_pair';
 
 /** Rows [n_rows][n_cols] of a flat grid. */
 export function gridRows(flat: ArrayLike<number>, nCols: number): number[][] {
@@ -38,5 +39,22 @@ export function reportJson(r: ReportResult): Record<string, unknown> {
     window_unsteered_outcome: r.changeable?.unsteered ?? null, window_score: r.changeable?.score ?? null, window_skipped: r.changeable?.skipped ?? null,
     patch: patchJson(r.patching),
     prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer, point_of_no_return: p.window?.pointOfNoReturn ?? null })),
+  };
+}
+
+/** One B − A of the two-model report. */
+function differenceJson(d: ReportDifference): Record<string, unknown> {
+  return { a: d.a, b: d.b, value: d.value, interval: d.interval, defined: d.defined, n_paired: d.nPaired };
+}
+
+/** `branchpoint report --model-b` output: each model's report (the keys above) and B − A of its three answers. */
+export function reportPairJson(r: ReportPairResult): Record<string, unknown> {
+  const d = r.difference;
+  return {
+    label_a: r.labelA, label_b: r.labelB, a: reportJson(r.a), b: reportJson(r.b),
+    difference: {
+      visible_layer: differenceJson(d.visibleLayer), causal_layer: differenceJson(d.causalLayer),
+      point_of_no_return: d.pointOfNoReturn ? differenceJson(d.pointOfNoReturn) : null,
+    },
   };
 }
