@@ -29,6 +29,7 @@ import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
+import { checkMechanisms, MECHANISMS_ABOUT, MECHANISMS_FLAGS, mechanismsCommand } from './mechanisms';
 
 /** The flags every command takes. */
 export type CommonValues = Values<typeof COMMON_FLAGS>;
@@ -103,6 +104,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
+  defineCommand({ name: 'mechanisms', flags: MECHANISMS_FLAGS, about: MECHANISMS_ABOUT, check: checkMechanisms, checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => mechanismsCommand(c.study, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
