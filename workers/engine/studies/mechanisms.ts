@@ -88,7 +88,10 @@ export interface MechanismsResult {
   /** Per analysed layer [n]. */
   cosCaa: (number | null)[];
   cosProbe: (number | null)[];
-  /** Mean margin change (nats) with its bootstrap interval, per layer: x_on_y = y's margin under x's direction. */
+  /**
+   * Mean margin change (nats) with its bootstrap interval, per layer: x_on_y = y's margin under x's
+   * direction. Row r's intervals are seeded bootstrap.seed + 4r + c (c = 0 a_on_a, 1 a_on_b, 2 b_on_b, 3 b_on_a).
+   */
   crossSteer: { aOnA: MeanInterval[]; aOnB: MeanInterval[]; bOnB: MeanInterval[]; bOnA: MeanInterval[] };
   /** |a_on_b| / |a_on_a| and |b_on_a| / |b_on_b| per layer (null where the own change is 0). */
   selectivityA: (number | null)[];
