@@ -24,6 +24,7 @@ export { CPU_BACKEND } from './engine/backend/names';
 // Files the app reads and writes
 export { writeNpyArray } from './engine/io/npy';
 export { parseLabelledSet } from './engine/io/prompt_set';
+export { parseBehaviourSet, parseControlSet } from './engine/io/behaviour_set';
 
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';

@@ -20,6 +20,7 @@ import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
 import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
+import { MechanismsView } from './MechanismsView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -59,6 +60,7 @@ export const VIEWS = [
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
+  { name: 'mechanisms', title: 'Mechanisms', component: MechanismsView, job: ['mechanisms'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each steered run adds only its own set\'s direction at one block.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
