@@ -42,7 +42,8 @@ test('Mechanisms: happy/sad vs he/she, a verdict per block, exported as JSON and
   await expect(page.getByTestId('mech-caption')).toBeVisible({ timeout: 120_000 });
   await settled(page);
   for (let l = 0; l < 5; l++) await expect(page.getByTestId(`mech-verdict-${l}`)).toHaveAttribute('data-kind', want.verdict[l].kind);
-  await expect(page.getByTestId('mech-causal-line')).toContainText('A n/a');
+  await expect(page.getByTestId('mech-causal-line')).toContainText('not computed');
+  await page.getByTestId('mech-verdicts').scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${SHOTS}/mechanisms-1280x800.png` });
   await page.screenshot({ path: `${SHOTS}/mechanisms-full.png`, fullPage: true });
 

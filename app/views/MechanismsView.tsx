@@ -88,16 +88,19 @@ function SimilarityChart({ r, svgRef }: { r: Res; svgRef: React.RefObject<SVGSVG
     { name: 'cos of probe weights', color: '#8250df', points: pts(r.cosProbe) },
     { name: 'natural r of probe scores', color: '#1a7f37', dashed: true, points: pts(r.naturalCorr) },
   ];
-  return <LineChart series={series} legend zeroLine xTicks={r.layers} xTickFormat={blockShort} xLabel="block (blocks.l.hook_resid_post)" yLabel="cosine / r" svgRef={svgRef} width={560} height={240} label="cosines of the two behaviours' directions and the natural correlation of their probe scores against the block" testId="mech-similarity" />;
+  return <LineChart series={series} legend zeroLine xTicks={r.layers} xTickFormat={blockShort} xLabel="block (blocks.l.hook_resid_post)" yLabel="cosine / r" svgRef={svgRef} width={600} height={240} label="cosines of the two behaviours' directions and the natural correlation of their probe scores against the block" testId="mech-similarity" />;
 }
 
 /** The cross-steering matrix's four cells against the block. */
 function SteeringChart({ r, svgRef }: { r: Res; svgRef: React.RefObject<SVGSVGElement | null> }) {
   const series: Series[] = CELLS.map(([k, name]) => ({ name, color: COLORS[k], dashed: k === 'aOnB' || k === 'bOnA', points: r.crossSteer[k].map((m, i) => [r.layers[i], m.mean] as [number, number]) }));
-  return <LineChart series={series} legend zeroLine xTicks={r.layers} xTickFormat={blockShort} xLabel="block steered" yLabel="mean margin change (nats)" svgRef={svgRef} width={560} height={240} label="cross-steering: mean margin change of each set under each direction against the block" testId="mech-steering" />;
+  return <LineChart series={series} legend zeroLine xTicks={r.layers} xTickFormat={blockShort} xLabel="block steered" yLabel="mean margin change (nats)" svgRef={svgRef} width={600} height={240} label="cross-steering: mean margin change of each set under each direction against the block" testId="mech-steering" />;
 }
 
-const interval = (m: { mean: number; lo: number; hi: number }) => `${signed(m.mean, 3)} [${fixed(m.lo, 2)}, ${fixed(m.hi, 2)}]`;
+/** A mean margin change over its 95 % interval, in two lines. */
+function Interval({ m }: { m: { mean: number; lo: number; hi: number } }) {
+  return <>{signed(m.mean, 3)}<br /><span className="muted">[{fixed(m.lo, 2)}, {fixed(m.hi, 2)}]</span></>;
+}
 const opt = (x: number | null, d = 3) => (x === null ? 'n/a' : fixed(x, d));
 
 /** The per-block numbers and verdicts as CSV rows. */
@@ -200,25 +203,26 @@ export function MechanismsView() {
               <li key={l} data-testid={`mech-verdict-${l}`} data-kind={r.verdict[i].kind}><b>{blockShort(l)}</b> · <span className={`mech-kind mech-${r.verdict[i].kind.replace(' ', '-')}`}>{r.verdict[i].kind}</span> — {r.verdict[i].text.replace(/^[^:]*: /, '')}</li>
             ))}
           </ul>
-          <div className="view-body mech-figures">
+          <div className="view-body">
             <div className="figure"><SimilarityChart r={r} svgRef={simSvg} /></div>
             <div className="figure"><SteeringChart r={r} svgRef={steerSvg} /></div>
           </div>
           <p className="muted" data-testid="mech-causal-line">
             Where each becomes causal (mean over pairs of the max resid_pre patching recovery per block):{' '}
-            {([['A', r.causal.a], ['B', r.causal.b]] as const).map(([k, c]) => `${k} ${c ? `${c.curve.map((x, l) => `${blockShort(l)} ${fixed(x, 2)}`).join(', ')} (first block ≥ 0.5: ${c.firstBlock === null ? 'none' : blockShort(c.firstBlock)}; ${c.pairs} pairs)` : 'n/a (no pair of equal token length)'}`).join(' · ')}
-            {' '}· similarity r = {opt(r.causal.similarity)}
+            {run!.request.causal === false ? 'not computed (tick “where each becomes causal” to patch each set’s pairs).' : <>
+              {([['A', r.causal.a], ['B', r.causal.b]] as const).map(([k, c]) => `${k} ${c ? `${c.curve.map((x, l) => `${blockShort(l)} ${fixed(x, 2)}`).join(', ')} (first block ≥ 0.5: ${c.firstBlock === null ? 'none' : blockShort(c.firstBlock)}; ${c.pairs} pairs)` : 'n/a (no pair of equal token length)'}`).join(' · ')}
+              {' '}· similarity r = {opt(r.causal.similarity)}</>}
           </p>
           <div className="table-scroll">
-            <table className="data-table" data-testid="mech-table">
-              <caption>Per block: cosines, the cross-steering matrix (mean margin change, 95 % bootstrap interval), selectivity and natural correlation</caption>
-              <thead><tr><th scope="col">block</th><th scope="col">cos CAA</th><th scope="col">cos probe</th>{CELLS.map(([, n]) => <th key={n} scope="col">{n}</th>)}<th scope="col">selectivity A</th><th scope="col">selectivity B</th><th scope="col">natural r</th></tr></thead>
+            <table className="data-table mech-table" data-testid="mech-table">
+              <caption>Per block: cosines; X→Y = mean change of Y's margin under X's direction (nats, 95 % interval); selectivity; natural r</caption>
+              <thead><tr><th scope="col">block</th><th scope="col">cos CAA</th><th scope="col">cos probe</th>{CELLS.map(([k, n]) => <th key={k} scope="col" title={`${n}: mean margin change (nats)`}>{n.replace(' on ', '→')}</th>)}<th scope="col" title="|A→B| / |A→A|">sel. A</th><th scope="col" title="|B→A| / |B→B|">sel. B</th><th scope="col" title="Pearson r of the two probe scores over the pool">natural r</th></tr></thead>
               <tbody>
                 {r.layers.map((l, i) => (
                   <tr key={l}>
                     <th scope="row">{blockShort(l)}</th>
                     <td data-testid={`mech-cos-${l}`}>{opt(r.cosCaa[i])}</td><td>{opt(r.cosProbe[i])}</td>
-                    {CELLS.map(([k]) => <td key={k} className="mono">{interval(r.crossSteer[k][i])}</td>)}
+                    {CELLS.map(([k]) => <td key={k}><Interval m={r.crossSteer[k][i]} /></td>)}
                     <td>{opt(r.selectivityA[i])}</td><td>{opt(r.selectivityB[i])}</td><td>{opt(r.naturalCorr[i])}</td>
                   </tr>
                 ))}
