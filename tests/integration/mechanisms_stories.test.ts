@@ -114,7 +114,7 @@ function margin(logits: Float32Array, good: number[], bad: number[]): number {
   return lse(good.map((i) => lp[i])) - lse(bad.map((i) => lp[i]));
 }
 
-interface Read { ids: number[][]; acts: number[][][]; good: number[]; bad: number[] }
+interface Read { ids: number[][]; acts: number[][][]; good: number[][]; bad: number[][] }
 
 async function readSet(s: Behaviour | string[]): Promise<Read> {
   const texts = Array.isArray(s) ? s : [...s.positive, ...s.negative];
@@ -124,8 +124,8 @@ async function readSet(s: Behaviour | string[]): Promise<Read> {
     const { captured } = await e.run(x, { capture: Array.from({ length: L }, (_, l) => hook(l)), logits: 'last' });
     for (let l = 0; l < L; l++) acts[l].push(Array.from(captured.get(hook(l))!.subarray((x.length - 1) * e.spec.dModel, x.length * e.spec.dModel)));
   }
-  const good = Array.isArray(s) ? [] : first(ids[0], s.good, texts[0], 'good');
-  const bad = Array.isArray(s) ? [] : first(ids[0], s.bad, texts[0], 'bad');
+  const good = Array.isArray(s) ? [] : ids.map((x, i) => first(x, s.good, texts[i], 'good'));
+  const bad = Array.isArray(s) ? [] : ids.map((x, i) => first(x, s.bad, texts[i], 'bad'));
   return { ids, acts, good, bad };
 }
 
@@ -135,31 +135,33 @@ const diffMeans = (X: number[][], y: number[]) => X[0].map((_, j) => meanOf(X.fi
 /** Per prompt, the margin change when `v` (unit) × DOSE is added at the last position of blocks.l.hook_resid_post. */
 async function steerDeltas(set: Read, l: number, v: number[]): Promise<number[]> {
   const out: number[] = [];
-  for (const x of set.ids) {
-    const base = margin((await e.run(x, { logits: 'last' })).logits, set.good, set.bad);
+  for (const [i, x] of set.ids.entries()) {
+    const base = margin((await e.run(x, { logits: 'last' })).logits, set.good[i], set.bad[i]);
     const steered = await e.run(x, { logits: 'last', interventions: [{ hook: hook(l), op: { kind: 'add', v: Float32Array.from(v), alpha: DOSE }, positions: [x.length - 1] }] });
-    out.push(margin(steered.logits, set.good, set.bad) - base);
+    out.push(margin(steered.logits, set.good[i], set.bad[i]) - base);
   }
   return out;
 }
 
 /** Per block, the mean over the set's equal-length pairs of max_t r of the resid_pre denoising patch; null without pairs. */
-async function causalCurve(s: Behaviour, set: Read): Promise<number[] | null> {
+async function causalCurve(s: Behaviour): Promise<number[] | null> {
   const curves: number[][] = [];
   for (let i = 0; i < Math.min(s.positive.length, s.negative.length); i++) {
     const clean = e.encodePrompt({ prompt: s.positive[i] }), corrupt = e.encodePrompt({ prompt: s.negative[i] });
     if (clean.length !== corrupt.length) continue;
     const pre = Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_pre`);
     const c = await e.run(clean, { capture: pre, logits: 'last' });
-    const dClean = margin(c.logits, set.good, set.bad);
-    const dCorrupt = margin((await e.run(corrupt, { logits: 'last' })).logits, set.good, set.bad);
+    // one pair of futures for the three runs, tokenised after the clean prompt (as activation patching defines it)
+    const good = first(clean, s.good, s.positive[i], 'good'), bad = first(clean, s.bad, s.positive[i], 'bad');
+    const dClean = margin(c.logits, good, bad);
+    const dCorrupt = margin((await e.run(corrupt, { logits: 'last' })).logits, good, bad);
     if (dClean === dCorrupt) continue;
     const curve: number[] = [];
     for (let l = 0; l < L; l++) {
       let best = -Infinity;
       for (let t = 0; t < corrupt.length; t++) {
         const p = await e.run(corrupt, { logits: 'last', interventions: [{ hook: pre[l], op: { kind: 'patch', replacement: c.captured.get(pre[l])! }, positions: [t] }] });
-        best = Math.max(best, (margin(p.logits, set.good, set.bad) - dCorrupt) / (dClean - dCorrupt));
+        best = Math.max(best, (margin(p.logits, good, bad) - dCorrupt) / (dClean - dCorrupt));
       }
       curve.push(best);
     }
@@ -208,10 +210,12 @@ describe('mechanisms on stories260K: happy/sad (A) vs he/she (B), every number a
       expect(r.verdict[l].text).toContain(`cos_caa ${cos(ca, cb).toFixed(3)}`);
     }
     expect(r.thresholds).toEqual({ sharedCosine: 0.5, mutualSelectivity: 0.5, naturalCorrelation: 0.5, minReach: 0.05 });
-    expect(Math.abs(r.unsteered.a - meanOf(await Promise.all(ra.ids.map(async (x) => margin((await e.run(x, { logits: 'last' })).logits, ra.good, ra.bad)))))).toBeLessThan(TOL);
+    const unsteered: number[] = [];
+    for (const [i, x] of ra.ids.entries()) unsteered.push(margin((await e.run(x, { logits: 'last' })).logits, ra.good[i], ra.bad[i]));
+    expect(Math.abs(r.unsteered.a - meanOf(unsteered))).toBeLessThan(TOL);
 
-    for (const [s, set, got] of [[A, ra, r.causal.a], [B, rb, r.causal.b]] as const) {
-      const want = await causalCurve(s, set);
+    for (const [s, got] of [[A, r.causal.a], [B, r.causal.b]] as const) {
+      const want = await causalCurve(s);
       if (want === null) { expect(got).toBeNull(); continue; }
       expect(got).not.toBeNull();
       for (let l = 0; l < L; l++) expect(Math.abs(got!.curve[l] - want[l])).toBeLessThan(TOL);

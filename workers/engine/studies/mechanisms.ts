@@ -114,6 +114,9 @@ export interface MechanismsResult {
   interval: string;
 }
 
+/** The first token ids of a prompt's two futures. */
+interface Futures { good: number[]; bad: number[] }
+
 /** A set's prompts read: activations at the read position per hook [n, d], ids and read positions, unsteered margins. */
 interface ReadSet {
   ids: number[][];
@@ -177,9 +180,12 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
     const texts = [...s.positive, ...s.negative];
     const ids = texts.map((p) => engine.encodePrompt({ prompt: p, chatTemplate: chat }));
     const reads = ids.map((x, i) => readIndex(s.position ?? 'last', x.length, texts[i], `set ${'AB'[k]}`));
-    const good = engine.resolveFuture(ids[0], s.good, { prompt: texts[0], chatTemplate: chat }, 'good').firstIds;
-    const bad = engine.resolveFuture(ids[0], s.bad, { prompt: texts[0], chatTemplate: chat }, 'bad').firstIds;
-    return { texts, ids, reads, good, bad };
+    // Text futures are tokenised after each prompt (PromptCodec.resolveFuture): their first tokens per prompt.
+    const futures = ids.map((x, i) => ({
+      good: engine.resolveFuture(x, s.good, { prompt: texts[i], chatTemplate: chat }, 'good').firstIds,
+      bad: engine.resolveFuture(x, s.bad, { prompt: texts[i], chatTemplate: chat }, 'bad').firstIds,
+    }));
+    return { texts, ids, reads, futures };
   });
   const controlIds = control.map((p) => engine.encodePrompt({ prompt: p, chatTemplate: chat }));
   const pairsOf = (k: number) => sets[k].positive.flatMap((_, i) => (i < sets[k].negative.length ? [i] : []));
@@ -194,20 +200,20 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
   const progress = () => onProgress?.({ done: ++done, total });
 
   // 1. Read every prompt: activations at its read position per hook, and its unsteered margin.
-  const read = async (ids: number[][], reads: number[], futures: { good: number[]; bad: number[] } | null): Promise<ReadSet> => {
+  const read = async (ids: number[][], reads: number[], futures: Futures[] | null): Promise<ReadSet> => {
     const rows = hooks.map(() => new Float32Array(ids.length * d));
     const margins: number[] = [];
     for (const [i, x] of ids.entries()) {
       await tick();
       const { captured, logits } = await engine.run(x, { capture: hooks, logits: 'last' });
       hooks.forEach((h, r) => rows[r].set(captured.get(h)!.subarray(reads[i] * d, (reads[i] + 1) * d), i * d));
-      if (futures) margins.push(logitMargin(logits, futures.good, futures.bad));
+      if (futures) margins.push(logitMargin(logits, futures[i].good, futures[i].bad));
       progress();
     }
     return { ids, reads, rows, margins };
   };
-  const readA = await read(enc[0].ids, enc[0].reads, enc[0]);
-  const readB = await read(enc[1].ids, enc[1].reads, enc[1]);
+  const readA = await read(enc[0].ids, enc[0].reads, enc[0].futures);
+  const readB = await read(enc[1].ids, enc[1].reads, enc[1].futures);
   const readC = await read(controlIds, controlIds.map((x) => x.length - 1), null);
   const labelsOf = (s: Behaviour) => Uint8Array.from({ length: s.positive.length + s.negative.length }, (_, i) => (i < s.positive.length ? 1 : 0));
   const actA: BehaviourActivations = { name: req.a.name, hooks, width: d, rows: readA.rows, labels: labelsOf(req.a) };
@@ -234,18 +240,19 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
   // 3. Cross-steering: per prompt one unsteered reference run, then each (direction, layer) from the read position.
   const kv = new PrefixCache(engine.model);
   let positionsComputed = 0, feSteered = 0;
-  const steer = async (set: ReadSet, futures: { good: number[]; bad: number[] }): Promise<number[][][]> => {
+  const steer = async (set: ReadSet, futures: Futures[]): Promise<number[][][]> => {
     const deltas = [0, 1].map(() => hooks.map(() => [] as number[])); // [direction][layer][prompt]
     for (const [i, x] of set.ids.entries()) {
       await tick();
       const T = x.length, t = set.reads[i];
       const ref = await kv.reference(x, { nPrompt: T, logits: 'last' });
-      const base = logitMargin(ref.logits!, futures.good, futures.bad);
+      const { good, bad } = futures[i];
+      const base = logitMargin(ref.logits!, good, bad);
       for (const k of [0, 1]) {
         for (const [r, hook] of hooks.entries()) {
           const iv: Intervention = { hook, op: { kind: 'add', v: units[k][r], alpha: dose }, positions: [t] };
           const out = await kv.runFrom(t, x, { nPrompt: T, interventions: [iv], logits: 'last' });
-          deltas[k][r].push(logitMargin(out.logits!, futures.good, futures.bad) - base);
+          deltas[k][r].push(logitMargin(out.logits!, good, bad) - base);
           positionsComputed += T - t;
           feSteered += (T - t) / T;
         }
@@ -254,7 +261,7 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
     }
     return deltas;
   };
-  const onA = await steer(readA, enc[0]), onB = await steer(readB, enc[1]);
+  const onA = await steer(readA, enc[0].futures), onB = await steer(readB, enc[1].futures);
   const bs = req.bootstrap ?? {};
   const interval = (xs: number[], r: number, cell: number) => bootstrapMean(xs, { ...bs, seed: (bs.seed ?? 0) + 4 * r + cell });
   const crossSteer = {
