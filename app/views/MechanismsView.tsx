@@ -25,6 +25,8 @@ interface SetDraft {
   negative: string[];
   good: string;
   bad: string;
+  /** The token the file asks to read (and steer), when it says. */
+  position?: 'last' | number;
 }
 
 const DEFAULTS: [string, string] = ['steering/happy_sad.json', 'probes/he_she.json'];
@@ -34,7 +36,7 @@ const COLORS = { aOnA: '#0969da', aOnB: '#54aeff', bOnB: '#bc4c00', bOnA: '#fb8f
 /** A set file's text → the draft (its futures, when the file names them). @throws Error as parseBehaviourSet. */
 function draftOf(source: string, text: string): SetDraft {
   const s = parseBehaviourSet(source, text);
-  return { source, name: s.name, positive: s.positive, negative: s.negative, good: s.futures?.good ?? '', bad: s.futures?.bad ?? '' };
+  return { source, name: s.name, positive: s.positive, negative: s.negative, good: s.futures?.good ?? '', bad: s.futures?.bad ?? '', ...(s.position !== undefined ? { position: s.position } : {}) };
 }
 
 /** Fetches a shipped example set. @throws Error for an HTTP failure or a bad file. */
@@ -49,7 +51,7 @@ function requestOf(a: SetDraft | null, b: SetDraft | null, control: string[], do
   if (!a || !b) return { req: null, why: 'Load both sets first' };
   for (const [k, s] of [['A', a], ['B', b]] as const) if (!s.good || !s.bad) return { req: null, why: `Give set ${k}'s two futures` };
   if (!Number.isFinite(dose) || dose === 0) return { req: null, why: 'The dose α must be a finite number ≠ 0' };
-  const behaviour = (s: SetDraft) => ({ name: s.name, positive: s.positive, negative: s.negative, good: { text: s.good }, bad: { text: s.bad } });
+  const behaviour = (s: SetDraft) => ({ name: s.name, positive: s.positive, negative: s.negative, good: { text: s.good }, bad: { text: s.bad }, ...(s.position !== undefined ? { position: s.position } : {}) });
   return { req: { a: behaviour(a), b: behaviour(b), ...(control.length ? { control } : {}), dose, causal, chatTemplate }, why: null };
 }
 
@@ -101,6 +103,8 @@ function SteeringChart({ r, svgRef }: { r: Res; svgRef: React.RefObject<SVGSVGEl
 function Interval({ m }: { m: { mean: number; lo: number; hi: number } }) {
   return <>{signed(m.mean, 3)}<br /><span className="muted">[{fixed(m.lo, 2)}, {fixed(m.hi, 2)}]</span></>;
 }
+/** Where the sets are read, in words. */
+const readAt = (q: Req) => (q.a.position ?? 'last') === 'last' && (q.b.position ?? 'last') === 'last' ? 'last token' : `token A ${q.a.position ?? 'last'}, B ${q.b.position ?? 'last'}`;
 const opt = (x: number | null, d = 3) => (x === null ? 'n/a' : fixed(x, d));
 
 /** The per-block numbers and verdicts as CSV rows. */
@@ -146,7 +150,7 @@ export function MechanismsView() {
   const figure = () => r && simSvg.current && steerSvg.current ? {
     title: `Mechanisms · A ${r.names[0]} vs B ${r.names[1]} · ${run!.modelLabel}`,
     caption: [
-      `per block at blocks.l.hook_resid_post, read at each prompt's last token; steering h += α·û at that token, α = ${r.dose}, û the unit CAA direction; ${r.interval}`,
+      `per block at blocks.l.hook_resid_post, read at each prompt's ${readAt(run!.request)}; steering h += α·û at that token, α = ${r.dose}, û the unit CAA direction; ${r.interval}`,
       `verdict thresholds: |cos| ≥ ${r.thresholds.sharedCosine} shared, selectivity ≥ ${r.thresholds.mutualSelectivity} mutual, |r| ≥ ${r.thresholds.naturalCorrelation} correlated, reach ≥ ${r.thresholds.minReach} nats`,
       ...r.layers.map((l, i) => `${blockShort(l)}: ${r.verdict[i].text}`),
     ],
@@ -176,7 +180,7 @@ export function MechanismsView() {
             onFile={(f) => { f.text().then((t) => { setControlText(parseControlSet(f.name, t).join('\n')); useStore.getState().setFailure(null); }).catch((x) => useStore.getState().setFailure({ what: `Could not read the control set ${f.name}`, why: messageOf(x) })); }} />
         </div>
         <div className="row">
-          <label title="h += α·û at each prompt's last token, û the unit CAA direction: α is in the residual stream's units">Dose α
+          <label title="h += α·û at the token each prompt is read at (the last unless the set file says), û the unit CAA direction: α is in the residual stream's units">Dose α
             <input type="number" step="any" className="short" data-testid="mech-dose" value={Number.isFinite(dose) ? dose : ''} onChange={(e) => setDose(e.target.value === '' ? NaN : Number(e.target.value))} />
           </label>
           <label className="toggle" title="Patch each set's positive i / negative i pairs of equal token length (n_layers × n_tokens runs per pair)">
