@@ -2,7 +2,7 @@ import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
 import { STORIES } from './golden';
 import { open, settled } from './app_page';
-import { parseCsv, save } from './export_files';
+import { parseCsv, pngSize, save } from './export_files';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { Engine } from '../workers/engine/engine';
 import { NodeFiles } from '../workers/engine/io/node_files';
@@ -54,6 +54,9 @@ test('Mechanisms: happy/sad vs he/she, a verdict per block, exported as JSON and
     expect(Math.abs(json.naturalCorr[l] - want.naturalCorr[l]!), `natural r ${l}`).toBeLessThan(1e-2);
     for (const k of ['aOnA', 'aOnB', 'bOnB', 'bOnA'] as const) expect(Math.abs(json.crossSteer[k][l].mean - want.crossSteer[k][l].mean), `${k} ${l}`).toBeLessThan(1e-2);
   }
+  const png = await save(page, view, 'PNG 2×');
+  expect(pngSize(png.bytes).width).toBeGreaterThan(1000);
+  fs.writeFileSync(`${SHOTS}/mechanisms-figure.png`, png.bytes);
   const csv = parseCsv((await save(page, view, 'CSV')).bytes.toString('utf8'));
   expect(csv[0].slice(0, 4)).toEqual(['block', 'hook', 'cos_caa', 'cos_probe']);
   expect(csv.slice(1).map((r) => r[0])).toEqual(['L0', 'L1', 'L2', 'L3', 'L4']);
