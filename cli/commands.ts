@@ -16,7 +16,7 @@ import { bothFutures, GENERATE_ABOUT, GENERATE_FLAGS, generateCommand, MARGINS_A
 import { checkLayers, checkSweep, checkVector, interventionUsage, SWEEP_ABOUT, SWEEP_FLAGS, sweepCommand, VECTOR_ABOUT, VECTOR_FLAGS, vectorCommand } from './steering';
 import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } from './batch';
 import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
-import { checkProbe, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
+import { checkProbe, checkProbeSpec, PROBE_ABOUT, PROBE_FLAGS, probeCommand } from './probe';
 import { checkWindowFlags, WINDOW_ABOUT, WINDOW_FLAGS, windowCommand } from './window';
 import { checkPatch, PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patching';
 import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
@@ -28,6 +28,7 @@ import { EXPERIMENT_USAGE } from './experiment';
 import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
+import { checkSideEffects, SIDE_EFFECTS_ABOUT, SIDE_EFFECTS_FLAGS, sideEffectsCommand } from './side_effects';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 import { checkMechanisms, MECHANISMS_ABOUT, MECHANISMS_FLAGS, mechanismsCommand } from './mechanisms';
 
@@ -96,7 +97,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'batch', flags: BATCH_FLAGS, about: BATCH_ABOUT, check: checkBatch, checkSpec: checkPatchCell, run: async (c) => { await batchCommand(c.engine, c.f, c.write); return undefined; } }),
   defineCommand({ name: 'branch', flags: BRANCH_FLAGS, about: BRANCH_ABOUT, prompt: true, check: checkBranch, run: (c) => branchCommand(c.engine, c.f) }),
   defineCommand({ name: 'forks', flags: FORKS_FLAGS, about: FORKS_ABOUT, prompt: true, run: (c) => forksCommand(c.engine, c.f) }),
-  defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, run: (c) => probeCommand(c.engine, c.f) }),
+  defineCommand({ name: 'probe', flags: PROBE_FLAGS, about: PROBE_ABOUT, check: checkProbe, checkSpec: checkProbeSpec, run: (c) => probeCommand(c.engine, c.f) }),
   defineCommand({ name: 'window', flags: WINDOW_FLAGS, about: WINDOW_ABOUT, check: checkWindowFlags, run: (c) => windowCommand(c.engine, c.f) }),
   defineCommand({ name: 'patch', flags: PATCH_FLAGS, about: PATCHING_ABOUT, check: checkPatch, run: (c) => patchCommand(c.engine, c.f) }),
   defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
@@ -107,6 +108,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'mechanisms', flags: MECHANISMS_FLAGS, about: MECHANISMS_ABOUT, check: checkMechanisms, checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => mechanismsCommand(c.study, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
+  defineCommand({ name: 'side-effects', flags: SIDE_EFFECTS_FLAGS, about: SIDE_EFFECTS_ABOUT, check: checkSideEffects, checkSpec: (f, s) => { if (f.layers !== undefined) checkLayers(f.layers, s.nLayers); }, run: (c) => sideEffectsCommand(c.study, c.f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
 ];
 

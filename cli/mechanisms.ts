@@ -7,7 +7,8 @@ import type { Values } from './flags';
 import { bool, custom, num, text } from './flags';
 import { CHAT_TEMPLATE, PROGRESS } from './shared_flags';
 import { checkLayers, parseLayerList } from './steering';
-import { parseBehaviourSet, parseControlSet, type BehaviourSet } from '../workers/engine/io/behaviour_set';
+import { parseBehaviourSet, type BehaviourSet } from '../workers/engine/io/behaviour_set';
+import { parseControlSet } from '../workers/engine/io/control_set';
 import { DEFAULT_DOSE, type Behaviour, type MechanismsRequest } from '../workers/engine/studies/mechanisms';
 import { STUDIES, type StudyContext } from '../workers/engine/studies/registry';
 import type { MeanInterval } from '../workers/engine/analysis/bootstrap';
@@ -18,7 +19,7 @@ const FUTURE = (which: string, side: string) => text().describe(`behaviour ${whi
 export const MECHANISMS_FLAGS = {
   'set-a': SET_FILE('A'), 'set-b': SET_FILE('B'),
   'good-a': FUTURE('A', 'good'), 'bad-a': FUTURE('A', 'bad'), 'good-b': FUTURE('B', 'good'), 'bad-b': FUTURE('B', 'bad'),
-  control: text('FILE', { nonEmpty: true }).describe('neutral prompts for the natural-correlation pool (.txt one per line, a JSON array, or a labelled set)'),
+  control: text('FILE', { nonEmpty: true }).describe('neutral prompts for the natural-correlation pool (.txt one per line, or .json {"texts": [...]}, e.g. public/control/stories.json)'),
   layers: custom(parseLayerList, 'layer indices or "all"', '0,1,2|all', '0,1', ['1,,2', '-1', 'all,1', '1.5', '99']).default('all').describe('the blocks analysed, each < n_layers'),
   dose: num().default(DEFAULT_DOSE).describe('α of the steering h += α·û at blocks.l.hook_resid_post (û a unit CAA direction), ≠ 0'),
   l2: num({ gt: 0 }).describe('the probes\' L2 strength λ (default 1)'),
@@ -55,7 +56,7 @@ function request(f: MechanismsFlags): MechanismsRequest {
   let control: string[] | undefined;
   if (f.control !== undefined) {
     if (!fs.existsSync(f.control)) throw new Error(`--control ${f.control}: no such file`);
-    control = parseControlSet(f.control, fs.readFileSync(f.control, 'utf8'));
+    control = parseControlSet(f.control, fs.readFileSync(f.control, 'utf8')).texts;
   }
   return {
     a: behaviour(f, 'a'), b: behaviour(f, 'b'), control,

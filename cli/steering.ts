@@ -111,7 +111,7 @@ export function loadVectorFile(file: string): ImportedVector {
 }
 
 /** Parses one JSON flag value. @throws Error saying which flag holds bad JSON. */
-function parseJsonFlag(text: string, label: string): unknown {
+export function parseJsonFlag(text: string, label: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {

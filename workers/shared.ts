@@ -24,7 +24,11 @@ export { CPU_BACKEND } from './engine/backend/names';
 // Files the app reads and writes
 export { writeNpyArray } from './engine/io/npy';
 export { parseLabelledSet } from './engine/io/prompt_set';
-export { parseBehaviourSet, parseControlSet } from './engine/io/behaviour_set';
+export { parseBehaviourSet } from './engine/io/behaviour_set';
+export { parseControlSet } from './engine/io/control_set';
+
+// The operating window's default budgets (the Side effects view states them)
+export { checkBudgets, DEFAULT_BUDGETS } from './engine/analysis/operating_window';
 
 // Patching and the decision-point report
 export { PATCH_HOOKS } from './engine/studies/patching';

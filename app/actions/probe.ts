@@ -22,6 +22,7 @@ function showSet(source: string, text: string): void {
   useStore.getState().setProbeSettings({
     source, positive: set.positive.join('\n'), negative: set.negative.join('\n'), classes: set.classes,
     ...(set.position !== undefined ? { position: String(set.position) } : {}),
+    ...(set.futures ? { good: set.futures.good, bad: set.futures.bad } : {}),
   });
 }
 

@@ -25,6 +25,8 @@ export interface LineChartProps {
   legend?: boolean;
   /** Vertical reference lines at these x values, each labelled at the top (a marked layer or step). */
   xMarks?: readonly { x: number; label: string; color: string }[];
+  /** Shaded x intervals [from, to] behind the lines, each labelled at the top (an operating window). */
+  xBands?: readonly { from: number; to: number; label: string; color: string }[];
   /** Makes the dots clickable: called with the series and point index. */
   onPointClick?: (series: number, point: number) => void;
   width?: number;
@@ -40,7 +42,7 @@ const MARGIN = { top: 12, right: 16, bottom: 44, left: 60 };
  * Lines over a shared x axis, with D3 scales and ticks, dots at the data points (each with its
  * values in a tooltip and data-x/data-y), an optional zero line, legend and clickable points.
  */
-export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, xTickFormat, legend, xMarks, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
+export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, xTickFormat, legend, xMarks, xBands, onPointClick, width = 720, height = 240, svgRef, label, testId }: LineChartProps) {
   const legendW = legend ? 44 + 7 * Math.max(0, ...series.map((s) => s.name.length)) : 0;
   const M = { ...MARGIN, right: legend ? legendW : MARGIN.right };
   const all = series.flatMap((s) => s.points);
@@ -56,6 +58,12 @@ export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, x
   const path = line<readonly [number, number]>().x((p) => x(p[0])).y((p) => y(p[1])).defined((p) => Number.isFinite(p[1]));
   return (
     <svg ref={svgRef} className="chart line-chart" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label={label} data-testid={testId}>
+      {xBands?.map((b) => (
+        <g key={`band${b.from}${b.label}`} className="x-band" data-from={b.from} data-to={b.to}>
+          <rect x={x(b.from) - (b.from === b.to ? 3 : 0)} width={Math.max(6, x(b.to) - x(b.from))} y={M.top} height={height - M.bottom - M.top} fill={b.color} fillOpacity={0.16} />
+          <text x={x(b.from) + 4} y={M.top + 10} fill={b.color}>{b.label}</text>
+        </g>
+      ))}
       {y.ticks(5).map((t) => (
         <g key={`y${t}`} transform={`translate(0,${y(t)})`}>
           <line x1={M.left} x2={width - M.right} stroke="#eaeef2" />

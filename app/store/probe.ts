@@ -15,6 +15,15 @@ export interface ProbeSettings {
   position: string;
   folds: number;
   seed: number;
+  /** The futures whose margin is the behaviour the probe is meant to measure, as typed (a set file's suggested ones when it has them). */
+  good: string;
+  bad: string;
+  /** The intervention the probes are read under: "i<id>" an intervention of the experiment, "v<id>" a library vector added at its hook, "" none. */
+  underPick: string;
+  /** α of a library vector picked in underPick. */
+  underAlpha: number;
+  /** Greedy new tokens per prompt in which to look for the good future (0 = none). */
+  underGenerate: number;
 }
 
 /** Probes on display, with what they were run on. */
@@ -38,7 +47,7 @@ export interface ProbeSlice {
 }
 
 export const createProbeSlice: StateCreator<AppState, [], [], ProbeSlice> = (set) => ({
-  probeSettings: { source: '', positive: '', negative: '', classes: ['negative', 'positive'], position: 'last', folds: 5, seed: 0 },
+  probeSettings: { source: '', positive: '', negative: '', classes: ['negative', 'positive'], position: 'last', folds: 5, seed: 0, good: '', bad: '', underPick: '', underAlpha: 1, underGenerate: 0 },
   probe: null,
   setProbeSettings: mergeSetter(set, 'probeSettings'),
   setProbe: (probe) => set({ probe }),

@@ -30,6 +30,8 @@ interface SetDraft {
 }
 
 const DEFAULTS: [string, string] = ['steering/happy_sad.json', 'probes/he_she.json'];
+/** The shipped control set of plain stories (public/control/stories.json). */
+const STORIES_CONTROL = 'control/stories.json';
 const CELLS = [['aOnA', 'A on A'], ['aOnB', 'A on B'], ['bOnB', 'B on B'], ['bOnA', 'B on A']] as const;
 const COLORS = { aOnA: '#0969da', aOnB: '#54aeff', bOnB: '#bc4c00', bOnA: '#fb8f44' } as const;
 
@@ -176,8 +178,9 @@ export function MechanismsView() {
           <label className="mech-control">Control prompts (optional, one per line; join the natural-correlation pool)
             <textarea rows={2} data-testid="mech-control" value={controlText} spellCheck={false} onChange={(e) => setControlText(e.target.value)} />
           </label>
-          <FilePickButton label="Open control prompts…" accept=".txt,.json,.jsonl,.csv" testId="mech-control-file"
-            onFile={(f) => { f.text().then((t) => { setControlText(parseControlSet(f.name, t).join('\n')); useStore.getState().setFailure(null); }).catch((x) => useStore.getState().setFailure({ what: `Could not read the control set ${f.name}`, why: messageOf(x) })); }} />
+          <button type="button" data-testid="mech-control-stories" onClick={() => { fetch(new URL(STORIES_CONTROL, document.baseURI)).then((x) => (x.ok ? x.text() : Promise.reject(new Error(`${STORIES_CONTROL}: HTTP ${x.status}`)))).then((t) => setControlText(parseControlSet(STORIES_CONTROL, t).texts.join('\n'))).catch((x) => useStore.getState().setFailure({ what: 'Could not load the shipped control set', why: messageOf(x) })); }}>Plain stories (shipped)</button>
+          <FilePickButton label="Open control prompts…" accept=".txt,.json" testId="mech-control-file"
+            onFile={(f) => { f.text().then((t) => { setControlText(parseControlSet(f.name, t).texts.join('\n')); useStore.getState().setFailure(null); }).catch((x) => useStore.getState().setFailure({ what: `Could not read the control set ${f.name}`, why: messageOf(x) })); }} />
         </div>
         <div className="row">
           <label title="h += α·û at the token each prompt is read at (the last unless the set file says), û the unit CAA direction: α is in the residual stream's units">Dose α

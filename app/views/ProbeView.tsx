@@ -10,6 +10,7 @@ import { fixed } from '../lib/format';
 import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 import type { ProbeDisplay } from '../store/probe';
 import { waitingFor } from '../lib/job_rules';
+import { ProbeUnderPanel } from './ProbeUnderPanel';
 
 const countLines = (t: string) => t.split(/\r?\n/).filter((x) => x.trim()).length;
 
@@ -147,6 +148,7 @@ export function ProbeView() {
           )}
         </>
       ) : <p className="placeholder" data-testid="probe-empty">{loaded ? 'Run the probes' : 'Load an example or your own labelled prompts and run the probes'} to see at which layer the two sets become linearly separable.</p>}
+      {loaded && <ProbeUnderPanel />}
     </section>
   );
 }

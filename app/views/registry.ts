@@ -21,6 +21,7 @@ import { SaeView } from './SaeView';
 import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
 import { MechanismsView } from './MechanismsView';
+import { SideEffectsView } from './SideEffectsView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -55,10 +56,11 @@ export const VIEWS = [
   { name: 'vectors', title: 'Vectors', component: VectorLibraryView, job: ['vector', 'import', 'export'], restorable: true, interventions: { applies: 'no', line: 'Builds and imports vectors without the interventions of the list (the model as it is).' } },
   { name: 'branches', title: 'Branches', component: BranchView, job: ['branch', 'forks'], restorable: true, interventions: { applies: 'option', line: 'Runs with the enabled interventions only when “with the interventions” is ticked; otherwise without them.' } },
   { name: 'batch', title: 'Batch', component: BatchView, job: ['batch'], restorable: true, interventions: { applies: 'yes', line: 'Runs every row with the enabled interventions (the notice above the table names them).' } },
-  { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the probe reads the model as it is.' } },
+  { name: 'probe', title: 'Probes', component: ProbeView, job: ['probe', 'probeUnder'], restorable: true, interventions: { applies: 'option', line: 'Runs without the interventions of the list: the probe reads the model as it is; “Under an intervention” reads it again under the one picked there.' } },
   { name: 'window', title: 'Intervention window', component: WindowView, job: ['window'], restorable: true, interventions: { applies: 'yes', line: 'Switches the enabled interventions (or the one picked) on from each start step.' } },
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
+  { name: 'side-effects', title: 'Side effects', component: SideEffectsView, job: ['sideEffects'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only the picked vector at its layer and dose.' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
   { name: 'mechanisms', title: 'Mechanisms', component: MechanismsView, job: ['mechanisms'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each steered run adds only its own set\'s direction at one block.' } },
 ] as const satisfies readonly ViewEntry[];

@@ -61,7 +61,7 @@ describe('parseSpec: structural rules and their messages', () => {
 
   it('alpha, theta, t and value must be finite numbers', () => {
     fails({ hook: H, type: 'rotate', vector: v64, theta: '1' }, 'iv: "theta" must be a finite number (got "1")');
-    fails({ hook: H, type: 'rotate', vector: v64, t: Infinity }, '"t" must be a finite number (got null)');
+    fails({ hook: H, type: 'rotate', vector: v64, t: Infinity }, '"t" must be a finite number (got Infinity)');
     fails({ hook: H, type: 'sae_clamp', sae: 'x', feature: 1, value: null }, '"value" must be a finite number (got null)');
     fails({ hook: H, type: 'add', vector: v64, alpha: '2' }, '"alpha" must be a finite number (got "2")');
   });

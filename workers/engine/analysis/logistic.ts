@@ -176,6 +176,8 @@ export interface CrossValidation {
   auroc: number;
   /** Held-out decision value of each row [n]. */
   scores: Float64Array;
+  /** Held-out decision value of each row of `also` [n] (crossValidate's `also`: row i scored by the probe of row i's fold). */
+  alsoScores?: Float64Array;
 }
 
 /**
@@ -207,43 +209,89 @@ export function shuffle<T>(a: T[], rand: () => number): T[] {
 }
 
 /**
+ * Mean and (population) standard deviation per feature over rows `rows` of X [·, d]; a feature
+ * constant on them gets σ = 1 (only centred).
+ */
+function featureScales(X: ArrayLike<number>, rows: readonly number[], d: number): { mu: Float64Array; sd: Float64Array } {
+  const mu = new Float64Array(d), sd = new Float64Array(d);
+  for (const i of rows) for (let j = 0; j < d; j++) mu[j] += X[i * d + j];
+  for (let j = 0; j < d; j++) mu[j] /= rows.length;
+  for (const i of rows) for (let j = 0; j < d; j++) sd[j] += (X[i * d + j] - mu[j]) ** 2;
+  for (let j = 0; j < d; j++) {
+    const s = Math.sqrt(sd[j] / rows.length);
+    sd[j] = s > 1e-12 * (1 + Math.abs(mu[j])) ? s : 1;
+  }
+  return { mu, sd };
+}
+
+/**
  * k-fold cross-validated logistic regression. Each fold standardises the features with the
  * training rows' mean and standard deviation (a feature constant on them is only centred), fits
  * the regularised model of fitLogistic and scores the held-out rows; nothing of a held-out row is seen by its fold's fit.
  * @param X rows [n, d]; y labels [n] in {0, 1}; fold the fold of each row (stratifiedFolds).
- * @throws Error as fitLogistic, or when a fold's training rows hold a single class.
+ * @param also optional rows [n, d] of the same examples measured otherwise (e.g. under an
+ *   intervention): row i is scored by the probe of row i's fold, trained on X only (alsoScores).
+ * @throws Error as fitLogistic, or when a fold's training rows hold a single class, or `also` has another size.
  */
-export function crossValidate(X: ArrayLike<number>, y: ArrayLike<number>, n: number, d: number, fold: Int32Array, lambda: number): CrossValidation {
+export function crossValidate(X: ArrayLike<number>, y: ArrayLike<number>, n: number, d: number, fold: Int32Array, lambda: number, also?: ArrayLike<number>): CrossValidation {
+  if (also && also.length !== n * d) throw new Error(`crossValidate: also has ${also.length} values; expected ${n}×${d}`);
   const k = Math.max(...fold) + 1;
   const scores = new Float64Array(n);
+  const alsoScores = also ? new Float64Array(n) : undefined;
   for (let f = 0; f < k; f++) {
     const train: number[] = [], test: number[] = [];
     for (let i = 0; i < n; i++) (fold[i] === f ? test : train).push(i);
     if (test.length === 0) continue;
     const ytr = train.map((i) => y[i]);
     if (!ytr.includes(0) || !ytr.includes(1)) throw new Error(`fold ${f}: the training rows hold one class only`);
-    const mu = new Float64Array(d), sd = new Float64Array(d);
-    for (const i of train) for (let j = 0; j < d; j++) mu[j] += X[i * d + j];
-    for (let j = 0; j < d; j++) mu[j] /= train.length;
-    for (const i of train) for (let j = 0; j < d; j++) sd[j] += (X[i * d + j] - mu[j]) ** 2;
-    for (let j = 0; j < d; j++) {
-      const s = Math.sqrt(sd[j] / train.length);
-      sd[j] = s > 1e-12 * (1 + Math.abs(mu[j])) ? s : 1;
-    }
-    const standardise = (rows: number[]) => {
+    const { mu, sd } = featureScales(X, train, d);
+    const standardise = (rows: number[], src: ArrayLike<number> = X) => {
       const Z = new Float64Array(rows.length * d);
-      rows.forEach((i, r) => { for (let j = 0; j < d; j++) Z[r * d + j] = (X[i * d + j] - mu[j]) / sd[j]; });
+      rows.forEach((i, r) => { for (let j = 0; j < d; j++) Z[r * d + j] = (src[i * d + j] - mu[j]) / sd[j]; });
       return Z;
     };
-    const Ztr = standardise(train), Zte = standardise(test);
+    const Ztr = standardise(train);
     const fit = fitLogistic(Ztr, ytr, train.length, d, lambda);
-    test.forEach((i, r) => {
+    const score = (Zte: Float64Array, out: Float64Array) => test.forEach((i, r) => {
       let s = fit.b;
       for (let j = 0; j < d; j++) s += fit.w[j] * Zte[r * d + j];
-      scores[i] = s;
+      out[i] = s;
     });
+    score(standardise(test), scores);
+    if (also && alsoScores) score(standardise(test, also), alsoScores);
   }
   let right = 0;
   for (let i = 0; i < n; i++) if ((scores[i] > 0 ? 1 : 0) === y[i]) right++;
-  return { accuracy: right / n, auroc: auroc(scores, y), scores };
+  return { accuracy: right / n, auroc: auroc(scores, y), scores, ...(alsoScores ? { alsoScores } : {}) };
+}
+
+/** A probe fitted on all rows, in the rows' own units: score(x) = b + w·x (a logit; > 0 predicts label 1). */
+export interface RawProbe {
+  /** Weights [d] on the raw features (the standardised fit's weights divided by each feature's standard deviation). */
+  w: Float64Array;
+  b: number;
+}
+
+/**
+ * The probe of crossValidate fitted on every row: features standardised with all rows' mean and
+ * standard deviation (a constant feature only centred), fitLogistic, then folded back to raw units,
+ * w_j = w'_j / σ_j and b = b' − Σ_j w'_j μ_j / σ_j, so that b + w·x equals the standardised fit's
+ * decision value at x exactly (in real arithmetic).
+ * @param X rows [n, d]; y labels [n] in {0, 1}.
+ * @throws Error as fitLogistic, or when y holds a single class.
+ */
+export function fitProbe(X: ArrayLike<number>, y: ArrayLike<number>, n: number, d: number, lambda: number): RawProbe {
+  const ys = Array.from(y);
+  if (!ys.includes(0) || !ys.includes(1)) throw new Error('fitProbe: the rows hold one class only');
+  const { mu, sd } = featureScales(X, Array.from({ length: n }, (_, i) => i), d);
+  const Z = new Float64Array(n * d);
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) Z[i * d + j] = (X[i * d + j] - mu[j]) / sd[j];
+  const fit = fitLogistic(Z, ys, n, d, lambda);
+  const w = new Float64Array(d);
+  let b = fit.b;
+  for (let j = 0; j < d; j++) {
+    w[j] = fit.w[j] / sd[j];
+    b -= w[j] * mu[j];
+  }
+  return { w, b };
 }

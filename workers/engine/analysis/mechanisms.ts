@@ -10,7 +10,7 @@
  * Correlated natural activations with separable interventions is the pattern of behaviours that
  * only co-occur at the surface (issue 25: self-report vs behaviour, refusal vs sycophancy).
  */
-import { fitLogistic } from './logistic';
+import type { RawProbe } from './logistic';
 import { pearson } from './rank_correlation';
 
 /** A behaviour's activations as read: one row per hook, each [n, width] row-major, with the labels. */
@@ -75,41 +75,8 @@ export function differenceOfMeans(X: ArrayLike<number>, labels: ArrayLike<number
   return v;
 }
 
-/** A probe in activation space: score(x) = w·x + b (> 0 predicts the positive class). */
-export interface ProbeDirection {
-  /** Weights on the raw activations [d]. */
-  w: Float64Array;
-  b: number;
-}
-
-/**
- * The probe of the Probes view fitted on all examples: features standardised with the examples'
- * mean and standard deviation (a constant feature only centred, as crossValidate does), L2 logistic
- * regression (analysis/logistic.ts fitLogistic, sklearn's C = 1/λ), mapped back to raw activations:
- * w_raw = w / σ, b_raw = b − Σ w_j μ_j / σ_j, so w_raw·x + b_raw equals the fitted decision value.
- * @param X rows [n, d]; labels [n] in {0, 1}; l2 = λ > 0.
- * @throws Error as fitLogistic does.
- */
-export function probeDirection(X: ArrayLike<number>, labels: ArrayLike<number>, d: number, l2: number): ProbeDirection {
-  const n = labels.length;
-  const mu = new Float64Array(d), sd = new Float64Array(d);
-  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) mu[j] += X[i * d + j] / n;
-  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) sd[j] += (X[i * d + j] - mu[j]) ** 2;
-  for (let j = 0; j < d; j++) {
-    const s = Math.sqrt(sd[j] / n);
-    sd[j] = s > 1e-12 * (1 + Math.abs(mu[j])) ? s : 1;
-  }
-  const Z = new Float64Array(n * d);
-  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) Z[i * d + j] = (X[i * d + j] - mu[j]) / sd[j];
-  const fit = fitLogistic(Z, labels, n, d, l2);
-  const w = new Float64Array(d);
-  let b = fit.b;
-  for (let j = 0; j < d; j++) { w[j] = fit.w[j] / sd[j]; b -= w[j] * mu[j]; }
-  return { w, b };
-}
-
-/** Probe scores w·x + b of rows X [n, d], [n]. */
-export function probeScores(p: ProbeDirection, X: ArrayLike<number>, d: number): Float64Array {
+/** Probe scores w·x + b of rows X [n, d] (a probe of logistic.ts fitProbe), [n]. */
+export function probeScores(p: RawProbe, X: ArrayLike<number>, d: number): Float64Array {
   const n = X.length / d, out = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     let s = p.b;

@@ -2,7 +2,8 @@
  * Labelled prompt sets for probes (and contrastive sets for CAA), read from the three formats a
  * researcher has at hand:
  * - JSON: {"positive": [texts], "negative": [texts]} (public/steering/*.json, public/probes/*.json),
- *   optionally with "classes": [negative name, positive name] and "position" ("last" or an index);
+ *   optionally with "classes": [negative name, positive name], "position" ("last" or an index) and
+ *   "suggested": {"good", "bad"} (the futures the set was written for);
  * - JSONL: one {"text": …, "label": …} object per line;
  * - CSV with a header row naming a "text" (or "prompt") column and a "label" column (RFC 4180
  *   quoting, parsed by papaparse).
@@ -20,6 +21,8 @@ export interface LabelledSet {
   classes: [string, string];
   /** Token position the file asks to read ('last' or an index), when it says. */
   position?: 'last' | number;
+  /** The two futures the set was written for (JSON "suggested": {"good", "bad"}), when it says: the behaviour a probe of the set is meant to measure. */
+  futures?: { good: string; bad: string };
 }
 
 const POSITIVE = new Set(['1', 'true', 'positive', 'pos']);
@@ -63,7 +66,9 @@ export function parseLabelledSet(file: string, text: string): LabelledSet {
     if (typeof o !== 'object' || o === null || !checkTexts(o.positive) || !checkTexts(o.negative)) throw new Error(`${file}: expected {"positive": [texts], "negative": [texts]} with non-empty strings`);
     const classes = Array.isArray(o.classes) && o.classes.length === 2 && o.classes.every((c) => typeof c === 'string') ? (o.classes as [string, string]) : (['negative', 'positive'] as [string, string]);
     const position = o.position === 'last' || Number.isInteger(o.position) ? (o.position as 'last' | number) : undefined;
-    return { positive: o.positive, negative: o.negative, classes, ...(position !== undefined ? { position } : {}) };
+    const sg = o.suggested as Record<string, unknown> | undefined;
+    const futures = sg && typeof sg === 'object' && typeof sg.good === 'string' && sg.good !== '' && typeof sg.bad === 'string' && sg.bad !== '' ? { good: sg.good, bad: sg.bad } : undefined;
+    return { positive: o.positive, negative: o.negative, classes, ...(position !== undefined ? { position } : {}), ...(futures ? { futures } : {}) };
   }
   if (ext === 'jsonl' || ext === 'ndjson') {
     const rows: { text: string; label: string }[] = [];

@@ -110,7 +110,7 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
   if (!(INTERVENTION_TYPES as readonly unknown[]).includes(o.type)) fail(`"type" must be one of ${INTERVENTION_TYPES.join(', ')} (got ${JSON.stringify(o.type)})`);
   const type = o.type as InterventionType;
   for (const k of ['alpha', 'theta', 't', 'value'] as const) {
-    if (o[k] !== undefined && (typeof o[k] !== 'number' || !Number.isFinite(o[k]))) fail(`"${k}" must be a finite number (got ${JSON.stringify(o[k])})`);
+    if (o[k] !== undefined && (typeof o[k] !== 'number' || !Number.isFinite(o[k]))) fail(`"${k}" must be a finite number (got ${typeof o[k] === 'number' ? String(o[k]) : JSON.stringify(o[k])})`);
   }
   const has = (k: string) => o[k] !== undefined;
   const forbid = (keys: string[], why: string) => { for (const k of keys) if (has(k)) fail(`"${k}" does not apply: ${why}`); };

@@ -3,7 +3,7 @@
  * a labelled contrastive prompt set with its two futures; per layer l (hook blocks.l.hook_resid_post,
  * read at each prompt's probe position, the last token by default):
  * - cos_caa, cos_probe: the cosine of the two difference-of-means (CAA) directions and of the two
- *   probes' weight vectors (analysis/mechanisms.ts);
+ *   probes' weight vectors (analysis/mechanisms.ts; the probe fitted on all examples, logistic.ts fitProbe);
  * - the cross-steering matrix: h += α·û_A at the read position of every prompt of a set (û_A the unit
  *   CAA direction of A), and ΔA, ΔB = the mean change of that set's margin log p(good) − log p(bad)
  *   (first tokens, at the last prompt position) with percentile-bootstrap intervals over its prompts
@@ -27,11 +27,12 @@ import { PrefixCache } from '../model/kv_prefix';
 import { logitMargin } from '../analysis/margin';
 import { bootstrapMean, type BootstrapOptions, type MeanInterval } from '../analysis/bootstrap';
 import { pearson } from '../analysis/rank_correlation';
+import { fitProbe } from '../analysis/logistic';
 import {
-  checkBehaviours, cosine, differenceOfMeans, MECHANISM_THRESHOLDS, mechanismVerdict, naturalCorrelation, probeDirection, probeScores, selectivity,
+  checkBehaviours, cosine, differenceOfMeans, MECHANISM_THRESHOLDS, mechanismVerdict, naturalCorrelation, probeScores, selectivity,
   type BehaviourActivations, type MechanismThresholds, type Verdict,
 } from '../analysis/mechanisms';
-import { assertClassesDiffer, type ProbePosition } from './probe';
+import { assertClassesDiffer, readIndex, type ProbePosition } from './probe';
 import { patchingGrid } from './patching';
 import { firstCausalBlock } from './report';
 
@@ -125,15 +126,6 @@ interface ReadSet {
   margins: number[];
 }
 
-/** Resolves a read position in T tokens. @throws Error naming the prompt when it is outside. */
-function readIndex(position: ProbePosition, T: number, prompt: string, who: string): number {
-  if (position === 'last') return T - 1;
-  if (!Number.isInteger(position)) throw new Error(`${who}: position ${position} is not 'last' or an integer token index`);
-  const t = position < 0 ? T + position : position;
-  if (t < 0 || t >= T) throw new Error(`${who}: position ${position} is outside the ${T} tokens of “${prompt}”`);
-  return t;
-}
-
 /**
  * Checks the request before any forward pass.
  * @throws Error for a dose that is not finite, a layer outside the model, an empty or one-class set,
@@ -176,10 +168,10 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
   const sets = [req.a, req.b] as const;
   const control = req.control ?? [];
   // Encode everything and resolve the futures before the first forward pass: a bad prompt fails fast.
-  const enc = sets.map((s, k) => {
+  const enc = sets.map((s) => {
     const texts = [...s.positive, ...s.negative];
     const ids = texts.map((p) => engine.encodePrompt({ prompt: p, chatTemplate: chat }));
-    const reads = ids.map((x, i) => readIndex(s.position ?? 'last', x.length, texts[i], `set ${'AB'[k]}`));
+    const reads = ids.map((x, i) => readIndex(s.position ?? 'last', x.length, texts[i]));
     // Text futures are tokenised after each prompt (PromptCodec.resolveFuture): their first tokens per prompt.
     const futures = ids.map((x, i) => ({
       good: engine.resolveFuture(x, s.good, { prompt: texts[i], chatTemplate: chat }, 'good').firstIds,
@@ -227,7 +219,7 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
     if (!(norm > 0)) throw new Error(`set ${'AB'[k]} (“${sets[k].name}”): its two classes have the same mean activation at ${hooks[r]}, so it has no direction to steer along`);
     return Float32Array.from(v, (x) => x / norm);
   }));
-  const probes = [actA, actB].map((x) => x.rows.map((X) => probeDirection(X, x.labels, d, l2)));
+  const probes = [actA, actB].map((x) => x.rows.map((X) => fitProbe(X, x.labels, x.labels.length, d, l2)));
   const nPool = readA.ids.length + readB.ids.length + readC.ids.length;
   const naturalCorr = hooks.map((_, r) => {
     const pool = new Float32Array(nPool * d);

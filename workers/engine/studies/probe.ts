@@ -99,8 +99,7 @@ export function probeActivations(rows: readonly Float32Array[], labels: ArrayLik
     throw new Error(`the two classes are indistinguishable: at every layer each positive example's activation equals a negative example's and vice versa (${nPos} positive, ${n - nPos} negative), so a probe has nothing to separate (its held-out accuracy would be an artefact of the folds, not 0.5); give classes whose prompts differ`);
   }
   const seed = opts.seed ?? 0, l2 = opts.l2 ?? 1;
-  const folds = Math.max(2, Math.min(opts.folds ?? 5, minClass));
-  const fold = stratifiedFolds(labels, folds, seed);
+  const { folds, fold } = probeFolds(labels, opts);
   const shuffled = shuffle(Array.from(labels), seededRandom(seed + 0x9e3779b9));
   const controlFold = stratifiedFolds(shuffled, folds, seed + 1);
   const out: ProbeScores = { accuracy: [], auroc: [], controlAccuracy: [], controlAuroc: [], directions: [], heldOut: [], bestAccuracy: 0, firstLayer95: 0, folds };
@@ -123,6 +122,18 @@ export function probeActivations(rows: readonly Float32Array[], labels: ArrayLik
   out.bestAccuracy = Math.max(...out.accuracy);
   out.firstLayer95 = out.accuracy.findIndex((a) => a >= 0.95 * out.bestAccuracy);
   return out;
+}
+
+/**
+ * The folds probeActivations uses: k = opts.folds (default 5) lowered to the smaller class (at
+ * least 2), and each example's fold (stratifiedFolds with opts.seed, default 0).
+ * @throws Error as stratifiedFolds, for a class with fewer than 2 examples.
+ */
+export function probeFolds(labels: ArrayLike<number>, opts: ProbeOptions = {}): { folds: number; fold: Int32Array } {
+  let nPos = 0;
+  for (let i = 0; i < labels.length; i++) nPos += labels[i];
+  const folds = Math.max(2, Math.min(opts.folds ?? 5, nPos, labels.length - nPos));
+  return { folds, fold: stratifiedFolds(labels, folds, opts.seed ?? 0) };
 }
 
 /** Whether every activation vector [d] of one class also occurs in the other (the same sets of distinct vectors). */
@@ -148,7 +159,7 @@ export function assertClassesDiffer(positive: readonly string[], negative: reado
 }
 
 /** Resolves a probe position in a prompt of T tokens. @throws Error naming the prompt when it is outside. */
-function readIndex(position: ProbePosition, T: number, prompt: string): number {
+export function readIndex(position: ProbePosition, T: number, prompt: string): number {
   if (position === 'last') return T - 1;
   if (!Number.isInteger(position)) throw new Error(`probe position ${position} is not 'last' or an integer token index`);
   const t = position < 0 ? T + position : position;

@@ -17,6 +17,7 @@ import type { Sae } from '../sae/sae';
 import { specInterventions, type SpecRequest } from './resolve_interventions';
 import { doseResponse, type SweepRequest } from './sweep';
 import { probeLayers, type ProbeRequest } from './probe';
+import { probeUnderIntervention, type ProbeUnderRequest } from './probe_under';
 import { interventionWindow, type WindowRequest } from './window';
 import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
@@ -28,6 +29,7 @@ import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
 import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
 import { mechanismsStudy, type MechanismsRequest } from './mechanisms';
+import { sideEffects, type SideEffectsRequest } from './side_effects';
 
 /** What a study's run gets besides its request. */
 export interface StudyContext {
@@ -73,6 +75,9 @@ export type WindowJob = Omit<WindowRequest, 'interventions'> & SpecRequest;
 /** A decision-point report as the UI asks for it: the changeable panel's intervention(s) as specs, resolved in the worker per prompt. */
 export type ReportJob = Omit<ReportRequest, 'window'> & { window?: Omit<NonNullable<ReportRequest['window']>, 'interventions'> & SpecRequest };
 
+/** A probe under an intervention as the UI asks for it: the intervention(s) as specs, resolved in the worker per prompt. */
+export type ProbeUnderJob = Omit<ProbeUnderRequest, 'interventions'> & SpecRequest;
+
 /** A batch study as the UI sends it (batch/batch.ts BatchRequest, interventions as specs). */
 export type BatchJob = Omit<BatchRequest, 'interventions'>;
 
@@ -96,6 +101,19 @@ export const STUDIES = {
   probe: study({
     what: 'the probes',
     run: (c, req: ProbeRequest, onProgress?: OnProgress) => probeLayers(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Probes under an intervention (probe_under.ts): probes trained unsteered, read again under the
+   * specs (resolved per prompt, before any forward pass); accuracy / AUROC steered, the score and
+   * behaviour shifts and the flags. onProgress after each run and row. cancel() stops it (CancelledError).
+   * @throws Error as probe does, for no spec or one that does not fit a prompt, a bad future, generate or τ.
+   */
+  probeUnder: study({
+    what: 'the probe under an intervention',
+    run: (c, req: ProbeUnderJob, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...rest } = req;
+      return probeUnderIntervention(c.engine, { ...rest, interventions: (p) => c.interventions(p, { specs, specLabels }, rest.generate || undefined) }, onProgress, c.signal);
+    },
   }),
   /**
    * Intervention window (window.ts): the generation regenerated with the specs switched on from
@@ -240,6 +258,19 @@ export const STUDIES = {
   mechanisms: study({
     what: 'the mechanisms study',
     run: (c, req: MechanismsRequest, onProgress?: OnProgress) => mechanismsStudy(c.engine, req, onProgress, c.signal),
+  }),
+  /**
+   * Side effects and the operating window of an intervention over a dose grid (side_effects.ts):
+   * reach on the target set, next-token KL and log-likelihood change on the control texts, other
+   * sets' margin changes, per layer of a {l} hook; onProgress after each forward. cancel() stops it
+   * between forwards (CancelledError).
+   * @throws Error before any forward for doses that are not finite, a negative budget, an empty
+   *   control or target set, or an intervention that does not fit the model (named "the intervention").
+   */
+  sideEffects: study({
+    what: 'the side-effects study',
+    run: (c, req: SideEffectsRequest, onProgress?: OnProgress) =>
+      sideEffects(c.engine, req, async (p, spec) => (await c.interventions(p, { specs: [spec], specLabels: ['the intervention'] }))[0], onProgress, c.signal),
   }),
 };
 
