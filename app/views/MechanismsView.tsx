@@ -178,9 +178,11 @@ export function MechanismsView() {
           <label className="mech-control">Control prompts (optional, one per line; join the natural-correlation pool)
             <textarea rows={2} data-testid="mech-control" value={controlText} spellCheck={false} onChange={(e) => setControlText(e.target.value)} />
           </label>
+          <span className="mech-control-buttons">
           <button type="button" data-testid="mech-control-stories" onClick={() => { fetch(new URL(STORIES_CONTROL, document.baseURI)).then((x) => (x.ok ? x.text() : Promise.reject(new Error(`${STORIES_CONTROL}: HTTP ${x.status}`)))).then((t) => setControlText(parseControlSet(STORIES_CONTROL, t).texts.join('\n'))).catch((x) => useStore.getState().setFailure({ what: 'Could not load the shipped control set', why: messageOf(x) })); }}>Plain stories (shipped)</button>
           <FilePickButton label="Open control prompts…" accept=".txt,.json" testId="mech-control-file"
             onFile={(f) => { f.text().then((t) => { setControlText(parseControlSet(f.name, t).texts.join('\n')); useStore.getState().setFailure(null); }).catch((x) => useStore.getState().setFailure({ what: `Could not read the control set ${f.name}`, why: messageOf(x) })); }} />
+          </span>
         </div>
         <div className="row">
           <label title="h += α·û at the token each prompt is read at (the last unless the set file says), û the unit CAA direction: α is in the residual stream's units">Dose α
