@@ -6,7 +6,7 @@ import { bundledModels } from './tools/bundled_models.ts';
 import { contentSecurityPolicy } from './tools/csp.ts';
 import { goldenData } from './tools/golden_data.ts';
 
-/** The shared golden data (../shared, or $BRANCHPOINT_SHARED), served under /models/, /fixtures/, /saes/ by tools/golden_data.ts. */
+/** The shared golden data (../shared, or $BRANCHPOINT_SHARED), served under /models/, /fixtures/, /fixtures-moe/, /saes/ by tools/golden_data.ts. */
 const SHARED = path.resolve(process.env.BRANCHPOINT_SHARED ?? path.join(import.meta.dirname, '..', 'shared'));
 
 const PUBLIC = path.join(import.meta.dirname, 'public');

@@ -31,6 +31,7 @@ export function App() {
   const setView = useStore((s) => s.setView);
   const setFocusPosition = useStore((s) => s.setFocusPosition);
   const showTables = useStore((s) => s.showTables);
+  const info = useStore((s) => s.info);
   const setShowTables = useStore((s) => s.setShowTables);
   // Only what App draws itself: a job starting or ending, a streamed token or a hover re-renders
   // the components that read them, not the whole workbench (issue 11, a UI that never stalls).
@@ -74,7 +75,7 @@ export function App() {
         </section>
         <section className="views">
           <nav className="tabs" role="tablist">
-            {VIEWS.map((v) => (
+            {VIEWS.filter((v) => !('shownFor' in v) || v.shownFor(info) || view === v.name).map((v) => (
               <button key={v.name} type="button" role="tab" aria-selected={view === v.name} data-testid={`tab-${v.name}`} className={view === v.name ? 'active' : ''} onClick={() => { setView(v.name); setFocusPosition(null); }}>
                 {v.title}
               </button>

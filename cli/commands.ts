@@ -22,6 +22,7 @@ import { checkPatch, PATCH_FLAGS, PATCHING_ABOUT, patchCommand } from './patchin
 import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
 import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } from './attribute';
 import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
+import { checkRouteSweep, ROUTE_SWEEP_ABOUT, ROUTE_SWEEP_FLAGS, routeSweepCommand } from './route_sweep';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
 import { COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
@@ -103,6 +104,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'grad', flags: GRAD_FLAGS, about: GRAD_ABOUT, prompt: true, run: (c) => gradCommand(c.engine, c.f) }),
   defineCommand({ name: 'attribute', flags: ATTRIBUTE_FLAGS, about: ATTRIBUTE_ABOUT, prompt: true, check: checkAttribute, run: (c) => attributeCommand(c.engine, c.f) }),
   defineCommand({ name: 'route', flags: ROUTE_FLAGS, about: ROUTE_ABOUT, prompt: true, check: checkRoute, run: (c) => routeCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'route-sweep', flags: ROUTE_SWEEP_FLAGS, about: ROUTE_SWEEP_ABOUT, prompt: true, checkSpec: checkRouteSweep, run: (c) => routeSweepCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
   defineCommand({ name: 'mechanisms', flags: MECHANISMS_FLAGS, about: MECHANISMS_ABOUT, check: checkMechanisms, checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => mechanismsCommand(c.study, c.f) }),

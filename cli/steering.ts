@@ -96,7 +96,9 @@ export const interventionUsage = (commands: readonly string[]) => `Interventions
   head       attn.hook_q/k/v/z only: act on one head
   experts    ban_experts (at blocks.L.mlp.hook_router_logits: these experts cannot be chosen) /
              force_experts (at blocks.L.mlp.hook_expert_indices: exactly k ids, weighted by the router's p);
-             set_expert_weights (at blocks.L.mlp.hook_expert_weights) takes vector: the k weights
+             set_expert_weights (at blocks.L.mlp.hook_expert_weights) takes vector: the k weights;
+             patch_route (at blocks.L.mlp.hook_expert_indices) takes source: that prompt's chosen experts
+             replace this run's (weighted by this run's router p), or vector: rows [pos][k] of expert ids
   positions  "all" (default) | "prompt" | "generated" | [indices] | {"start": i, "end": j}
              ("generated" starts at the last prompt position, which draws the first new token;
               {"start": n_prompt} leaves the first new token unsteered)

@@ -21,12 +21,16 @@
  * Tensors: llama.cpp names (io/gguf.ts), attn_q / attn_k rows permuted as LlamaModel.permute does;
  * norms F32; the embedding (and an untied output) F32 or --embed f16; a linear weight whose rows are
  * not a multiple of 32 values is written F32 (llama.cpp falls back the same way, to F16 or F32).
+ * Mixtral folders are written as llama.cpp writes them: "llama" with llama.expert_count and
+ * llama.expert_used_count, the router ffn_gate_inp F32 (llama-quantize leaves it so), and each
+ * layer's experts stacked into ffn_gate_exps / ffn_up_exps / ffn_down_exps [n_experts, rows, cols]
+ * in expert order.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { packF16 } from '../workers/engine/backend/f16';
 import { quantise, QK, toGgmlBlocks } from '../workers/engine/backend/quant';
-import { ggufName, ropeRowOrder } from '../workers/engine/io/gguf';
+import { ggufExpertName, ggufName, ropeRowOrder } from '../workers/engine/io/gguf';
 import { decodeTensor, parseSafetensors } from '../workers/engine/io/safetensors';
 
 export type GgufTensorType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
@@ -90,19 +94,28 @@ function encode(data: Float32Array, shape: number[], type: GgufTensorType): Uint
 }
 
 /**
- * The GGUF bytes of a Llama model folder (config.json + model.safetensors).
+ * The GGUF bytes of a Llama or Mixtral model folder (config.json + model.safetensors).
  * @param type storage of the linear weights; `embed` that of token_embd / output.
- * @throws Error for a non-Llama config or a tensor without a llama.cpp name.
+ * @throws Error for a config that is neither, or a tensor without a llama.cpp name.
  */
 export function llamaToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f16' = 'f32'): Uint8Array {
   const c = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
-  if (c.model_type !== 'llama') throw new Error(`${dir}: model_type ${c.model_type} is not llama`);
+  if (c.model_type !== 'llama' && c.model_type !== 'mixtral') throw new Error(`${dir}: model_type ${c.model_type} is neither llama nor mixtral`);
   const bytes = new Uint8Array(fs.readFileSync(path.join(dir, 'model.safetensors')));
   const h = parseSafetensors(bytes);
   const nHeads = c.num_attention_heads, nKv = c.num_key_value_heads ?? nHeads, dHead = c.head_dim ?? c.hidden_size / nHeads;
   const tensors: GgufTensor[] = [];
+  /** Per stacked name: its experts' float32 values and their [rows, cols]. */
+  const stacks = new Map<string, { parts: Float32Array[]; shape: number[] }>();
   for (const [name, e] of h.tensors) {
     if (name.endsWith('rotary_emb.inv_freq')) continue;
+    const ex = ggufExpertName(name);
+    if (ex) {
+      const st = stacks.get(ex.name) ?? { parts: [], shape: e.shape };
+      st.parts[ex.expert] = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
+      stacks.set(ex.name, st);
+      continue;
+    }
     const g = ggufName(name);
     if (!g) throw new Error(`${name} has no llama.cpp name`);
     let data = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
@@ -114,8 +127,16 @@ export function llamaToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f
       data = out;
     }
     const table = g === 'token_embd.weight' || g === 'output.weight';
-    const t: GgufTensorType = e.shape.length !== 2 ? 'f32' : table ? embed : e.shape[1] % QK === 0 || type === 'f16' ? type : 'f32';
+    const t: GgufTensorType = e.shape.length !== 2 || g.endsWith('ffn_gate_inp.weight') ? 'f32' : table ? embed : e.shape[1] % QK === 0 || type === 'f16' ? type : 'f32';
     tensors.push({ name: g, shape: e.shape, type: t, data: encode(data, e.shape, t) });
+  }
+  for (const [g, { parts, shape }] of stacks) {
+    const [rows, cols] = shape;
+    const t: GgufTensorType = cols % QK === 0 || type === 'f16' ? type : 'f32';
+    const all = new Float32Array(parts.length * rows * cols);
+    parts.forEach((p, e) => all.set(p, e * rows * cols));
+    // expert matrices one after another: a [E·rows, cols] matrix, rows quantised independently
+    tensors.push({ name: g, shape: [parts.length, rows, cols], type: t, data: encode(all, [parts.length * rows, cols], t) });
   }
   const meta: Record<string, Value> = {
     'general.architecture': { str: 'llama' },
@@ -130,6 +151,10 @@ export function llamaToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f
     'llama.attention.layer_norm_rms_epsilon': { f32: c.rms_norm_eps },
     'llama.rope.freq_base': { f32: c.rope_theta ?? 10000 },
   };
+  if (c.model_type === 'mixtral') {
+    meta['llama.expert_count'] = { u32: c.num_local_experts };
+    meta['llama.expert_used_count'] = { u32: c.num_experts_per_tok };
+  }
   if (typeof c.bos_token_id === 'number') meta['tokenizer.ggml.bos_token_id'] = { u32: c.bos_token_id };
   if (typeof c.eos_token_id === 'number') meta['tokenizer.ggml.eos_token_id'] = { u32: c.eos_token_id };
   return writeGguf(meta, tensors);

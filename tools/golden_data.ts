@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Plugin } from 'vite';
 
 /** The folders of the shared test data the dev and preview servers serve. */
-export const GOLDEN_FOLDERS = ['models', 'fixtures', 'saes'] as const;
+export const GOLDEN_FOLDERS = ['models', 'fixtures', 'fixtures-moe', 'saes'] as const;
 
 /**
  * Whether `file` lies inside `folder` (or is it), compared as resolved paths: path.relative is
@@ -28,7 +28,7 @@ export function resolveGolden(rawUrl: string, shared: string, publicDir: string)
   } catch {
     return { kind: 'bad' };
   }
-  const top = /^\/(models|fixtures|saes)\//.exec(url);
+  const top = /^\/(models|fixtures|fixtures-moe|saes)\//.exec(url);
   if (!top) return { kind: 'pass' };
   const folder = path.join(shared, top[1]);
   const file = path.join(shared, url.slice(1));
@@ -39,7 +39,7 @@ export function resolveGolden(rawUrl: string, shared: string, publicDir: string)
 }
 
 /**
- * The middleware: serves the read-only golden data in `shared` under /models/, /fixtures/ and
+ * The middleware: serves the read-only golden data in `shared` under /models/, /fixtures/, /fixtures-moe/ and
  * /saes/, leaving a path public/ has to Vite. 400 for a malformed escape, 403 for a path that
  * resolves outside its folder, 404 for a missing file; HEAD and single-range GET, as the Hub does.
  */

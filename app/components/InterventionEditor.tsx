@@ -9,13 +9,17 @@ import { vectorLabel } from '../lib/format';
 import { vectorSiteNote } from '../lib/vector_site';
 import { NumberInput } from './NumberInput';
 
-const TYPES: { type: InterventionType; title: string }[] = [
+/** The types the editor offers; a route type (mixture-of-experts routers) only at its router hook (steering/spec.ts ROUTE_TYPES). */
+const TYPES: { type: InterventionType; title: string; site?: string }[] = [
   { type: 'add', title: 'add: h += α·v' },
   { type: 'add_norm_preserving', title: 'add, norm kept: (h + α·v)·‖h‖/‖h + α·v‖' },
   { type: 'rotate', title: 'rotate ĥ toward v̂ (angle θ or fraction t)' },
   { type: 'ablate', title: 'ablate (zero, mean, project out v)' },
   { type: 'patch', title: 'patch from a source prompt' },
   { type: 'sae_clamp', title: "clamp an SAE feature to c (x + (c − f(x))·W_dec[f])" },
+  { type: 'ban_experts', title: 'ban experts (router logits −∞: the top-k is taken among the others)', site: '.mlp.hook_router_logits' },
+  { type: 'force_experts', title: "force k experts (weighted by the router's p)", site: '.mlp.hook_expert_indices' },
+  { type: 'patch_route', title: "patch the routing from a source prompt (its chosen experts)", site: '.mlp.hook_expert_indices' },
 ];
 
 type PositionKind = 'all' | 'prompt' | 'generated' | 'explicit' | 'range';
@@ -93,6 +97,25 @@ function StepsField({ d }: { d: InterventionDraft }) {
   );
 }
 
+/** The expert ids of a ban or force ("1, 3"), checked as typed. */
+function ExpertsField({ d }: { d: InterventionDraft }) {
+  const update = useStore((s) => s.updateIntervention);
+  const [text, setText] = useState((d.experts ?? []).join(', '));
+  const [problem, setProblem] = useState<string | null>(null);
+  return (
+    <label>Experts
+      <input
+        data-testid="editor-experts" placeholder="1, 3" value={text}
+        onChange={(e) => {
+          setText(e.target.value);
+          try { update(d.id, { experts: parsePositionList(e.target.value) }); setProblem(null); } catch (err) { setProblem((err as Error).message.replace(/position/g, 'expert id')); }
+        }}
+      />
+      {problem && <p className="note" data-testid="editor-experts-problem">{problem}</p>}
+    </label>
+  );
+}
+
 /** Edits the intervention open in the list: hook, type, dose, vector, head, positions and step window. */
 export function InterventionEditor() {
   const list = useStore((s) => s.interventions);
@@ -132,7 +155,7 @@ export function InterventionEditor() {
       <p className="hint">{hookDescription(d.hook)}</p>
       <label>Type
         <select data-testid="editor-type" value={d.type} onChange={(e) => set({ type: e.target.value as InterventionType })}>
-          {TYPES.map((t) => <option key={t.type} value={t.type}>{t.title}</option>)}
+          {TYPES.filter((t) => !t.site || d.hook.endsWith(t.site) || t.type === d.type).map((t) => <option key={t.type} value={t.type}>{t.title}</option>)}
         </select>
       </label>
       {(d.type === 'add' || d.type === 'add_norm_preserving') && (
@@ -163,11 +186,12 @@ export function InterventionEditor() {
           </select>
         </label>
       )}
-      {d.type === 'patch' && (
-        <label className="stack">Source prompt (its activations at the hook replace these)
+      {(d.type === 'patch' || d.type === 'patch_route') && (
+        <label className="stack">{d.type === 'patch' ? 'Source prompt (its activations at the hook replace these)' : 'Source prompt (its chosen experts replace these; same token length)'}
           <textarea rows={2} data-testid="editor-source" value={d.source} onChange={(e) => set({ source: e.target.value })} />
         </label>
       )}
+      {(d.type === 'ban_experts' || d.type === 'force_experts') && <ExpertsField key={`e${d.id}`} d={d} />}
       {needsVector(d) && (
         <label>Vector
           <select data-testid="editor-vector" value={d.vectorId ?? ''} onChange={(e) => set({ vectorId: e.target.value || null })}>

@@ -136,6 +136,7 @@ export function capture(s: ExperimentState, bundled: readonly string[]): Experim
     interventions: s.interventions.map((d) => ({
       enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode, vector: index(d.vectorId),
       source: d.source, head: d.head, positions: d.positions, steps: d.steps, sae: saeOf(d),
+      ...(d.experts ? { experts: [...d.experts] } : {}),
     })),
     saes,
     view: {
@@ -194,6 +195,7 @@ export function apply(store: StateHolder, e: Experiment): Applied {
     const draft: InterventionDraft = {
       id: newInterventionId(), enabled: d.enabled, hook: d.hook, type: d.type, dose: d.dose, rotateBy: d.rotateBy, mode: d.mode,
       vectorId: vectorId(d.vector), source: d.source, head: d.head, positions: d.positions, steps: d.steps,
+      ...(d.experts ? { experts: [...d.experts] } : {}),
     };
     if (d.sae) {
       const id = loadedSae(d.sae.index);

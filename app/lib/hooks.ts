@@ -11,6 +11,22 @@ export function steerableHooks(hookNames: readonly string[]): string[] {
 }
 
 /**
+ * The hooks inside a block that interventions can act on at every layer (blocks.{l}.<site>): the
+ * sites the model's hook list (workers/engine/model/hooks.ts presentAt) has in every block, so a
+ * mixture-of-experts model's router hooks where some layers are dense, or a dense layer's
+ * mlp.hook_pre where others are sparse, are not offered for all layers (the dose–response sweep).
+ */
+export function everyBlockSites(hookNames: readonly string[]): string[] {
+  const byLayer = new Map<string, Set<string>>();
+  for (const h of steerableHooks(hookNames)) {
+    const m = /^blocks\.(\d+)\.(.+)$/.exec(h);
+    if (m) byLayer.set(m[1], (byLayer.get(m[1]) ?? new Set()).add(m[2]));
+  }
+  const sets = [...byLayer.values()];
+  return sets.length ? [...sets[0]].filter((site) => sets.every((x) => x.has(site))) : [];
+}
+
+/**
  * Shape and meaning of a concrete hook as declared, with its block number in place of the
  * declaration's "l": "[pos, d_model] · residual stream after block 3" for blocks.3.hook_resid_post
  * (trials read a literal "block l" in the intervention editor).

@@ -63,6 +63,7 @@ export function doseText(d: Pick<InterventionDraft, 'type' | 'dose' | 'rotateBy'
     case 'ban_experts': return 'experts banned';
     case 'force_experts': return 'experts forced';
     case 'set_expert_weights': return 'routing weights set';
+    case 'patch_route': return 'routing from the source prompt';
   }
 }
 

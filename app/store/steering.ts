@@ -21,8 +21,10 @@ export interface InterventionDraft {
   mode: AblateMode;
   /** Library vector id (every type but patch and ablate zero). */
   vectorId: string | null;
-  /** patch: the prompt whose activations at the hook are patched in. */
+  /** patch: the prompt whose activations at the hook are patched in; patch_route: the prompt whose chosen experts are. */
   source: string;
+  /** ban_experts / force_experts (mixture-of-experts routers): the expert ids. */
+  experts?: number[];
   /** Per-head hooks (attn.hook_q/k/v/z): the head steered; null = the whole row. */
   head: number | null;
   positions: PositionSelector;

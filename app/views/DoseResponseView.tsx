@@ -10,7 +10,7 @@ import { ResultStatus, StaleOverlay } from '../components/ResultStatus';
 import { loadStaleText, loadedNow } from '../lib/model_identity';
 import { fixed, signed, vectorLabel, visibleToken } from '../lib/format';
 import { hookShort } from '../lib/layer_names';
-import { steerableHooks } from '../lib/hooks';
+import { everyBlockSites } from '../lib/hooks';
 import type { SweepDisplay } from '../store/results';
 import type { SweepSettings } from '../store/steering';
 import { waitingFor } from '../lib/job_rules';
@@ -20,11 +20,6 @@ const DOSE_TYPES: { type: SweepSettings['type']; title: string }[] = [
   { type: 'add_norm_preserving', title: 'add, norm kept (dose α)' },
   { type: 'rotate', title: 'rotate (dose θ, radians)' },
 ];
-
-/** The hooks inside a block that a sweep can steer at every layer (blocks.{l}.<site>). */
-function blockSites(hookNames: readonly string[]): string[] {
-  return steerableHooks(hookNames).filter((h) => h.startsWith('blocks.0.')).map((h) => h.slice('blocks.0.'.length));
-}
 
 /** The sweep's setup: vector, type, hook within the block, layers and doses; Run (progress and Cancel are in the job bar). */
 function SweepForm() {
@@ -50,7 +45,7 @@ function SweepForm() {
       </label>
       <label>At blocks.{'{l}'}.
         <select data-testid="sweep-site" value={set.site} onChange={(e) => update({ site: e.target.value })}>
-          {blockSites(info?.hookNames ?? []).map((h) => <option key={h} value={h}>{h}</option>)}
+          {everyBlockSites(info?.hookNames ?? []).map((h) => <option key={h} value={h}>{h}</option>)}
         </select>
       </label>
       <label title={`Block indices: "all", "1,2,3" or "0-${(info?.nLayers ?? 1) - 1}"`}>Layers

@@ -22,6 +22,8 @@ import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
 import { MechanismsView } from './MechanismsView';
 import { SideEffectsView } from './SideEffectsView';
+import { hasRouters, RoutesView } from './RoutesView';
+import type { ModelInfo } from '../../workers/protocol';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -41,6 +43,8 @@ export interface ViewEntry {
    * shows to say so (ViewInterventionsLine, above every view).
    */
   readonly interventions: { readonly applies: 'yes' | 'no' | 'option'; readonly line: string };
+  /** Whether its tab is shown for the loaded model (default: always), e.g. only for a model with routers. */
+  readonly shownFor?: (info: ModelInfo | null) => boolean;
 }
 
 /** The views in tab order. */
@@ -61,6 +65,7 @@ export const VIEWS = [
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
   { name: 'side-effects', title: 'Side effects', component: SideEffectsView, job: ['sideEffects'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only the picked vector at its layer and dose.' } },
+  { name: 'routes', title: 'Expert routes', component: RoutesView, job: ['route', 'routeSweep'], restorable: true, shownFor: (info: ModelInfo | null) => !!info && hasRouters(info.hookNames), interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the routing, the route margin grid and the sweep are those of the steered run (the grid\'s and the masks\' bans come after them).' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
   { name: 'mechanisms', title: 'Mechanisms', component: MechanismsView, job: ['mechanisms'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each steered run adds only its own set\'s direction at one block.' } },
 ] as const satisfies readonly ViewEntry[];

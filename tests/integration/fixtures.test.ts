@@ -1,10 +1,10 @@
-import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
-import { maxAbsDiff, readReference, sharedPath } from '../shared';
+import { maxAbsDiff, readReference } from '../shared';
+import { differenceTable, fixtureMeta, fixtures, hiddenStateHooks } from '../fixture_walk';
 import { greedyWithCache, runCaptured } from '../model_run';
 
 /**
@@ -13,34 +13,14 @@ import { greedyWithCache, runCaptured } from '../model_run';
  * through the KV cache, and a steering hook, on the CPU reference backend.
  */
 
-const FIXTURES = ['gpt2', 'gpt_neox', 'llama', 'llama3', 'mistral', 'qwen2', 'qwen3', 'gemma2', 'phi3'];
 /** fixtures/README.md: suggested fp32 tolerance for logits and hidden states (values O(1)–O(10)). */
 const TOL = 1e-4;
 
-interface Sequence { name: string; input_ids: number[]; generated_ids: number[] }
-
 /** Largest difference measured per fixture and quantity, printed at the end for the report. */
-const measured = new Map<string, Record<string, number>>();
-function record(fixture: string, quantity: string, diff: number): number {
-  const row = measured.get(fixture) ?? {};
-  row[quantity] = Math.max(row[quantity] ?? 0, diff);
-  measured.set(fixture, row);
-  return diff;
-}
-afterAll(() => console.table(Object.fromEntries([...measured].map(([k, v]) => [k, Object.fromEntries(Object.entries(v).map(([q, d]) => [q, d.toExponential(2)]))]))));
+const record = differenceTable();
 
-/** HF hidden_states[i] as engine hooks: embedding output, resid_post of blocks 0..L-2, final norm output. */
-function hiddenStateHooks(nLayers: number): string[] {
-  return [
-    'blocks.0.hook_resid_pre',
-    ...Array.from({ length: nLayers - 1 }, (_, i) => `blocks.${i}.hook_resid_post`),
-    'ln_final.hook_normalized',
-  ];
-}
-
-describe.each(FIXTURES)('%s-tiny', (arch) => {
-  const dir = sharedPath('fixtures', `${arch}-tiny`);
-  const meta = JSON.parse(fs.readFileSync(`${dir}/reference/meta.json`, 'utf8')) as { sequences: Sequence[]; n_layers: number };
+describe.each(fixtures(['fixtures']).map((f) => [f.arch, f.dir]))('%s-tiny', (arch, dir) => {
+  const meta = fixtureMeta(dir);
   const L = meta.n_layers;
   const b = new CpuBackend();
   let model: Transformer;

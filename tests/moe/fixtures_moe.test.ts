@@ -1,4 +1,3 @@
-import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
@@ -6,7 +5,8 @@ import { loadTransformer } from '../../workers/engine/model/load';
 import { RunContext } from '../../workers/engine/model/run_context';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { hookNames } from '../../workers/engine/model/hooks';
-import { maxAbsDiff, readReference, sharedPath } from '../shared';
+import { maxAbsDiff, readReference } from '../shared';
+import { differenceTable, fixtureMeta, fixtures, hiddenStateHooks } from '../fixture_walk';
 import { argmax, runCaptured } from '../model_run';
 
 /**
@@ -22,22 +22,12 @@ import { argmax, runCaptured } from '../model_run';
  * README "min greedy margin 0.000"): that step's id is not compared, its logits are.
  */
 
-const FIXTURES = ['mixtral', 'qwen2_moe', 'olmoe'];
 const TOL = 1e-4;
 const ROUTER_TOL = 1e-5;
 /** Reference top-1 − top-2 margin below which a step's id is not compared (10× the logit tolerance). */
 const ID_MARGIN = 1e-3;
 
-interface Sequence { name: string; input_ids: number[]; generated_ids: number[] }
-
-const measured = new Map<string, Record<string, number>>();
-function record(fixture: string, quantity: string, diff: number): number {
-  const row = measured.get(fixture) ?? {};
-  row[quantity] = Math.max(row[quantity] ?? 0, diff);
-  measured.set(fixture, row);
-  return diff;
-}
-afterAll(() => console.table(Object.fromEntries([...measured].map(([k, v]) => [k, Object.fromEntries(Object.entries(v).map(([q, d]) => [q, d.toExponential(2)]))]))));
+const record = differenceTable();
 
 /** Top-1 − top-2 of a row. */
 function margin(row: ArrayLike<number>): number {
@@ -49,9 +39,8 @@ function margin(row: ArrayLike<number>): number {
   return a - b;
 }
 
-describe.each(FIXTURES)('%s-tiny', (arch) => {
-  const dir = sharedPath('fixtures-moe', `${arch}-tiny`);
-  const meta = JSON.parse(fs.readFileSync(`${dir}/reference/meta.json`, 'utf8')) as { sequences: Sequence[]; n_layers: number };
+describe.each(fixtures(['fixtures-moe']).map((f) => [f.arch, f.dir]))('%s-tiny', (arch, dir) => {
+  const meta = fixtureMeta(dir);
   const L = meta.n_layers;
   const b = new CpuBackend();
   let model: Transformer;
@@ -62,7 +51,7 @@ describe.each(FIXTURES)('%s-tiny', (arch) => {
   });
   afterAll(() => b.dispose());
 
-  const hsHooks = ['blocks.0.hook_resid_pre', ...Array.from({ length: L - 1 }, (_, i) => `blocks.${i}.hook_resid_post`), 'ln_final.hook_normalized'];
+  const hsHooks = hiddenStateHooks(L);
   const patternHooks = Array.from({ length: L }, (_, l) => `blocks.${l}.attn.hook_pattern`);
   const lastBlock = `blocks.${L - 1}.hook_resid_post`;
 

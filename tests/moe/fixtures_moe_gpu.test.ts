@@ -16,7 +16,7 @@ import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
  * every position of the three sequences, the router hooks equal to the CPU backend's, and HF's
  * greedy continuation through the KV cache (step logits ≤ 1e-4); a ban and a force intervention
  * give the CPU backend's logits. On WebGPU the routing stays on the
- * GPU (model/moe.ts: the dense routing matrix, every expert run). Skipped, with the reason, where
+ * GPU (ops/moe_experts.wgsl.ts: only the chosen experts run; tests/moe/moe_sparse_gpu.test.ts). Skipped, with the reason, where
  * the Node adapter does not load.
  */
 const why = await unavailable([]);

@@ -4,10 +4,10 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import type { Transformer } from '../../workers/engine/model/transformer';
-import type { ExpertWeights } from '../../workers/engine/arch/spec';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
+import { maxDiff, routerProbs, sparseLayerByHand } from './moe_reference';
 
 /**
  * Route interventions (steering/spec.ts ban_experts / force_experts / set_expert_weights) on the
@@ -55,24 +55,10 @@ describe.each(['mixtral', 'qwen2_moe', 'olmoe'])('%s-tiny route interventions', 
     const d = model.spec.dModel;
     const x = base.captured.get(`blocks.${L}.ln2.hook_normalized`)!.subarray(p * d, (p + 1) * d);
     const mw = model.weights.blocks[L].moe!;
-    const mat = async (t: Parameters<typeof b.read>[0]) => b.read(t);
-    const router = await mat(mw.router);
-    const logits = Array.from({ length: E }, (_, e) => dot(router.subarray(e * d, (e + 1) * d), x));
-    const m = Math.max(...logits), z = logits.reduce((s, l) => s + Math.exp(l - m), 0);
-    const prob = logits.map((l) => Math.exp(l - m) / z);
+    const prob = await routerProbs(b, mw, x);
     const order = prob.map((_, e) => e).filter((e) => e !== banned).sort((a, c) => prob[c] - prob[a]).slice(0, k);
     expect(Array.from(run.captured.get(`blocks.${L}.mlp.hook_expert_indices`)!.subarray(p * k, (p + 1) * k))).toEqual(order);
-    const tot = order.reduce((s, e) => s + prob[e], 0);
-    const y = new Float64Array(d);
-    for (const e of order) {
-      const out = await expert(mw.experts[e], x);
-      const w = model.spec.moe!.normTopk ? prob[e] / tot : prob[e];
-      out.forEach((v, i) => { y[i] += w * v; });
-    }
-    if (mw.shared) {
-      const g = dot(await mat(mw.shared.gateW), x);
-      (await expert(mw.shared, x)).forEach((v, i) => { y[i] += v / (1 + Math.exp(-g)); });
-    }
+    const y = await sparseLayerByHand(b, model.spec.moe!, mw, x, order);
     const mid = base.captured.get(`blocks.${L}.hook_resid_mid`)!.subarray(p * d, (p + 1) * d);
     const got = run.captured.get(`blocks.${L}.hook_resid_post`)!;
     expect(maxDiff(got.subarray(p * d, (p + 1) * d), Array.from(mid, (v, i) => v + y[i]))).toBeLessThan(1e-5);
@@ -106,27 +92,5 @@ describe.each(['mixtral', 'qwen2_moe', 'olmoe'])('%s-tiny route interventions', 
     expect(() => parseSpec({ hook: `blocks.${L}.mlp.hook_router_logits`, type: 'ban_experts', experts: [1, 1] })).toThrow(/twice/);
     expect(() => toIntervention(parseSpec({ hook: 'blocks.0.mlp.hook_router_logits', type: 'ban_experts', experts: [0] }), { ...model.spec, moe: undefined }, { nPrompt: S })).toThrow(/has none|not computed/);
   });
-
-  /** down(silu(gate x)·up x) on the host (float64). */
-  async function expert(e: ExpertWeights, x: Float32Array): Promise<number[]> {
-    const [g, u, dn] = [await b.read(e.gate.w), await b.read(e.up.w), await b.read(e.down.w)];
-    const dFf = g.length / x.length, d = x.length;
-    const h = Array.from({ length: dFf }, (_, i) => {
-      const a = dot(g.subarray(i * d, (i + 1) * d), x);
-      return (a / (1 + Math.exp(-a))) * dot(u.subarray(i * d, (i + 1) * d), x);
-    });
-    return Array.from({ length: d }, (_, o) => dot(dn.subarray(o * dFf, (o + 1) * dFf), h));
-  }
 });
 
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-}

@@ -50,6 +50,27 @@ describe('route margin on qwen2_moe-tiny', () => {
     expect(Array.from(r.routeMargin!).some((v) => Math.abs(v) > 1e-3)).toBe(true);
   });
 
+  it('banned at the decision position only: equals the by-hand ban at the last token; an expert it did not choose gives 0 exactly', async () => {
+    const r = await routeStudy(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, banAt: 'decision' });
+    expect(r.banAt).toBe('decision');
+    const ids = engine.encodePrompt({ prompt: PROMPT }), T = ids.length;
+    const V = engine.spec.dVocab, E = r.nExperts, k = r.topK;
+    const g = r.good!.firstIds[0], bd = r.bad!.firstIds[0];
+    const marginOf = (logits: Float32Array) => { const lp = logSoftmaxCpu(logits.subarray(logits.length - V), V); return lp[g] - lp[bd]; };
+    let zeros = 0;
+    for (const lr of r.layers) {
+      const last = Array.from(lr.expertIndices.subarray((T - 1) * k, T * k));
+      for (let e = 0; e < E; e++) {
+        const cell = r.routeMargin![lr.layer * E + e];
+        if (!last.includes(e)) { expect(cell).toBe(0); zeros++; continue; }
+        const iv = toIntervention(parseSpec({ hook: `blocks.${lr.layer}.mlp.hook_router_logits`, type: 'ban_experts', experts: [e], positions: [T - 1] }), engine.spec, { nPrompt: T });
+        expect(cell).toBeCloseTo(marginOf((await runCaptured(b, engine.model, ids, [], [iv])).logits) - r.margin!, 5);
+        expect(Math.abs(cell)).toBeGreaterThan(0);
+      }
+    }
+    expect(zeros).toBe(r.layers.length * (E - k));
+  });
+
   it('branchpoint route prints the routing and the grid; a dense model and one future alone are refused', async () => {
     const out = await runCli(['route', '--model', dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD]);
     expect(out.code).toBe(0);

@@ -5,7 +5,8 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
-import { maxAbsDiff, readReference, sharedPath } from '../shared';
+import { maxAbsDiff, readReference } from '../shared';
+import { fixtureMeta, fixtures } from '../fixture_walk';
 
 /**
  * steer_seq0 (../shared/fixtures/README.md) through the JSON spec path that the runner and the UI
@@ -14,10 +15,10 @@ import { maxAbsDiff, readReference, sharedPath } from '../shared';
  * block 1, for every fixture directory.
  */
 const TOL = 1e-4; // fixtures/README.md: suggested fp32 tolerance for logits and hidden states
-/** The dense fixtures and the mixture-of-experts ones (../shared/fixtures-moe, same layout). */
-const roots = [sharedPath('fixtures'), sharedPath('fixtures-moe')];
-const paths = roots.flatMap((root) => fs.readdirSync(root).filter((d) => fs.existsSync(`${root}/${d}/config.json`)).sort().map((d) => `${root}/${d}`));
-const dirs = paths.map((p) => p.split('/').slice(-2).join('/'));
+/** The dense fixtures and the mixture-of-experts ones (../shared/fixtures-moe, same layout), as the reference tests walk them. */
+const walked = fixtures();
+const paths = walked.map((f) => f.dir);
+const dirs = walked.map((f) => f.name);
 
 describe('steer_seq0 through the intervention JSON spec', () => {
   it('finds all nine dense fixtures and the three mixture-of-experts ones', () => {
@@ -35,7 +36,7 @@ describe('steer_seq0 through the intervention JSON spec', () => {
       const b = new CpuBackend();
       const engine = await Engine.load(new NodeFiles(path), b);
       try {
-        const meta = JSON.parse(fs.readFileSync(`${path}/reference/meta.json`, 'utf8')) as { sequences: { input_ids: number[] }[]; n_layers: number };
+        const meta = fixtureMeta(path);
         const ref = readReference(`${path}/reference/steer_seq0.safetensors`);
         const json = JSON.stringify({ hook: 'blocks.1.hook_resid_post', type: 'add', vector: Array.from(ref.get('steering_vector')!.data), alpha: 1 });
         const ids = meta.sequences[0].input_ids;

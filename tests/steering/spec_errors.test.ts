@@ -69,7 +69,7 @@ describe('intervention spec validation', () => {
     expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'ablate' })).toThrow('ablate needs "mode": zero, mean, project (got undefined)');
     expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'ablate', mode: 'mean' })).toThrow('ablate mode "mean" needs "vector" (the mean activation)');
     expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'add', alpha: 2 })).toThrow('add needs "vector": inline numbers or a .npy/.safetensors/.json file path');
-    expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'steer', vector: v64 })).toThrow('"type" must be one of add, add_norm_preserving, rotate, ablate, patch, sae_clamp, ban_experts, force_experts, set_expert_weights (got "steer")');
+    expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'steer', vector: v64 })).toThrow('"type" must be one of add, add_norm_preserving, rotate, ablate, patch, sae_clamp, ban_experts, force_experts, set_expert_weights, patch_route (got "steer")');
     expect(() => convert({ hook: 'blocks.1.hook_resid_post', type: 'add', vector: v64, alpah: 2 })).toThrow('unknown key "alpah" (keys: hook, type, vector, alpha, theta, t, mode, source, head, positions, steps, sae, feature, value, experts)');
   });
 

@@ -5,11 +5,12 @@ import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { sharedPath } from '../shared';
+import { fixtures } from '../fixture_walk';
 
 /** model_type of every fixture (dense and mixture-of-experts) and real model in ../shared, read from their config.json. */
 function sharedModelTypes(): string[] {
   const dirs = [
-    ...['fixtures', 'fixtures-moe'].flatMap((root) => fs.readdirSync(sharedPath(root)).filter((d) => d.endsWith('-tiny')).map((d) => sharedPath(root, d))),
+    ...fixtures().map((f) => f.dir),
     sharedPath('models', 'stories260K'), sharedPath('models', 'aidreams260K'),
   ];
   return [...new Set(dirs.map((d) => String(JSON.parse(fs.readFileSync(`${d}/config.json`, 'utf8')).model_type)))];

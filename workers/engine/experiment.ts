@@ -116,7 +116,7 @@ const intervention = z.object({
   mode: z.enum(ABLATE_MODES).default('zero'),
   /** Index into `vectors`, or null for types without one (patch, ablate zero). */
   vector: int.nullable().default(null),
-  /** patch: the prompt whose activations are patched in. */
+  /** patch: the prompt whose activations are patched in; patch_route: the prompt whose chosen experts are. */
   source: z.string().default(''),
   /** An SAE feature intervention (v2): steer along W_dec[feature] (type add) or clamp it (sae_clamp); `index` into `saes`. */
   sae: z.object({ index: int, feature: int }).nullable().default(null),
@@ -262,7 +262,7 @@ export type InterventionFields = Pick<ExperimentIntervention, 'hook' | 'type' | 
 
 /** Whether an intervention of this type takes a vector. */
 export function needsVector(d: Pick<InterventionFields, 'type' | 'mode'>): boolean {
-  return d.type !== 'patch' && d.type !== 'ban_experts' && d.type !== 'force_experts' && !(d.type === 'ablate' && d.mode === 'zero');
+  return d.type !== 'patch' && d.type !== 'patch_route' && d.type !== 'ban_experts' && d.type !== 'force_experts' && !(d.type === 'ablate' && d.mode === 'zero');
 }
 
 /** The spec key the dose sets, or null for types without a dose. */
@@ -289,8 +289,8 @@ export function interventionSpec(d: InterventionFields & { experts?: number[] | 
     if (!vector) throw new Error(`${label}: pick a vector (build or import one in the Vectors tab)`);
     spec.vector = vector;
   }
-  if (d.type === 'patch') {
-    if (d.source.trim() === '') throw new Error(`${label}: patch needs a source prompt whose activations are patched in`);
+  if (d.type === 'patch' || d.type === 'patch_route') {
+    if (d.source.trim() === '') throw new Error(`${label}: ${d.type === 'patch' ? 'patch needs a source prompt whose activations are patched in' : 'patch_route needs a source prompt whose chosen experts are patched in'}`);
     spec.source = d.source;
   }
   if (d.head !== null && perHead) spec.head = d.head;

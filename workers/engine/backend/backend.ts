@@ -24,6 +24,16 @@ export interface Tensor {
  */
 export type Activation = 'silu' | 'gelu' | 'gelu_tanh' | 'relu' | 'sigmoid' | 'identity';
 
+/**
+ * One expert of a sparse MLP as Backend.moeExperts reads it: down(act(gate x + b)·(up x + b)) + b,
+ * gate and up [d_expert, d_model], down [d_model, d_expert] (arch/spec.ts ExpertWeights).
+ */
+export interface ExpertMlp {
+  gate: { w: Tensor; b?: Tensor };
+  up: { w: Tensor; b?: Tensor };
+  down: { w: Tensor; b?: Tensor };
+}
+
 /** Parameters of one causal attention call (see `Backend.attention`). */
 export interface AttentionParams {
   /** Number of new query positions n. */
@@ -237,8 +247,14 @@ export interface Backend {
    * weights [n, k] = p at those indices, renormalised to sum 1 when normTopk.
    */
   moeRoute(logits: Tensor, k: number, normTopk: boolean, forced?: Tensor): { indices: Tensor; weights: Tensor };
-  /** Routing as a dense [n, nExperts] matrix: y[r, e] = Σ_j weights[r, j]·(indices[r, j] = e). */
-  moeDense(indices: Tensor, weights: Tensor, nExperts: number): Tensor;
+  /**
+   * The chosen experts of a sparse MLP, without reading the routing back (WebGPU,
+   * ops/moe_experts.wgsl.ts): x [n, d], indices and weights [n, k] (moeRoute's) → y [n, d],
+   * y[r] = Σ_j weights[r, j]·expert_{indices[r, j]}(x[r]); only the chosen experts' weights are read.
+   * Absent where the routing is read on the host (readSync) and rows are grouped there (CPU, model/moe.ts).
+   * @throws Error on shapes that disagree.
+   */
+  moeExperts?(x: Tensor, indices: Tensor, weights: Tensor, experts: readonly ExpertMlp[], act: Activation): Tensor;
   /**
    * Applies a steering op to the rows of x [n, W] where rows[r] = 1 → new tensor [n, W].
    * With `groups`, each row is split into W/groups.size column groups (heads at attn.hook_z:

@@ -6,7 +6,7 @@ import { ropeCpu } from '../ops/rope.cpu';
 import { attentionCpu } from '../ops/attention.cpu';
 import { activate, actCpu, gatedActCpu } from '../ops/activation.cpu';
 import { logSoftmaxCpu, softcapCpu, topkCpu } from '../ops/logits.cpu';
-import { moeDenseCpu, moeRouteCpu } from '../ops/moe_route.cpu';
+import { moeRouteCpu } from '../ops/moe_route.cpu';
 import { rowOpCpu } from '../ops/row_op.cpu';
 import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
@@ -398,10 +398,6 @@ export class CpuBackend implements Backend {
     if (forced && forced.size !== n * k) throw new Error(`moeRoute: forced ids have ${forced.size} values, expected ${n}×${k}`);
     const r = moeRouteCpu(d(logits), cols(logits), k, normTopk, forced ? d(forced) : undefined);
     return { indices: this.upload(r.indices, [n, k]), weights: this.upload(r.weights, [n, k]) };
-  }
-  moeDense(indices: Tensor, weights: Tensor, nExperts: number): Tensor {
-    const k = cols(indices);
-    return this.upload(moeDenseCpu(d(indices), d(weights), k, nExperts), [indices.size / k, nExperts]);
   }
   async topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> {
     return topkCpu(d(x), cols(x), k);

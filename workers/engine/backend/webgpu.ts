@@ -1,4 +1,4 @@
-import type { Activation, AttentionParams, AttentionResult, Backend, FusedOps, QkvFusion, RowGroups, RowOp, Tensor } from './backend';
+import type { Activation, AttentionParams, AttentionResult, Backend, ExpertMlp, FusedOps, QkvFusion, RowGroups, RowOp, Tensor } from './backend';
 import { shapeSize } from './backend';
 import { packF16, unpackF16 } from './f16';
 import { dequantise, formatLabel, quantBytes, type QuantizedMatrix } from './quant';
@@ -7,7 +7,8 @@ import { actGpu, gatedActGpu } from '../ops/activation.wgsl';
 import { addGpu, subGpu } from '../ops/add.wgsl';
 import { attentionGpu } from '../ops/attention.wgsl';
 import { gatherColsGpu, sliceColsGpu } from '../ops/columns.wgsl';
-import { moeDenseGpu, moeRouteGpu } from '../ops/moe_route.wgsl';
+import { moeRouteGpu } from '../ops/moe_route.wgsl';
+import { moeExpertsGpu } from '../ops/moe_experts.wgsl';
 import { embedGpu } from '../ops/embed.wgsl';
 import { linearGpu } from '../ops/linear.wgsl';
 import { fusedMaxRows, linearFusedGpu } from '../ops/linear_fused.wgsl';
@@ -25,7 +26,7 @@ import { saeActivationGpu } from '../ops/sae_act.wgsl';
 const BATCH_DISPATCHES = 256;
 /** Staged upload bytes after which the batch is submitted early (bounds staging memory while loading). */
 const BATCH_STAGING_BYTES = 64 * 1024 * 1024;
-const STORAGE = 0x80 | 0x04 | 0x08; // GPUBufferUsage.STORAGE | COPY_SRC | COPY_DST
+const STORAGE = 0x80 | 0x04 | 0x08 | 0x100; // GPUBufferUsage.STORAGE | COPY_SRC | COPY_DST | INDIRECT (dispatchIndirect's arguments)
 const MIB = 1024 * 1024;
 /** Bind groups kept for reuse (BindGroupCache) before the cache starts over. */
 const BIND_GROUP_CACHE = 4096;
@@ -399,6 +400,16 @@ export class WebGpuBackend implements Backend, KernelHost {
    * order) activation buffers every step, and the uniform slot is a dynamic offset, not part of it.
    */
   dispatch(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, groups: Workgroups): void {
+    this.bind(pipeline, tensors, params).dispatchWorkgroups(groups[0], groups[1], groups[2]);
+  }
+
+  dispatchIndirect(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, args: GpuTensor, offset: number): void {
+    if (offset % 4 !== 0 || offset + 12 > args.bytes) throw new Error(`dispatchIndirect: arguments at byte ${offset} lie outside the ${args.bytes}-byte buffer or are not 4-byte aligned`);
+    this.bind(pipeline, tensors, params).dispatchWorkgroupsIndirect(args.buffer, offset);
+  }
+
+  /** Sets the pipeline, its params' uniform slot and the bind group of `tensors` in the open compute pass, which it returns. */
+  private bind(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params): GPUComputePassEncoder {
     this.alive();
     if (this.dispatches === BATCH_DISPATCHES) this.flush();
     const slot = this.dispatches++;
@@ -423,7 +434,7 @@ export class WebGpuBackend implements Backend, KernelHost {
     this.pass ??= this.encoder!.beginComputePass();
     this.pass.setPipeline(pipeline);
     this.pass.setBindGroup(0, bind, [slot * PARAMS_BYTES]);
-    this.pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
+    return this.pass;
   }
 
   /** Submits everything recorded so far (uniforms first) and starts a new batch. */
@@ -703,7 +714,7 @@ export class WebGpuBackend implements Backend, KernelHost {
   gatherCols(x: Tensor, idx: Int32Array): Tensor { return gatherColsGpu(this, x, idx); }
   topk(x: Tensor, k: number): Promise<{ values: Float32Array; indices: Int32Array }> { return topkGpu(this, (t) => this.read(t), x, k); }
   moeRoute(logits: Tensor, k: number, normTopk: boolean, forced?: Tensor): { indices: Tensor; weights: Tensor } { return moeRouteGpu(this, logits, k, normTopk, forced); }
-  moeDense(indices: Tensor, weights: Tensor, nExperts: number): Tensor { return moeDenseGpu(this, indices, weights, nExperts); }
+  moeExperts(x: Tensor, indices: Tensor, weights: Tensor, experts: readonly ExpertMlp[], act: Activation): Tensor { return moeExpertsGpu(this, x, indices, weights, experts, act); }
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
 }

@@ -134,6 +134,12 @@ export interface KernelHost {
   hostData(data: Float32Array | Int32Array | Uint32Array, shape?: readonly number[]): GpuTensor;
   /** Records one dispatch (bindings: 0 = params, 1.. = tensors in order). */
   dispatch(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, groups: Workgroups): void;
+  /**
+   * Records one dispatch whose workgroup counts are read on the GPU, when it runs, from three u32
+   * words of `args` at byte `offset` (dispatchWorkgroupsIndirect; written by an earlier dispatch).
+   * Zero workgroups run nothing, so a kernel reads no buffer for work a previous kernel found absent.
+   */
+  dispatchIndirect(pipeline: GPUComputePipeline, tensors: readonly GpuTensor[], params: Params, args: GpuTensor, offset: number): void;
   /** Frees a temporary tensor (returns its buffer to the pool). */
   release(t: Tensor): void;
 }

@@ -10,6 +10,13 @@
  * reshape(n_head, 2, d_head/2, in).swapaxes(1, 2)). Q8_0 / Q4_0 matrices stay quantised (their
  * blocks are repacked, never re-quantised); a quantised embedding (token_embd) is dequantised to
  * float32, because the embedding is gathered by row.
+ *
+ * Mixtral (llama.cpp writes it as "llama" with `llama.expert_count` > 0, convert_hf_to_gguf.py
+ * MixtralModel): the router `ffn_gate_inp` [n_experts, d_model] and the stacked experts
+ * `ffn_gate_exps` / `ffn_up_exps` [n_experts, d_ff, d_model] and `ffn_down_exps` [n_experts, d_model, d_ff]
+ * (HF order; GGUF lists ne reversed) become HF's per-expert w1 / w3 / w2: expert e is the byte range
+ * of rows e·d_ff … (e+1)·d_ff − 1 of the stacked matrix (quantised blocks never straddle rows), so
+ * nothing is copied or re-quantised.
  */
 import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
 import type { HFConfig, WeightSource } from '../arch/types';
@@ -51,7 +58,30 @@ const LLAMA_NAMES: Record<string, string> = {
   'blk.{l}.ffn_gate.weight': 'model.layers.{l}.mlp.gate_proj.weight',
   'blk.{l}.ffn_up.weight': 'model.layers.{l}.mlp.up_proj.weight',
   'blk.{l}.ffn_down.weight': 'model.layers.{l}.mlp.down_proj.weight',
+  'blk.{l}.ffn_gate_inp.weight': 'model.layers.{l}.block_sparse_moe.gate.weight',
 };
+
+/** llama.cpp stacked expert tensor → HF Mixtral per-expert name (`{l}` block, `{e}` expert). */
+const STACKED_NAMES: Record<string, string> = {
+  'blk.{l}.ffn_gate_exps.weight': 'model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight',
+  'blk.{l}.ffn_up_exps.weight': 'model.layers.{l}.block_sparse_moe.experts.{e}.w3.weight',
+  'blk.{l}.ffn_down_exps.weight': 'model.layers.{l}.block_sparse_moe.experts.{e}.w2.weight',
+};
+
+/** The HF name of expert e of a stacked llama.cpp expert tensor, or null when the name is not one. */
+export function hfExpertName(ggufName: string, e: number): string | null {
+  const m = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
+  const hf = m ? STACKED_NAMES[`blk.{l}.${m[2]}`] : undefined;
+  return hf ? hf.replace('{l}', m![1]).replace('{e}', String(e)) : null;
+}
+
+/** The stacked llama.cpp name and expert index of an HF per-expert name (inverse of hfExpertName), or null. */
+export function ggufExpertName(hf: string): { name: string; expert: number } | null {
+  const m = /^model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w[123])\.weight$/.exec(hf);
+  if (!m) return null;
+  const g = Object.keys(STACKED_NAMES).find((k) => STACKED_NAMES[k].endsWith(`.${m[3]}.weight`))!;
+  return { name: g.replace('{l}', m[1]), expert: Number(m[2]) };
+}
 
 /**
  * The HF name of a llama.cpp tensor name, or null when it has none.
@@ -121,6 +151,8 @@ export const GGUF_CONFIG_KEYS: Readonly<Record<string, string>> = {
   bos_token_id: 'tokenizer.ggml.bos_token_id',
   eos_token_id: 'tokenizer.ggml.eos_token_id',
   vocab_size: 'token_embd.weight rows',
+  num_local_experts: 'llama.expert_count',
+  num_experts_per_tok: 'llama.expert_used_count',
 };
 
 /**
@@ -176,7 +208,7 @@ async function parseHeader(bytes: Uint8Array, file: string): Promise<GGUFParseOu
 }
 
 /**
- * Reads a GGUF file and checks it: Llama architecture, supported tensor types, every tensor inside
+ * Reads a GGUF file and checks it: Llama architecture (Mixtral: with experts), supported tensor types, every tensor inside
  * the data section, no two overlapping, quantised rows a multiple of 32.
  * @param onProgress bytes read so far and in all.
  * @throws GgufError naming the file and the problem (wrong magic, truncation, an unsupported
@@ -202,16 +234,26 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
     const typeName = GGMLQuantizationType[t.dtype] ?? `type ${t.dtype}`;
     if (!type) throw new GgufError(label, `tensor "${t.name}" is ${typeName}: only F32, F16, Q8_0 and Q4_0 tensors are read (re-quantise with llama-quantize to Q8_0 or Q4_0)`);
     types[typeName] = (types[typeName] ?? 0) + 1;
-    const hf = hfName(t.name);
-    if (!hf) {
-      if (t.name === 'rope_freqs.weight') throw new GgufError(label, 'tensor "rope_freqs.weight" (Llama 3.1 RoPE scaling) is not supported in GGUF imports; load the safetensors checkpoint instead');
-      throw new GgufError(label, `tensor "${t.name}" has no Llama counterpart (is general.architecture right?)`);
-    }
     const shape = t.shape.map(Number).reverse(); // GGUF lists ne[0] (the contiguous axis) first
     const count = shape.reduce((a, b) => a * b, 1);
     if (type !== 'F32' && type !== 'F16' && shape[shape.length - 1] % QK !== 0) throw new GgufError(label, `tensor "${t.name}" is ${typeName} with rows of ${shape[shape.length - 1]} values, not a multiple of ${QK}`);
     const begin = Number(t.offset), end = begin + byteLength(type, count);
     if (!Number.isSafeInteger(begin) || end > dataSize) throw new GgufError(label, `tensor "${t.name}" spans bytes [${begin}, ${end}) of the data section, which has ${dataSize} bytes (truncated file or an offset out of range)`);
+    if (hfExpertName(t.name, 0)) {
+      if (shape.length !== 3) throw new GgufError(label, `tensor "${t.name}" has ${shape.length} dimensions; stacked experts have 3 (experts, rows, columns)`);
+      const [nE, rows, cols] = shape, per = byteLength(type, rows * cols);
+      for (let e = 0; e < nE; e++) {
+        const hf = hfExpertName(t.name, e)!;
+        if (entries.has(hf)) throw new GgufError(label, `tensor "${t.name}" appears twice`);
+        entries.set(hf, { name: `${t.name}[${e}]`, type, shape: [rows, cols], begin: begin + e * per, end: begin + (e + 1) * per });
+      }
+      continue;
+    }
+    const hf = hfName(t.name);
+    if (!hf) {
+      if (t.name === 'rope_freqs.weight') throw new GgufError(label, 'tensor "rope_freqs.weight" (Llama 3.1 RoPE scaling) is not supported in GGUF imports; load the safetensors checkpoint instead');
+      throw new GgufError(label, `tensor "${t.name}" has no Llama counterpart (is general.architecture right?)`);
+    }
     if (entries.has(hf)) throw new GgufError(label, `tensor "${t.name}" appears twice`);
     entries.set(hf, { name: t.name, type, shape, begin, end });
   }
@@ -229,8 +271,11 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
   const dHead = num(meta, 'llama.attention.key_length', label, dModel / nHeads);
   const scaling = meta['llama.rope.scaling.type'];
   if (scaling !== undefined && scaling !== 'none') throw new GgufError(label, `llama.rope.scaling.type "${String(scaling)}" is not supported in GGUF imports`);
+  const nExperts = num(meta, 'llama.expert_count', label, 0);
+  const experts: HFConfig = nExperts > 0 ? { num_local_experts: nExperts, num_experts_per_tok: num(meta, 'llama.expert_used_count', label), sliding_window: null } : {};
   const config: HFConfig = {
-    model_type: 'llama',
+    model_type: nExperts > 0 ? 'mixtral' : 'llama',
+    ...experts,
     hidden_size: dModel,
     num_hidden_layers: num(meta, 'llama.block_count', label),
     intermediate_size: num(meta, 'llama.feed_forward_length', label),

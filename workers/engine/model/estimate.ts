@@ -125,7 +125,7 @@ export async function estimateModel(files: ModelFiles, opts: TransformerOptions 
   if (kvLayer > largest.bytes) largest = kv;
   if (kvLayer > unsplit.bytes) unsplit = kv;
   const kvCacheBytes = 2 * spec.nLayers * kvLayer;
-  const activationBytes = activationAllowance(contextLength, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab);
+  const activationBytes = activationAllowance(contextLength, spec.dModel, spec.dMlp, spec.nHeads, spec.dVocab, spec.moe ? spec.moe.topK * (spec.moe.dExpert + spec.dModel) : 0);
   return {
     label: files.label, modelType: spec.modelType, params, paramsByDtype, weightBytes, weightDtype, kvCacheBytes, activationBytes,
     totalBytes: weightBytes + kvCacheBytes + activationBytes, nCtx: spec.nCtx, contextLength, largest, largestUnsplittable: unsplit, shards,
@@ -136,11 +136,13 @@ export async function estimateModel(files: ModelFiles, opts: TransformerOptions 
  * Float32 working memory of one forward pass over T = min(contextLength, ACTIVATION_TOKENS) tokens:
  * residual, norm, q/k/v/attention output and their temporaries (~6·d_model per token), the MLP
  * (3·d_mlp: gate, up, activation), one head's attention scores at a time (n_heads·T when all are
- * kept for hook_pattern), and the logits (d_vocab per token).
+ * kept for hook_pattern), the logits (d_vocab per token), and for a sparse MLP `perTokenMoe` =
+ * k·(d_expert + d_model): each token's k chosen experts' hidden rows and weighted outputs
+ * (ops/moe_experts.wgsl.ts h and ys).
  */
-function activationAllowance(contextLength: number, dModel: number, dMlp: number, nHeads: number, dVocab: number): number {
+function activationAllowance(contextLength: number, dModel: number, dMlp: number, nHeads: number, dVocab: number, perTokenMoe: number): number {
   const T = Math.min(contextLength, ACTIVATION_TOKENS);
-  return 4 * T * (6 * dModel + 3 * dMlp + nHeads * T + dVocab);
+  return 4 * T * (6 * dModel + 3 * dMlp + nHeads * T + dVocab + perTokenMoe);
 }
 
 

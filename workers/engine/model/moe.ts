@@ -12,9 +12,9 @@
  * (CPU: Backend.readSync) the routing ([pos, k], small) is read and rows are grouped by expert, so
  * each expert's matrices run once, on the rows that chose it, and an expert no row chose is never
  * read (a decode step reads only its k experts). On WebGPU, whose reads are asynchronous while the
- * forward pass is not, the routing stays on the GPU as a dense [pos, n_experts] weight matrix
- * (Backend.moeDense) and every expert runs on every row, scaled by its column (zero where not
- * chosen): the same numbers, every expert's weights read. Interventions act through the three
+ * forward pass is not, the routing stays on the GPU and Backend.moeExperts does the same there
+ * (ops/moe_experts.wgsl.ts: pairs sorted by expert on the device, each expert's kernels dispatched
+ * indirectly with as many workgroups as rows chose it — none for an expert no row chose). Interventions act through the three
  * hooks: a replaced expert_indices (forcing experts) takes its weights from p at the new indices
  * (so forcing the router's own choice changes nothing); a replaced expert_weights is used as given.
  * An intervention at router_logits (a ban: −∞ at the banned experts) changes which experts are
@@ -41,7 +41,9 @@ function checkExpertIds(v: Float32Array, nExperts: number, hook: string): void {
  * The layer's sparse MLP output [pos, d_model] for its input x (ln2's output, [pos, d_model]; not
  * released), firing `${h}mlp.hook_router_logits`, `hook_expert_indices` and `hook_expert_weights`.
  * @param h the block's hook prefix `blocks.{l}.`.
- * @throws Error (host-readable backends) when an intervention set an expert id that does not exist.
+ * @throws Error (host-readable backends) when an intervention set an expert id that does not exist
+ *   (on WebGPU such ids are rounded and clamped into range, as moeRoute takes forced ids; the
+ *   intervention specs refuse them before any forward, steering/spec.ts).
  */
 export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activation, x: Tensor, h: string, ctx: RunContext): Tensor {
   const [n, d] = x.shape;
@@ -58,7 +60,9 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
   b.release(weighed.indices); b.release(logits);
   const wT = ctx.fire(`${h}mlp.hook_expert_weights`, weighed.weights); // [pos, k]
   let out: Tensor | null = null;
-  if (idxHost && host) {
+  if (b.moeExperts) out = b.moeExperts(x, idxT, wT, w.experts, act);
+  else {
+    if (!idxHost || !host) throw new Error(`${h}mlp: the backend neither reads the routing on the host (readSync) nor runs experts itself (moeExperts)`);
     const weights = host(wT);
     // rows grouped by expert: expert e runs once, on the rows (ascending) that chose it
     const rowsOf: { row: number; weight: number }[][] = Array.from({ length: E }, () => []);
@@ -76,16 +80,6 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
       if (full !== scaled) b.release(scaled);
       out = accumulate(b, out, full);
     }
-  } else {
-    // on the GPU: the dense routing matrix, every expert on every row scaled by its column
-    const dense = b.moeDense(idxT, wT, E); // [pos, n_experts]
-    const ones = b.upload(new Float32Array(d).fill(1), [d, 1]);
-    for (let e = 0; e < E; e++) {
-      const col = b.gatherCols(dense, Int32Array.of(e)); // [pos, 1]
-      const ye = gatedMlp(b, w.experts[e], act, x);
-      out = accumulate(b, out, scale(b, broadcast(b, col, ones), ye, 'identity'));
-    }
-    b.release(ones); b.release(dense);
   }
   b.release(idxT); b.release(wT);
   if (w.shared) {

@@ -36,11 +36,3 @@ export function moeRouteCpu(logits: Float32Array, E: number, k: number, normTopk
   }
   return { indices, weights };
 }
-
-/** y [n, E]: y[r, e] = Σ_j weights[r, j]·(indices[r, j] = e). */
-export function moeDenseCpu(indices: Float32Array, weights: Float32Array, k: number, E: number): Float32Array {
-  const n = indices.length / k;
-  const y = new Float32Array(n * E);
-  for (let r = 0; r < n; r++) for (let j = 0; j < k; j++) y[r * E + indices[r * k + j]] += weights[r * k + j];
-  return y;
-}

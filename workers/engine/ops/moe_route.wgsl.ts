@@ -48,24 +48,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (p.norm == 1u) { for (var j = 0u; j < p.k; j = j + 1u) { w[r * p.k + j] = w[r * p.k + j] / tot; } }
 }`;
 
-const DENSE = /* wgsl */ `
-struct P { count: u32, e: u32, k: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> idx: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-${WGSL_FLAT_GROUP}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
-  let i = flat_group(wid, nwg) * ${WG}u + li;
-  if (i >= p.count) { return; }
-  let r = i / p.e;
-  let e = i - r * p.e;
-  var s = 0.0;
-  for (var j = 0u; j < p.k; j = j + 1u) { if (u32(idx[r * p.k + j]) == e) { s = s + w[r * p.k + j]; } }
-  y[i] = s;
-}`;
-
 /** Routing of logits [n, E] (Backend.moeRoute). @throws Error when forced is not [n, k]. */
 export function moeRouteGpu(host: KernelHost, logits: Tensor, k: number, normTopk: boolean, forced?: Tensor): { indices: GpuTensor; weights: GpuTensor } {
   const E = logits.shape[logits.shape.length - 1], n = logits.size / E;
@@ -76,12 +58,4 @@ export function moeRouteGpu(host: KernelHost, logits: Tensor, k: number, normTop
   if (n > 0) host.dispatch(host.pipeline('moe_route', () => ROUTE), [gl, gf, indices, weights], new Params().u32(n).u32(E).u32(k).u32(normTopk ? 1 : 0).u32(forced ? 1 : 0), grid(Math.ceil(n / WG), host.maxWorkgroupsPerDim));
   if (!forced) host.release(gf);
   return { indices, weights };
-}
-
-/** Routing as a dense [n, E] matrix (Backend.moeDense). */
-export function moeDenseGpu(host: KernelHost, indices: Tensor, weights: Tensor, E: number): GpuTensor {
-  const k = indices.shape[indices.shape.length - 1], n = indices.size / k;
-  const y = host.alloc([n, E]);
-  if (y.size > 0) host.dispatch(host.pipeline('moe_dense', () => DENSE), [host.gpu(indices), host.gpu(weights), y], new Params().u32(y.size).u32(E).u32(k), grid(Math.ceil(y.size / WG), host.maxWorkgroupsPerDim));
-  return y;
 }

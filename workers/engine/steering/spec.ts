@@ -10,7 +10,12 @@
  *   blocks.{l}.mlp.hook_router_logits (the experts' router logits set to −∞ before the softmax, so
  *   the top-k is taken among the others), 'force_experts' at blocks.{l}.mlp.hook_expert_indices (these
  *   k experts are used, weighted by the router's p at them, renormalised where the model does),
- *   'set_expert_weights' at blocks.{l}.mlp.hook_expert_weights (vector: the k weights, used as given).
+ *   'set_expert_weights' at blocks.{l}.mlp.hook_expert_weights (vector: the k weights, used as given),
+ *   'patch_route' at blocks.{l}.mlp.hook_expert_indices (routing patching: another run's chosen experts
+ *   — `source`, a prompt of the same token length, or `vector`, rows [positions][k] of expert ids —
+ *   imposed on this run at the selected positions; as with force_experts their weights are this run's
+ *   router p at them, renormalised where the model does, so patching a run's own routing into
+ *   itself changes nothing).
  * - experts (ban_experts: any number, leaving at least k; force_experts: exactly k, distinct): expert ids.
  * - vector: the direction/values, inline (number[]), or — runner only — a path to a .npy,
  *   .safetensors or .json file (see vector_io.ts). patch: rows [positions][width] of another run.
@@ -37,9 +42,9 @@ import type { Intervention, PositionSelector } from '../model/intervention';
 import { hookWidth, type HookWidth } from '../model/hook_width';
 import type { Sae } from '../sae/sae';
 
-export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp', 'ban_experts', 'force_experts', 'set_expert_weights'] as const;
+export const INTERVENTION_TYPES = ['add', 'add_norm_preserving', 'rotate', 'ablate', 'patch', 'sae_clamp', 'ban_experts', 'force_experts', 'set_expert_weights', 'patch_route'] as const;
 /** The route interventions (mixture-of-experts models) and the router hook each acts at. */
-export const ROUTE_TYPES = { ban_experts: 'mlp.hook_router_logits', force_experts: 'mlp.hook_expert_indices', set_expert_weights: 'mlp.hook_expert_weights' } as const;
+export const ROUTE_TYPES = { ban_experts: 'mlp.hook_router_logits', force_experts: 'mlp.hook_expert_indices', set_expert_weights: 'mlp.hook_expert_weights', patch_route: 'mlp.hook_expert_indices' } as const;
 export type InterventionType = (typeof INTERVENTION_TYPES)[number];
 export const ABLATE_MODES = ['zero', 'mean', 'project'] as const;
 export type AblateMode = (typeof ABLATE_MODES)[number];
@@ -145,6 +150,11 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
     case 'set_expert_weights':
       forbid(['alpha', 'theta', 't', 'mode', 'source', 'head', 'experts'], 'set_expert_weights takes vector: the k routing weights');
       break;
+    case 'patch_route':
+      if (has('vector') === has('source')) fail('patch_route needs exactly one of "source" (a prompt whose chosen experts are patched in) or "vector" (rows [positions][k] of expert ids)');
+      if (has('source') && typeof o.source !== 'string') fail('"source" must be a prompt string');
+      forbid(['alpha', 'theta', 't', 'mode', 'head'], 'patch_route imposes the source\'s chosen experts');
+      break;
     case 'patch':
       if (has('vector') === has('source')) fail('patch needs exactly one of "source" (a prompt whose activations are patched in) or "vector" (rows [positions][width])');
       if (has('source') && typeof o.source !== 'string') fail('"source" must be a prompt string');
@@ -153,9 +163,9 @@ export function parseSpec(json: unknown, label = 'intervention'): InterventionSp
   }
   if (type !== 'sae_clamp') forbid(['sae', 'feature', 'value'], 'only sae_clamp takes sae, feature and value (an SAE feature as a vector is "vector": {"sae": PATH, "feature": F})');
   if (type !== 'ban_experts' && type !== 'force_experts') forbid(['experts'], 'only ban_experts and force_experts take experts');
-  if (type !== 'ablate' && type !== 'patch' && type !== 'sae_clamp' && type !== 'ban_experts' && type !== 'force_experts' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
+  if (type !== 'ablate' && type !== 'patch' && type !== 'patch_route' && type !== 'sae_clamp' && type !== 'ban_experts' && type !== 'force_experts' && !has('vector')) fail(`${type} needs "vector": inline numbers${label.startsWith('--') ? ' or a .npy/.safetensors/.json file path' : ''}`);
   if (has('vector') && isObj(o.vector) && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail(`"vector" as an object must be {"sae": PATH, "feature": F} with F a non-negative integer (got ${JSON.stringify(o.vector)})`);
-  if (isSaeFeatureRef(o.vector) && (o.vector.feature < 0 || type === 'patch')) fail(type === 'patch' ? 'patch takes rows, not an SAE feature' : `"vector".feature must be non-negative (got ${o.vector.feature})`);
+  if (isSaeFeatureRef(o.vector) && (o.vector.feature < 0 || type === 'patch' || type === 'patch_route')) fail(type === 'patch' || type === 'patch_route' ? 'patch takes rows, not an SAE feature' : `"vector".feature must be non-negative (got ${o.vector.feature})`);
   if (has('vector') && typeof o.vector !== 'string' && !isArrayLike(o.vector) && !isSaeFeatureRef(o.vector)) fail('"vector" must be an array of numbers, a file path, or {"sae": PATH, "feature": F}');
   if (has('head') && (!isInt(o.head) || (o.head as number) < 0)) fail(`"head" must be a non-negative integer (got ${JSON.stringify(o.head)})`);
   const positions = o.positions === undefined ? undefined : parsePositions(o.positions, fail);
@@ -276,7 +286,7 @@ export function toIntervention(spec: InterventionSpec, model: ModelSpec, run: Ru
 
   let op: Intervention['op'];
   if (spec.type in ROUTE_TYPES) {
-    const route = routeOp(spec, model, fail);
+    const route = routeOp(spec, model, fail, lastPosition(positions, run.nPrompt, maxPos));
     return {
       hook: spec.hook, op: route.op, positions,
       ...(spec.steps ? { steps: { start: spec.steps.start, end: spec.steps.end ?? Number.POSITIVE_INFINITY } } : {}),
@@ -336,12 +346,13 @@ function lastPosition(sel: PositionSelector, nPrompt: number, maxPos: number): n
 /**
  * A route intervention's row op (see the module docstring): ban = set the banned experts' router
  * logits to −∞ (column groups of width 1); force = set the expert ids; set_expert_weights = set the
- * k weights.
+ * k weights; patch_route = replace the expert ids by the source's rows (a patch op).
+ * @param last the largest position the intervention can touch (patch_route's rows must reach it).
  * @throws Error (via fail) when the hook is not the type's router hook, the model has no experts
- *   there, an expert does not exist, a ban leaves fewer than k experts, or a force / weight list is
- *   not k long.
+ *   there, an expert does not exist, a ban leaves fewer than k experts, a force / weight list is
+ *   not k long, or patch_route rows are not k distinct expert ids each or do not reach `last`.
  */
-function routeOp(spec: InterventionSpec, model: ModelSpec, fail: (msg: string) => never): { op: Intervention['op']; groups?: Intervention['groups'] } {
+function routeOp(spec: InterventionSpec, model: ModelSpec, fail: (msg: string) => never, last: number): { op: Intervention['op']; groups?: Intervention['groups'] } {
   const site = ROUTE_TYPES[spec.type as keyof typeof ROUTE_TYPES];
   if (!model.moe) fail(`${spec.type} acts on a mixture-of-experts router; ${model.modelType} models have none`);
   const moe = model.moe!;
@@ -356,9 +367,30 @@ function routeOp(spec: InterventionSpec, model: ModelSpec, fail: (msg: string) =
     if (experts.length !== moe.topK) fail(`force_experts needs exactly ${moe.topK} experts (num_experts_per_tok), got ${experts.length}`);
     return { op: { kind: 'set', v: Float32Array.from(experts) } };
   }
+  if (spec.type === 'patch_route') return { op: { kind: 'patch', replacement: routeRows(spec.vector, moe, last, fail) } };
   const raw = spec.vector;
   if (!isArrayLike(raw)) return fail(`set_expert_weights needs "vector": the ${moe.topK} routing weights inline`);
   if (raw.length !== moe.topK) fail(`set_expert_weights needs ${moe.topK} weights (num_experts_per_tok), got ${raw.length}`);
   assertFinite(raw as ArrayLike<number>, 'vector');
   return { op: { kind: 'set', v: Float32Array.from(raw as ArrayLike<number>) } };
+}
+
+/**
+ * patch_route's rows [positions][k] of expert ids, flattened to the hook's [pos·k] float32 layout.
+ * @throws Error (via fail) for a source not yet run (resolve.ts runs it), a row that is not k
+ *   distinct whole ids in [0, n_experts), or fewer rows than the intervention reaches (last + 1).
+ */
+function routeRows(v: InterventionSpec['vector'], moe: NonNullable<ModelSpec['moe']>, last: number, fail: (msg: string) => never): Float32Array {
+  if (!Array.isArray(v)) return fail('patch_route source not resolved: run the source prompt first (resolve.ts) or pass rows [positions][k] of expert ids in "vector"');
+  const rows = v as unknown[];
+  const k = moe.topK, out = new Float32Array(rows.length * k);
+  rows.forEach((r, i) => {
+    if (!isArrayLike(r) || r.length !== k) fail(`patch_route vector[${i}] must be a row of k = ${k} expert ids (num_experts_per_tok)`);
+    const ids = Array.from(r as ArrayLike<unknown>);
+    ids.forEach((e) => { if (!isInt(e) || e < 0 || e >= moe.nExperts) fail(`patch_route vector[${i}] has ${JSON.stringify(e)}: expert ids are whole numbers 0..${moe.nExperts - 1}`); });
+    if (new Set(ids).size !== k) fail(`patch_route vector[${i}] lists an expert twice: ${JSON.stringify(ids)}`);
+    out.set(ids as number[], i * k);
+  });
+  if (last >= rows.length) fail(`patch_route source has ${rows.length} positions, but the intervention reaches position ${last}; restrict "positions" to {"start": 0, "end": ${rows.length}} or use a longer source`);
+  return out;
 }

@@ -24,7 +24,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, ResolvedFuture } from '../prompt';
-import { logSumExp, rowMargin } from '../analysis/margin';
+import { logSumExp } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { forwardSpan } from '../model/span';
@@ -148,26 +148,35 @@ export function patchHooks(nLayers: number, hook: PatchHook): { hookTemplate: st
 }
 
 /**
+ * log p of one future from the log-softmax `lp` of a run's last position [d_vocab]: 'final' = log Σ
+ * p over its first tokens; 'sequence' = log Σ over its alternatives of Π p along each, the later
+ * tokens read from branch(ids) → [ids.length − T, d_vocab] logits (teacher forcing).
+ */
+export function futureLogProb(metric: PatchMetric, V: number) {
+  return async (lp: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>, f: ResolvedFuture): Promise<number> => {
+    if (metric === 'final') return logSumExp(f.firstIds.map((i) => lp[i]));
+    const per: number[] = [];
+    for (const q of f.sequences) {
+      let x = lp[q[0]];
+      if (q.length > 1) {
+        const rows = await branch([...prompt, ...q.slice(0, -1)]);
+        for (let j = 1; j < q.length; j++) x += logSoftmaxCpu(rows.subarray((j - 1) * V, j * V), V)[q[j]];
+      }
+      per.push(x);
+    }
+    return logSumExp(per);
+  };
+}
+
+/**
  * Δ from the last-position logits of a run of `prompt` and, for 'sequence', the logits of its
- * branch continuations (branch(ids) → [ids.length − T, d_vocab]).
+ * branch continuations (branch(ids) → [ids.length − T, d_vocab]): futureLogProb(good) − futureLogProb(bad).
  */
 export function marginOf(plan: Pick<PatchPlan, 'metric' | 'good' | 'bad'>, V: number) {
+  const logp = futureLogProb(plan.metric, V);
   return async (last: Float32Array, prompt: readonly number[], branch: (ids: number[]) => Promise<Float32Array>): Promise<number> => {
     const lp = logSoftmaxCpu(last, last.length);
-    if (plan.metric === 'final') return rowMargin(lp, plan.good.firstIds, plan.bad.firstIds);
-    const logp = async (f: ResolvedFuture) => {
-      const per: number[] = [];
-      for (const q of f.sequences) {
-        let x = lp[q[0]];
-        if (q.length > 1) {
-          const rows = await branch([...prompt, ...q.slice(0, -1)]);
-          for (let j = 1; j < q.length; j++) x += logSoftmaxCpu(rows.subarray((j - 1) * V, j * V), V)[q[j]];
-        }
-        per.push(x);
-      }
-      return logSumExp(per);
-    };
-    return (await logp(plan.good)) - (await logp(plan.bad));
+    return (await logp(lp, prompt, branch, plan.good)) - (await logp(lp, prompt, branch, plan.bad));
   };
 }
 

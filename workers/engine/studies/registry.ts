@@ -21,6 +21,7 @@ import { probeUnderIntervention, type ProbeUnderRequest } from './probe_under';
 import { interventionWindow, type WindowRequest } from './window';
 import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
+import { routeSweep, type RouteSweepRequest } from './route_sweep';
 import { decisionReport, type ReportProgress, type ReportRequest } from './report';
 import { runBatch, type BatchRequest, type BatchRow } from './batch/batch';
 import { compareJob, type CompareJob } from './compare_job';
@@ -78,6 +79,10 @@ export type ReportJob = Omit<ReportRequest, 'window'> & { window?: Omit<NonNulla
 /** A probe under an intervention as the UI asks for it: the intervention(s) as specs, resolved in the worker per prompt. */
 export type ProbeUnderJob = Omit<ProbeUnderRequest, 'interventions'> & SpecRequest;
 
+/** The expert routes as the UI asks for them: the experiment's interventions as specs, resolved in the worker. */
+export type RouteJob = Omit<RouteRequest, 'interventions'> & SpecRequest;
+/** The router-mask sweep as the UI asks for it (interventions as specs). */
+export type RouteSweepJob = Omit<RouteSweepRequest, 'interventions'> & SpecRequest;
 /** A batch study as the UI sends it (batch/batch.ts BatchRequest, interventions as specs). */
 export type BatchJob = Omit<BatchRequest, 'interventions'>;
 
@@ -140,13 +145,30 @@ export const STUDIES = {
   }),
   /**
    * Expert routes (route.ts): a mixture-of-experts model's routing per sparse layer and token and,
-   * with futures, the route margin grid [layer][expert] (onProgress after each banned run).
+   * with futures, the route margin grid [layer][expert] (onProgress after each banned run); the
+   * specs are resolved against the prompt and act on every run.
    * cancel() stops it between runs (CancelledError).
    * @throws Error for a dense model, one future without the other, a bad prompt or future.
    */
   route: study({
     what: 'the expert routes',
-    run: (c, req: RouteRequest, onProgress?: OnProgress) => routeStudy(c.engine, req, onProgress, c.signal),
+    run: async (c, req: RouteJob, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...rest } = req;
+      return routeStudy(c.engine, { ...rest, interventions: await c.interventions(rest, { specs, specLabels }) }, onProgress, c.signal);
+    },
+  }),
+  /**
+   * The router-mask sweep (route_sweep.ts, RoSais): N seeded masks of m routers, the rise of the
+   * target future's log-prob under each, the worst mask and the quantiles (onProgress after each
+   * mask). cancel() stops it between runs (CancelledError).
+   * @throws Error for a dense model, a mask size outside 1..the sparse layers, a bad prompt or future.
+   */
+  routeSweep: study({
+    what: 'the router-mask sweep',
+    run: async (c, req: RouteSweepJob, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...rest } = req;
+      return routeSweep(c.engine, { ...rest, interventions: await c.interventions(rest, { specs, specLabels }) }, onProgress, c.signal);
+    },
   }),
   /**
    * Attribution patching (atp.ts): the linear estimate of every patch of a patching grid from two

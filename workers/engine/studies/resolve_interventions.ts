@@ -1,7 +1,7 @@
 /**
  * Turns intervention specs into engine Interventions for one run, doing the work a spec may
  * need first: reading vector files (runner) and capturing a patch source's activations
- * (activation patching, Heimersheim & Nanda arXiv 2404.15255).
+ * (activation patching, Heimersheim & Nanda arXiv 2404.15255) or, for patch_route, its chosen experts.
  */
 import type { Engine } from '../engine';
 import type { PromptInput } from '../prompt';
@@ -78,9 +78,9 @@ export async function resolveInterventions(engine: Engine, specs: readonly Inter
         if (imported.model && imported.model !== engine.label) opts.warn?.(`${label}: ${file} was computed on ${imported.model}; this model is ${engine.label}`);
         spec = { ...spec, vector: imported.vector };
       }
-      if (spec.type === 'patch' && spec.source !== undefined) {
+      if ((spec.type === 'patch' || spec.type === 'patch_route') && spec.source !== undefined) {
         const ids = engine.encodePrompt({ prompt: spec.source, chatTemplate: run.chatTemplate });
-        if (ids.length !== run.nPrompt) throw new Error(`patch source "${spec.source}" has ${ids.length} tokens but the prompt has ${run.nPrompt}; activation patching needs prompts of equal token length (the same positions)`);
+        if (ids.length !== run.nPrompt) throw new Error(`${spec.type} source "${spec.source}" has ${ids.length} tokens but the prompt has ${run.nPrompt}; ${spec.type === 'patch' ? 'activation' : 'routing'} patching needs prompts of equal token length (the same positions)`);
         const { captured } = await engine.run(ids, { capture: [spec.hook], logits: 'last' });
         const flat = captured.get(spec.hook)!;
         const w = flat.length / ids.length;

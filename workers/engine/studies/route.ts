@@ -2,10 +2,11 @@
  * Expert routes of a mixture-of-experts model on one prompt (issue 26): each sparse layer's router
  * logits, chosen experts and their weights per token, and — with two futures — the route margin
  * grid: per (layer, expert) the change of the margin Δ = log p(good) − log p(bad) when that expert
- * is banned at every position (steering/spec.ts ban_experts: it cannot be chosen; the others keep
- * the router's own p). The margin is patching's (studies/patching.ts marginOf, metric 'final' or
- * 'sequence'). An expert no token chose at a layer is not run: its ban changes nothing, exactly
- * (tests/moe/route_interventions.test.ts), so its cell is 0.
+ * is banned at every position, or at the decision position alone (the last prompt token, whose
+ * logits score the futures' first tokens) (steering/spec.ts ban_experts: it cannot be chosen; the
+ * others keep the router's own p). The margin is patching's (studies/patching.ts marginOf, metric
+ * 'final' or 'sequence'). An expert no banned position chose at a layer is not run: its ban changes
+ * nothing, exactly (tests/moe/route_interventions.test.ts), so its cell is 0.
  */
 import type { Engine } from '../engine';
 import type { Intervention } from '../model/intervention';
@@ -13,6 +14,7 @@ import type { FutureInput, ResolvedFuture } from '../prompt';
 import type { Progress } from '../progress';
 import { forwardSpan } from '../model/span';
 import { marginOf, type PatchMetric } from './patching';
+import { expertPaths, type ExpertPath, type PromptRoute } from '../analysis/expert_paths';
 
 export interface RouteRequest {
   prompt: string;
@@ -24,6 +26,21 @@ export interface RouteRequest {
   metric?: PatchMetric;
   /** Interventions of every run (the grid's bans come after them). */
   interventions?: readonly Intervention[];
+  /** Where the grid bans each expert: every position (default) or the decision position (the last prompt token). */
+  banAt?: BanAt;
+  /** More prompts whose tokens' expert paths are counted with the prompt's (one forward each, without the interventions: those are resolved against the prompt). */
+  set?: readonly string[];
+}
+
+/** Where a route margin ban acts: every position, or the decision position (the last prompt token). */
+export type BanAt = 'all' | 'decision';
+
+/**
+ * ban_experts as the engine sees it (steering/spec.ts routeOp): `experts`' router logits at sparse
+ * layer `layer` set to −∞ at `positions`, before the softmax and top-k.
+ */
+export function banIntervention(layer: number, experts: readonly number[], positions: Intervention['positions'] = 'all'): Intervention {
+  return { hook: `blocks.${layer}.mlp.hook_router_logits`, op: { kind: 'set', v: Float32Array.of(Number.NEGATIVE_INFINITY) }, positions, groups: { size: 1, indices: [...experts] } };
 }
 
 /** One sparse layer's routing over the prompt's T tokens. */
@@ -51,12 +68,19 @@ export interface RouteResult {
   margin?: number;
   /** [n_layers·n_experts]: Δ_banned − Δ per (layer, expert); NaN on dense layers. */
   routeMargin?: Float64Array;
+  /** Where the grid's bans acted. */
+  banAt?: BanAt;
+  /** Every token's expert path (analysis/expert_paths.ts) over the prompt and `set`, most frequent first. */
+  paths: ExpertPath[];
+  /** Prompts the paths count: 1 + the set's. */
+  pathPrompts: number;
 }
 
 /**
  * The routing of `req.prompt` and, with futures, the route margin grid (one run per (sparse layer,
  * expert) that some token chose; onProgress after each).
- * @throws Error for a dense model, only one future given, an empty or too long prompt, a bad future.
+ * @throws Error for a dense model, only one future given, an empty or too long prompt (the set's
+ *   included), a bad future.
  */
 export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<RouteResult> {
   const s = engine.spec, moe = s.moe;
@@ -76,7 +100,15 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     expertIndices: Int32Array.from(run.captured.get(hook(l, 'expert_indices'))!),
     expertWeights: run.captured.get(hook(l, 'expert_weights'))!,
   }));
-  const result: RouteResult = { ids, tokens: engine.tokenStrings(ids), nLayers: L, nExperts: E, topK: k, layers };
+  const tokens = engine.tokenStrings(ids);
+  const routes: PromptRoute[] = [{ tokens, expertIndices: layers.map((x) => x.expertIndices) }];
+  for (const q of req.set ?? []) {
+    signal?.throwIfAborted();
+    const qIds = engine.encodePrompt({ prompt: q, chatTemplate: p.chatTemplate });
+    const qRun = await engine.run(qIds, { capture: sparse.map((l) => hook(l, 'expert_indices')), logits: 'last' });
+    routes.push({ tokens: engine.tokenStrings(qIds), expertIndices: sparse.map((l) => qRun.captured.get(hook(l, 'expert_indices'))!) });
+  }
+  const result: RouteResult = { ids, tokens, nLayers: L, nExperts: E, topK: k, layers, paths: expertPaths(routes, k), pathPrompts: routes.length };
   if (req.good === undefined || req.bad === undefined) return result;
 
   const plan = { metric: req.metric ?? 'final', good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
@@ -85,19 +117,21 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     margin(last, ids, async (q) => (await forwardSpan(engine.model, q, T, q.length, { nPrompt: T, interventions: ivs, logits: 'all' })).logits!);
   const m0 = await marginUnder(base, run.logits.subarray(run.logits.length - s.dVocab));
   const grid = new Float64Array(L * E).fill(NaN);
-  const cells = layers.flatMap((r) => Array.from({ length: E }, (_, e) => ({ l: r.layer, e, chosen: r.expertIndices.includes(e) })));
+  const banAt = req.banAt ?? 'all';
+  const positions = banAt === 'all' ? 'all' : [T - 1];
+  const chosenAt = (r: LayerRoute, e: number) => (banAt === 'all' ? r.expertIndices.includes(e) : r.expertIndices.subarray((T - 1) * k, T * k).includes(e));
+  const cells = layers.flatMap((r) => Array.from({ length: E }, (_, e) => ({ l: r.layer, e, chosen: chosenAt(r, e) })));
   let done = 0;
   for (const c of cells) {
     await new Promise((r) => setTimeout(r, 0));
     signal?.throwIfAborted();
     if (!c.chosen) grid[c.l * E + c.e] = 0;
     else {
-      const ban: Intervention = { hook: hook(c.l, 'router_logits'), op: { kind: 'set', v: Float32Array.of(Number.NEGATIVE_INFINITY) }, positions: 'all', groups: { size: 1, indices: [c.e] } };
-      const ivs = [...base, ban];
+      const ivs = [...base, banIntervention(c.l, [c.e], positions)];
       const out = await engine.run(ids, { interventions: ivs, logits: 'last' });
       grid[c.l * E + c.e] = (await marginUnder(ivs, out.logits.subarray(out.logits.length - s.dVocab))) - m0;
     }
     onProgress?.({ done: ++done, total: cells.length });
   }
-  return { ...result, good: plan.good, bad: plan.bad, margin: m0, routeMargin: grid };
+  return { ...result, good: plan.good, bad: plan.bad, margin: m0, routeMargin: grid, banAt };
 }
