@@ -31,6 +31,7 @@ import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
 import { checkSideEffects, SIDE_EFFECTS_ABOUT, SIDE_EFFECTS_FLAGS, sideEffectsCommand } from './side_effects';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
+import { checkMechanisms, MECHANISMS_ABOUT, MECHANISMS_FLAGS, mechanismsCommand } from './mechanisms';
 
 /** The flags every command takes. */
 export type CommonValues = Values<typeof COMMON_FLAGS>;
@@ -106,6 +107,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'route-sweep', flags: ROUTE_SWEEP_FLAGS, about: ROUTE_SWEEP_ABOUT, prompt: true, checkSpec: checkRouteSweep, run: (c) => routeSweepCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'compare', flags: COMPARE_FLAGS, about: COMPARE_ABOUT, prompt: true, check: checkCompare, run: (c) => compareCommand(c.engine, c.f) }),
   defineCommand({ name: 'report', flags: REPORT_FLAGS, about: REPORT_ABOUT, check: checkReport, run: (c) => reportCommand(c.engine, c.f) }),
+  defineCommand({ name: 'mechanisms', flags: MECHANISMS_FLAGS, about: MECHANISMS_ABOUT, check: checkMechanisms, checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => mechanismsCommand(c.study, c.f) }),
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
   defineCommand({ name: 'side-effects', flags: SIDE_EFFECTS_FLAGS, about: SIDE_EFFECTS_ABOUT, check: checkSideEffects, checkSpec: (f, s) => { if (f.layers !== undefined) checkLayers(f.layers, s.nLayers); }, run: (c) => sideEffectsCommand(c.study, c.f) }),

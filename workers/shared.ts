@@ -24,6 +24,7 @@ export { CPU_BACKEND } from './engine/backend/names';
 // Files the app reads and writes
 export { writeNpyArray } from './engine/io/npy';
 export { parseLabelledSet } from './engine/io/prompt_set';
+export { parseBehaviourSet } from './engine/io/behaviour_set';
 export { parseControlSet } from './engine/io/control_set';
 
 // The operating window's default budgets (the Side effects view states them)

@@ -20,6 +20,7 @@ import { WindowView } from './WindowView';
 import { SaeView } from './SaeView';
 import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
+import { MechanismsView } from './MechanismsView';
 import { SideEffectsView } from './SideEffectsView';
 import { hasRouters, RoutesView } from './RoutesView';
 import type { ModelInfo } from '../../workers/protocol';
@@ -66,6 +67,7 @@ export const VIEWS = [
   { name: 'side-effects', title: 'Side effects', component: SideEffectsView, job: ['sideEffects'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only the picked vector at its layer and dose.' } },
   { name: 'routes', title: 'Expert routes', component: RoutesView, job: ['route', 'routeSweep'], restorable: true, shownFor: (info: ModelInfo | null) => !!info && hasRouters(info.hookNames), interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the routing, the route margin grid and the sweep are those of the steered run (the grid\'s and the masks\' bans come after them).' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB', 'steeringTransfer'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
+  { name: 'mechanisms', title: 'Mechanisms', component: MechanismsView, job: ['mechanisms'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each steered run adds only its own set\'s direction at one block.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */

@@ -31,6 +31,7 @@ import { directLogitAttribution, type DlaRequest } from './dla';
 import { flowAttribution, type FlowRequest } from './flow';
 import { attributionPatching, type AtpRequest } from './atp';
 import { hookGradient, tokenAttribution, type AttributionRequest, type GradRequest } from './integrated_gradients';
+import { mechanismsStudy, type MechanismsRequest } from './mechanisms';
 import { sideEffects, type SideEffectsRequest } from './side_effects';
 import { spanFaithfulness, type SpanFaithfulnessRequest } from './span_faithfulness';
 
@@ -299,6 +300,18 @@ export const STUDIES = {
       onProgress?.({ done: 1, total: 1 });
       return r;
     },
+  }),
+  /**
+   * Behaviour pairs (mechanisms.ts): per layer the cosines of two behaviours' CAA directions and
+   * probes, the cross-steering matrix with bootstrap intervals, the natural correlation of their probe
+   * scores, where each becomes causal, and a verdict. onProgress after each prompt and patched pair;
+   * cancel() stops it between forward passes (CancelledError).
+   * @throws Error before any forward pass for a dose that is not finite, an empty or one-class set,
+   *   a layer outside the model, a bad future or prompt.
+   */
+  mechanisms: study({
+    what: 'the mechanisms study',
+    run: (c, req: MechanismsRequest, onProgress?: OnProgress) => mechanismsStudy(c.engine, req, onProgress, c.signal),
   }),
   /**
    * Side effects and the operating window of an intervention over a dose grid (side_effects.ts):
