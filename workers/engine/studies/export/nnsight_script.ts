@@ -16,7 +16,8 @@ export const NNSIGHT_VERSION = '0.7.0';
 export interface NnsightPatching {
   /** The corrupted prompt; the clean one is the experiment's prompt. */
   corrupt: string;
-  hook: 'resid_pre' | 'resid_post';
+  /** The residual before each block (the one hook both the grid study and the script patch). */
+  hook: 'resid_pre';
   direction: 'denoise' | 'noise';
 }
 
