@@ -60,7 +60,7 @@ describe('nnsight script', () => {
     const s = pythonConstants(nnsightScript(sweep, { corrupt: 'x y', hook: 'resid_pre', direction: 'noise' }));
     const set = sweep.view.sweep!;
     expect(s.SWEEP).toEqual({ at: 'post', layers: set.layers.split(',').map(Number), doses: set.doses.split(',').map(Number), vector: sweep.vectors[set.vector!].values });
-    expect(s.PATCH).toEqual({ corrupt: 'x y', at: 'pre', direction: 'noise' });
+    expect(s.PATCH).toEqual({ corrupt: 'x y', direction: 'noise' });
     expect(s.STEERING).toEqual([]);
     expect(s.WINDOW).toBeNull();
   });

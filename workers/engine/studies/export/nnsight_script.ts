@@ -173,7 +173,7 @@ export function nnsightScript(e: Experiment, patching?: NnsightPatching, model?:
     `BAD = ${pyLiteral(firstTokens(e.bad))}`,
     '# Enabled interventions: alpha * vector added to the residual stream at blocks[layer] input ("pre") or output ("post").',
     `STEERING = ${pyLiteral(steer)}`,
-    `PATCH = ${pyLiteral(patching ? { corrupt: patching.corrupt, at: patching.hook === 'resid_pre' ? 'pre' : 'post', direction: patching.direction } : null)}`,
+    `PATCH = ${pyLiteral(patching ? { corrupt: patching.corrupt, direction: patching.direction } : null)}`,
     `SWEEP = ${pyLiteral(sweep)}`,
     `WINDOW = ${pyLiteral(window)}`,
   ].join('\n');
@@ -300,7 +300,7 @@ results["lens"] = {
 }
 
 # patch: r = (margin_patched - margin_corrupt) / (margin_clean - margin_corrupt) at the last position,
-# one block's residual at one position patched from the source run into the target run.
+# the residual entering one block (hook_resid_pre) at one position patched from the source run into the target run.
 if PATCH:
     CORRUPT_IDS = encode(PATCH["corrupt"])
     if len(CORRUPT_IDS) != T:
@@ -315,28 +315,20 @@ if PATCH:
         with model.trace(source_ids):
             acts = list()
             for l in range(N_LAYERS):
-                if PATCH["at"] == "pre":
-                    acts.append(LAYERS[l].input.clone())
-                else:
-                    o = LAYERS[l].output
-                    acts.append((o[0] if isinstance(o, tuple) else o).clone())
+                acts.append(LAYERS[l].input.clone())
         patched = list().save()
         for l in range(N_LAYERS):
             row = list()
             for t in range(T):
                 with model.trace(target_ids):
-                    if PATCH["at"] == "pre":
-                        LAYERS[l].input[0, t] = acts[l][0, t]
-                    else:
-                        o = LAYERS[l].output
-                        (o[0] if isinstance(o, tuple) else o)[0, t] = acts[l][0, t]
+                    LAYERS[l].input[0, t] = acts[l][0, t]
                     logp = HEAD.output[0, -1].float().log_softmax(-1)
                     row.append(float(torch.logsumexp(logp[GOOD_IDS], -1) - torch.logsumexp(logp[BAD_IDS], -1)))
             patched.append(row)
     clean, corrupt = ends[0], ends[1]
     d = clean - corrupt
     results["patch"] = {
-        "hook": "blocks.{l}.hook_resid_" + PATCH["at"], "direction": PATCH["direction"], "metric": "final",
+        "hook": "blocks.{l}.hook_resid_pre", "direction": PATCH["direction"], "metric": "final",
         "clean": PROMPT, "corrupt": PATCH["corrupt"], "clean_tokens": tok.convert_ids_to_tokens(PROMPT_IDS),
         "clean_margin": clean, "corrupt_margin": corrupt,
         "recovery": [[(p - corrupt) / d if d != 0 else None for p in row] for row in patched],
