@@ -21,6 +21,7 @@ import { SaeView } from './SaeView';
 import { AttributionView } from './AttributionView';
 import { CompareView } from './CompareView';
 import { SideEffectsView } from './SideEffectsView';
+import { ResultsView } from './ResultsView';
 
 /** One view of the workbench. */
 export interface ViewEntry {
@@ -60,6 +61,7 @@ export const VIEWS = [
   { name: 'sae', title: 'SAE features', component: SaeView, job: ['sae'], restorable: true, interventions: { applies: 'no', line: 'Reads the SAE features without the interventions of the list (the model as it is).' } },
   { name: 'attribution', title: 'Attribution', component: AttributionView, job: ['flow', 'dla'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: the attributions read the model as it is.' } },
   { name: 'side-effects', title: 'Side effects', component: SideEffectsView, job: ['sideEffects'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each point applies only the picked vector at its layer and dose.' } },
+  { name: 'results', title: 'Opened results', component: ResultsView, job: ['results'], restorable: false, interventions: { applies: 'no', line: 'Shows an opened results file as it was computed (read-only): the interventions of the list do not change it.' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
 ] as const satisfies readonly ViewEntry[];
 
