@@ -50,6 +50,7 @@ test('Export nnsight script, then Open results… from the runner shows its lens
   await expect(page.getByTestId('results-patch')).toBeVisible();
   await expect(page.getByTestId('prompt')).toHaveValue(prompt);
   await page.screenshot({ path: `${SHOTS}/results-1280x800.png` });
+  await view.screenshot({ path: `${SHOTS}/results-view.png` });
 
   // a damaged file: refused with the field and why; the view and the experiment as they were
   const bad = path.join(dir, 'bad.json');
