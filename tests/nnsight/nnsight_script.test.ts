@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { GOLDEN_CASES, goldenScript } from '../../tools/nnsight_golden';
+import { runCli } from '../cli_run';
 import { readExperiment, type Experiment } from '../../workers/engine/experiment';
 import { NNSIGHT_VERSION, NnsightExportError, nnsightScript } from '../../workers/engine/studies/export/nnsight_script';
 
@@ -102,5 +103,26 @@ describe('nnsight script', () => {
     expect(() => nnsightScript(e)).not.toThrow(NnsightExportError);
     // a disabled intervention is left out, not refused
     expect(() => nnsightScript({ ...e, interventions: [{ ...iv, type: 'rotate', enabled: false }] })).not.toThrow();
+  });
+
+  it('branchpoint nnsight writes the same script as the app, with no model; a bad experiment is refused before writing', async () => {
+    const lens = GOLDEN_CASES.find((c) => c.name === 'lens')!;
+    const out = path.join(tmp, 'runner.py');
+    const [ok, bad] = await Promise.all([
+      runCli(['nnsight', '--experiment', lens.experiment, '--corrupt', lens.patching!.corrupt, '--out', out]),
+      (async () => {
+        const file = path.join(tmp, 'rotate.json');
+        const e = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'experiments', 'steer.json'), 'utf8'));
+        e.interventions[0].type = 'rotate';
+        fs.writeFileSync(file, JSON.stringify(e));
+        return runCli(['nnsight', '--experiment', file, '--out', path.join(tmp, 'never.py')]);
+      })(),
+    ]);
+    expect(ok.code, ok.err).toBe(0);
+    expect(JSON.parse(ok.out)).toEqual({ out, sections: ['lens', 'patch'] });
+    expect(fs.readFileSync(out, 'utf8')).toBe(fs.readFileSync(lens.golden, 'utf8'));
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('intervention #1 (rotate at blocks.3.hook_resid_post): the nnsight export writes "add" interventions');
+    expect(fs.existsSync(path.join(tmp, 'never.py'))).toBe(false);
   });
 });
