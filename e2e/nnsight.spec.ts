@@ -14,15 +14,19 @@ import { open } from './app_page';
  * field and why, and the experiment stays as it was.
  */
 const SHOTS = '.artifacts/screenshots';
-const EXPERIMENT = path.join('tests', 'nnsight', 'experiments', 'lens.json');
 const CORRUPT = 'The little boy saw a dog. Then';
 const PYTHON = '/usr/bin/python3';
 
-test('Export nnsight script, then Open results… from the runner shows its lens and patching grids, read-only', async ({ page }) => {
+test('Export nnsight script, then Open results… from the runner shows its lens, patching, dose–response and window, read-only', async ({ page }) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nnsight-e2e-'));
   const resultsFile = path.join(dir, 'results.json');
   // the runner writes the results file while the app loads
-  const runner = promisify(execFile)(process.execPath, ['bin/branchpoint.mjs', 'results', '--experiment', EXPERIMENT, '--corrupt', CORRUPT, '--out', resultsFile]);
+  const results = (experiment: string, out: string, more: string[] = []) => promisify(execFile)(process.execPath, ['bin/branchpoint.mjs', 'results', '--experiment', path.join('tests', 'nnsight', 'experiments', experiment), ...more, '--out', out]);
+  const runner = Promise.all([
+    results('lens.json', resultsFile, ['--corrupt', CORRUPT]),
+    results('sweep.json', path.join(dir, 'sweep.json')),
+    results('steer.json', path.join(dir, 'steer.json')),
+  ]);
   await page.setViewportSize({ width: 1280, height: 800 });
   await open(page);
   const prompt = await page.getByTestId('prompt').inputValue();
@@ -52,6 +56,15 @@ test('Export nnsight script, then Open results… from the runner shows its lens
   await page.screenshot({ path: `${SHOTS}/results-1280x800.png` });
   await view.screenshot({ path: `${SHOTS}/results-view.png` });
 
+  // the dose–response and window sections of the other two experiments' files
+  await page.getByTestId('results-file').setInputFiles(path.join(dir, 'sweep.json'));
+  await expect(page.getByTestId('results-sweep')).toBeVisible();
+  await page.getByTestId('results-sweep-section').screenshot({ path: `${SHOTS}/results-sweep.png` });
+  const steer = JSON.parse(fs.readFileSync(path.join(dir, 'steer.json'), 'utf8'));
+  await page.getByTestId('results-file').setInputFiles(path.join(dir, 'steer.json'));
+  await expect(page.getByTestId('results-ponr')).toHaveText(steer.window.point_of_no_return === null ? 'none' : `k = ${steer.window.point_of_no_return}`);
+  await page.getByTestId('results-window-section').screenshot({ path: `${SHOTS}/results-window.png` });
+
   // a damaged file: refused with the field and why; the view and the experiment as they were
   const bad = path.join(dir, 'bad.json');
   written.lens.lens_margin[1].pop();
@@ -60,5 +73,5 @@ test('Export nnsight script, then Open results… from the runner shows its lens
   await expect(page.getByTestId('error-banner')).toContainText('bad.json could not be opened as results');
   await expect(page.getByTestId('error-banner')).toContainText('lens.lens_margin[1]: has');
   await expect(page.getByTestId('prompt')).toHaveValue(prompt);
-  await expect(page.getByTestId('results-model')).toHaveText('stories260K');
+  await expect(page.getByTestId('results-window')).toBeVisible();
 });
