@@ -30,6 +30,7 @@ import { checkSaeFlags, SAE_ABOUT, SAE_FLAGS, saeCommand } from './sae';
 import { WEIGHTS_USAGE } from './weights';
 import { THREADS_USAGE } from './threads';
 import { checkSideEffects, SIDE_EFFECTS_ABOUT, SIDE_EFFECTS_FLAGS, sideEffectsCommand } from './side_effects';
+import { checkExport, NNSIGHT_ABOUT, NNSIGHT_FLAGS, nnsightCommand, RESULTS_ABOUT, RESULTS_FLAGS, resultsCommand } from './results';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 import { checkMechanisms, MECHANISMS_ABOUT, MECHANISMS_FLAGS, mechanismsCommand } from './mechanisms';
 
@@ -72,7 +73,9 @@ export interface CommandDef<S extends Schema> {
   /** Flags against the model's config (layer and head indices), before any forward pass. @throws Error. */
   checkSpec?: (f: Values<S> & CommonValues, spec: ModelSpec) => void;
   /** @returns the one JSON object to print, or undefined when the command wrote its own lines. */
-  run: (c: CommandContext<Values<S>>) => Promise<unknown>;
+  run?: (c: CommandContext<Values<S>>) => Promise<unknown>;
+  /** Instead of `run`, for a command that needs no model (it takes no --model): @returns the JSON object to print. */
+  runOffline?: (f: Values<S> & Omit<CommonValues, 'model'>) => unknown;
 }
 
 /** One runner command, with its whole schema and its usage block. */
@@ -85,7 +88,9 @@ export interface Command extends CommandDef<Schema> {
 
 /** A table row: the schema merged with the common flags, the usage generated. */
 export function defineCommand<S extends Schema>(d: CommandDef<S>): Command {
-  return { ...(d as unknown as CommandDef<Schema>), schema: { ...COMMON_FLAGS, ...d.flags }, usage: usageBlock(d.name, d.flags, d.about) };
+  const { model, ...noModel } = COMMON_FLAGS;
+  const common = d.runOffline ? noModel : { model, ...noModel };
+  return { ...(d as unknown as CommandDef<Schema>), schema: { ...common, ...d.flags }, usage: usageBlock(d.name, d.flags, d.about) };
 }
 
 /** Every command, in --help order (an unknown one is refused before the model loads). */
@@ -111,6 +116,8 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'dla', flags: DLA_FLAGS, about: DLA_ABOUT, prompt: true, run: (c) => dlaCommand(c.study, c.f) }),
   defineCommand({ name: 'flow', flags: FLOW_FLAGS, about: FLOW_ABOUT, prompt: true, run: (c) => flowCommand(c.study, c.f) }),
   defineCommand({ name: 'side-effects', flags: SIDE_EFFECTS_FLAGS, about: SIDE_EFFECTS_ABOUT, check: checkSideEffects, checkSpec: (f, s) => { if (f.layers !== undefined) checkLayers(f.layers, s.nLayers); }, run: (c) => sideEffectsCommand(c.study, c.f) }),
+  defineCommand({ name: 'results', flags: RESULTS_FLAGS, about: RESULTS_ABOUT, prompt: true, check: checkExport, run: (c) => resultsCommand(c.engine, c.f) }),
+  defineCommand({ name: 'nnsight', flags: NNSIGHT_FLAGS, about: NNSIGHT_ABOUT, check: checkExport, runOffline: (f) => nnsightCommand(f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
 ];
 

@@ -113,6 +113,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { command, f, given } = p;
   try {
+    if (command.runOffline) {
+      process.stdout.write(JSON.stringify(command.runOffline(f as never)) + '\n');
+      return 0;
+    }
+    const run = command.run;
+    if (!run) throw new Error(`${command.name}: the command has nothing to run`);
     const files = await openModel(f);
     const spec = command.checkSpec ? await peekSpec(files) : null;
     if (spec) command.checkSpec!(f as never, spec);
@@ -128,7 +134,7 @@ export async function main(argv: string[]): Promise<number> {
     const write = (line: string) => process.stdout.write(line + '\n');
     const loadSae = saeLoader(engine, { endpoint: f.endpoint, hook: command.name === 'sae' ? (f.hook as string | undefined) : undefined });
     const chatTemplate = (f['chat-template'] as boolean | undefined) ?? false;
-    const out = await command.run({ engine, f: f as never, prompt, chatTemplate, given, loadSae, study: studyContext(engine, { loadSae }), write });
+    const out = await run({ engine, f: f as never, prompt, chatTemplate, given, loadSae, study: studyContext(engine, { loadSae }), write });
     if (out !== undefined) write(JSON.stringify(out));
     engine.dispose();
     return 0;

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { experimentLink, openExperimentFile, saveExperimentFile } from '../actions/experiment';
 import { backToExperiment } from '../actions/batch';
+import { exportNnsightScript, openResultsFile } from '../actions/nnsight';
 import { Banner } from './Banner';
 
 /**
@@ -21,6 +22,7 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
   const busy = useStore((s) => s.job !== null);
   const [copied, setCopied] = useState<string | null>(null);
   const input = useRef<HTMLInputElement | null>(null);
+  const resultsInput = useRef<HTMLInputElement | null>(null);
   // The status describes the link copied then: it goes away after a while (a later edit makes a new link)
   useEffect(() => {
     if (!copied) return;
@@ -45,6 +47,12 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
       <input
         ref={input} className="visually-hidden" type="file" accept=".json,application/json" data-testid="experiment-file" aria-label="experiment file"
         onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openExperimentFile(f); }}
+      />
+      <button type="button" className="small" data-testid="export-nnsight" disabled={!ready} onClick={exportNnsightScript} title="A Python script for nnsight (REMOTE = False at its top; True runs it on NDIF) that writes a results file">Export nnsight script</button>
+      <button type="button" className="small" data-testid="open-results" disabled={busy} onClick={() => resultsInput.current?.click()}>Open results…</button>
+      <input
+        ref={resultsInput} className="visually-hidden" type="file" accept=".json,application/json" data-testid="results-file" aria-label="results file"
+        onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openResultsFile(f); }}
       />
       {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
       {held && (

@@ -14,8 +14,9 @@ import { createSaeSlice, type SaeSlice } from './sae';
 import { createActivationsSlice, type ActivationsSlice } from './activations';
 import { createStudiesSlice, type StudiesSlice } from './studies';
 import { createModelBSlice, type ModelBSlice } from './model_b';
+import { createOpenedResultsSlice, type OpenedResultsSlice } from './opened_results';
 
-export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice & StudiesSlice & ModelBSlice;
+export type AppState = ModelSlice & ExperimentSlice & SteeringSlice & VectorsSlice & ResultsSlice & UiSlice & BranchingSlice & BatchSlice & ProbeSlice & WindowSlice & PatchingSlice & ReportSlice & ShareSlice & DisplaySlice & QueuedSlice & SaeSlice & ActivationsSlice & StudiesSlice & ModelBSlice & OpenedResultsSlice;
 import { createProbeSlice, type ProbeSlice } from './probe';
 import { createWindowSlice, type WindowSlice } from './window';
 import { createPatchingSlice, type PatchingSlice } from './patching';
@@ -42,4 +43,5 @@ export const useStore = create<AppState>()((...a) => ({
   ...createActivationsSlice(...a),
   ...createStudiesSlice(...a),
   ...createModelBSlice(...a),
+  ...createOpenedResultsSlice(...a),
 }));
