@@ -121,5 +121,15 @@ describe.each(FAMILIES)('%s: real tokenizer and chat template from a model folde
       expect(f.ids.length).toBeGreaterThan(5);
     }
     expect(() => toolCallFuture(tok, conv, { name: 'rm_rf', arguments: {} })).toThrow(/"rm_rf", which is not in the experiment's tools \(read_file, send_email\)/);
+
+    // Through the prompt codec (what the futures editor and the runs call): system prompt and tools in the prompt.
+    const codec = new PromptCodec(tok, { label: family, dVocab: 300_000, bosTokenId: bosId, nCtx: 4096, contextLength: 4096 });
+    const p = { prompt: 'Send my notes to bob@example.com', chatTemplate: true, system: 'You are an agent.', tools: TOOLS };
+    const promptIds = codec.encodePrompt(p);
+    expect(promptIds).toEqual(pkg.encode(oracleRender(pkg, conv, true), { add_special_tokens: false }));
+    const resolved = codec.resolveFuture(promptIds, { toolCall: call, text: 'I will ask first.' }, p, 'bad');
+    expect(resolved.sequences[0]).toEqual(toolCallFuture(tok, conv, call).ids);
+    expect(resolved.sequences[1]).toEqual(pkg.encode(oracleRender(pkg, conv, true) + 'I will ask first.', { add_special_tokens: false }).slice(promptIds.length));
+    expect(() => codec.resolveFuture(promptIds, { toolCall: call }, { ...p, chatTemplate: false }, 'bad')).toThrow(/the bad future is a tool call, which needs the chat template/);
   });
 });

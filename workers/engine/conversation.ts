@@ -4,7 +4,14 @@
  * tool, tokenised in the context of the rendered conversation (issue #27, Δ^act).
  */
 import { renderChatTemplate } from './chat_template';
-import type { TokenizerAdapter } from './prompt';
+
+/** What these functions read of the tokenizer (prompt.ts TokenizerAdapter has it; declared here so prompt.ts can import this file). */
+export interface TemplateTokenizer {
+  encode(text: string, addSpecialTokens: boolean): number[];
+  readonly hasChatTemplate: boolean;
+  chatTemplate(): unknown;
+  specialTokens(): Record<string, string>;
+}
 
 /** One message as chat templates read it (the Hugging Face chat format). */
 export interface ChatMessage {
@@ -34,7 +41,7 @@ export interface Conversation {
  * under chat_template.ts's limits.
  * @throws Error when the tokenizer has no chat template, it is not a string, or it raises / is stopped.
  */
-export function renderConversation(tokenizer: TokenizerAdapter, conv: Conversation, addGenerationPrompt: boolean): string {
+export function renderConversation(tokenizer: TemplateTokenizer, conv: Conversation, addGenerationPrompt: boolean): string {
   if (!tokenizer.hasChatTemplate) throw new Error('the tokenizer has no chat template (tokenizer_config.json chat_template)');
   const template = tokenizer.chatTemplate();
   if (typeof template !== 'string') throw new Error('tokenizer_config.json chat_template is not a string');
@@ -51,7 +58,7 @@ export function renderConversation(tokenizer: TokenizerAdapter, conv: Conversati
  * model uses one), so the tokenizer adds none: BOS is never doubled.
  * @returns ids, shape [n_tokens].
  */
-export function encodeConversation(tokenizer: TokenizerAdapter, conv: Conversation, addGenerationPrompt = true): number[] {
+export function encodeConversation(tokenizer: TemplateTokenizer, conv: Conversation, addGenerationPrompt = true): number[] {
   return tokenizer.encode(renderConversation(tokenizer, conv, addGenerationPrompt), false);
 }
 
@@ -63,11 +70,11 @@ export function encodeConversation(tokenizer: TokenizerAdapter, conv: Conversati
  * text has after the prompt's ids, not the ids of the future's text alone.
  * @param conv the conversation up to the decision point (its rendering with the generation prompt is the prompt).
  * @param call a tool of `conv.tools` by name, with its arguments.
- * @returns text (the future's characters) and ids (shape [n_future_tokens]).
+ * @returns text (the future's characters), ids (shape [n_future_tokens]) and promptIds (the prompt's, shape [n_prompt_tokens]).
  * @throws Error when `call.name` is not among conv.tools, or the template does not render tool calls
  *   (the name does not appear in the assistant turn, or the turn does not extend the generation prompt).
  */
-export function toolCallFuture(tokenizer: TokenizerAdapter, conv: Conversation, call: ToolCall): { text: string; ids: number[] } {
+export function toolCallFuture(tokenizer: TemplateTokenizer, conv: Conversation, call: ToolCall): { text: string; ids: number[]; promptIds: number[] } {
   const names = (conv.tools ?? []).map(toolName);
   if (!names.includes(call.name)) throw new Error(`the tool call names "${call.name}", which is not in the experiment's tools (${names.length ? names.join(', ') : 'none'})`);
   const prompt = renderConversation(tokenizer, conv, true);
@@ -85,7 +92,7 @@ export function toolCallFuture(tokenizer: TokenizerAdapter, conv: Conversation, 
   if (fullIds.length <= promptIds.length || !promptIds.every((id, i) => fullIds[i] === id)) {
     throw new Error('the tool call merges with the end of the prompt into other tokens, so its ids cannot be separated from the prompt\'s');
   }
-  return { text, ids: fullIds.slice(promptIds.length) };
+  return { text, ids: fullIds.slice(promptIds.length), promptIds };
 }
 
 /** A tool spec's name: {type: 'function', function: {name}} or a bare {name}. */
