@@ -23,6 +23,35 @@ function Resolved({ f, stale, testId }: { f: ResolvedFuture; stale: boolean; tes
   );
 }
 
+/** The tool a tool-call future's JSON names, or '' while it names none. */
+function calledTool(value: string): string {
+  try {
+    const v = JSON.parse(value) as { name?: unknown };
+    return typeof v?.name === 'string' ? v.name : '';
+  } catch {
+    return '';
+  }
+}
+
+/** Picks the called tool from the experiment's tools; the arguments are kept (written in the field as JSON). */
+function ToolPicker({ which, draft, set }: { which: 'good' | 'bad'; draft: FutureDraft; set: (patch: Partial<FutureDraft>) => void }) {
+  const tools = useStore((s) => s.tools);
+  const name = calledTool(draft.value);
+  const pick = (tool: string) => {
+    let args: unknown = {};
+    try {
+      args = (JSON.parse(draft.value) as { arguments?: unknown })?.arguments ?? {};
+    } catch { /* the field held no JSON yet: start with no arguments */ }
+    set({ value: JSON.stringify({ name: tool, arguments: args }) });
+  };
+  return (
+    <select aria-label={`${which} tool`} data-testid={`${which}-tool`} value={name} onChange={(e) => pick(e.target.value)}>
+      <option value="" disabled>{tools.length ? 'tool…' : 'no tools in this experiment'}</option>
+      {tools.map((t) => <option key={t.function.name} value={t.function.name}>{t.function.name}</option>)}
+    </select>
+  );
+}
+
 function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
   const draft = useStore((s) => s[which]);
   const setFuture = useStore((s) => s.setFuture);
@@ -43,7 +72,7 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
         value={draft.value}
         onChange={(e) => set({ value: e.target.value })}
         spellCheck={false}
-        placeholder={draft.mode === 'text' ? ' Tom| Tommy' : '274 287 | 317'}
+        placeholder={draft.mode === 'text' ? ' Tom| Tommy' : draft.mode === 'ids' ? '274 287 | 317' : '{"name": "read_file", "arguments": {"path": "notes.txt"}}'}
         aria-invalid={error ? true : undefined}
         className={place === 'banner' ? 'invalid' : undefined}
         title={place === 'banner' ? error ?? undefined : undefined}
@@ -51,7 +80,9 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
       <select aria-label={`${title} written as`} data-testid={`${which}-mode`} value={draft.mode} onChange={(e) => set({ mode: e.target.value as FutureDraft['mode'] })}>
         <option value="text">text</option>
         <option value="ids">token ids</option>
+        <option value="tool">tool call</option>
       </select>
+      {draft.mode === 'tool' && <ToolPicker which={which} draft={draft} set={set} />}
       {chips && 'resolved' in chips && <Resolved f={chips.resolved} stale={stale} testId={`${which}-resolved`} />}
       {place === 'note' && <span className="resolved note" data-testid={`${which}-unresolved`}>{error}</span>}
     </div>
@@ -62,19 +93,21 @@ function FutureRow({ which, title }: { which: 'good' | 'bad'; title: string }) {
 export function FuturesEditor() {
   const prompt = useStore((s) => s.prompt);
   const chatTemplate = useStore((s) => s.chatTemplate);
+  const system = useStore((s) => s.system);
+  const tools = useStore((s) => s.tools);
   const good = useStore((s) => s.good);
   const bad = useStore((s) => s.bad);
   const info = useStore((s) => s.info);
   useEffect(() => {
     const t = setTimeout(() => void resolveFutures(), 250);
     return () => clearTimeout(t);
-  }, [prompt, chatTemplate, good, bad, info]);
+  }, [prompt, chatTemplate, system, tools, good, bad, info]);
   return (
     <fieldset className="futures">
       <legend>Futures <span className="muted">Δ = log p(good) − log p(bad)</span></legend>
       <FutureRow which="good" title="Good" />
       <FutureRow which="bad" title="Bad" />
-      <p className="hint">Text is tokenized after the prompt (a leading space matters); "|" separates alternatives.</p>
+      <p className="hint">Text is tokenized after the prompt (a leading space matters); "|" separates alternatives. A tool call is the tokens the chat template writes for it.</p>
     </fieldset>
   );
 }

@@ -2,8 +2,14 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 
-/** How a future is written: text (alternatives separated by "|") or token ids. */
-export type FutureMode = 'text' | 'ids';
+/** How a future is written: text (alternatives separated by "|"), token ids, or a tool call (JSON {"name", "arguments"}). */
+export type FutureMode = 'text' | 'ids' | 'tool';
+
+/** A tool offered to the model with the chat template (the experiment file's `tools` entry). */
+export type ToolSpec = {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+};
 
 export interface FutureDraft {
   mode: FutureMode;
@@ -23,6 +29,9 @@ export interface GenerationSettings {
 export interface ExperimentSlice {
   prompt: string;
   chatTemplate: boolean;
+  /** With the chat template: the system prompt (undefined: none) and the tools offered. */
+  system: string | undefined;
+  tools: ToolSpec[];
   good: FutureDraft;
   bad: FutureDraft;
   generation: GenerationSettings;
@@ -37,6 +46,8 @@ export const DEFAULT_PROMPT = 'Lily and Tom went to the park. Lily gave the ball
 export const createExperimentSlice: StateCreator<AppState, [], [], ExperimentSlice> = (set) => ({
   prompt: DEFAULT_PROMPT,
   chatTemplate: false,
+  system: undefined,
+  tools: [],
   good: { mode: 'text', value: ' Tom' },
   bad: { mode: 'text', value: ' Lily' },
   generation: { maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 },

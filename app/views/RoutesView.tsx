@@ -45,13 +45,13 @@ function banDrafts(bans: readonly Ban[], positions: InterventionDraft['positions
 }
 
 type SweepSettings = { masks: number; maskSize: number; seed: number; target: 'good' | 'bad' };
-type ExperimentNow = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'good' | 'bad' | 'interventions' | 'vectors'>;
+type ExperimentNow = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'system' | 'tools' | 'good' | 'bad' | 'interventions' | 'vectors'>;
 
 /** The requests the view sends, from the experiment (prompt, futures, enabled interventions) and its settings; or why it cannot. */
 function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: SweepSettings) {
   try {
     const { specs, specLabels } = specRequest(s.interventions, s.vectors);
-    const base = { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
+    const base = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
     const set = setText.split('\n').map((l) => l.trim()).filter(Boolean);
     const route: StudyRequest<'route'> = { ...base, banAt, ...(set.length ? { set } : {}) };
     const routeSweep: StudyRequest<'routeSweep'> = { ...base, ...sweep };
@@ -69,7 +69,9 @@ function useRequests(banAt: BanAt, setText: string, sweep: SweepSettings) {
   const bad = useStore((s) => s.bad);
   const interventions = useStore((s) => s.interventions);
   const vectors = useStore((s) => s.vectors);
-  return useMemo(() => buildRequests({ prompt, chatTemplate, good, bad, interventions, vectors }, banAt, setText, sweep), [prompt, chatTemplate, good, bad, interventions, vectors, banAt, setText, sweep]);
+  const system = useStore((s) => s.system);
+  const tools = useStore((s) => s.tools);
+  return useMemo(() => buildRequests({ prompt, chatTemplate, system, tools, good, bad, interventions, vectors }, banAt, setText, sweep), [prompt, chatTemplate, system, tools, good, bad, interventions, vectors, banAt, setText, sweep]);
 }
 
 /** The router's distribution at the (sparse layer, token) under the pointer: one bar per expert, the chosen ones in their colour. */

@@ -40,6 +40,8 @@ export const EVERY_FIELD: Pick<AppState, ExperimentKey> = {
   lastLoad: { source: { kind: 'url', url: 'models/stories260K/', label: 'stories260K' }, options: {} as NonNullable<AppState['lastLoad']>['options'] },
   prompt: 'The little girl felt very',
   chatTemplate: true,
+  system: 'You are a careful agent.',
+  tools: [{ type: 'function', function: { name: 'send_email', description: 'Send an email', parameters: { type: 'object', properties: { to: { type: 'string' } } } } }],
   good: { mode: 'text', value: ' happy' },
   bad: { mode: 'ids', value: '274 | 317 287' },
   generation: { maxNewTokens: 17, temperature: 0.7, topK: 5, seed: 42 },

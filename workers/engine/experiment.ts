@@ -62,7 +62,14 @@ const model = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('local'), name: z.string().min(1) }),
 ]);
 
-const future = z.object({ mode: z.enum(['text', 'ids']), value: z.string() });
+/** A future as written: text ("|" between alternatives), ids ("274 287 | 317"), or a tool call (value: JSON {"name", "arguments"}, a tool of `tools`). */
+const future = z.object({ mode: z.enum(['text', 'ids', 'tool']), value: z.string() });
+
+/** A tool offered to the model (apply_chat_template's `tools`): {type: 'function', function: {name, description?, parameters?}}. */
+const tool = z.object({
+  type: z.literal('function'),
+  function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional() }),
+});
 
 const vector = z.object({
   name: z.string().min(1),
@@ -161,6 +168,10 @@ export const experimentSchema = z.object({
   modelB: model.optional(),
   prompt: z.string(),
   chatTemplate: z.boolean().default(false),
+  /** With the chat template: the system prompt before the user turn; absent: none. */
+  system: z.string().optional(),
+  /** With the chat template: the tools offered; tool-call futures name one of them. */
+  tools: z.array(tool).default([]),
   good: future,
   bad: future,
   generation: z.object({ maxNewTokens: z.number().int().positive(), temperature: z.number().min(0), topK: int, seed: int })
@@ -171,6 +182,16 @@ export const experimentSchema = z.object({
   saes: z.array(sae).default([]),
   view,
 }).superRefine((e, ctx) => {
+  for (const which of ['good', 'bad'] as const) {
+    if (e[which].mode !== 'tool') continue;
+    try {
+      const call = toolCallInput(e[which].value);
+      const names = e.tools.map((t) => t.function.name);
+      if (!names.includes(call.name)) ctx.addIssue({ code: 'custom', path: [which, 'value'], message: `calls "${call.name}", which is not in tools (${names.length ? names.join(', ') : 'none'})` });
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: [which, 'value'], message: (err as Error).message });
+    }
+  }
   e.interventions.forEach((d, i) => {
     if (d.vector !== null && d.vector >= e.vectors.length) ctx.addIssue({ code: 'custom', path: ['interventions', i, 'vector'], message: `refers to vector ${d.vector} but the file has ${e.vectors.length}` });
     if (d.sae && d.sae.index >= e.saes.length) ctx.addIssue({ code: 'custom', path: ['interventions', i, 'sae'], message: `refers to SAE ${d.sae.index} but the file has ${e.saes.length}` });
@@ -245,9 +266,28 @@ export function readExperiment(text: string): Experiment {
   return parseExperiment(json);
 }
 
-/** A future as written (text, "|" between alternatives; or ids "274 287 | 317") → the engine's input. @throws Error for a bad id list. */
-export function futureInput(d: { mode: 'text' | 'ids'; value: string }): { text: string } | { ids: number[][] } {
+/**
+ * A tool-call future's value (JSON {"name": string, "arguments": object}) → the call.
+ * @throws Error saying what is wrong (not JSON, no name, arguments not an object).
+ */
+export function toolCallInput(value: string): { name: string; arguments: Record<string, unknown> } {
+  let v: unknown;
+  try {
+    v = JSON.parse(value);
+  } catch {
+    throw new Error('a tool-call future is JSON {"name": …, "arguments": {…}}; this is not JSON');
+  }
+  const o = v as { name?: unknown; arguments?: unknown } | null;
+  if (!o || typeof o !== 'object' || typeof o.name !== 'string' || !o.name) throw new Error('a tool-call future needs "name": the tool\'s name');
+  const args = o.arguments ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new Error(`the tool call "${o.name}": "arguments" must be a JSON object`);
+  return { name: o.name, arguments: args as Record<string, unknown> };
+}
+
+/** A future as written (text, "|" between alternatives; ids "274 287 | 317"; or a tool call) → the engine's input. @throws Error for a bad id list or tool call. */
+export function futureInput(d: { mode: 'text' | 'ids' | 'tool'; value: string }): { text: string } | { ids: number[][] } | { toolCall: { name: string; arguments: Record<string, unknown> } } {
   if (d.mode === 'text') return { text: d.value };
+  if (d.mode === 'tool') return { toolCall: toolCallInput(d.value) };
   const seqs = d.value.split('|').map((alt) => alt.split(/[\s,]+/).filter(Boolean));
   const ids = seqs.filter((s) => s.length > 0).map((s) => s.map((tok) => {
     if (!/^\d+$/.test(tok)) throw new Error(`"${tok}" is not a token id (write ids as integers, alternatives separated by "|")`);

@@ -5,6 +5,7 @@
  */
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { renderChatTemplate } from './chat_template';
+import { toolCallFuture, type ChatMessage, type Conversation, type ToolCall } from './conversation';
 import { contextMessage } from './model/transformer';
 import { firstTokenWarning } from './analysis/future_overlap';
 import { MAX_PROMPT_CHARS, tokenCharBound } from './prompt_bound';
@@ -14,6 +15,8 @@ import { MAX_PROMPT_CHARS, tokenCharBound } from './prompt_bound';
 export interface FutureInput {
   text?: string;
   ids?: number[][];
+  /** A tool call (one branch): the tokens the chat template writes for an assistant turn calling it (conversation.ts toolCallFuture). Needs the chat template and the prompt's tools. */
+  toolCall?: ToolCall;
 }
 
 /** A future resolved to token sequences. log p(future) = logsumexp over sequences of Σ log p(tokens). */
@@ -29,6 +32,17 @@ export interface PromptInput {
   prompt: string;
   /** Wrap the prompt as a user turn with the tokenizer's chat template (generation prompt added). */
   chatTemplate?: boolean;
+  /** With the chat template: a system prompt before the user turn. */
+  system?: string;
+  /** With the chat template: the tools offered (apply_chat_template's `tools`, JSON-schema function specs). */
+  tools?: Record<string, unknown>[];
+}
+
+/** The conversation a chat-template prompt renders: [system,] user turn, with its tools. */
+export function promptConversation(p: PromptInput): Conversation {
+  const messages: ChatMessage[] = p.system ? [{ role: 'system', content: p.system }] : [];
+  messages.push({ role: 'user', content: p.prompt });
+  return { messages, tools: p.tools };
 }
 
 /**
@@ -175,7 +189,8 @@ export class PromptCodec {
     const template = this.tokenizer.chatTemplate();
     if (typeof template !== 'string') throw new Error(`${this.model.label}: tokenizer_config.json chat_template is not a string`);
     const special = this.tokenizer.specialTokens();
-    const text = renderChatTemplate(template, { messages: [{ role: 'user', content: p.prompt }], add_generation_prompt: true, tools: null, documents: null, ...special });
+    const conv = promptConversation(p);
+    const text = renderChatTemplate(template, { messages: conv.messages, add_generation_prompt: true, tools: conv.tools?.length ? conv.tools : null, documents: null, ...special });
     return { text, special: false };
   }
 
@@ -250,6 +265,13 @@ export class PromptCodec {
   resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture {
     const seqs: number[][] = [];
     for (const s of f.ids ?? []) seqs.push([...s]);
+    if (f.toolCall) {
+      if (!prompt.chatTemplate) throw new Error(`${name ? `the ${name} future` : 'a future'} is a tool call, which needs the chat template: switch the chat-template toggle on`);
+      const call = toolCallFuture(this.tokenizer, promptConversation(prompt), f.toolCall);
+      const prefixOk = call.promptIds.length === promptIds.length && promptIds.every((id, i) => call.promptIds[i] === id);
+      if (!prefixOk) throw new Error('the tool call was rendered after a different prompt than the one given; re-tokenise the prompt');
+      seqs.push(call.ids);
+    }
     if (f.text) {
       for (const alt of f.text.split('|')) {
         if (alt.length === 0) continue;
