@@ -50,9 +50,13 @@ function modelId(e: Experiment): { id: string; revision: string | null; note: st
   return { id: name, revision: null, note: `  # the workbench's ${m.kind} model "${name}": put its Hugging Face id or a local folder of its HF files here` };
 }
 
-/** A future's first-token alternatives: ids as numbers, text as strings the script tokenises. */
+/**
+ * A future's first-token alternatives: ids as numbers, text as strings the script tokenises.
+ * @throws Error for a tool-call future (the script renders no chat template).
+ */
 function firstTokens(f: Experiment['good']): (string | number)[] {
   const input = futureInput(f);
+  if ('toolCall' in input) throw new Error(`the tool-call future "${input.toolCall.name}" is not exported to the nnsight script (its tokens depend on the chat template the script does not render): give the future as text or ids`);
   return 'ids' in input ? input.ids.map((s) => s[0]) : input.text.split('|').filter((s) => s !== '');
 }
 
