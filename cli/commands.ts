@@ -9,6 +9,7 @@
 import type { Engine } from '../workers/engine/engine';
 import type { ModelSpec } from '../workers/engine/arch/spec';
 import type { Sae } from '../workers/engine/sae/sae';
+import type { ModelFiles } from '../workers/engine/io/model_files';
 import type { StudyContext } from '../workers/engine/studies/registry';
 import { flagLines, usageBlock, type Schema, type Values } from './flags';
 import { COMMON_FLAGS } from './shared_flags';
@@ -33,6 +34,7 @@ import { checkSideEffects, SIDE_EFFECTS_ABOUT, SIDE_EFFECTS_FLAGS, sideEffectsCo
 import { checkExport, NNSIGHT_ABOUT, NNSIGHT_FLAGS, nnsightCommand, RESULTS_ABOUT, RESULTS_FLAGS, resultsCommand } from './results';
 import { DLA_ABOUT, DLA_FLAGS, dlaCommand, FLOW_ABOUT, FLOW_FLAGS, flowCommand } from './attribution_fwd';
 import { checkMechanisms, MECHANISMS_ABOUT, MECHANISMS_FLAGS, mechanismsCommand } from './mechanisms';
+import { FIT_ABOUT, FIT_FLAGS, fitCommand } from './fit';
 
 /** The flags every command takes. */
 export type CommonValues = Values<typeof COMMON_FLAGS>;
@@ -59,8 +61,8 @@ export interface CommandContext<F> extends Given {
   write: (line: string) => void;
 }
 
-/** One command as its module declares it. */
-export interface CommandDef<S extends Schema> {
+/** What every command declares, whether it loads the model or only reads its files. */
+interface CommandBase<S extends Schema> {
   name: string;
   /** Its own flags (COMMON_FLAGS are added to every command). */
   flags: S;
@@ -72,19 +74,26 @@ export interface CommandDef<S extends Schema> {
   check?: (f: Values<S> & CommonValues, g: Given) => void;
   /** Flags against the model's config (layer and head indices), before any forward pass. @throws Error. */
   checkSpec?: (f: Values<S> & CommonValues, spec: ModelSpec) => void;
-  /** @returns the one JSON object to print, or undefined when the command wrote its own lines. */
-  run?: (c: CommandContext<Values<S>>) => Promise<unknown>;
-  /** Instead of `run`, for a command that needs no model (it takes no --model): @returns the JSON object to print. */
-  runOffline?: (f: Values<S> & Omit<CommonValues, 'model'>) => unknown;
 }
 
+/**
+ * One command as its module declares it: `run` on a loaded engine, or `inspect` on the model's
+ * files alone (config.json and headers: no fit check, no weights read, e.g. `fit`), or `runOffline`
+ * with no model at all (e.g. `nnsight`).
+ */
+export type CommandDef<S extends Schema> = CommandBase<S> & (
+  | { /** @returns the one JSON object to print, or undefined when the command wrote its own lines. */ run: (c: CommandContext<Values<S>>) => Promise<unknown>; inspect?: never; runOffline?: never }
+  | { /** @returns the one JSON object to print. */ inspect: (files: ModelFiles, f: Values<S> & CommonValues) => Promise<unknown>; run?: never; runOffline?: never }
+  | { /** For a command that needs no model (it takes no --model). @returns the JSON object to print. */ runOffline: (f: Values<S> & Omit<CommonValues, 'model'>) => unknown; run?: never; inspect?: never }
+);
+
 /** One runner command, with its whole schema and its usage block. */
-export interface Command extends CommandDef<Schema> {
+export type Command = CommandDef<Schema> & {
   /** Its flags and the common ones: what the parser accepts. */
   schema: Schema;
   /** Its block in --help and docs/runner.md, generated from the schema. */
   usage: string;
-}
+};
 
 /** A table row: the schema merged with the common flags, the usage generated. */
 export function defineCommand<S extends Schema>(d: CommandDef<S>): Command {
@@ -119,6 +128,7 @@ export const COMMANDS: readonly Command[] = [
   defineCommand({ name: 'results', flags: RESULTS_FLAGS, about: RESULTS_ABOUT, prompt: true, check: checkExport, run: (c) => resultsCommand(c.engine, c.f) }),
   defineCommand({ name: 'nnsight', flags: NNSIGHT_FLAGS, about: NNSIGHT_ABOUT, check: checkExport, runOffline: (f) => nnsightCommand(f) }),
   defineCommand({ name: 'sae', flags: SAE_FLAGS, about: SAE_ABOUT, prompt: true, check: checkSaeFlags, run: (c) => saeCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'fit', flags: FIT_FLAGS, about: FIT_ABOUT, inspect: fitCommand }),
 ];
 
 /** The command called `name`, if any. */

@@ -1,5 +1,4 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import { Engine } from '../workers/engine/engine';
 import { studyContext } from '../workers/engine/studies/registry';
 import type { DownloadProgress } from '../workers/engine/io/download';
@@ -19,15 +18,17 @@ import { saeLoader } from './sae';
 import { interventionSpecs } from './steering';
 import { storageLine } from './weights';
 import { cpuBackendFromArgs } from './threads';
+import { cpuLimits } from './fit';
 
 const USAGE = usageText();
 
 /**
  * A folder when one exists at that path, else a Hub id (org/name[@revision]) read over HTTP with
- * --endpoint / $HF_ENDPOINT and $HF_TOKEN, refused before download when it would not fit in RAM.
+ * --endpoint / $HF_ENDPOINT and $HF_TOKEN, refused before download when it would not fit in RAM
+ * (unless `checkFit` is false: a command that only reads config and headers).
  * @throws Error for neither, or the Hub's gated / not-found / too-large messages.
  */
-async function openModel(f: CommonValues): Promise<ModelFiles> {
+async function openModel(f: CommonValues, checkFit = true): Promise<ModelFiles> {
   const model = f.model;
   if (fs.existsSync(model)) return new NodeFiles(model);
   const ref = parseRepoRef(model);
@@ -39,7 +40,7 @@ async function openModel(f: CommonValues): Promise<ModelFiles> {
     onDownload: process.stderr.isTTY ? showDownload : undefined,
   });
   if (process.env.HF_TOKEN && hub.endpoint.startsWith('http://')) process.stderr.write(`warning: HF_TOKEN is sent unencrypted to ${hub.endpoint} (plain http); use an https mirror or unset HF_TOKEN\n`);
-  await assertFits(hub, { maxBufferSize: Infinity, maxStorageBufferBindingSize: Infinity, memoryBudget: os.totalmem(), device: 'this machine (CPU backend, all of its RAM)' }, { weightDtype: f.weights });
+  if (checkFit) await assertFits(hub, cpuLimits(), { weightDtype: f.weights });
   return hub;
 }
 
@@ -117,8 +118,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify(command.runOffline(f as never)) + '\n');
       return 0;
     }
-    const run = command.run;
-    if (!run) throw new Error(`${command.name}: the command has nothing to run`);
+    if (command.inspect) {
+      process.stdout.write(JSON.stringify(await command.inspect(await openModel(f, false), f as never)) + '\n');
+      return 0;
+    }
     const files = await openModel(f);
     const spec = command.checkSpec ? await peekSpec(files) : null;
     if (spec) command.checkSpec!(f as never, spec);
@@ -134,7 +137,7 @@ export async function main(argv: string[]): Promise<number> {
     const write = (line: string) => process.stdout.write(line + '\n');
     const loadSae = saeLoader(engine, { endpoint: f.endpoint, hook: command.name === 'sae' ? (f.hook as string | undefined) : undefined });
     const chatTemplate = (f['chat-template'] as boolean | undefined) ?? false;
-    const out = await run({ engine, f: f as never, prompt, chatTemplate, given, loadSae, study: studyContext(engine, { loadSae }), write });
+    const out = await command.run!({ engine, f: f as never, prompt, chatTemplate, given, loadSae, study: studyContext(engine, { loadSae }), write });
     if (out !== undefined) write(JSON.stringify(out));
     engine.dispose();
     return 0;

@@ -9,6 +9,7 @@ import { Engine } from './engine/engine';
 import { selectBackend } from './engine/backend/select';
 import { deleteCachedModel, listCachedModels } from './engine/io/cache';
 import { deviceLimits, filesFor } from './sources';
+import { sizeLadder } from './engine/model/size_ladder';
 import { BranchExplorer } from './engine/studies/branching/explorer';
 import { forkPoints } from './engine/studies/branching/forks';
 import { validateTree } from './engine/studies/branching/tree';
@@ -188,6 +189,16 @@ function studyMethods(): StudyApi {
  */
 const api: InferenceApi = {
   ...studyMethods(),
+
+  sizeLadder: jobs.method({}, async (_run, source: ModelSource, backend: BackendChoice, options: { contextLength?: number; memoryBudgetBytes?: number } = {}) => {
+    const files = await filesFor(source);
+    const own = session.engine ? null : await selectBackend(backend, {});
+    try {
+      return await sizeLadder(files, deviceLimits(session.engine?.backend ?? own!, options.memoryBudgetBytes), options.contextLength);
+    } finally {
+      own?.dispose();
+    }
+  }),
 
   load: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
     const be = await selectBackend(backend, { threads: options.threads });

@@ -6,6 +6,7 @@
  * (engine/progress.ts), or a shape extending it. The studies' methods (sweep, probe, patching, …)
  * are not written here: StudyApi reads them off the studies' table (engine/studies/registry.ts).
  */
+import type { SizeLadder } from './engine/model/size_ladder';
 import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, TokenEvent } from './engine/api';
 import type { FutureInput, PromptInput, ResolvedFuture } from './engine/prompt';
 import type { LoadProgress, WeightDtype } from './engine/model/load';
@@ -193,6 +194,14 @@ export interface InferenceApi extends StudyApi {
    * @throws Error with a user-readable message; the worker stays usable.
    */
   load(source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options?: LoadOptions): Promise<ModelInfo>;
+  /**
+   * The size ladder of `source` (model/size_ladder.ts): bytes per weight storage (float32, binary16,
+   * Q8_0, Q4_0) and the KV cache for `options.contextLength` positions, each judged against the
+   * loaded model's backend (else the one `backend` selects, released after) and the memory budget —
+   * from config.json and the safetensors headers only; nothing is downloaded and the loaded model stays.
+   * @throws Error for a source that cannot be estimated (a GGUF folder, a malformed header, an unknown model_type).
+   */
+  sizeLadder(source: ModelSource, backend: BackendChoice, options?: { contextLength?: number; memoryBudgetBytes?: number }): Promise<SizeLadder>;
   /**
    * Loads model B beside the loaded model A (the model comparison, the `compare` study), replacing
    * the B loaded before, from any source load() takes, on a backend of its own. The memory check

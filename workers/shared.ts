@@ -20,6 +20,8 @@ export type { Deck, Experiment, ExperimentModel, ExperimentSae } from './engine/
 export { CATALOG, catalogEntry } from './engine/io/catalog';
 export { DEFAULT_ENDPOINT } from './engine/io/hub_files';
 export { CPU_BACKEND } from './engine/backend/names';
+export { formatBytes } from './engine/io/bytes';
+export type { SizeLadder } from './engine/model/size_ladder';
 
 // Files the app reads and writes
 export { writeNpyArray } from './engine/io/npy';

@@ -7,6 +7,7 @@ import { ModelCatalog } from './ModelCatalog';
 import { CacheManager } from './CacheManager';
 import { CachedModelOffer } from './CachedModelOffer';
 import { WeightStorageChoice } from './WeightStorage';
+import { SizeLadderCheck } from './SizeLadder';
 import { loadBlocked, loadCancels, waitingFor } from '../lib/job_rules';
 import { loadModelB } from '../actions/model_b';
 import type { ModelSource } from '../../workers/protocol';
@@ -133,6 +134,7 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
         </label>}
         {!isB && <WeightStorageChoice />}
       </div>
+      {!isB && <SizeLadderCheck source={local ? localModelSource(local) : null} />}
       {!isB && <CachedModelOffer />}
       <details className="hub">
         <summary>Hugging Face Hub <span className="muted">— curated models, any repo, and this browser's model cache</span></summary>
