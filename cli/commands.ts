@@ -99,7 +99,7 @@ export type Command = CommandDef<Schema> & {
 export function defineCommand<S extends Schema>(d: CommandDef<S>): Command {
   const { model, ...noModel } = COMMON_FLAGS;
   const common = d.runOffline ? noModel : { model, ...noModel };
-  return { ...(d as unknown as CommandDef<Schema>), schema: { ...common, ...d.flags }, usage: usageBlock(d.name, d.flags, d.about) };
+  return { ...(d as unknown as CommandDef<Schema>), schema: { ...common, ...d.flags }, usage: usageBlock(d.name, d.flags, d.about, d.runOffline ? [] : ['model']) };
 }
 
 /** Every command, in --help order (an unknown one is refused before the model loads). */

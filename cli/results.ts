@@ -42,7 +42,7 @@ export const NNSIGHT_FLAGS = {
 export type NnsightFlags = Values<typeof NNSIGHT_FLAGS>;
 
 export const NNSIGHT_ABOUT = `nnsight needs --experiment; writes a self-contained Python script (nnsight ${NNSIGHT_VERSION}, REMOTE = False at its top: set True
-for NDIF) that computes the experiment's sections and writes them as a results file; no model is loaded (no --model). Prints {out, sections}.`;
+for NDIF) that computes the experiment's sections and writes them as a results file; no model is loaded (the command takes no model). Prints {out, sections}.`;
 
 /** The experiment named by --experiment. @throws Error when it is not given or not valid. */
 function experimentOf(file: string | undefined): Experiment {

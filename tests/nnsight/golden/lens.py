@@ -31,7 +31,7 @@ NNSIGHT_VERSION = "0.7.0"
 OUT = "branchpoint-results.json"
 
 # The experiment as the workbench saved it (copied into the results file).
-EXPERIMENT = json.loads("{\"format\":\"branchpoint-experiment\",\"version\":3,\"title\":\"Where does “she” win?\",\"note\":\"Girl → “she” by +4 nats, but only in the final layer (L4): L0–L3 look the same for a boy (next slide).\",\"model\":{\"kind\":\"bundled\",\"name\":\"stories260K\"},\"prompt\":\"The little girl saw a dog. Then\",\"chatTemplate\":false,\"good\":{\"mode\":\"text\",\"value\":\" she\"},\"bad\":{\"mode\":\"text\",\"value\":\" he\"},\"generation\":{\"maxNewTokens\":32,\"temperature\":0,\"topK\":0,\"seed\":0},\"vectors\":[],\"interventions\":[],\"saes\":[],\"view\":{\"name\":\"margins\",\"showDifference\":false,\"showTables\":false,\"sinkEps\":0.3,\"heatmapScale\":\"robust\",\"selection\":null}}")
+EXPERIMENT = json.loads("{\"format\":\"branchpoint-experiment\",\"version\":3,\"title\":\"Where does “she” win?\",\"note\":\"Girl → “she” by +4 nats, but only in the final layer (L4): L0–L3 look the same for a boy (next slide).\",\"model\":{\"kind\":\"bundled\",\"name\":\"stories260K\"},\"prompt\":\"The little girl saw a dog. Then\",\"chatTemplate\":false,\"tools\":[],\"good\":{\"mode\":\"text\",\"value\":\" she\"},\"bad\":{\"mode\":\"text\",\"value\":\" he\"},\"generation\":{\"maxNewTokens\":32,\"temperature\":0,\"topK\":0,\"seed\":0},\"vectors\":[],\"interventions\":[],\"saes\":[],\"view\":{\"name\":\"margins\",\"showDifference\":false,\"showTables\":false,\"sinkEps\":0.3,\"heatmapScale\":\"robust\",\"selection\":null}}")
 PROMPT = "The little girl saw a dog. Then"
 CHAT_TEMPLATE = False
 # First-token alternatives of each future: a string is tokenised, a number is a token id.
