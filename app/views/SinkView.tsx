@@ -14,6 +14,7 @@ import { fixed, positionToken, quotedToken, visibleToken } from '../lib/format';
 import { blockName, blockShort, BLOCK_AXIS } from '../lib/layer_names';
 import { analyse } from '../actions/analyse';
 import { useWaitingFor } from '../components/useWaitingFor';
+import { AllHeadsPanel } from './AllHeadsPanel';
 
 /** The sink threshold ε (the runner's `--eps`): a new value reruns the analysis, whose sink rates depend on it. */
 function SinkEpsField() {
@@ -98,7 +99,8 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
 
 /**
  * Attention sinks (Gu et al. 2024, arXiv 2410.10781): α_0 per layer × head, the sink rate per layer,
- * each head's sink position; clicking a head opens its attention pattern.
+ * each head's sink position; clicking a head opens its attention pattern; All heads shows every
+ * head's pattern of one layer at once.
  */
 export function SinkView() {
   const r = useStore((s) => s.result);
@@ -182,6 +184,7 @@ export function SinkView() {
             cell={(_, l) => fixed(s.sinkRate[l], 4)} cellTestId={(_, l) => `sink-rate-${l}`} testId="sink-rate-table" />
         </>
       )}
+      <AllHeadsPanel r={r} />
       {pattern && <PatternPanel r={r} p={pattern} />}
     </section>
   );
