@@ -44,7 +44,7 @@ test('an experiment file dropped on the page restores it; a vector file dropped 
   await expect(page.getByTestId('library-row-0')).toHaveAttribute('data-d', '64');
   await settled(page);
 
-  await drop(page, 'header', [{ name: 'notes.txt', type: 'text/plain', bytes: Array.from(Buffer.from('hello')) }]);
+  await drop(page, 'header.top', [{ name: 'notes.txt', type: 'text/plain', bytes: Array.from(Buffer.from('hello')) }]);
   await expect(page.getByTestId('error-what')).toHaveText('Could not open the dropped files');
   await expect(page.getByTestId('error-why')).toContainText('files ending .txt are not taken here');
   await expect(page.getByTestId('prompt')).toHaveValue(prompt);

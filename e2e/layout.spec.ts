@@ -166,11 +166,11 @@ async function layoutFaults(page: Page): Promise<string[]> {
       const id = el.getAttribute('data-testid');
       return `${el.tagName.toLowerCase()}${id ? `[${id}]` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.split(' ')[0]}` : ''}`;
     };
-    // Drawn: not a visually-hidden input (1 px, clipped), nor inside a closed <details> (its summary aside).
+    // Drawn: not a visually-hidden input (clipped to nothing), nor inside a closed <details> (its summary aside).
     const shown = (el: Element) => {
       const r = el.getBoundingClientRect();
       const closed = el.closest('details:not([open])');
-      return r.width > 1 && r.height > 1 && getComputedStyle(el).visibility !== 'hidden' && !(closed && !el.closest('summary'));
+      return r.width > 1 && r.height > 1 && getComputedStyle(el).visibility !== 'hidden' && !(closed && !el.closest('summary')) && !el.closest('.visually-hidden');
     };
     const faults: string[] = [];
     if (document.documentElement.scrollWidth > W) faults.push(`the page is ${document.documentElement.scrollWidth - W}px wider than the window`);
