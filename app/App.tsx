@@ -18,6 +18,7 @@ import { VIEWS } from './views/registry';
 import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { ViewInterventionsLine } from './components/ViewInterventionsLine';
+import { droppedFiles, openDrop } from './actions/drop';
 
 /** The view's component (views/registry.ts). */
 function ActiveView({ view }: { view: ViewName }) {
@@ -38,6 +39,7 @@ export function App() {
   const noModel = useStore((s) => s.modelStatus !== 'ready' && s.job === null);
 
   const [poster, setPoster] = useState<'off' | 'on' | 'kiosk'>(() => (new URLSearchParams(location.search).has('poster') ? 'kiosk' : 'off'));
+  const [dragging, setDragging] = useState(false);
   const started = useRef(false);
   useEffect(() => {
     if (started.current) return;
@@ -50,7 +52,13 @@ export function App() {
   if (poster !== 'off') return <PosterMode kiosk={poster === 'kiosk'} onExit={() => setPoster('off')}><ErrorBanner /><ActiveView view={view} /></PosterMode>;
 
   return (
-    <div className="app">
+    <div
+      className={dragging ? 'app dropping' : 'app'} data-testid="workbench"
+      // Files dropped anywhere go where they belong (actions/drop.ts), with the pickers' checks and messages.
+      onDragOver={(e) => { if (e.dataTransfer.types.includes('Files')) { e.preventDefault(); setDragging(true); } }}
+      onDragLeave={(e) => { if (e.currentTarget === e.target) setDragging(false); }}
+      onDrop={(e) => { e.preventDefault(); setDragging(false); void droppedFiles(e.dataTransfer).then(openDrop); }}
+    >
       <header className="top">
         <h1>Branchpoint <span className="tagline">where does the decision form?</span></h1>
         <div className="row"><BackendBadge /><ModelBBadge /><ThemeToggle /></div>

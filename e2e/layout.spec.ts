@@ -153,3 +153,126 @@ test('poster mode at 1280×800: Reset and Leave are on screen and nothing is wid
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
   await page.screenshot({ path: `${SHOTS}/poster-1280x800.png` });
 });
+
+/**
+ * What breaks the layout on the page now, read in the page: elements whose visible part runs past the
+ * window's right edge (one not clipped by a scrolling or clipping ancestor inside the window), and
+ * banners that lie over an input, a button or a tab. Each entry names the element.
+ */
+async function layoutFaults(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const W = document.documentElement.clientWidth;
+    const name = (el: Element) => {
+      const id = el.getAttribute('data-testid');
+      return `${el.tagName.toLowerCase()}${id ? `[${id}]` : ''}${typeof el.className === 'string' && el.className ? `.${el.className.split(' ')[0]}` : ''}`;
+    };
+    // Drawn: not a visually-hidden input (clipped to nothing), nor inside a closed <details> (its summary aside).
+    const shown = (el: Element) => {
+      const r = el.getBoundingClientRect();
+      const closed = el.closest('details:not([open])');
+      return r.width > 1 && r.height > 1 && getComputedStyle(el).visibility !== 'hidden' && !(closed && !el.closest('summary')) && !el.closest('.visually-hidden');
+    };
+    const faults: string[] = [];
+    if (document.documentElement.scrollWidth > W) faults.push(`the page is ${document.documentElement.scrollWidth - W}px wider than the window`);
+    for (const el of document.querySelectorAll('body *')) {
+      if (!shown(el)) continue;
+      let right = el.getBoundingClientRect().right;
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowX;
+        if (o !== 'visible') right = Math.min(right, a.getBoundingClientRect().right);
+      }
+      if (right > W + 1) faults.push(`${name(el)} runs ${Math.round(right - W)}px past the window`);
+    }
+    const controls = [...document.querySelectorAll('input, textarea, select, button, [role="tab"]')].filter((el) => shown(el) && !el.closest('[role="alert"]'));
+    for (const b of document.querySelectorAll('[role="alert"]')) {
+      if (!shown(b)) continue;
+      const r = b.getBoundingClientRect();
+      for (const c of controls) {
+        const q = c.getBoundingClientRect();
+        if (q.left < r.right && q.right > r.left && q.top < r.bottom && q.bottom > r.top) {
+          // Overlap only counts where the banner is drawn over the control (it is the topmost thing there).
+          const x = (Math.max(q.left, r.left) + Math.min(q.right, r.right)) / 2;
+          const y = (Math.max(q.top, r.top) + Math.min(q.bottom, r.bottom)) / 2;
+          const top = document.elementFromPoint(x, y);
+          if (top && b.contains(top)) faults.push(`banner ${name(b)} covers ${name(c)}`);
+        }
+      }
+    }
+    // Text cut off inside its own box (a caption whose end is hidden).
+    for (const el of document.querySelectorAll('.poster *, .tabs *')) {
+      if (!shown(el) || el.children.length) continue;
+      const s = getComputedStyle(el);
+      if (s.overflowX !== 'visible' && el.scrollWidth > el.clientWidth + 1) faults.push(`${name(el)} cuts its text off (“${(el.textContent ?? '').slice(0, 40)}”)`);
+    }
+    return [...new Set(faults)].slice(0, 12);
+  });
+}
+
+/** Every tab of the workbench (the tabs are the view registry's rows). */
+const tabNames = (page: Page) => page.getByRole('tab').evaluateAll((els) => els.map((e) => (e.getAttribute('data-testid') ?? '').replace(/^tab-/, '')));
+
+test('issue 29 item 7: at 1280×800 every registered view, filled, fits the window (scrolled or not), banners cover no input, the heatmap labels all 38 tokens, and the poster fits at 1920×1080 and 1280×800', async ({ page }) => {
+  test.setTimeout(240_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await buildCaa(page);
+  // A 38-token prompt: every column of the margin heatmap is labelled, and the heatmap uses the panel.
+  await page.getByTestId('tab-margins').click();
+  await page.getByTestId('prompt').fill('Lily and Tom went to the park. They played with a big red ball and ran around. Then Lily gave the ball to');
+  await page.getByTestId('analyse').click();
+  await settled(page);
+  const T = await page.getByTestId('token-strip').locator('li').count();
+  const heat = await page.getByTestId('margin-heatmap').evaluate((el) => ({ every: (el as HTMLElement).dataset.labelEvery, w: el.getBoundingClientRect().width, panel: el.closest('.views')!.getBoundingClientRect().width }));
+  expect(T, 'tokens').toBeGreaterThanOrEqual(34);
+  expect(T, 'tokens').toBeLessThanOrEqual(42);
+  expect.soft(heat.every, `label every n-th column at ${T} tokens`).toBe('1');
+  expect.soft(heat.w / heat.panel, 'heatmap width / panel width').toBeGreaterThan(0.8);
+  // Branches: a trunk and its fork points (a wide table).
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill('6');
+  await page.getByTestId('branch-start').click();
+  await settled(page);
+  await page.getByTestId('fork-near-ties-only').uncheck();
+  await page.getByTestId('fork-samples').fill('1');
+  await page.getByTestId('find-forks').click();
+  // While it runs, the progress line fits the window.
+  await expect(page.getByTestId('progress')).toBeVisible();
+  expect.soft(await layoutFaults(page), 'with the progress line').toEqual([]);
+  await settled(page);
+  await expect(page.getByTestId('fork-table')).toBeVisible();
+  // Two banners at once: a failed analysis (an empty future) and an experiment notice (a bad file).
+  await page.getByTestId('experiment-file').setInputFiles({ name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"format": "branchpoint-experiment", ') });
+  await expect(page.getByRole('alert')).toHaveCount(1);
+  await page.getByTestId('good-future').fill('');
+  await page.getByTestId('analyse').click({ force: true });
+  await expect(page.getByRole('alert')).toHaveCount(2);
+  // Banners one under the other lie close (a trial saw a gap between them) and over nothing.
+  const gaps = await page.getByRole('alert').evaluateAll((els) => {
+    const rs = els.map((e) => e.getBoundingClientRect()).sort((a, b) => a.top - b.top);
+    return rs.slice(1).map((r, i) => Math.round(r.top - rs[i].bottom));
+  });
+  for (const g of gaps) expect.soft(g, 'px between two banners').toBeLessThanOrEqual(12);
+  for (const view of await tabNames(page)) {
+    await page.getByTestId(`tab-${view}`).click();
+    for (const y of [0, 400, 100_000]) {
+      await page.evaluate((top) => window.scrollTo(0, top), y);
+      expect.soft(await layoutFaults(page), `${view} at 1280×800, scrolled to ${y}`).toEqual([]);
+    }
+    await page.evaluate(() => window.scrollTo(0, 0));
+    if (['margins', 'sinks', 'vectors', 'branches'].includes(view)) await page.screenshot({ path: `${SHOTS}/layout-all-${view}-1280.png`, fullPage: true });
+  }
+  await page.getByTestId('good-future').fill(' happy');
+  for (const [width, height] of [[1920, 1080], [1280, 800]]) {
+    await page.setViewportSize({ width, height });
+    await page.goto('/index.html?poster');
+    await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+    for (let s = 0; s < 6; s++) {
+      await expect(page.getByTestId('poster-busy')).toBeHidden({ timeout: 120_000 });
+      await settled(page);
+      for (const id of ['poster-reset', 'poster-exit', 'poster-counter', 'poster-title']) await expect.soft(page.getByTestId(id), `${id} on slide ${s + 1} at ${width}×${height}`).toBeInViewport({ ratio: 1 });
+      expect.soft(await layoutFaults(page), `poster slide ${s + 1} at ${width}×${height}`).toEqual([]);
+      await page.screenshot({ path: `${SHOTS}/layout-poster-${s + 1}-${width}.png` });
+      await page.keyboard.press('ArrowRight');
+    }
+  }
+});

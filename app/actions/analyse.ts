@@ -55,6 +55,20 @@ export async function openPattern(layer: number, head: number): Promise<void> {
   await runJob('pattern', `Attention pattern L${layer} H${head}`, `Could not compute the attention pattern of layer ${layer}, head ${head}`, () => fetchPattern(layer, head));
 }
 
+/**
+ * Fetches every head's attention pattern of one layer (blocks.{layer}.attn.hook_pattern, [n_heads, T, T])
+ * from the analysis on display, with its interventions, for the All heads panel.
+ */
+export async function openLayerPatterns(layer: number): Promise<void> {
+  const r = useStore.getState().result;
+  if (!r) return;
+  const hook = `blocks.${layer}.attn.hook_pattern`;
+  await runJob('pattern', `Attention patterns of ${hook}, every head`, `Could not compute the attention patterns of layer ${layer}`, async () => {
+    const [c] = await inOrder((w) => w.activations([hook]));
+    useStore.getState().setLayerPatterns({ layer, nHeads: r.analysis.nHeads, data: c.data });
+  });
+}
+
 async function fetchPattern(layer: number, head: number): Promise<void> {
   const data = await inOrder((w) => w.pattern(layer, head));
   useStore.getState().setPattern({ layer, head, data });

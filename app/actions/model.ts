@@ -120,7 +120,11 @@ function topLevel(files: { path: string; file: File }[]): { path: string; file: 
 
 /** The source for files chosen with `<input type=file webkitdirectory>`. */
 export function sourceFromFileList(list: FileList): ModelSource {
-  const files = Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file }));
+  return sourceFromFiles(Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file })));
+}
+
+/** The source for a folder's files, each with its path in the folder (`folder/name`): picked or dropped. */
+export function sourceFromFiles(files: { path: string; file: File }[]): ModelSource {
   const folder = files[0]?.path.split('/')[0] ?? 'folder';
   return { kind: 'files', label: `${folder} (local folder)`, files: topLevel(files) };
 }

@@ -11,9 +11,9 @@ import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
 
-/** Picked files (a SAELens folder, or a params.npz) as an SAE source. */
-export function saeSourceFromFiles(list: FileList): SaeSource {
-  const files = Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file }));
+/** Picked or dropped files (a SAELens folder, or a params.npz) as an SAE source; dropped ones carry their path in the folder. */
+export function saeSourceFromFiles(list: FileList | readonly { path: string; file: File }[]): SaeSource {
+  const files = Array.from(list as ArrayLike<File | { path: string; file: File }>, (f) => (f instanceof File ? { path: f.webkitRelativePath || f.name, file: f } : f));
   const top = files.filter((f) => f.path.split('/').length <= 2);
   const name = files[0]?.path.split('/')[0] ?? 'SAE';
   return { kind: 'files', label: files.length === 1 ? name : `${name} (local folder)`, files: top };

@@ -341,6 +341,7 @@ export function Heatmap(p: HeatmapProps) {
         data-testid={p.testId}
         data-x0={g.x0}
         data-y0={g.y0}
+        data-label-every={g.labelEvery}
         data-cell-width={cellWidth}
         data-cell-height={cellHeight}
         data-rows={p.nRows}

@@ -35,6 +35,14 @@ export interface PatternResult {
   data: Float32Array;
 }
 
+/** Every head's attention pattern of one layer from the analysis on display (the All heads panel). */
+export interface LayerPatternsResult {
+  layer: number;
+  nHeads: number;
+  /** blocks.{layer}.attn.hook_pattern, flat [n_heads, T, T] (split with lib/head_patterns.ts). */
+  data: Float32Array;
+}
+
 /** One generation, streamed: `events` grow as tokens arrive; `final` is set when it ends. */
 export interface GenerationRun {
   events: TokenEvent[];
@@ -86,12 +94,14 @@ export interface ResultsSlice {
   futureChips: { good: FutureChips | null; bad: FutureChips | null };
   result: AnalysisResult | null;
   pattern: PatternResult | null;
+  layerPatterns: LayerPatternsResult | null;
   gen: GenerationResult | null;
   sweep: SweepDisplay | null;
   setPromptTokens(t: { ids: number[]; tokens: string[] } | null): void;
   setFutureChips(chips: { good: FutureChips; bad: FutureChips }): void;
   setResult(r: AnalysisResult): void;
   setPattern(p: PatternResult | null): void;
+  setLayerPatterns(p: LayerPatternsResult | null): void;
   startGeneration(g: Omit<GenerationResult, 'events' | 'final' | 'steered'>): void;
   /** Starts the steered run of the generation on display (after its unsteered run). */
   startSteeredRun(): void;
@@ -113,6 +123,7 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
   futureChips: { good: null, bad: null },
   result: null,
   pattern: null,
+  layerPatterns: null,
   gen: null,
   sweep: null,
   setPromptTokens: (promptTokens) => set((s) => ({
@@ -121,8 +132,9 @@ export const createResultsSlice: StateCreator<AppState, [], [], ResultsSlice> = 
     tokenSelection: promptTokens && s.promptTokens && promptTokens.ids.join() === s.promptTokens.ids.join() ? s.tokenSelection : null,
   })),
   setFutureChips: (futureChips) => set({ futureChips }),
-  setResult: (result) => set({ result, pattern: null }),
+  setResult: (result) => set({ result, pattern: null, layerPatterns: null }),
   setPattern: (pattern) => set({ pattern }),
+  setLayerPatterns: (layerPatterns) => set({ layerPatterns }),
   startGeneration: (g) => set({ gen: { ...g, events: [], final: null, steered: null } }),
   startSteeredRun: () => set((s) => (s.gen ? { gen: { ...s.gen, steered: { events: [], final: null } } } : {})),
   addTokens: (events, run = 'unsteered') => set((s) => (s.gen ? { gen: withRun(s.gen, run, (r) => ({ ...r, events: [...r.events, ...events] })) } : {})),

@@ -10,13 +10,14 @@ import { download } from '../lib/export';
 import { visibleToken } from '../lib/format';
 import { writeNpyArray } from '../../workers/shared';
 import { useWaitingFor } from '../components/useWaitingFor';
+import { GenerationCapturePanel } from './GenerationCapturePanel';
 
 /**
  * Any hook, inspectable: captures one hook (TransformerLens name) for the analysed prompt, with its
  * interventions, shows it as a token × dimension heatmap, and saves it as .npy ([n_tokens, width]
  * float32) — only the tokens selected on the token strip when there is a selection — and the whole
  * residual stream, blocks.{l}.hook_resid_post of every layer, as one [n_layers, n_tokens, d_model]
- * .npy. The hook and the selection are saved with the experiment (`view.hook`, `view.selection`).
+ * .npy; and (GenerationCapturePanel) the hook at every generation step. The hook and the selection are saved with the experiment (`view.hook`, `view.selection`).
  */
 export function ActivationsView() {
   const r = useStore((s) => s.result);
@@ -89,6 +90,7 @@ export function ActivationsView() {
           </div>
         </div>
       )}
+      <GenerationCapturePanel hook={hook} />
     </section>
   );
 }

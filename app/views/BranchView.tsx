@@ -259,20 +259,22 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
               csv={() => [['position', 'new token', 'token', 'gap p(top-1) − p(top-2)', 'score (nats)', 'forced token', 'its probability', 'mean outcome Δ (nats)', 'fraction of continuations with Δ > 0'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
               figure={() => svg.current && gapSvg.current && ({ title: `Fork points · ${tree.model} · node ${r.node}`, caption: [`score = |mean outcome Δ(alternative) − mean outcome Δ(chosen)| (nats), outcome Δ = log p(“${tree.good}”) − log p(“${tree.bad}”) after ${r.samples} seeded continuations per forced token (seed ${r.seed}); gap = p(top-1) − p(top-2)`, `prompt: “${tree.prompt}”`], panels: [{ kind: 'svg', title: 'Fork score (nats)', element: svg.current }, { kind: 'svg', title: 'Top-1/top-2 gap (probability)', element: gapSvg.current }] })} />
           </div>
-          <table className="data-table" data-testid="fork-table">
-            <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
-            <tbody>
-              {scored.map((p) => (
-                <tr key={p.position} data-testid="fork-row" data-step={p.step} data-score={p.score}>
-                  <td>{p.position} <span className="muted">(new {p.step})</span></td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
-                  <td className="outcomes">
-                    <OutcomeStrip p={p} domain={domain} />
-                    <span className="muted">{p.forced.map((f) => `${quotedToken(f.token)} ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <div className="table-scroll">
+            <table className="data-table" data-testid="fork-table">
+              <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
+              <tbody>
+                {scored.map((p) => (
+                  <tr key={p.position} data-testid="fork-row" data-step={p.step} data-score={p.score}>
+                    <td>{p.position} <span className="muted">(new {p.step})</span></td><td className="mono">{visibleToken(p.token)}</td><td className="mono">{fixed(p.gap, 3)}</td><td className="mono">{fixed(p.score, 3)}</td>
+                    <td className="outcomes">
+                      <OutcomeStrip p={p} domain={domain} />
+                      <span className="muted">{p.forced.map((f) => `${quotedToken(f.token)} ${signed(f.mean, 2)} (${Math.round(f.fracGood * 100)} % good)`).join(' · ')}</span>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </div>

@@ -15,6 +15,7 @@ import { blockName, blockShort, BLOCK_AXIS } from '../lib/layer_names';
 import { analyse } from '../actions/analyse';
 import { useWaitingFor } from '../components/useWaitingFor';
 import { SteeredSinkDivergence } from '../components/SteeredSinkDivergence';
+import { AllHeadsPanel } from './AllHeadsPanel';
 
 /** The sink threshold ε (the runner's `--eps`): a new value reruns the analysis, whose sink rates depend on it. */
 function SinkEpsField() {
@@ -99,8 +100,9 @@ function PatternPanel({ r, p }: { r: AnalysisResult; p: PatternResult }) {
 
 /**
  * Attention sinks (Gu et al. 2024, arXiv 2410.10781): α_0 per layer × head, the sink rate per layer,
- * each head's sink position; clicking a head opens its attention pattern. With interventions on, the
- * sink divergence of the steered run against the unsteered one (SteeredSinkDivergence).
+ * each head's sink position; clicking a head opens its attention pattern; All heads shows every
+ * head's pattern of one layer at once. With interventions on, the sink divergence of the steered run
+ * against the unsteered one (SteeredSinkDivergence).
  */
 export function SinkView() {
   const r = useStore((s) => s.result);
@@ -185,6 +187,7 @@ export function SinkView() {
         </>
       )}
       {r.baseline && <SteeredSinkDivergence r={{ ...r, baseline: r.baseline }} />}
+      <AllHeadsPanel r={r} />
       {pattern && <PatternPanel r={r} p={pattern} />}
     </section>
   );

@@ -79,18 +79,30 @@ export async function teacherForcedMargin(d: Decoder, first: Float32Array, promp
 }
 
 /**
+ * A hook captured at every generation step (TransformerLens names, position-major hooks): `steps[k]`
+ * is what step k's forward pass adds, [n_added, width] row-major — the whole prompt at step 0, the one
+ * new position T + k − 1 at step k ≥ 1 (read from the KV-cached decode, with the run's interventions).
+ */
+export interface StepCapture {
+  readonly hook: string;
+  readonly steps: Float32Array[];
+}
+
+/**
  * Forward of seq[pos0..] (step `step`; rows before pos0 are in the KV cache), then the next token
  * chosen on the device (model/next_token.ts).
  * @throws NonFiniteError when the chosen token's log-prob or the margin is not finite (NaN/Inf logits).
  */
-async function forwardAndChoose(d: Decoder, seq: readonly number[], pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule): Promise<NextToken> {
-  const ctx = new RunContext(d.backend, { pos0, n: seq.length - pos0, nPrompt, step }, undefined, interventions);
+async function forwardAndChoose(d: Decoder, seq: readonly number[], pos0: number, nPrompt: number, step: number, interventions: readonly Intervention[], rule: NextTokenRule, capture?: StepCapture): Promise<NextToken> {
+  const ctx = new RunContext(d.backend, { pos0, n: seq.length - pos0, nPrompt, step }, capture ? (n) => n === capture.hook : undefined, interventions);
   const logits = d.model.forward(Int32Array.from(seq.slice(pos0)), ctx, 'last')!;
   let next: NextToken;
   try {
     next = await chooseNextToken(d.backend, logits, rule);
+    if (capture) capture.steps.push(await d.backend.read(ctx.captured.get(capture.hook)!));
   } finally {
     d.backend.release(logits);
+    ctx.release();
   }
   await d.assertFinite([next.logProb, next.margin], step === 0 ? 'the logits' : `the logits at generation step ${step}`, seq, nPrompt, interventions);
   return next;
@@ -103,8 +115,9 @@ async function forwardAndChoose(d: Decoder, seq: readonly number[], pos0: number
  * @param onToken called once per new token, as soon as it is chosen.
  * @param signal aborts between tokens (stop = 'cancelled').
  * @param read the request read and checked (Engine.readRequest): prompt ids, resolved futures, interventions.
+ * @param capture when given, its hook is captured at every step into `capture.steps` (StepCapture).
  */
-export async function generateTokens(d: Decoder, read: ReadRequest, req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
+export async function generateTokens(d: Decoder, read: ReadRequest, req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal, capture?: StepCapture): Promise<Generation> {
   const { promptIds, good, bad, interventions } = read;
   const T = promptIds.length;
   const rand = seededRandom(req.seed ?? 0);
@@ -113,7 +126,7 @@ export async function generateTokens(d: Decoder, read: ReadRequest, req: Generat
   const nextToken = d.prompts.tokenStream(promptIds);
   let stop: Generation['stop'] = 'length';
   const rule: NextTokenRule = { temperature: req.temperature ?? 0, topK: req.topK ?? 0, rand, good: good.firstIds, bad: bad.firstIds };
-  let next = await forwardAndChoose(d, promptIds, 0, T, 0, interventions, rule);
+  let next = await forwardAndChoose(d, promptIds, 0, T, 0, interventions, rule, capture);
   for (let step = 0; step < req.maxNewTokens; step++) {
     await yieldToEventLoop(); // let a cancel message in between tokens
     if (signal?.aborted) { stop = 'cancelled'; break; }
@@ -125,7 +138,7 @@ export async function generateTokens(d: Decoder, read: ReadRequest, req: Generat
     if (eos.includes(id)) { stop = 'eos'; break; }
     if (step + 1 >= req.maxNewTokens) break;
     if (T + ids.length >= d.model.contextLength) { stop = 'context'; break; }
-    next = await forwardAndChoose(d, [...promptIds, ...ids], T + ids.length - 1, T, step + 1, interventions, rule);
+    next = await forwardAndChoose(d, [...promptIds, ...ids], T + ids.length - 1, T, step + 1, interventions, rule, capture);
   }
   return {
     warnings: d.prompts.promptWarnings(req),

@@ -22,7 +22,7 @@ import { residualStats } from './analysis/residual';
 import { assertFiniteRun } from './model/span';
 import { firstNonFinite, NonFiniteError } from './model/non_finite';
 import { warmUpGeneration } from './model/warm_up';
-import { generateTokens, teacherForcedMargin, type Decoder, type ReadRequest } from './decode';
+import { generateTokens, teacherForcedMargin, type Decoder, type ReadRequest, type StepCapture } from './decode';
 import { logSoftmaxCpu } from './ops/logits.cpu';
 
 /** Options of one low-level run (see Engine.run). */
@@ -302,10 +302,12 @@ export class Engine {
    * every step (decode.ts generateTokens; DESIGN.md §3 "Margin curve during generation").
    * @param onToken called once per new token, as soon as it is chosen.
    * @param signal aborts between tokens (stop = 'cancelled').
-   * @throws Error for a bad prompt, future or intervention.
+   * @param capture a hook to capture at every step (decode.ts StepCapture; checked against the model's hooks).
+   * @throws Error for a bad prompt, future or intervention, or a hook the model does not have.
    */
-  generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal): Promise<Generation> {
-    return generateTokens(this.decoder, this.readRequest(req), req, onToken, signal);
+  generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal, capture?: StepCapture): Promise<Generation> {
+    if (capture) assertHook(this.spec, capture.hook);
+    return generateTokens(this.decoder, this.readRequest(req), req, onToken, signal, capture);
   }
 
   /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */

@@ -19,6 +19,7 @@ import { doseResponse, type SweepRequest } from './sweep';
 import { probeLayers, type ProbeRequest } from './probe';
 import { probeUnderIntervention, type ProbeUnderRequest } from './probe_under';
 import { interventionWindow, type WindowRequest } from './window';
+import { generationActivations, type GenerationActivationsRequest } from './generation_activations';
 import { patchingGrid, type PatchingRequest } from './patching';
 import { routeStudy, type RouteRequest } from './route';
 import { routeSweep, type RouteSweepRequest } from './route_sweep';
@@ -135,6 +136,20 @@ export const STUDIES = {
       const { specs, specLabels, ...rest } = req;
       const interventions = await c.interventions(rest, { specs, specLabels }, req.maxNewTokens);
       return interventionWindow(c.engine, { ...rest, interventions }, onProgress, c.signal);
+    },
+  }),
+  /**
+   * Activations while generating (generation_activations.ts): one [pos, width] hook at every step,
+   * without and with the interventions (specs resolved for the generation's length), [steps, width]
+   * each; onProgress after each run. cancel() stops a run between tokens.
+   * @throws Error for a hook that is not [pos, width], a bad prompt, future or spec.
+   */
+  generationActivations: study({
+    what: 'the activations while generating',
+    run: async (c, req: Omit<GenerationActivationsRequest, 'interventions'> & SpecRequest, onProgress?: OnProgress) => {
+      const { specs, specLabels, ...rest } = req;
+      const interventions = await c.interventions(rest, { specs, specLabels }, req.maxNewTokens);
+      return generationActivations(c.engine, { ...rest, interventions }, onProgress, c.signal);
     },
   }),
   /**
