@@ -287,7 +287,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   const T = ids.length;
   const good = engine.resolveFuture(ids, req.good, futureCtx, 'good');
   const bad = engine.resolveFuture(ids, req.bad, futureCtx, 'bad');
-  const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'all' });
+  const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'last' });
   const hw = await hostWeights(engine);
   const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
   const ro = marginReadout(finalResidual(s, run.captured, T - 1), hw.lnFinal, await unembedRows(engine, cols), cols, good.firstIds, bad.firstIds);
@@ -321,7 +321,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   }
   const attribution = credit.slice(0, P);
   const spans = (req.spans ?? []).map((sp) => ({ ...sp, value: attribution.slice(sp.start, sp.end).reduce((a, b) => a + b, 0) }));
-  const margin = logitMargin(run.logits.subarray((T - 1) * V, T * V), good.firstIds, bad.firstIds);
+  const margin = logitMargin(run.logits.subarray(0, V), good.firstIds, bad.firstIds);
   const faithfulness = req.faithfulness === false ? undefined : await faithfulnessCurves(engine, {
     ids, attribution, positions: candidatePositions(promptIds, s.bosTokenId), good: good.firstIds, bad: bad.firstIds, baselineId: req.baselineId, nPrompt: P,
   }, signal);
