@@ -142,10 +142,12 @@ export interface FlowSweep {
 }
 
 /**
- * The flow of one readout dir·x^L_t + constant down to the tokens (the module's definition).
+ * The flow of one readout dir·x^L_t + constant down to the tokens (the module's definition). The
+ * two per-layer products through W_O and W_V run as GEMMs in `products` (float32, as the forward);
+ * the pattern sums, the masses, the norms' readouts and the directions accumulate in float64.
  * @param T positions in the captures; t the target position.
  */
-export function flowSweep(s: ModelSpec, hw: HostWeights, cap: FlowCaptures, T: number, t: number, dir: Float64Array, constant: number): FlowSweep {
+export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowProducts, cap: FlowCaptures, T: number, t: number, dir: Float64Array, constant: number): Promise<FlowSweep> {
   const L = s.nLayers, H = s.nHeads, Hkv = s.nKvHeads, dh = s.dHead, D = s.dModel, HD = H * dh;
   const group = H / Hkv;
   const Dir = new Float64Array(T * D);
@@ -165,25 +167,22 @@ export function flowSweep(s: ModelSpec, hw: HostWeights, cap: FlowCaptures, T: n
     const v = cap.get(`blocks.${l}.attn.hook_v`)!; // [T, Hkv·dh]
     const x = cap.get(`blocks.${l}.hook_resid_pre`)!;
     const z = bw.postAttn ? cap.get(`blocks.${l}.attn.hook_z`)! : null;
-    // r_{h,i} = W_O^hᵀ Dq_i [dh], Dq_i the direction on the attention output before any post-norm.
-    const r = new Float64Array(T * HD);
+    // r_{h,i} = W_O^hᵀ Dq_i [dh], Dq_i the direction on the attention output before any post-norm:
+    // one GEMM Dq [live, d_model] · W_O [d_model, H·dh] → [live, H·dh] (float32 products).
+    const Dq = new Float32Array(live * D);
     for (let i = 0; i < live; i++) {
-      let Dq: ArrayLike<number> = Dir.subarray(i * D, (i + 1) * D);
+      let Di: ArrayLike<number> = Dir.subarray(i * D, (i + 1) * D);
       if (bw.postAttn) {
         const o = new Float64Array(D);
         for (let c = 0; c < D; c++) o[c] = dot(bw.wo, z!, HD, c * HD, i * HD) + (bw.bo ? bw.bo[c] : 0);
-        const fr = frozenNormReadout(Dq, bw.postAttn, normScale(o, bw.postAttn.kind, bw.postAttn.eps));
-        Dq = fr.dir;
+        const fr = frozenNormReadout(Di, bw.postAttn, normScale(o, bw.postAttn.kind, bw.postAttn.eps));
+        Di = fr.dir;
         bias += fr.constant;
       }
-      if (bw.bo) bias += dot(Dq, bw.bo, D);
-      for (let c = 0; c < D; c++) {
-        const dc = Dq[c];
-        if (dc === 0) continue;
-        const ro = i * HD, wo = c * HD;
-        for (let k = 0; k < HD; k++) r[ro + k] += bw.wo[wo + k] * dc;
-      }
+      if (bw.bo) bias += dot(Di, bw.bo, D);
+      for (let c = 0; c < D; c++) Dq[i * D + c] = Di[c];
     }
+    const r = await products.dyW(Dq, live, l, 'o');
     // e_{h,j} = Σ_{i≥j} A[h,i,j] r_{h,i} [dh]
     const e = new Float64Array(T * HD);
     for (let h = 0; h < H; h++) {
@@ -197,23 +196,23 @@ export function flowSweep(s: ModelSpec, hw: HostWeights, cap: FlowCaptures, T: n
         }
       }
     }
-    // through the values: mass per head and source; direction on ln1's output, then on x_j
+    // through the values: mass per head and source; ê_j summed over each KV group [live, Hkv·dh]
+    const eKv = new Float32Array(live * Hkv * dh);
     for (let j = 0; j < live; j++) {
-      const dn = new Float64Array(D);
       for (let h = 0; h < H; h++) {
         const kv = Math.floor(h / group), ej = j * HD + h * dh;
         const m = dot(e, v, dh, ej, j * Hkv * dh + kv * dh);
         heads[l * H + h] += m;
         headSource[(l * H + h) * T + j] = m;
         if (bw.bv) bias += dot(e, bw.bv, dh, ej, kv * dh);
-        for (let k = 0; k < dh; k++) {
-          const ek = e[ej + k];
-          if (ek === 0) continue;
-          const wrow = (kv * dh + k) * D;
-          for (let c = 0; c < D; c++) dn[c] += bw.wv[wrow + c] * ek;
-        }
+        const eo = (j * Hkv + kv) * dh;
+        for (let k = 0; k < dh; k++) eKv[eo + k] += e[ej + k];
       }
-      const fr = frozenNormReadout(dn, bw.ln1, normScale(x, bw.ln1.kind, bw.ln1.eps, j * D, D));
+    }
+    // the direction on ln1's output: one GEMM ê [live, Hkv·dh] · W_V [Hkv·dh, d_model]; then on x_j
+    const dn = await products.dyW(eKv, live, l, 'v');
+    for (let j = 0; j < live; j++) {
+      const fr = frozenNormReadout(dn.subarray(j * D, (j + 1) * D), bw.ln1, normScale(x, bw.ln1.kind, bw.ln1.eps, j * D, D));
       bias += fr.constant;
       for (let c = 0; c < D; c++) Dir[j * D + c] += fr.dir[c];
     }
@@ -226,6 +225,28 @@ export function flowSweep(s: ModelSpec, hw: HostWeights, cap: FlowCaptures, T: n
     byLayer[j] += c;
   }
   return { credit, byLayer, heads, headSource, bias };
+}
+
+/** The sweep's two products per layer: dy [n, out] · W [out, in] → [n, in] for the block's W_O or W_V. */
+export interface FlowProducts {
+  dyW(dy: Float32Array, n: number, layer: number, which: 'o' | 'v'): Promise<Float32Array>;
+}
+
+/**
+ * The products through the engine's backend (Backend.linearBackward: the WASM GEMM on the CPU).
+ * dy for W_O is [n, d_model] → [n, H·dh]; for W_V [n, Hkv·dh] → [n, d_model].
+ */
+export function backendProducts(engine: Engine): FlowProducts {
+  const b = engine.backend, blocks = engine.model.weights.blocks;
+  return {
+    async dyW(dy, n, layer, which) {
+      const w = blocks[layer][which].w;
+      const y = b.upload(dy, [n, dy.length / n]);
+      const dx = b.linearBackward(y, w);
+      b.release(y);
+      try { return await b.read(dx); } finally { b.release(dx); }
+    },
+  };
 }
 
 /** Checks spans against n tokens. @throws Error naming the span that does not fit. */
@@ -266,11 +287,12 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   const T = ids.length;
   const good = engine.resolveFuture(ids, req.good, futureCtx, 'good');
   const bad = engine.resolveFuture(ids, req.bad, futureCtx, 'bad');
-  const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'all' });
+  const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'last' });
   const hw = await hostWeights(engine);
   const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
   const ro = marginReadout(finalResidual(s, run.captured, T - 1), hw.lnFinal, await unembedRows(engine, cols), cols, good.firstIds, bad.firstIds);
-  const main = flowSweep(s, hw, run.captured, T, T - 1, ro.dir, ro.constant);
+  const products = backendProducts(engine);
+  const main = await flowSweep(s, hw, products, run.captured, T, T - 1, ro.dir, ro.constant);
   const credit = Float64Array.from(main.credit);
   let bias = main.bias;
   let sumDirect = bias;
@@ -291,7 +313,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
       const mass = credit[p];
       hops.push({ position: p, token: tokens[p], mass, margin: dp });
       if (Math.abs(dp) < 1e-6) continue;
-      const f = flowSweep(s, hw, run.captured, T, p - 1, fr.dir, constant);
+      const f = await flowSweep(s, hw, products, run.captured, T, p - 1, fr.dir, constant);
       for (let k = 0; k < p; k++) credit[k] += (mass * f.credit[k]) / dp;
       bias += (mass * f.bias) / dp;
       credit[p] = 0;
@@ -299,7 +321,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   }
   const attribution = credit.slice(0, P);
   const spans = (req.spans ?? []).map((sp) => ({ ...sp, value: attribution.slice(sp.start, sp.end).reduce((a, b) => a + b, 0) }));
-  const margin = logitMargin(run.logits.subarray((T - 1) * V, T * V), good.firstIds, bad.firstIds);
+  const margin = logitMargin(run.logits.subarray(0, V), good.firstIds, bad.firstIds);
   const faithfulness = req.faithfulness === false ? undefined : await faithfulnessCurves(engine, {
     ids, attribution, positions: candidatePositions(promptIds, s.bosTokenId), good: good.firstIds, bad: bad.firstIds, baselineId: req.baselineId, nPrompt: P,
   }, signal);

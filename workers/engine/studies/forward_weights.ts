@@ -11,8 +11,7 @@ import { logSumExp } from '../analysis/margin';
 /** One block's weights as the attributions read them (nn.Linear layout [out, in]). */
 export interface HostBlock {
   ln1: HostNorm;
-  /** W_V [n_kv_heads·d_head, d_model] and its bias. */
-  wv: Float32Array;
+  /** b_V [n_kv_heads·d_head] (W_V itself stays on the backend: flow.ts multiplies through it there). */
   bv?: Float32Array;
   /** W_O [d_model, n_heads·d_head] and its bias. */
   wo: Float32Array;
@@ -32,7 +31,7 @@ async function hostNorm(engine: Engine, n: NormWeights): Promise<HostNorm> {
   return { kind: s.norm, w: await b.read(n.w), b: n.b ? await b.read(n.b) : undefined, eps: s.normEps, offset: s.normOffset };
 }
 
-/** Reads the norms and the attention's V/O projections of every block (`blocks: false`: the final norm only). */
+/** Reads the norms, W_O, b_O and b_V of every block (`blocks: false`: the final norm only; `values: false`: no b_V). */
 export async function hostWeights(engine: Engine, opts: { blocks?: boolean; values?: boolean } = {}): Promise<HostWeights> {
   const b = engine.backend, w = engine.model.weights;
   const blocks: HostBlock[] = [];
@@ -41,7 +40,7 @@ export async function hostWeights(engine: Engine, opts: { blocks?: boolean; valu
       const values = opts.values ?? true;
       blocks.push({
         ln1: await hostNorm(engine, bw.ln1),
-        wv: values ? await b.read(bw.v.w) : new Float32Array(0), bv: values && bw.v.b ? await b.read(bw.v.b) : undefined,
+        bv: values && bw.v.b ? await b.read(bw.v.b) : undefined,
         wo: await b.read(bw.o.w), bo: bw.o.b ? await b.read(bw.o.b) : undefined,
         postAttn: bw.postAttnNorm ? await hostNorm(engine, bw.postAttnNorm) : undefined,
       });
