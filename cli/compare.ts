@@ -49,6 +49,8 @@ sink_rate_b, cross_patch: {hook: [n_layers]} (B's activation patched into A at e
 z: [n_layers][n_heads]), cross_patch_reverse (A into B), margin_a, margin_b, and with --positions
 cross_patch_positions (+ _reverse): {hook: [n_layers][n_tokens]}}; recovery r = (Δ_patched − Δ_A)/(Δ_B − Δ_A)
 in both directions. A and B need the same tokenizer, architecture and shapes (else: what differs).
+Mixture-of-experts pairs also print route_divergence [{layer, jaccard [n_tokens], js [n_tokens]}] per sparse layer
+(overlap of the experts A and B chose, Jensen-Shannon divergence in nats of their router distributions).
 With --caa-set FILE (steering transfer): caa_cosine, caa_norm_ratio: [n_layers] (cos and ‖v_B‖/‖v_A‖ of the CAA vectors
 of the set built on A and on B at blocks.{l}.hook_resid_post), steer_margin: {a_by_a, b_by_a, b_by_b, a_by_b}: [n_layers]
 (final Δ of model A / B with A's / B's vector added at that layer, α = --alpha, all positions).`;
@@ -92,6 +94,7 @@ export function compareJson(c: ModelComparison, positions: boolean): Record<stri
     margin_a: s.a.finalMargin[T - 1], margin_b: s.b.finalMargin[T - 1],
     recovery_denominator: c.denominator.denominator,
     cross_patch: layer(c.crossPatch), cross_patch_reverse: layer(c.crossPatchReverse),
+    ...(c.routeDivergence ? { route_divergence: c.routeDivergence.map((x) => ({ layer: x.layer, jaccard: Array.from(x.jaccard), js: Array.from(x.js) })) } : {}),
     ...(positions ? { cross_patch_positions: cells(c.crossPatch), cross_patch_reverse_positions: cells(c.crossPatchReverse) } : {}),
   };
 }

@@ -6,6 +6,7 @@ import { useStudy } from '../components/useStudy';
 import { BarChart } from '../components/BarChart';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
+import { RouteDivergencePanel } from './RouteDivergencePanel';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { futureInput } from '../lib/futures';
@@ -48,12 +49,12 @@ type SweepSettings = { masks: number; maskSize: number; seed: number; target: 'g
 type ExperimentNow = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'system' | 'tools' | 'good' | 'bad' | 'interventions' | 'vectors'>;
 
 /** The requests the view sends, from the experiment (prompt, futures, enabled interventions) and its settings; or why it cannot. */
-function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: SweepSettings) {
+function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: SweepSettings, promptB: string) {
   try {
     const { specs, specLabels } = specRequest(s.interventions, s.vectors);
     const base = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
     const set = setText.split('\n').map((l) => l.trim()).filter(Boolean);
-    const route: StudyRequest<'route'> = { ...base, banAt, ...(set.length ? { set } : {}) };
+    const route: StudyRequest<'route'> = { ...base, banAt, ...(set.length ? { set } : {}), ...(promptB.trim() ? { promptB } : {}) };
     const routeSweep: StudyRequest<'routeSweep'> = { ...base, ...sweep };
     return { route, routeSweep, problem: null };
   } catch (e) {
@@ -62,7 +63,7 @@ function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: S
 }
 
 /** buildRequests over the store as it is rendered. */
-function useRequests(banAt: BanAt, setText: string, sweep: SweepSettings) {
+function useRequests(banAt: BanAt, setText: string, sweep: SweepSettings, promptB: string) {
   const prompt = useStore((s) => s.prompt);
   const chatTemplate = useStore((s) => s.chatTemplate);
   const good = useStore((s) => s.good);
@@ -71,7 +72,7 @@ function useRequests(banAt: BanAt, setText: string, sweep: SweepSettings) {
   const vectors = useStore((s) => s.vectors);
   const system = useStore((s) => s.system);
   const tools = useStore((s) => s.tools);
-  return useMemo(() => buildRequests({ prompt, chatTemplate, system, tools, good, bad, interventions, vectors }, banAt, setText, sweep), [prompt, chatTemplate, system, tools, good, bad, interventions, vectors, banAt, setText, sweep]);
+  return useMemo(() => buildRequests({ prompt, chatTemplate, system, tools, good, bad, interventions, vectors }, banAt, setText, sweep, promptB), [prompt, chatTemplate, system, tools, good, bad, interventions, vectors, banAt, setText, sweep, promptB]);
 }
 
 /** The router's distribution at the (sparse layer, token) under the pointer: one bar per expert, the chosen ones in their colour. */
@@ -133,10 +134,11 @@ export function RoutesView() {
   const interventions = useStore((s) => s.interventions);
   const [banAt, setBanAt] = useState<BanAt>('all');
   const [setText, setSetText] = useState('');
+  const [promptB, setPromptB] = useState('');
   const [sweepSet, setSweepSet] = useState<SweepSettings>({ masks: 20, maskSize: 1, seed: 0, target: 'bad' });
   const [hover, setHover] = useState<Cell | null>(null);
   const [applied, setApplied] = useState<{ text: string; before: number; predicted: number | null } | null>(null);
-  const req = useRequests(banAt, setText, sweepSet);
+  const req = useRequests(banAt, setText, sweepSet, promptB);
   const route = useStudy('route', req.route);
   const sweep = useStudy('routeSweep', req.routeSweep);
   const r: Route | undefined = route.run?.result;
@@ -154,7 +156,7 @@ export function RoutesView() {
     return <section className="view" data-testid="routes-view"><h2>Expert routes</h2><p className="placeholder">{info.modelType} has no routers: this view reads mixture-of-experts models (Mixtral, Qwen2-MoE, OLMoE).</p></section>;
   }
   // built from the store at the click, so a ban just added is in the request
-  const now = () => buildRequests(useStore.getState(), banAt, setText, sweepSet);
+  const now = () => buildRequests(useStore.getState(), banAt, setText, sweepSet, promptB);
   const runRoutes = async () => {
     const q = now().route;
     if (q) await runStudy('route', q, { label: 'Expert routes', what: 'Could not compute the expert routes' });
@@ -198,6 +200,9 @@ export function RoutesView() {
         <label className="stack">Prompt set for expert paths (one per line, optional)
           <textarea rows={2} cols={36} data-testid="routes-set" value={setText} onChange={(e) => setSetText(e.target.value)} />
         </label>
+        <label className="stack">Prompt B for routing divergence (same token count, optional)
+          <input type="text" size={28} data-testid="routes-prompt-b" value={promptB} onChange={(e) => setPromptB(e.target.value)} />
+        </label>
         <button type="submit" className="primary" data-testid="run-routes" title={waitingFor(job)} disabled={!!job || !ready || !req.route}>Run routes</button>
       </form>
       {req.problem && <p className="warn" data-testid="routes-problem">{req.problem}</p>}
@@ -217,7 +222,7 @@ export function RoutesView() {
             </p>
             <ExportButtons
               name="routes"
-              json={() => ({ ...r, layers: r.layers.map((x) => ({ layer: x.layer, routerLogits: Array.from(x.routerLogits), expertIndices: Array.from(x.expertIndices), expertWeights: Array.from(x.expertWeights) })), routeMargin: r.routeMargin ? Array.from(r.routeMargin) : undefined })}
+              json={() => ({ ...r, layers: r.layers.map((x) => ({ layer: x.layer, routerLogits: Array.from(x.routerLogits), expertIndices: Array.from(x.expertIndices), expertWeights: Array.from(x.expertWeights) })), routeMargin: r.routeMargin ? Array.from(r.routeMargin) : undefined, divergence: r.divergence?.map((x) => ({ layer: x.layer, jaccard: Array.from(x.jaccard), js: Array.from(x.js) })) })}
               csv={() => [['layer', 'position', 'token', 'experts (descending weight)', 'weights'], ...r.layers.flatMap((x) => r.tokens.map((t, i) => [x.layer, i, t, Array.from(x.expertIndices.subarray(i * r.topK, (i + 1) * r.topK)).join(' '), Array.from(x.expertWeights.subarray(i * r.topK, (i + 1) * r.topK), (v) => fixed(v, 6)).join(' ')]))]}
               figure={r.routeMargin ? () => ({
                 title: 'Route margin grid',
@@ -268,6 +273,7 @@ export function RoutesView() {
               <p className="hint">Click a cell to add that ban to the interventions and run again: the margin above changes by what the cell said. 0 = no banned position chose that expert (nothing changes); dashed orange = banned now by an enabled intervention. Grey rows are dense layers.</p>
             </div>
           )}
+          <RouteDivergencePanel r={r} />
           <div className="figure" data-testid="routes-paths">
             <h3>Expert paths (top-1 expert per sparse layer, {r.pathPrompts} prompt{r.pathPrompts === 1 ? '' : 's'})</h3>
             <table className="data" data-testid="routes-paths-table">

@@ -8,7 +8,7 @@ import type { ModelSpec } from '../arch/spec';
  * (`<hook>.hook_sae_acts_post`, …): `model/sae_site.ts` SAE_HOOKS declares them.
  */
 export interface HookInfo {
-  /** Name with `{l}` for the block index. */
+  /** Name with `{l}` for the block index (and `{e}` for the expert, per-expert hooks). */
   template: string;
   shape: string;
   meaning: string;
@@ -42,6 +42,7 @@ export const HOOKS: readonly HookInfo[] = [
   { template: 'blocks.{l}.mlp.hook_router_logits', shape: '[pos, n_experts]', meaning: 'mixture of experts: router (gate) logits before the softmax; an intervention here changes the choice (top-k), the weights stay the router\'s own p', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.mlp.hook_expert_indices', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts (top-k of the router softmax, descending) as float32 ids', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.mlp.hook_expert_weights', shape: '[pos, k]', meaning: 'mixture of experts: the chosen experts\' weights (softmax probabilities, renormalised where the model does)', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
+  { template: 'blocks.{l}.mlp.experts.{e}.hook_out', shape: '[pos, d_model]', meaning: 'mixture of experts: expert e\'s contribution to the MLP output, weight · down_e(act(gate_e x)·up_e x), where it is computed; rows of tokens that did not choose e are 0, so the sum over experts (+ the gated shared expert, Qwen2-MoE) is hook_mlp_out (CPU backend; WebGPU refuses it)', steerable: true, present: (s) => s.moe !== undefined, presentAt: sparseAt },
   { template: 'blocks.{l}.hook_mlp_out', shape: '[pos, d_model]', meaning: 'MLP output added to the residual stream', steerable: true },
   { template: 'blocks.{l}.hook_resid_post', shape: '[pos, d_model]', meaning: 'residual stream after block l', steerable: true },
   { template: 'ln_final.hook_normalized', shape: '[pos, d_model]', meaning: 'final norm output, input to W_U', steerable: true },
@@ -53,14 +54,15 @@ export function hookNames(spec: ModelSpec): string[] {
   const out: string[] = [];
   const present = HOOKS.filter((h) => !h.present || h.present(spec));
   for (const h of present) if (!h.template.includes('{l}') && h.template.startsWith('hook_')) out.push(h.template);
-  for (let l = 0; l < spec.nLayers; l++) for (const h of present) if (h.template.includes('{l}') && (!h.presentAt || h.presentAt(spec, l))) out.push(h.template.replace('{l}', String(l)));
+  const experts = (t: string): string[] => (t.includes('{e}') ? Array.from({ length: spec.moe?.nExperts ?? 0 }, (_, e) => t.replace('{e}', String(e))) : [t]);
+  for (let l = 0; l < spec.nLayers; l++) for (const h of present) if (h.template.includes('{l}') && (!h.presentAt || h.presentAt(spec, l))) out.push(...experts(h.template.replace('{l}', String(l))));
   for (const h of present) if (!h.template.includes('{l}') && !h.template.startsWith('hook_')) out.push(h.template);
   return out;
 }
 
 /** Looks up the declaration of a concrete hook name; undefined if no such hook exists. */
 export function hookInfo(name: string): HookInfo | undefined {
-  const template = name.replace(/^blocks\.\d+\./, 'blocks.{l}.');
+  const template = name.replace(/^blocks\.\d+\./, 'blocks.{l}.').replace(/^blocks\.\{l\}\.mlp\.experts\.\d+\./, 'blocks.{l}.mlp.experts.{e}.');
   return HOOKS.find((h) => h.template === template);
 }
 
@@ -72,6 +74,8 @@ export function assertHook(spec: ModelSpec, name: string): void {
   if (hookNames(spec).includes(name)) return;
   const m = /^blocks\.(\d+)\./.exec(name);
   if (m && Number(m[1]) >= spec.nLayers) throw new Error(`hook "${name}": layer ${m[1]} does not exist (the model has layers 0..${spec.nLayers - 1})`);
+  const ex = /^blocks\.\d+\.mlp\.experts\.(\d+)\./.exec(name);
+  if (ex && spec.moe && Number(ex[1]) >= spec.moe.nExperts) throw new Error(`hook "${name}": expert ${ex[1]} does not exist (the model has experts 0..${spec.moe.nExperts - 1})`);
   const info = hookInfo(name);
   if (info?.presentAt && m && (!info.present || info.present(spec))) throw new Error(`hook "${name}" is not computed by layer ${m[1]} of this ${spec.modelType} model (${sparseAt(spec, Number(m[1])) ? 'a sparse, mixture-of-experts layer' : 'a dense layer'})`);
   if (info) throw new Error(`hook "${name}" is not computed by ${spec.modelType} models`);

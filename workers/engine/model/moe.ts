@@ -21,6 +21,9 @@
  * chosen; their weights stay the router's own p (softmax of the logits before the intervention,
  * renormalised where the model does), so banning an expert that no row chose changes nothing, and
  * a row whose choice a ban changes takes the next experts at their own probabilities.
+ * Each expert's weighted contribution fires as `blocks.{l}.mlp.experts.{e}.hook_out` [pos, d_model]
+ * (rows that did not choose e are 0) on host-readable backends; WebGPU's fused kernel has no such
+ * intermediate, so a capture or intervention there is refused (expertHooksRefused).
  */
 import type { Backend, Tensor } from '../backend/backend';
 import type { Activation } from '../backend/backend';
@@ -60,6 +63,9 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
   b.release(weighed.indices); b.release(logits);
   const wT = ctx.fire(`${h}mlp.hook_expert_weights`, weighed.weights); // [pos, k]
   let out: Tensor | null = null;
+  const expertHook = (e: number) => `${h}mlp.experts.${e}.hook_out`;
+  const touched = Array.from({ length: E }, (_, e) => ctx.touches(expertHook(e)));
+  if (b.moeExperts && touched.some((t) => t)) throw expertHooksRefused(expertHook(touched.indexOf(true)));
   if (b.moeExperts) out = b.moeExperts(x, idxT, wT, w.experts, act);
   else {
     if (!idxHost || !host) throw new Error(`${h}mlp: the backend neither reads the routing on the host (readSync) nor runs experts itself (moeExperts)`);
@@ -69,7 +75,10 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
     for (let row = 0; row < n; row++) for (let j = 0; j < k; j++) rowsOf[idxHost[row * k + j]].push({ row, weight: weights[row * k + j] });
     for (let e = 0; e < E; e++) {
       const sel = rowsOf[e];
-      if (sel.length === 0) continue;
+      if (sel.length === 0) {
+        if (touched[e]) out = accumulate(b, out, ctx.fire(expertHook(e), b.zeros([n, d]))); // no row chose e: its contribution is 0 (a patch may set it)
+        continue;
+      }
       const xe = gatherRows(b, x, sel.map((s) => s.row)); // [rows_e, d_model]
       const ye = gatedMlp(b, w.experts[e], act, xe); // [rows_e, d_model]
       if (xe !== x) b.release(xe);
@@ -78,7 +87,7 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
       const scaled = scale(b, b.upload(s, [sel.length, d]), ye, 'identity');
       const full = scatterRows(b, scaled, sel.map((r) => r.row), n);
       if (full !== scaled) b.release(scaled);
-      out = accumulate(b, out, full);
+      out = accumulate(b, out, touched[e] ? ctx.fire(expertHook(e), full) : full);
     }
   }
   b.release(idxT); b.release(wT);
@@ -91,6 +100,14 @@ export function sparseMlp(b: Backend, moe: MoeSpec, w: MoeWeights, act: Activati
     b.release(ones);
   }
   return out ?? b.zeros([n, d]);
+}
+
+/**
+ * The refusal of a per-expert hook on a backend that runs the experts in one fused kernel
+ * (Backend.moeExperts, WebGPU): no expert's output exists there on its own.
+ */
+function expertHooksRefused(hook: string): Error {
+  return new Error(`${hook}: per-expert outputs are computed only on the CPU backend (WebGPU runs all experts in one fused kernel, ops/moe_experts.wgsl.ts, with no per-expert intermediate); switch the backend to CPU to capture or patch them`);
 }
 
 /** col [n, 1] repeated across d columns: col·onesᵀ with ones [d, 1] (exact: one product each). Releases col. */

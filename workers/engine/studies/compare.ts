@@ -15,6 +15,8 @@
  * Sources: DESIGN.md §3; Surgery (arXiv 2602.05228: sink divergence under fine-tuning); model
  * diffing / crosscoders (arXiv 2504.02922); Rimsky et al. (arXiv 2312.06681) for CAA.
  */
+import { modelRouteDivergence } from './model_route_divergence';
+import type { LayerDivergence } from '../analysis/route_divergence';
 import type { Engine } from '../engine';
 import type { Tensor } from '../backend/backend';
 import type { Analysis } from '../api';
@@ -219,6 +221,8 @@ export interface ModelComparison {
   crossPatchReverse: Map<PatchHook, CrossPatchResult>;
   /** Δ_B − Δ_A of the patching runs against the reliability threshold. */
   denominator: DenominatorCheck;
+  /** Mixture-of-experts pairs: per sparse layer, each token's routing divergence of B from A (model_route_divergence.ts). */
+  routeDivergence?: LayerDivergence[];
 }
 
 /**
@@ -256,5 +260,6 @@ export async function compareModels(a: Engine, b: Engine, req: CompareRequest, o
   }
   const any = crossPatchAB.values().next().value as CrossPatchResult | undefined;
   const denominator = any ? any.denominator : checkRecoveryDenominator(sides.b.finalMargin[T - 1], sides.a.finalMargin[T - 1]);
-  return { weights, sides, crossPatch: crossPatchAB, crossPatchReverse: crossPatchBA, denominator };
+  const routeDivergence = await modelRouteDivergence(a, b, req);
+  return { weights, sides, crossPatch: crossPatchAB, crossPatchReverse: crossPatchBA, denominator, ...(routeDivergence ? { routeDivergence } : {}) };
 }

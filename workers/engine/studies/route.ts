@@ -15,6 +15,7 @@ import type { Progress } from '../progress';
 import { forwardSpan } from '../model/span';
 import { marginOf, type PatchMetric } from './patching';
 import { expertPaths, type ExpertPath, type PromptRoute } from '../analysis/expert_paths';
+import { routeDivergence, type LayerDivergence } from '../analysis/route_divergence';
 
 export interface RouteRequest {
   prompt: string;
@@ -30,6 +31,8 @@ export interface RouteRequest {
   banAt?: BanAt;
   /** More prompts whose tokens' expert paths are counted with the prompt's (one forward each, without the interventions: those are resolved against the prompt). */
   set?: readonly string[];
+  /** A second prompt of the same token count: its routing divergence from the prompt (analysis/route_divergence.ts), both under the interventions. */
+  promptB?: string;
 }
 
 /** Where a route margin ban acts: every position, or the decision position (the last prompt token). */
@@ -74,13 +77,17 @@ export interface RouteResult {
   paths: ExpertPath[];
   /** Prompts the paths count: 1 + the set's. */
   pathPrompts: number;
+  /** With promptB: per sparse layer, each token's Jaccard overlap and router JS divergence (nats) between the prompts. */
+  divergence?: LayerDivergence[];
+  /** With promptB: its tokens. */
+  tokensB?: string[];
 }
 
 /**
  * The routing of `req.prompt` and, with futures, the route margin grid (one run per (sparse layer,
  * expert) that some token chose; onProgress after each).
  * @throws Error for a dense model, only one future given, an empty or too long prompt (the set's
- *   included), a bad future.
+ *   included), a bad future, a promptB whose token count differs from the prompt's (before any forward).
  */
 export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<RouteResult> {
   const s = engine.spec, moe = s.moe;
@@ -90,6 +97,8 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
   const p = { prompt: req.prompt, chatTemplate: req.chatTemplate ?? false };
   const ids = engine.encodePrompt(p);
   const T = ids.length, E = moe.nExperts, k = moe.topK, L = s.nLayers;
+  const idsB = req.promptB === undefined ? undefined : engine.encodePrompt({ prompt: req.promptB, chatTemplate: p.chatTemplate });
+  if (idsB && idsB.length !== T) throw new Error(`routing divergence compares token by token: prompt B has ${idsB.length} tokens, the prompt ${T}`);
   const sparse = Array.from({ length: L }, (_, l) => l).filter((l) => moe.sparse[l]);
   const hook = (l: number, h: string) => `blocks.${l}.mlp.hook_${h}`;
   const base = req.interventions ?? [];
@@ -109,6 +118,12 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     routes.push({ tokens: engine.tokenStrings(qIds), expertIndices: sparse.map((l) => qRun.captured.get(hook(l, 'expert_indices'))!) });
   }
   const result: RouteResult = { ids, tokens, nLayers: L, nExperts: E, topK: k, layers, paths: expertPaths(routes, k), pathPrompts: routes.length };
+  if (idsB) {
+    const bRun = await engine.run(idsB, { capture: sparse.flatMap((l) => [hook(l, 'router_logits'), hook(l, 'expert_indices')]), interventions: base, logits: 'last' });
+    const routing = (r: typeof run) => sparse.map((l) => ({ routerLogits: r.captured.get(hook(l, 'router_logits'))!, expertIndices: r.captured.get(hook(l, 'expert_indices'))! }));
+    result.divergence = routeDivergence(sparse, routing(run), routing(bRun), T, E, k);
+    result.tokensB = engine.tokenStrings(idsB);
+  }
   if (req.good === undefined || req.bad === undefined) return result;
 
   const plan = { metric: req.metric ?? 'final', good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
