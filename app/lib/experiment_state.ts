@@ -62,7 +62,7 @@ export const NOT_EXPERIMENT: Readonly<Partial<Record<keyof AppState, string>>> =
   weightDtype: 'how this browser stores the weights: the same experiment runs with any storage (results record it as computedWith)',
   selectedIntervention: 'which row the intervention editor has open',
   contrastSet: 'the contrastive set being edited in the library panel (a vector built from it records its texts in its provenance)',
-  promptTokens: RESULT, futureChips: RESULT, result: RESULT, pattern: RESULT, layerPatterns: RESULT, gen: RESULT, sweep: RESULT,
+  promptTokens: RESULT, futureChips: RESULT, result: RESULT, pattern: RESULT, layerPatterns: RESULT, openedResults: 'a results file opened for viewing (read-only; it names its own experiment)', gen: RESULT, sweep: RESULT,
   job: SESSION, failure: SESSION, selectedHead: SESSION, focusPosition: SESSION, jobSteps: SESSION,
   tree: RESULT, branchNode: RESULT, forkSite: RESULT, forkLens: RESULT, compare: RESULT, forks: RESULT, droppedTree: SESSION, decodeRate: SESSION,
   nodeColour: VIEW_SETUP, forkDraw: VIEW_SETUP, gapThreshold: VIEW_SETUP, forkSamples: VIEW_SETUP, forkNearTiesOnly: VIEW_SETUP,
