@@ -199,7 +199,7 @@ export function MechanismsView() {
         <>
           <div className="view-head">
             <p className="muted" data-testid="mech-caption">
-              A <b>{names.a}</b> ({r.pool.a} prompts, unsteered Δ {signed(r.unsteered.a, 3)}) vs B <b>{names.b}</b> ({r.pool.b} prompts, Δ {signed(r.unsteered.b, 3)}) ·
+              A <b>{names.a}</b> ({r.pool.a} prompts, unsteered first-token Δ {signed(r.unsteered.a, 3)}) vs B <b>{names.b}</b> ({r.pool.b} prompts, Δ {signed(r.unsteered.b, 3)}) ·
               α = {r.dose} · pool {r.pool.a + r.pool.b + r.pool.control} prompts ({r.pool.control} control) · {r.cost.forwardEquivalentsPerCell.toFixed(2)} forward-equivalents per cell (naively {r.cost.naivePerCell}) by prefix reuse
             </p>
             <ExportButtons name={`mechanisms-${run!.modelLabel}`} json={() => ({ model: run!.modelLabel, request: run!.request, ...r })} csv={() => csvOf(r)} figure={figure} />
