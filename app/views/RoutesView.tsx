@@ -190,6 +190,7 @@ export function RoutesView() {
           the sweep masks m random routers at once (RoSais, arXiv 2602.08621).
         </p>
       </header>
+      {r?.warnings?.map((w) => <p key={w} className="note-warn" role="status" data-testid="routes-warning">{w}</p>)}
       <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runRoutes(); }}>
         <label>Ban each expert at
           <select data-testid="routes-ban-at" value={banAt} onChange={(e) => setBanAt(e.target.value as BanAt)}>

@@ -24,6 +24,15 @@ describe('route margin on qwen2_moe-tiny', () => {
   beforeAll(async () => { engine = await Engine.load(new NodeFiles(dir), b); });
   afterAll(() => b.dispose());
 
+  it('warns when the futures share their first token (Δ and the grid pulled to 0), and not when they differ', async () => {
+    const same = await routeStudy(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: GOOD + ' end' } });
+    const shared = same.good!.firstIds.filter((id) => same.bad!.firstIds.includes(id));
+    expect(shared.length).toBeGreaterThan(0);
+    expect(same.warnings!.some((w) => w.includes(`(id ${shared[0]})`))).toBe(true);
+    const apart = await routeStudy(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD } });
+    expect(apart.warnings!.some((w) => /share|both futures start/.test(w))).toBe(false);
+  });
+
   it('equals banning each expert at every position by hand; dense layer 1 has no row; routing matches the hooks', async () => {
     const r = await routeStudy(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD } });
     const ids = engine.encodePrompt({ prompt: PROMPT });

@@ -69,6 +69,8 @@ export interface RouteResult {
   bad?: ResolvedFuture;
   /** Δ of the run without bans. */
   margin?: number;
+  /** With futures: the prompt's and the futures' warnings (e.g. first tokens shared by both futures, which pull Δ and the grid toward 0). */
+  warnings?: string[];
   /** [n_layers·n_experts]: Δ_banned − Δ per (layer, expert); NaN on dense layers. */
   routeMargin?: Float64Array;
   /** Where the grid's bans acted. */
@@ -148,5 +150,5 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     }
     onProgress?.({ done: ++done, total: cells.length });
   }
-  return { ...result, good: plan.good, bad: plan.bad, margin: m0, routeMargin: grid, banAt };
+  return { ...result, good: plan.good, bad: plan.bad, margin: m0, warnings: engine.prompts.futureWarnings(p, plan.good, plan.bad), routeMargin: grid, banAt };
 }
