@@ -13,7 +13,7 @@
  */
 export const LINK_BASE: Readonly<Record<string, unknown>> = Object.freeze({
   format: 'branchpoint-experiment', version: 2, model: { kind: 'bundled', name: 'stories260K' },
-  prompt: 'Lily and Tom went to the park. Lily gave the ball to', chatTemplate: false,
+  prompt: 'Lily and Tom went to the park. Lily gave the ball to', chatTemplate: false, tools: [],
   good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' },
   generation: { maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 }, vectors: [], interventions: [], saes: [],
   view: { name: 'margins', showDifference: false, showTables: false, sinkEps: 0.3, heatmapScale: 'robust', hook: 'blocks.0.hook_resid_post', selection: null,

@@ -69,7 +69,7 @@ export const VIEWS = [
   { name: 'routes', title: 'Expert routes', component: RoutesView, job: ['route', 'routeSweep'], restorable: true, shownFor: (info: ModelInfo | null) => !!info && hasRouters(info.hookNames), interventions: { applies: 'yes', line: 'Runs with the enabled interventions: the routing, the route margin grid and the sweep are those of the steered run (the grid\'s and the masks\' bans come after them).' } },
   { name: 'compare', title: 'Compare', component: CompareView, job: ['compare', 'loadB', 'steeringTransfer'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: model A and model B are compared as they are.' } },
   { name: 'mechanisms', title: 'Mechanisms', component: MechanismsView, job: ['mechanisms'], restorable: true, interventions: { applies: 'no', line: 'Runs without the interventions of the list: each steered run adds only its own set\'s direction at one block.' } },
-  { name: 'results', title: 'Opened results', component: ResultsView, job: ['results'], restorable: false, interventions: { applies: 'no', line: 'Shows an opened results file as it was computed (read-only): the interventions of the list do not change it.' } },
+  { name: 'results', title: 'Opened results', component: ResultsView, job: ['results'], restorable: false, interventions: { applies: 'no', line: 'Shows an opened results file as it was computed (read-only), without the interventions of the list: they do not change it.' } },
 ] as const satisfies readonly ViewEntry[];
 
 /** A view's name. */
