@@ -48,13 +48,13 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
         ref={input} className="visually-hidden" type="file" accept=".json,application/json" data-testid="experiment-file" aria-label="experiment file"
         onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openExperimentFile(f); }}
       />
+      {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
       <button type="button" className="small" data-testid="export-nnsight" disabled={!ready} onClick={exportNnsightScript} title="A Python script for nnsight (REMOTE = False at its top; True runs it on NDIF) that writes a results file">Export nnsight script</button>
       <button type="button" className="small" data-testid="open-results" disabled={busy} onClick={() => resultsInput.current?.click()}>Open results…</button>
       <input
         ref={resultsInput} className="visually-hidden" type="file" accept=".json,application/json" data-testid="results-file" aria-label="results file"
         onChange={(e) => { const f = e.target.files?.[0]; e.target.value = ''; if (f) void openResultsFile(f); }}
       />
-      {onPoster && <button type="button" className="small" data-testid="poster-mode" onClick={onPoster}>Poster mode</button>}
       {held && (
         <span className="hint" data-testid="batch-return">
           A batch row is open (its prompt and futures replaced yours).{' '}
