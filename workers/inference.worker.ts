@@ -1,6 +1,7 @@
 /// <reference lib="webworker" />
 import { float32ProbeFits } from './engine/model/quant_error';
-import { estimateModel, judgePair, ModelTooLargeError, type MemoryEstimate } from './engine/model/estimate';
+import { estimateModel, judgePair, ModelTooLargeError, type DeviceLimits, type MemoryEstimate } from './engine/model/estimate';
+import type { Backend } from './engine/backend/backend';
 import { isGgufFolder } from './engine/model/load';
 import type { ModelFiles } from './engine/io/model_files';
 import * as Comlink from 'comlink';
@@ -20,7 +21,7 @@ import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } 
 import { hookWidth } from './engine/model/hook_width';
 import type { BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ForkRequest, Progress, RestoreRequest, StudyApi } from './protocol';
 import { STUDIES, studyContext, type Study } from './engine/studies/registry';
-import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelSource, PromptInput, SpecRequest, TokenEvent, VectorRequest } from './protocol';
+import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelInfo, ModelSource, PromptInput, SpecRequest, TokenEvent, VectorRequest } from './protocol';
 import { analyseSae, featureInfo } from './engine/studies/sae_features';
 import { assertSaeFits } from './engine/sae/estimate';
 import { readSae } from './engine/sae/files';
@@ -169,6 +170,45 @@ function libraryVector(sv: SteeringVector): LibraryVector {
 const session = new Session();
 const { jobs } = session;
 
+/** What a load has resolved before it builds its engine (loadBeside). */
+interface ResolvedLoad {
+  /** The backend of this load's own (Engine.dispose frees it: unloading one model never frees the other's buffers). */
+  be: Backend;
+  files: ModelFiles;
+  /** The device limits the load was checked against; undefined with checkFit false. */
+  limits: DeviceLimits | undefined;
+  /** newModelEstimate's memory estimate (null: a GGUF folder, not estimable from headers). */
+  estimate: MemoryEstimate | null;
+}
+
+/**
+ * The part model A's and model B's loads share: a backend of the load's own, the source resolved
+ * (Hub listing, config, safetensors headers) and its fit checked against the device limits and, as a
+ * pair, beside the other model (judgePair: B always, A when a model B is loaded) before anything
+ * loaded is touched, so a typo in a repo id, a gated repo or a model too large leaves the loaded
+ * models as they were; then `build` makes the engine. The backend is disposed when anything throws.
+ * @returns the built engine's info.
+ * @throws ModelTooLargeError when the model (or the pair) does not fit; filesFor's, the estimate's and build's errors.
+ */
+async function loadBeside(side: 'A' | 'B', source: ModelSource, backend: BackendChoice, options: LoadOptions, signal: AbortSignal, build: (r: ResolvedLoad) => Promise<Engine>): Promise<ModelInfo> {
+  const be = await selectBackend(backend, { threads: options.threads });
+  let engine: Engine;
+  try {
+    const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
+    const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+    const estimate = await newModelEstimate(files, options);
+    if (limits && estimate && (side === 'B' || session.engineB)) {
+      const v = side === 'A' ? judgePair(estimate, session.estimateB, limits, 'A') : judgePair(session.engine ? session.estimateA : null, estimate, limits, 'B');
+      if (!v.fits) throw new ModelTooLargeError(v);
+    }
+    engine = await build({ be, files, limits, estimate });
+  } catch (e) {
+    be.dispose();
+    throw e;
+  }
+  return engine.info();
+}
+
 /**
  * One worker method per row of the studies' table (engine/studies/registry.ts), each through
  * jobs.method as the job cancel() stops: an abort rejects with CancelledError(what), or lets the
@@ -200,25 +240,12 @@ const api: InferenceApi = {
     }
   }),
 
-  load: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
-    const be = await selectBackend(backend, { threads: options.threads });
-    let engine: Engine;
-    try {
-      // The source is resolved (Hub listing, config, safetensors headers) and its fit checked before
-      // the loaded model is freed: a typo in a repo id, a gated repo or a model too large for the
-      // device leaves the current model (and its SAEs) loaded.
-      const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
+  load: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) =>
+    loadBeside('A', source, backend, options, signal, async ({ be, files, limits, estimate: est }) => {
       // The new model is built beside the loaded one when both fit the memory budget, and the old one
       // is released only once the new one is ready: a load that fails part-way (a truncated
       // safetensors file, a NaN in a weight) leaves the previous model loaded and usable. When they
       // do not fit together, the old model is released first to make room (and the error says so).
-      // Model B stays loaded beside the new model A when both fit one budget; else A is refused with both models' needs.
-      const est = await newModelEstimate(files, options);
-      if (limits && est && session.engineB) {
-        const v = judgePair(est, session.estimateB, limits, 'A');
-        if (!v.fits) throw new ModelTooLargeError(v);
-      }
       const estimate = est?.totalBytes ?? null;
       const budget = limits?.memoryBudget ?? deviceLimits(be, options.memoryBudgetBytes).memoryBudget;
       const keepOld = session.engine !== null && estimate !== null && estimate + (session.estimateA?.totalBytes ?? 0) + (session.estimateB?.totalBytes ?? 0) <= budget;
@@ -226,6 +253,7 @@ const api: InferenceApi = {
       if (released) session.unloadModel();
       // A quantised load's logit error is measured on demand (measureLogitError below), so the load costs one model's compute.
       const measureLogitError = limits && (options.weightDtype === 'q8_0' || options.weightDtype === 'q4_0') && !(await float32ProbeFits(files, limits)) ? false : 'on-demand';
+      let engine: Engine;
       try {
         engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError, warmUp: true });
       } catch (e) {
@@ -236,35 +264,17 @@ const api: InferenceApi = {
       session.engine = engine;
       session.estimateA = est;
       engine.onDeviceLost((reason) => { if (session.deviceLostCallback) quiet(session.deviceLostCallback)(reason); });
-    } catch (e) {
-      be.dispose();
-      throw e;
-    }
-    return engine.info();
-  }),
+      return engine;
+    })),
 
-  loadModelB: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) => {
-    // B gets a backend of its own (Engine.dispose frees its backend): unloading one model never frees the other's buffers.
-    const be = await selectBackend(backend, { threads: options.threads });
-    let engine: Engine;
-    try {
-      const limits = options.checkFit === false ? undefined : deviceLimits(be, options.memoryBudgetBytes);
-      const files = await filesFor(source, { limits, signal, weightDtype: options.weightDtype, contextLength: options.contextLength });
-      const estimate = await newModelEstimate(files, options);
-      if (limits && estimate) {
-        const v = judgePair(session.engine ? session.estimateA : null, estimate, limits, 'B');
-        if (!v.fits) throw new ModelTooLargeError(v);
-      }
+  loadModelB: jobs.method({ cancel: 'download' }, async ({ signal }, source: ModelSource, backend: BackendChoice, onProgress?: (p: LoadProgress) => void, options: LoadOptions = {}) =>
+    loadBeside('B', source, backend, options, signal, async ({ be, files, estimate }) => {
       session.unloadModelB();
-      engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError: false, warmUp: true });
+      const engine = await Engine.load(files, be, onProgress, { weightDtype: options.weightDtype, contextLength: options.contextLength, measureLogitError: false, warmUp: true });
       session.engineB = engine;
       session.estimateB = estimate;
-    } catch (e) {
-      be.dispose();
-      throw e;
-    }
-    return engine.info();
-  }),
+      return engine;
+    })),
 
   unloadModelB: jobs.method({}, async () => session.unloadModelB()),
 
