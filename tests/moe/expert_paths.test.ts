@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../workers/engine/backend/cpu';
-import { Engine } from '../../workers/engine/engine';
-import { NodeFiles } from '../../workers/engine/io/node_files';
+import { describe, expect, it } from 'vitest';
 import { routeStudy } from '../../workers/engine/studies/route';
 import { expertPaths } from '../../workers/engine/analysis/expert_paths';
-import { sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
+import { moeFixture } from './moe_fixture';
 
 /**
  * Expert paths (analysis/expert_paths.ts, through studies/route.ts): every token's top-1 expert per
@@ -13,21 +10,18 @@ import { runCaptured } from '../model_run';
  * forwards' hook_expert_indices on olmoe-tiny (every layer sparse), and on a hand-written input.
  */
 describe('expert paths', () => {
-  const b = new CpuBackend();
-  let engine: Engine;
-  beforeAll(async () => { engine = await Engine.load(new NodeFiles(sharedPath('fixtures-moe', 'olmoe-tiny')), b); });
-  afterAll(() => b.dispose());
+  const f = moeFixture('olmoe');
 
   it('counts each token\'s top-1 expert path over the prompt and the set, as plain forwards give them', async () => {
     const prompts = ['The quick brown fox', 'A dog ran to the car', 'Once upon a time there was'];
-    const r = await routeStudy(engine, { prompt: prompts[0], set: prompts.slice(1) });
+    const r = await routeStudy(f.engine, { prompt: prompts[0], set: prompts.slice(1) });
     expect(r.pathPrompts).toBe(3);
-    const k = engine.spec.moe!.topK, L = engine.spec.nLayers;
+    const k = f.engine.spec.moe!.topK, L = f.engine.spec.nLayers;
     const want = new Map<string, number>();
     let tokens = 0;
     for (const p of prompts) {
-      const ids = engine.encodePrompt({ prompt: p });
-      const run = await runCaptured(b, engine.model, ids, Array.from({ length: L }, (_, l) => `blocks.${l}.mlp.hook_expert_indices`));
+      const ids = f.engine.encodePrompt({ prompt: p });
+      const run = await runCaptured(f.b, f.engine.model, ids, Array.from({ length: L }, (_, l) => `blocks.${l}.mlp.hook_expert_indices`));
       for (let t = 0; t < ids.length; t++) {
         const key = Array.from({ length: L }, (_, l) => run.captured.get(`blocks.${l}.mlp.hook_expert_indices`)![t * k]).join(',');
         want.set(key, (want.get(key) ?? 0) + 1);

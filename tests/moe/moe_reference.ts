@@ -19,6 +19,29 @@ export function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
+/** Softmax of one row of router logits, float64. */
+function softmax(row: ArrayLike<number>): number[] {
+  const m = Math.max(...Array.from(row));
+  const e = Array.from(row, (v) => Math.exp(v - m));
+  const z = e.reduce((s, v) => s + v, 0);
+  return e.map((v) => v / z);
+}
+
+/** KL(p‖q) in nats (terms with p = 0 count 0). */
+function kl(p: readonly number[], q: readonly number[]): number {
+  return p.reduce((s, v, i) => s + (v > 0 ? v * Math.log(v / q[i]) : 0), 0);
+}
+
+/**
+ * Jensen–Shannon divergence (nats) of the router distributions softmax(a) and softmax(b) of two rows of
+ * router logits [n_experts]: ½KL(p‖m) + ½KL(q‖m), m = (p + q)/2 (Lin 1991), float64.
+ */
+export function routerJs(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const p = softmax(a), q = softmax(b);
+  const m = p.map((v, j) => (v + q[j]) / 2);
+  return kl(p, m) / 2 + kl(q, m) / 2;
+}
+
 /** down(silu(gate x)·up x) of one expert for x [d_model] → [d_model]. */
 export async function expertOutput(b: Backend, e: ExpertWeights, x: ArrayLike<number>): Promise<number[]> {
   const [g, u, dn] = [await b.read(e.gate.w), await b.read(e.up.w), await b.read(e.down.w)];

@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../workers/engine/backend/cpu';
-import { Engine } from '../../workers/engine/engine';
-import { NodeFiles } from '../../workers/engine/io/node_files';
+import { describe, expect, it } from 'vitest';
 import { routeStudy } from '../../workers/engine/studies/route';
-import { sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
 import { runCli } from '../cli_run';
+import { moeFixture } from './moe_fixture';
+import { routerJs } from './moe_reference';
 
 /**
  * Routing divergence between two prompts (studies/route.ts promptB, analysis/route_divergence.ts)
@@ -14,40 +12,26 @@ import { runCli } from '../cli_run';
  * Jaccard overlap written here; a prompt against itself gives 0 and 1 exactly; `branchpoint route
  * --prompt-b` prints the same and refuses prompts of different lengths before any forward.
  */
-const dir = sharedPath('fixtures-moe', 'mixtral-tiny');
 const A = 'Once upon a time there', B = 'Twice upon a dog there'; // 13 tokens each (checked in the test)
 
 describe('routing divergence on mixtral-tiny', () => {
-  const b = new CpuBackend();
-  let engine: Engine;
-  beforeAll(async () => { engine = await Engine.load(new NodeFiles(dir), b); });
-  afterAll(() => b.dispose());
-
-  const probs = (row: Float32Array) => {
-    const m = Math.max(...row);
-    const e = Array.from(row, (v) => Math.exp(v - m));
-    const z = e.reduce((s, v) => s + v, 0);
-    return e.map((v) => v / z);
-  };
-  const kl = (p: number[], q: number[]) => p.reduce((s, v, i) => s + (v > 0 ? v * Math.log(v / q[i]) : 0), 0);
+  const f = moeFixture('mixtral');
 
   it('equals float64 JS and Jaccard from the router hooks of two plain forwards', async () => {
-    const idsA = engine.encodePrompt({ prompt: A }), idsB = engine.encodePrompt({ prompt: B });
+    const idsA = f.engine.encodePrompt({ prompt: A }), idsB = f.engine.encodePrompt({ prompt: B });
     expect(idsB.length).toBe(idsA.length);
-    const r = await routeStudy(engine, { prompt: A, promptB: B });
-    const { nExperts: E, topK: k, sparse } = engine.spec.moe!;
+    const r = await routeStudy(f.engine, { prompt: A, promptB: B });
+    const { nExperts: E, topK: k, sparse } = f.engine.spec.moe!;
     const layers = sparse.flatMap((s, l) => (s ? [l] : []));
     const hooks = layers.flatMap((l) => [`blocks.${l}.mlp.hook_router_logits`, `blocks.${l}.mlp.hook_expert_indices`]);
-    const ra = await runCaptured(b, engine.model, idsA, hooks), rb = await runCaptured(b, engine.model, idsB, hooks);
+    const ra = await runCaptured(f.b, f.engine.model, idsA, hooks), rb = await runCaptured(f.b, f.engine.model, idsB, hooks);
     expect(r.divergence!.map((x) => x.layer)).toEqual(layers);
     let someDiffer = false;
     layers.forEach((l, i) => {
       const la = ra.captured.get(`blocks.${l}.mlp.hook_router_logits`)!, lb = rb.captured.get(`blocks.${l}.mlp.hook_router_logits`)!;
       const ia = ra.captured.get(`blocks.${l}.mlp.hook_expert_indices`)!, ib = rb.captured.get(`blocks.${l}.mlp.hook_expert_indices`)!;
       for (let t = 0; t < idsA.length; t++) {
-        const p = probs(la.subarray(t * E, (t + 1) * E)), q = probs(lb.subarray(t * E, (t + 1) * E));
-        const m = p.map((v, j) => (v + q[j]) / 2);
-        expect(r.divergence![i].js[t]).toBeCloseTo(kl(p, m) / 2 + kl(q, m) / 2, 9);
+        expect(r.divergence![i].js[t]).toBeCloseTo(routerJs(la.subarray(t * E, (t + 1) * E), lb.subarray(t * E, (t + 1) * E)), 9);
         const sa = Array.from(ia.subarray(t * k, (t + 1) * k)), sb = Array.from(ib.subarray(t * k, (t + 1) * k));
         const inter = sa.filter((x) => sb.includes(x)).length;
         expect(r.divergence![i].jaccard[t]).toBe(inter / (2 * k - inter));
@@ -58,7 +42,7 @@ describe('routing divergence on mixtral-tiny', () => {
   });
 
   it('is 0 (JS) and 1 (Jaccard) exactly for a prompt against itself', async () => {
-    const r = await routeStudy(engine, { prompt: A, promptB: A });
+    const r = await routeStudy(f.engine, { prompt: A, promptB: A });
     for (const x of r.divergence!) {
       expect(Array.from(x.js).every((v) => v === 0)).toBe(true);
       expect(Array.from(x.jaccard).every((v) => v === 1)).toBe(true);
@@ -66,12 +50,12 @@ describe('routing divergence on mixtral-tiny', () => {
   });
 
   it('route --prompt-b prints route_divergence and refuses prompts of different lengths', async () => {
-    const r = await routeStudy(engine, { prompt: A, promptB: B });
-    const out = await runCli(['route', '--model', dir, '--prompt', A, '--prompt-b', B]);
+    const r = await routeStudy(f.engine, { prompt: A, promptB: B });
+    const out = await runCli(['route', '--model', f.dir, '--prompt', A, '--prompt-b', B]);
     expect(out.code).toBe(0);
     const j = JSON.parse(out.out) as { route_divergence: { layer: number; jaccard: number[]; js: number[] }[] };
     expect(j.route_divergence.map((x) => x.js)).toEqual(r.divergence!.map((x) => Array.from(x.js)));
-    const bad = await runCli(['route', '--model', dir, '--prompt', A, '--prompt-b', 'Hi']);
+    const bad = await runCli(['route', '--model', f.dir, '--prompt', A, '--prompt-b', 'Hi']);
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/prompt B has \d+ tokens, the prompt \d+/);
   });

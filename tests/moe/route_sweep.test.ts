@@ -1,13 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CpuBackend } from '../../workers/engine/backend/cpu';
-import { Engine } from '../../workers/engine/engine';
-import { NodeFiles } from '../../workers/engine/io/node_files';
+import { describe, expect, it } from 'vitest';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { drawRouterMasks } from '../../workers/engine/analysis/router_masks';
 import { routeSweep } from '../../workers/engine/studies/route_sweep';
 import { sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
 import { runCli } from '../cli_run';
+import { moeFixture } from './moe_fixture';
 
 /**
  * The router-mask sweep (studies/route_sweep.ts, RoSais) on mixtral-tiny against an independent
@@ -17,7 +15,6 @@ import { runCli } from '../cli_run';
  * masks are checked against their definition (m distinct sparse layers, 1..E−k experts banned,
  * seeded); `branchpoint route-sweep` prints the same numbers; bad flags are refused first.
  */
-const dir = sharedPath('fixtures-moe', 'mixtral-tiny');
 const PROMPT = 'The quick brown fox', GOOD = ' jumps', BAD = ' runs| walks';
 
 /** log Σ_{i ∈ ids} softmax(row)_i in float64. */
@@ -37,29 +34,26 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 describe('route-sweep on mixtral-tiny', () => {
-  const b = new CpuBackend();
-  let engine: Engine;
-  beforeAll(async () => { engine = await Engine.load(new NodeFiles(dir), b); });
-  afterAll(() => b.dispose());
+  const f = moeFixture('mixtral');
 
   it('each mask\'s rise, margin change, the worst mask and the quantiles equal an independent computation', async () => {
-    const r = await routeSweep(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 12, maskSize: 2, seed: 7 });
-    const ids = engine.encodePrompt({ prompt: PROMPT });
-    const V = engine.spec.dVocab, T = ids.length;
+    const r = await routeSweep(f.engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 12, maskSize: 2, seed: 7 });
+    const ids = f.engine.encodePrompt({ prompt: PROMPT });
+    const V = f.engine.spec.dVocab, T = ids.length;
     const g = r.good.firstIds, bd = r.bad.firstIds;
     expect(bd.length).toBe(2); // a token set: log p sums the alternatives
     const score = (logits: Float32Array) => {
       const row = logits.subarray((T - 1) * V, T * V);
       return { good: logProbOf(row, g), bad: logProbOf(row, bd) };
     };
-    const s0 = score((await runCaptured(b, engine.model, ids, [])).logits);
+    const s0 = score((await runCaptured(f.b, f.engine.model, ids, [])).logits);
     expect(r.target).toBe('bad');
     expect(r.logProb).toBeCloseTo(s0.bad, 5);
     expect(r.margin).toBeCloseTo(s0.good - s0.bad, 5);
     const rises: number[] = [];
     for (const [i, mask] of r.masks.entries()) {
-      const ivs = mask.map((x) => toIntervention(parseSpec({ hook: `blocks.${x.layer}.mlp.hook_router_logits`, type: 'ban_experts', experts: x.experts }), engine.spec, { nPrompt: T }));
-      const si = score((await runCaptured(b, engine.model, ids, [], ivs)).logits);
+      const ivs = mask.map((x) => toIntervention(parseSpec({ hook: `blocks.${x.layer}.mlp.hook_router_logits`, type: 'ban_experts', experts: x.experts }), f.engine.spec, { nPrompt: T }));
+      const si = score((await runCaptured(f.b, f.engine.model, ids, [], ivs)).logits);
       rises.push(si.bad - s0.bad);
       expect(r.rise[i], `mask ${i}`).toBeCloseTo(si.bad - s0.bad, 5);
       expect(r.marginChange[i], `mask ${i}`).toBeCloseTo((si.good - si.bad) - (s0.good - s0.bad), 5);
@@ -90,7 +84,7 @@ describe('route-sweep on mixtral-tiny', () => {
     expect(drawRouterMasks(routers, E, k, 200, 2, 3)).toEqual(a);
     expect(drawRouterMasks(routers, E, k, 200, 2, 4)).not.toEqual(a);
     const req = { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 4, maskSize: 1, seed: 1 };
-    const good = await routeSweep(engine, { ...req, target: 'good' }), bad = await routeSweep(engine, req);
+    const good = await routeSweep(f.engine, { ...req, target: 'good' }), bad = await routeSweep(f.engine, req);
     expect(good.masks).toEqual(bad.masks);
     // Δ change = rise(good) − rise(bad); log p(good) − Δ = log p(bad)
     good.masks.forEach((_, i) => expect(good.rise[i] - good.marginChange[i]).toBeCloseTo(bad.rise[i], 9));
@@ -98,14 +92,14 @@ describe('route-sweep on mixtral-tiny', () => {
   });
 
   it('refuses a mask size outside the routers, no masks, a dense model', async () => {
-    await expect(routeSweep(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 3, maskSize: 4 })).rejects.toThrow(/1\.\.3 routers/);
-    await expect(routeSweep(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 0, maskSize: 1 })).rejects.toThrow(/number of masks/);
+    await expect(routeSweep(f.engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 3, maskSize: 4 })).rejects.toThrow(/1\.\.3 routers/);
+    await expect(routeSweep(f.engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 0, maskSize: 1 })).rejects.toThrow(/number of masks/);
     expect(() => drawRouterMasks([0], 2, 2, 1, 1, 0)).toThrow(/no router mask leaves k experts/);
   });
 
   it('branchpoint route-sweep prints the study\'s numbers; bad flags and a dense model are refused before any forward', async () => {
-    const r = await routeSweep(engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 5, maskSize: 3, seed: 11 });
-    const out = await runCli(['route-sweep', '--model', dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--masks', '5', '--mask-size', '3', '--seed', '11']);
+    const r = await routeSweep(f.engine, { prompt: PROMPT, good: { text: GOOD }, bad: { text: BAD }, masks: 5, maskSize: 3, seed: 11 });
+    const out = await runCli(['route-sweep', '--model', f.dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--masks', '5', '--mask-size', '3', '--seed', '11']);
     expect(out.code).toBe(0);
     const j = JSON.parse(out.out) as { rise: number[]; worst_mask: { index: number; routers: unknown; rise: number }; quantiles: { q: number; rise: number }[]; masks: unknown };
     expect(j.masks).toEqual(r.masks);
@@ -113,10 +107,10 @@ describe('route-sweep on mixtral-tiny', () => {
     expect(j.worst_mask).toEqual({ index: r.worst, routers: r.masks[r.worst], rise: j.rise[r.worst] });
     expect(j.quantiles.map((x) => x.q)).toEqual([0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]);
     j.quantiles.forEach((x, i) => expect(x.rise).toBeCloseTo(r.quantiles[i], 6));
-    const big = await runCli(['route-sweep', '--model', dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--masks', '5', '--mask-size', '4']);
+    const big = await runCli(['route-sweep', '--model', f.dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--masks', '5', '--mask-size', '4']);
     expect(big.code).not.toBe(0);
     expect(big.err).toContain('--mask-size "4": this model has 3 routers');
-    const none = await runCli(['route-sweep', '--model', dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--mask-size', '1']);
+    const none = await runCli(['route-sweep', '--model', f.dir, '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--mask-size', '1']);
     expect(none.err).toMatch(/--masks/);
     const dense = await runCli(['route-sweep', '--model', sharedPath('fixtures', 'llama-tiny'), '--prompt', PROMPT, '--good', GOOD, '--bad', BAD, '--masks', '2', '--mask-size', '1']);
     expect(dense.err).toContain('not a mixture-of-experts model');
