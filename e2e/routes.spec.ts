@@ -1,10 +1,9 @@
 import { test, expect, type Locator } from '@playwright/test';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { SHARED, parseShown } from './golden';
-import { open, settled } from './app_page';
+import { parseShown } from './golden';
+import { settled } from './app_page';
 import { parseCsv, save } from './export_files';
+import { withMoeFixture } from './moe_fixture';
 
 /**
  * The Expert routes tab on mixtral-tiny (../shared/fixtures-moe, picked as a local folder from a
@@ -12,8 +11,6 @@ import { parseCsv, save } from './export_files';
  * grid are drawn, clicking a grid cell bans that expert as an intervention and runs again, and the
  * margin moves by what the cell said (read from the JSON export before the click); CSV export.
  */
-const SOURCE = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');
-const FILES = ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
 const SHOTS = '.artifacts/screenshots';
 
 /** The pixel centre of cell (row, col) of a Heatmap from its data attributes. */
@@ -26,17 +23,9 @@ async function cellAt(map: Locator, row: number, col: number): Promise<{ x: numb
 test('mixtral-tiny: routing map and route margin grid; a banned expert moves the margin by its cell; export', async ({ page }) => {
   test.setTimeout(180_000);
   fs.mkdirSync(SHOTS, { recursive: true });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-moe-'));
-  const folder = path.join(dir, 'mixtral-tiny');
-  fs.mkdirSync(folder);
-  for (const f of FILES) fs.copyFileSync(path.join(SOURCE, f), path.join(folder, f));
-  try {
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await open(page);
+  await withMoeFixture(page, 'mixtral', async (load) => {
     await expect(page.getByTestId('tab-routes')).toHaveCount(0); // a dense model: no routers, no tab
-    await page.getByTestId('folder-input').setInputFiles(folder);
-    await expect(page.getByTestId('model-info')).toContainText('mixtral-tiny', { timeout: 120_000 });
-    await settled(page);
+    await load();
     await page.getByTestId('prompt').fill('The quick brown fox');
     await page.getByTestId('good-future').fill(' jumps');
     await page.getByTestId('bad-future').fill(' runs');
@@ -91,7 +80,5 @@ test('mixtral-tiny: routing map and route margin grid; a banned expert moves the
     const applied = page.getByTestId('routes-applied');
     expect(Number(await applied.getAttribute('data-change'))).toBeCloseTo(Number(await applied.getAttribute('data-predicted')), 4);
     await page.screenshot({ path: `${SHOTS}/routes-sweep.png`, fullPage: true });
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
