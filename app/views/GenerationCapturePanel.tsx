@@ -5,8 +5,7 @@ import { useStudy } from '../components/useStudy';
 import { Heatmap } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
-import { futureInput } from '../lib/futures';
-import { specRequest } from '../lib/specs';
+import { useExperimentRequest } from '../components/useExperimentRequest';
 import { download } from '../lib/export';
 import { visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
@@ -40,17 +39,11 @@ function StepGrid({ run, hook, width, which, model }: { run: Run; hook: string; 
  * shown as step × index (row s: the position step s adds last, T − 1 + s) and saved as .npy [steps, width].
  */
 export function GenerationCapturePanel({ hook }: { hook: string }) {
-  const prompt = useStore((s) => s.prompt);
-  const chatTemplate = useStore((s) => s.chatTemplate);
-  const good = useStore((s) => s.good);
-  const bad = useStore((s) => s.bad);
-  const interventions = useStore((s) => s.interventions);
-  const vectors = useStore((s) => s.vectors);
   const job = useStore((s) => s.job);
   const [maxNew, setMaxNew] = useState(16);
   const { run, running } = useStudy('generationActivations');
-  const { specs, specLabels } = specRequest(interventions, vectors);
-  const req: StudyRequest<'generationActivations'> = { prompt, chatTemplate, good: futureInput(good), bad: futureInput(bad), hook, maxNewTokens: maxNew, specs, specLabels };
+  const { request, problem } = useExperimentRequest();
+  const req: StudyRequest<'generationActivations'> | undefined = request && { ...request, hook, maxNewTokens: maxNew };
   const r = run?.result;
   return (
     <section className="subview" data-testid="gen-capture">
@@ -59,9 +52,10 @@ export function GenerationCapturePanel({ hook }: { hook: string }) {
         <p className="muted">Captures the hook above at every step of a greedy generation of the prompt (the positions each step adds: row s is position T − 1 + s), without the interventions and, when any are enabled, with them.</p>
         <div className="row settings">
           <label>New tokens <input type="number" className="short" min={1} max={256} data-testid="gen-capture-max-new" value={maxNew} onChange={(e) => { const n = Number(e.target.value); if (Number.isInteger(n) && n >= 1 && n <= 256) setMaxNew(n); }} /></label>
-          <button type="button" data-testid="gen-capture-run" title={waitingFor(job)} disabled={!!job || !prompt.trim()} onClick={() => void runStudy('generationActivations', req, { label: `Capturing ${hook} while generating`, what: `Could not capture ${hook} while generating`, total: specs.length ? 2 : 1 })}>Capture while generating</button>
+          <button type="button" data-testid="gen-capture-run" title={waitingFor(job)} disabled={!!job || !req?.prompt.trim()} onClick={() => { if (req) void runStudy('generationActivations', req, { label: `Capturing ${hook} while generating`, what: `Could not capture ${hook} while generating`, total: req.specs?.length ? 2 : 1 }); }}>Capture while generating</button>
           <ScaleControl what="value" testId="gen-capture-scale" />
         </div>
+        {problem && <p className="warn" data-testid="gen-capture-problem">{problem}</p>}
       </header>
       {r && !running && (
         <div className="view-body">

@@ -9,8 +9,7 @@ import { ExportButtons } from '../components/ExportButtons';
 import { RouteDivergencePanel } from './RouteDivergencePanel';
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
-import { futureInput } from '../lib/futures';
-import { specRequest } from '../lib/specs';
+import { experimentRequest, useExperimentFields, type ExperimentFields } from '../components/useExperimentRequest';
 import { fixed, signed, visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import type { InterventionDraft } from '../store/steering';
@@ -46,13 +45,11 @@ function banDrafts(bans: readonly Ban[], positions: InterventionDraft['positions
 }
 
 type SweepSettings = { masks: number; maskSize: number; seed: number; target: 'good' | 'bad' };
-type ExperimentNow = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'system' | 'tools' | 'good' | 'bad' | 'interventions' | 'vectors'>;
 
 /** The requests the view sends, from the experiment (prompt, futures, enabled interventions) and its settings; or why it cannot. */
-function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: SweepSettings, promptB: string) {
+function buildRequests(s: ExperimentFields, banAt: BanAt, setText: string, sweep: SweepSettings, promptB: string) {
   try {
-    const { specs, specLabels } = specRequest(s.interventions, s.vectors);
-    const base = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
+    const base = experimentRequest(s);
     const set = setText.split('\n').map((l) => l.trim()).filter(Boolean);
     const route: StudyRequest<'route'> = { ...base, banAt, ...(set.length ? { set } : {}), ...(promptB.trim() ? { promptB } : {}) };
     const routeSweep: StudyRequest<'routeSweep'> = { ...base, ...sweep };
@@ -64,15 +61,8 @@ function buildRequests(s: ExperimentNow, banAt: BanAt, setText: string, sweep: S
 
 /** buildRequests over the store as it is rendered. */
 function useRequests(banAt: BanAt, setText: string, sweep: SweepSettings, promptB: string) {
-  const prompt = useStore((s) => s.prompt);
-  const chatTemplate = useStore((s) => s.chatTemplate);
-  const good = useStore((s) => s.good);
-  const bad = useStore((s) => s.bad);
-  const interventions = useStore((s) => s.interventions);
-  const vectors = useStore((s) => s.vectors);
-  const system = useStore((s) => s.system);
-  const tools = useStore((s) => s.tools);
-  return useMemo(() => buildRequests({ prompt, chatTemplate, system, tools, good, bad, interventions, vectors }, banAt, setText, sweep, promptB), [prompt, chatTemplate, system, tools, good, bad, interventions, vectors, banAt, setText, sweep, promptB]);
+  const s = useExperimentFields();
+  return useMemo(() => buildRequests(s, banAt, setText, sweep, promptB), [s, banAt, setText, sweep, promptB]);
 }
 
 /** The router's distribution at the (sparse layer, token) under the pointer: one bar per expert, the chosen ones in their colour. */

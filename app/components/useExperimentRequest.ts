@@ -1,0 +1,39 @@
+import { useMemo } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+import { useStore } from '../store';
+import { futureInput } from '../lib/futures';
+import { specRequest } from '../lib/specs';
+import type { FutureInput, PromptInput, SpecRequest } from '../../workers/protocol';
+
+/** The experiment's fields a study request is made from (store: experiment, steering, vectors). */
+export type ExperimentFields = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'system' | 'tools' | 'good' | 'bad' | 'interventions' | 'vectors'>;
+
+/** The part of a study request the experiment gives: the prompt as it renders, both futures, the enabled interventions as specs. */
+export type ExperimentRequest = PromptInput & SpecRequest & { good: FutureInput; bad: FutureInput };
+
+/**
+ * The experiment as a request's base: prompt, chat template, system prompt and tools, both futures
+ * parsed, the enabled interventions as specs with their labels (lib/specs.ts specRequest).
+ * @throws Error for a future that does not parse or an enabled intervention whose vector is no longer in the library.
+ */
+export function experimentRequest(s: ExperimentFields): ExperimentRequest {
+  const { specs, specLabels } = specRequest(s.interventions, s.vectors);
+  return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
+}
+
+/** The experiment's fields as the store holds them at this render; the object changes only when one of them does. */
+export function useExperimentFields(): ExperimentFields {
+  return useStore(useShallow((s) => ({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: s.good, bad: s.bad, interventions: s.interventions, vectors: s.vectors })));
+}
+
+/** experimentRequest over the store at this render, or why it cannot be made (the error's message, shown instead of a crash). */
+export function useExperimentRequest(): { request: ExperimentRequest; problem: null } | { request: undefined; problem: string } {
+  const s = useExperimentFields();
+  return useMemo(() => {
+    try {
+      return { request: experimentRequest(s), problem: null };
+    } catch (e) {
+      return { request: undefined, problem: (e as Error).message };
+    }
+  }, [s]);
+}
