@@ -35,6 +35,7 @@
 import type { Engine } from '../engine';
 import type { FutureInput, ResolvedFuture } from '../prompt';
 import type { ModelSpec } from '../arch/spec';
+import type { Tensor } from '../backend/backend';
 import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
 import { hostWeights, marginReadout, meanUnembedRow, unembedRows, type HostWeights } from './forward_weights';
 import { logitMargin } from '../analysis/margin';
@@ -145,9 +146,12 @@ export interface FlowSweep {
  * The flow of one readout dir·x^L_t + constant down to the tokens (the module's definition). The
  * two per-layer products through W_O and W_V run as GEMMs in `products` (float32, as the forward);
  * the pattern sums, the masses, the norms' readouts and the directions accumulate in float64.
+ * With `perHead` false (the recursion's hand-backs, which read only credit and bias) the pattern
+ * sums run on the backend too (FlowProducts.valueDirection) and only the direction on ln1's output
+ * comes back per layer; `heads` and `headSource` are then left 0.
  * @param T positions in the captures; t the target position.
  */
-export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowProducts, cap: FlowCaptures, T: number, t: number, dir: Float64Array, constant: number): Promise<FlowSweep> {
+export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowProducts, cap: FlowCaptures, T: number, t: number, dir: Float64Array, constant: number, perHead = true): Promise<FlowSweep> {
   const L = s.nLayers, H = s.nHeads, Hkv = s.nKvHeads, dh = s.dHead, D = s.dModel, HD = H * dh;
   const group = H / Hkv;
   const Dir = new Float64Array(T * D);
@@ -167,6 +171,14 @@ export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowPro
     const v = cap.get(`blocks.${l}.attn.hook_v`)!; // [T, Hkv·dh]
     const x = cap.get(`blocks.${l}.hook_resid_pre`)!;
     const z = bw.postAttn ? cap.get(`blocks.${l}.attn.hook_z`)! : null;
+    /** The direction dn [live, d_model] on ln1's output moved onto x_j through the frozen ln1, into Dir. */
+    const addLn1Readout = (dn: Float32Array) => {
+      for (let j = 0; j < live; j++) {
+        const fr = frozenNormReadout(dn.subarray(j * D, (j + 1) * D), bw.ln1, normScale(x, bw.ln1.kind, bw.ln1.eps, j * D, D));
+        bias += fr.constant;
+        for (let c = 0; c < D; c++) Dir[j * D + c] += fr.dir[c];
+      }
+    };
     // r_{h,i} = W_O^hᵀ Dq_i [dh], Dq_i the direction on the attention output before any post-norm:
     // one GEMM Dq [live, d_model] · W_O [d_model, H·dh] → [live, H·dh] (float32 products).
     const Dq = new Float32Array(live * D);
@@ -181,6 +193,12 @@ export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowPro
       }
       if (bw.bo) bias += dot(Di, bw.bo, D);
       for (let c = 0; c < D; c++) Dq[i * D + c] = Di[c];
+    }
+    if (!perHead) {
+      const { dn, biasV } = await products.valueDirection(Dq, live, l, A, v, T, bw.bv);
+      bias += biasV;
+      addLn1Readout(dn);
+      continue;
     }
     const r = await products.dyW(Dq, live, l, 'o');
     // e_{h,j} = Σ_{i≥j} A[h,i,j] r_{h,i} [dh]
@@ -210,12 +228,7 @@ export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowPro
       }
     }
     // the direction on ln1's output: one GEMM ê [live, Hkv·dh] · W_V [Hkv·dh, d_model]; then on x_j
-    const dn = await products.dyW(eKv, live, l, 'v');
-    for (let j = 0; j < live; j++) {
-      const fr = frozenNormReadout(dn.subarray(j * D, (j + 1) * D), bw.ln1, normScale(x, bw.ln1.kind, bw.ln1.eps, j * D, D));
-      bias += fr.constant;
-      for (let c = 0; c < D; c++) Dir[j * D + c] += fr.dir[c];
-    }
+    addLn1Readout(await products.dyW(eKv, live, l, 'v'));
   }
   const emb = cap.get('hook_embed')!, pos = s.positional === 'learned' ? cap.get('hook_pos_embed')! : null;
   for (let j = 0; j < live; j++) {
@@ -227,17 +240,27 @@ export async function flowSweep(s: ModelSpec, hw: HostWeights, products: FlowPro
   return { credit, byLayer, heads, headSource, bias };
 }
 
-/** The sweep's two products per layer: dy [n, out] · W [out, in] → [n, in] for the block's W_O or W_V. */
+/** The sweep's products per layer, through the backend. */
 export interface FlowProducts {
+  /** dy [n, out] · W [out, in] → [n, in] for the block's W_O or W_V. */
   dyW(dy: Float32Array, n: number, layer: number, which: 'o' | 'v'): Promise<Float32Array>;
+  /**
+   * A layer's whole value path without its per-head masses: r = Dq · W_O [n, H·dh], the pattern
+   * sums ê_j = Σ_{i≥j} A[h,i,j]·r_{h,i} summed over each KV group [T, Hkv·dh] (Backend.attentionBackward's
+   * dv with q = k = 0), dn = ê · W_V [T, d_model]; only dn's first n rows and the b_V constant
+   * Σ_j ê_j·b_V come back (r and ê stay on the backend).
+   * @param Dq [n, d_model]; A the layer's pattern [H, T, T]; v its hook_v [T, Hkv·dh]; bv its b_V [Hkv·dh] (absent: none).
+   */
+  valueDirection(Dq: Float32Array, n: number, layer: number, A: Float32Array, v: Float32Array, T: number, bv?: Float32Array): Promise<{ dn: Float32Array; biasV: number }>;
 }
 
 /**
- * The products through the engine's backend (Backend.linearBackward: the WASM GEMM on the CPU).
- * dy for W_O is [n, d_model] → [n, H·dh]; for W_V [n, Hkv·dh] → [n, d_model].
+ * The products through the engine's backend (Backend.linearBackward: the WASM GEMM on the CPU;
+ * Backend.attentionBackward for the pattern sums). dy for W_O is [n, d_model] → [n, H·dh]; for W_V
+ * [n, Hkv·dh] → [n, d_model].
  */
 export function backendProducts(engine: Engine): FlowProducts {
-  const b = engine.backend, blocks = engine.model.weights.blocks;
+  const b = engine.backend, s = engine.spec, blocks = engine.model.weights.blocks;
   return {
     async dyW(dy, n, layer, which) {
       const w = blocks[layer][which].w;
@@ -245,6 +268,29 @@ export function backendProducts(engine: Engine): FlowProducts {
       const dx = b.linearBackward(y, w);
       b.release(y);
       try { return await b.read(dx); } finally { b.release(dx); }
+    },
+    async valueDirection(Dq, n, layer, A, v, T, bv) {
+      const H = s.nHeads, Hkv = s.nKvHeads, dh = s.dHead, D = s.dModel, bw = blocks[layer];
+      const rows = new Float32Array(T * D);
+      rows.set(Dq.subarray(0, n * D)); // rows ≥ n carry no direction (causal), so they add nothing to ê
+      const temp: Tensor[] = [];
+      const keep = (t: Tensor) => { temp.push(t); return t; };
+      try {
+        const r = keep(b.linearBackward(keep(b.upload(rows, [T, D])), bw.o.w));
+        const g = b.attentionBackward(keep(b.zeros([T, H * dh])), keep(b.zeros([T, Hkv * dh])), keep(b.upload(v, [T, Hkv * dh])), keep(b.upload(A, [H, T, T])), undefined, r,
+          { n: T, nHeads: H, nKvHeads: Hkv, headDim: dh, scale: s.attnScale, softcap: 0, window: s.windows[layer] });
+        keep(g.dq); keep(g.dk); keep(g.dv);
+        const dnT = keep(b.linearBackward(g.dv, bw.v.w));
+        const dn = keep(n === T ? dnT : b.sliceRows(dnT, 0, n));
+        let biasV = 0;
+        if (bv) {
+          const perRow = await b.read(keep(b.linear(g.dv, keep(b.upload(bv, [1, Hkv * dh])))));
+          for (let j = 0; j < n; j++) biasV += perRow[j];
+        }
+        return { dn: await b.read(dn), biasV };
+      } finally {
+        for (const t of new Set(temp)) b.release(t);
+      }
     },
   };
 }
@@ -313,7 +359,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
       const mass = credit[p];
       hops.push({ position: p, token: tokens[p], mass, margin: dp });
       if (Math.abs(dp) < 1e-6) continue;
-      const f = await flowSweep(s, hw, products, run.captured, T, p - 1, fr.dir, constant);
+      const f = await flowSweep(s, hw, products, run.captured, T, p - 1, fr.dir, constant, false);
       for (let k = 0; k < p; k++) credit[k] += (mass * f.credit[k]) / dp;
       bias += (mass * f.bias) / dp;
       credit[p] = 0;
