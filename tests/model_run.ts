@@ -3,20 +3,37 @@ import type { Intervention } from '../workers/engine/model/intervention';
 import { RunContext } from '../workers/engine/model/run_context';
 import type { Transformer } from '../workers/engine/model/transformer';
 
-/** Logits [n, d_vocab] and the captured hooks of one no-cache forward over `ids` from position 0. */
-export async function runCaptured(
-  b: Backend, model: Transformer, ids: readonly number[], hooks: readonly string[], interventions: readonly Intervention[] = [],
+/** Where one forward stands: its first position, the prompt's length, the decode step (0: the prompt), and which rows' logits it returns. */
+export interface ForwardAt { pos0: number; nPrompt: number; step: number; rows: 'all' | 'last' }
+
+/**
+ * Logits ([n, d_vocab] for 'all' rows, [d_vocab] for 'last') and the captured hooks of one forward of
+ * `ids` at `at.pos0`, through the KV cache earlier forwards of the model filled.
+ */
+export async function runCapturedAt(
+  b: Backend, model: Transformer, ids: readonly number[], hooks: readonly string[], at: ForwardAt, interventions: readonly Intervention[] = [],
 ): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
   const want = new Set(hooks);
-  const ctx = new RunContext(b, { pos0: 0, n: ids.length, nPrompt: ids.length, step: 0 }, (name) => want.has(name), interventions);
-  const t = model.forward(Int32Array.from(ids), ctx, 'all')!;
+  const ctx = new RunContext(b, { pos0: at.pos0, n: ids.length, nPrompt: at.nPrompt, step: at.step }, (name) => want.has(name), interventions);
+  const t = model.forward(Int32Array.from(ids), ctx, at.rows)!;
   const logits = await b.read(t);
   b.release(t);
   const captured = new Map<string, Float32Array>();
   for (const [name, v] of ctx.captured) captured.set(name, await b.read(v));
   ctx.release();
-  for (const h of hooks) if (!captured.has(h)) throw new Error(`hook ${h} did not fire`);
   return { logits, captured };
+}
+
+/**
+ * Logits [n, d_vocab] and the captured hooks of one no-cache forward over `ids` from position 0.
+ * @throws Error naming a hook that did not fire.
+ */
+export async function runCaptured(
+  b: Backend, model: Transformer, ids: readonly number[], hooks: readonly string[], interventions: readonly Intervention[] = [],
+): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
+  const run = await runCapturedAt(b, model, ids, hooks, { pos0: 0, nPrompt: ids.length, step: 0, rows: 'all' }, interventions);
+  for (const h of hooks) if (!run.captured.has(h)) throw new Error(`hook ${h} did not fire`);
+  return run;
 }
 
 /** Index of the first maximum (torch.argmax / HF greedy decoding). */

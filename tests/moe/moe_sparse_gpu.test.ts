@@ -6,11 +6,10 @@ import type { WebGpuOptions } from '../../workers/engine/backend/webgpu';
 import type { ExpertWeights } from '../../workers/engine/arch/spec';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer, type WeightDtype } from '../../workers/engine/model/load';
-import { RunContext } from '../../workers/engine/model/run_context';
 import type { Transformer } from '../../workers/engine/model/transformer';
 import { parseSpec, toIntervention } from '../../workers/engine/steering/spec';
 import { maxAbsDiff, sharedPath } from '../shared';
-import { greedyWithCache, runCaptured } from '../model_run';
+import { greedyWithCache, runCaptured, runCapturedAt } from '../model_run';
 import { nodeBackend } from '../gpu/node_webgpu';
 import { unavailable } from '../gpu/lavapipe_suite';
 
@@ -45,17 +44,8 @@ function poisoned(b: Backend, e: ExpertWeights): ExpertWeights {
 }
 
 /** One forward of `ids` at pos0 through the KV cache (last row's logits), capturing `hooks`. */
-async function step(b: Backend, m: Transformer, ids: number[], pos0: number, nPrompt: number, hooks: string[] = []): Promise<{ logits: Float32Array; captured: Map<string, Float32Array> }> {
-  const want = new Set(hooks);
-  const ctx = new RunContext(b, { pos0, n: ids.length, nPrompt, step: pos0 === 0 ? 0 : 1 }, (h) => want.has(h));
-  const t = m.forward(Int32Array.from(ids), ctx, 'last')!;
-  const logits = await b.read(t);
-  b.release(t);
-  const captured = new Map<string, Float32Array>();
-  for (const [name, v] of ctx.captured) captured.set(name, await b.read(v));
-  ctx.release();
-  return { logits, captured };
-}
+const step = (b: Backend, m: Transformer, ids: number[], pos0: number, nPrompt: number, hooks: string[] = []) =>
+  runCapturedAt(b, m, ids, hooks, { pos0, nPrompt, step: pos0 === 0 ? 0 : 1, rows: 'last' });
 
 describe.skipIf(!!why)(`sparse experts on the Node WebGPU adapter${why ? ` (skipped: ${why})` : ''}`, () => {
   const measured: Record<string, Record<string, string>> = {};
