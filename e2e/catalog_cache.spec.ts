@@ -199,6 +199,8 @@ test('a model from a mirror endpoint is listed with that endpoint, apart from th
   await page.getByTestId('cache-manager').screenshot({ path: `${SHOTS}/catalog-cache-mirror.png` });
 
   // Back on the bundled model and reloaded: the start page offers the last-used cached model (the mirror's) first, labelled, then the other.
+  await expect(page.getByTestId('model-select').locator('option:checked')).toHaveText(`${CHAT.repo} (Hub)`); // the dropdown names the loaded model
+  await page.getByTestId('model-select').selectOption('stories260K');
   await page.getByTestId('load-local').click();
   await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });

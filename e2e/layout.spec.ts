@@ -1,5 +1,8 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { SHARED } from './golden';
 import { open, settled, buildCaa } from './app_page';
 
 /**
@@ -115,9 +118,9 @@ test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wi
   await page.getByTestId('run-patching').click();
   await expect(page.getByTestId('progress')).toBeVisible();
   expect(await top(), 'page shift when the job started').toBe(before);
-  // It lies over the Experiment row's empty right part, clear of its buttons.
-  const [line, button] = await Promise.all([page.getByTestId('progress').boundingBox(), page.getByTestId('poster-mode').boundingBox()]);
-  expect(line!.x, 'the progress line starts right of the Experiment buttons').toBeGreaterThan(button!.x + button!.width);
+  // It lies at the foot of the window, clear of the Experiment row (the leftovers test below checks every button).
+  const [line, bar] = await Promise.all([page.getByTestId('progress').boundingBox(), page.getByTestId('experiment-bar').boundingBox()]);
+  expect(line!.y, 'the progress line lies below the Experiment row').toBeGreaterThan(bar!.y + bar!.height);
   await page.screenshot({ path: `${SHOTS}/layout-progress-1440.png` });
   await settled(page);
   expect(await top(), 'page shift when the job ended').toBe(before);
@@ -274,5 +277,154 @@ test('issue 29 item 7: at 1280×800 every registered view, filled, fits the wind
       await page.screenshot({ path: `${SHOTS}/layout-poster-${s + 1}-${width}.png` });
       await page.keyboard.press('ArrowRight');
     }
+  }
+});
+
+/** Where two boxes overlap (by more than a pixel each way). */
+const overlaps = (a: { x: number; y: number; width: number; height: number }, b: { x: number; y: number; width: number; height: number }) =>
+  a.x + 1 < b.x + b.width && b.x + 1 < a.x + a.width && a.y + 1 < b.y + b.height && b.y + 1 < a.y + a.height;
+
+test('issue 29 leftovers a, b: during a job the progress line covers no Experiment button (1280 and 1440 wide) and no heading scrolled to the top of the window, and the end of the page scrolls clear of it', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('tab-patching').click();
+  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
+  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
+  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  const line = page.getByTestId('progress');
+  for (const [width, height] of [[1280, 800], [1440, 900]]) {
+    await page.setViewportSize({ width, height });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.getByTestId('run-patching').click();
+    await expect(line).toBeVisible();
+    // b. The Experiment row's buttons stay whole in view (Export nnsight script and Open results… included).
+    const lineBox = (await line.boundingBox())!;
+    for (const b of await page.getByTestId('experiment-bar').locator('button').all()) {
+      const box = await b.boundingBox();
+      expect.soft(box && overlaps(lineBox, box), `${width}px: the progress line lies over “${await b.textContent()}”`).toBe(false);
+    }
+    // a. Each heading, scrolled to 4 px below the window's top edge as a reader would, is not under the line (in tall views too, while the job runs).
+    let atTop = 0;
+    for (const view of ['patching', 'mechanisms', 'side-effects', 'vectors']) {
+      await page.getByTestId(`tab-${view}`).click();
+      for (const h of await page.locator('main h2, main h3, main legend').all()) {
+        if (!(await h.isVisible())) continue;
+        const top = await h.evaluate((el) => { window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 4); return el.getBoundingClientRect().top; });
+        if (top > 8) continue; // too near the page's end to reach the top
+        atTop++;
+        const [hb, lb] = await Promise.all([h.boundingBox(), line.boundingBox()]);
+        expect.soft(overlaps(hb!, lb!), `${width}px: the progress line covers the heading “${await h.textContent()}” (${view}) scrolled to the top`).toBe(false);
+        if (atTop === 1) await page.screenshot({ path: `${SHOTS}/layout-progress-heading-${width}.png` });
+      }
+    }
+    await expect(line, 'the job still runs').toBeVisible();
+    expect(atTop, 'headings scrolled to the top of the window').toBeGreaterThanOrEqual(2);
+    await page.getByTestId('tab-patching').click();
+    // Scrolled to the end, the page's last 24 px of content lie clear of the line (nothing stays under it for good).
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    const [main, lb] = await Promise.all([page.locator('main').boundingBox(), line.boundingBox()]);
+    expect.soft(overlaps({ ...main!, y: main!.y + main!.height - 24, height: 24 }, lb!), `${width}px: scrolled to the end, the progress line covers the page's last content`).toBe(false);
+    await page.screenshot({ path: `${SHOTS}/layout-progress-end-${width}.png` });
+    await page.getByTestId('cancel-job').click();
+    await settled(page);
+  }
+});
+
+test('issue 29 leftovers d, e, f: at 1280×800 the fork-points table fits the window; the DLA bars\' numbers overlap no label; the Side effects doses box shows its whole default', async ({ page }) => {
+  test.setTimeout(180_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  // e. Branches: a trunk and its fork points (the table once made the page 1399 px wide).
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill('6');
+  await page.getByTestId('branch-start').click();
+  await settled(page);
+  await page.getByTestId('fork-near-ties-only').uncheck();
+  await page.getByTestId('fork-samples').fill('1');
+  await page.getByTestId('find-forks').click();
+  await settled(page);
+  await expect(page.getByTestId('fork-table')).toBeVisible();
+  expect.soft(await overflow(page), 'px the page is wider than the window with the fork table').toBeLessThanOrEqual(0);
+  expect.soft(await layoutFaults(page), 'Branches with the fork table').toEqual([]);
+  await page.getByTestId('fork-table').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/layout-fork-table-1280.png` });
+  // d. Direct logit attribution: no number beside a bar overlaps a row's label, and each stays inside the chart.
+  await page.getByTestId('tab-attribution').click();
+  await page.getByTestId('run-attribution').click();
+  await expect(page.getByTestId('dla-bars')).toBeVisible({ timeout: 120_000 });
+  await settled(page);
+  for (const id of ['dla-bars', 'span-bars']) {
+    if (!(await page.getByTestId(id).count())) continue;
+    const faults = await page.getByTestId(id).evaluate((svg) => {
+      const W = (svg as SVGSVGElement).width.baseVal.value;
+      const hit = (a: DOMRect, b: DOMRect) => a.x + 0.5 < b.x + b.width && b.x + 0.5 < a.x + a.width && a.y + 0.5 < b.y + b.height && b.y + 0.5 < a.y + a.height;
+      const rows = [...svg.querySelectorAll('g[data-label]')].map((g) => {
+        const [label, value] = [...g.querySelectorAll('text')].map((t) => (t as SVGTextElement).getBBox());
+        return { name: (g as SVGGElement).dataset.label, label, value, bar: (g.querySelector('rect') as SVGRectElement).getBBox() };
+      });
+      const out: string[] = [];
+      for (const r of rows) {
+        if (hit(r.label, r.value)) out.push(`${r.name}: its number overlaps its label`);
+        for (const o of rows) if (o !== r && (hit(r.value, o.bar) || hit(r.value, o.label))) out.push(`${r.name}: its number overlaps ${o.name}`);
+        if (hit(r.label, r.bar)) out.push(`${r.name}: its label overlaps its bar`);
+        if (r.value.x < 0 || r.value.x + r.value.width > W) out.push(`${r.name}: its number runs out of the chart`);
+        if (r.label.x < 0) out.push(`${r.name}: its label is cut at the left`);
+      }
+      return out;
+    });
+    expect.soft(faults, id).toEqual([]);
+  }
+  await page.getByTestId('dla-bars').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/layout-dla-1280.png` });
+  // f. The Side effects doses box is wide enough for its default list.
+  await page.getByTestId('tab-side-effects').click();
+  const doses = page.getByTestId('side-doses');
+  const fit = await doses.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, value: (el as HTMLInputElement).value }));
+  expect.soft(fit.scroll, `the doses box cuts “${fit.value}” off`).toBeLessThanOrEqual(fit.client);
+  await doses.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/layout-side-doses-1280.png` });
+});
+
+test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prompt (mixtral-tiny) shows every token, the last ones included', async ({ page }) => {
+  test.setTimeout(180_000);
+  const source = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-moe-'));
+  const folder = path.join(dir, 'mixtral-tiny');
+  fs.mkdirSync(folder);
+  for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, f), path.join(folder, f));
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await open(page);
+    await page.getByTestId('folder-input').setInputFiles(folder);
+    await expect(page.getByTestId('model-info')).toContainText('mixtral-tiny', { timeout: 120_000 });
+    await settled(page);
+    await page.getByTestId('prompt').fill('The quick brown fox jumps over the lazy dog while the cat sleeps under warm tree');
+    await page.getByTestId('good-future').fill(' jumps');
+    await page.getByTestId('bad-future').fill(' runs');
+    await page.getByTestId('tab-routes').click();
+    await page.getByTestId('run-routes').click();
+    await settled(page);
+    const map = page.getByTestId('routes-map');
+    await expect(map).toBeVisible();
+    const T = await page.getByTestId('token-strip').locator('li').count();
+    expect(T, 'tokens of the prompt').toBe(29);
+    // Every column in view at once: the box does not scroll (a trial saw the map end at token 26 with nothing saying it scrolls), the last token's column whole.
+    const g = await map.evaluate((el) => {
+      const box = el.closest('.heatmap-box') as HTMLElement;
+      const d = (el as HTMLElement).dataset;
+      const c = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+      return { lastRight: c.left + Number(d.x0) + 29 * Number(d.cellWidth), boxRight: b.right, windowRight: document.documentElement.clientWidth, labelEvery: d.labelEvery, hidden: box.scrollWidth - box.clientWidth };
+    });
+    expect.soft(g.hidden, 'px of the map hidden to the right of its box').toBeLessThanOrEqual(0);
+    expect.soft(g.lastRight, 'the last token column’s right edge (px; the box ends at the next number)').toBeLessThanOrEqual(Math.min(g.boxRight, g.windowRight) + 1);
+    expect.soft(g.labelEvery, 'every token labelled').toBe('1');
+    expect.soft(await layoutFaults(page), 'Routes at 1280×800').toEqual([]);
+    await map.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SHOTS}/layout-routes-29-1280.png` });
+    // f. The Model dropdown names the loaded folder's model, not the bundled one it showed before.
+    await expect(page.getByTestId('model-select').locator('option:checked')).toContainText('mixtral-tiny');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -36,6 +36,9 @@ test('Export nnsight script, then Open results… from the runner shows its lens
   const script = fs.readFileSync(await dl.path(), 'utf8');
   expect(script).toMatch(/^REMOTE = False/m);
   expect(script).toContain(`PROMPT = ${JSON.stringify(prompt)}`);
+  // the bundled model is on no Hub under its name: MODEL_ID is its folder in this repository, and the bar says so
+  expect(script).toMatch(/^MODEL_ID = "public\/models\/stories260K"/m);
+  await expect(page.getByTestId('experiment-notice')).toContainText('MODEL_ID is its HF files in the Branchpoint repository, "public/models/stories260K"');
   if (fs.existsSync(PYTHON)) {
     const file = path.join(dir, 'export.py');
     fs.writeFileSync(file, script);

@@ -58,7 +58,7 @@ export { pathOf } from './engine/studies/branching/tree';
 export type { TreePath } from './engine/studies/branching/tree';
 
 // The nnsight export and results files (docs/results-format.md)
-export { NNSIGHT_VERSION, NnsightExportError, nnsightScript } from './engine/studies/export/nnsight_script';
+export { NNSIGHT_VERSION, NnsightExportError, nnsightModelId, nnsightScript } from './engine/studies/export/nnsight_script';
 export type { NnsightPatching } from './engine/studies/export/nnsight_script';
 export { readResults, ResultsError } from './engine/studies/export/results_file';
 export type { ResultsFile } from './engine/studies/export/results_file';

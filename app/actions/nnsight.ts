@@ -5,7 +5,7 @@
  * what and why (the experiment bar's notice, the error banner).
  */
 import { useStore } from '../store';
-import { nnsightScript, readResults, type NnsightPatching } from '../../workers/shared';
+import { nnsightModelId, nnsightScript, readResults, type NnsightPatching } from '../../workers/shared';
 import { download } from '../lib/export';
 import { currentExperiment } from './experiment';
 import { runJob } from './job';
@@ -28,7 +28,11 @@ export function exportNnsightScript(): void {
     const script = nnsightScript(e, patching);
     const stem = e.prompt.slice(0, 32).replace(/[^\w]+/g, '-').replace(/^-|-$/g, '') || 'experiment';
     download(`branchpoint-${stem}.nnsight.py`, new Blob([script], { type: 'text/x-python' }));
-    s.setExperimentNotice(left ? { what: 'nnsight script exported without the patching grid', why: left, unread: true } : null);
+    // A model that is not a Hub repo: say what MODEL_ID holds and what to do (the script stops with the same advice).
+    const m = nnsightModelId(e);
+    const named = e.model.kind === 'bundled' ? `the bundled model ${e.model.name} is on no Hugging Face Hub under that name, so MODEL_ID is its HF files in the Branchpoint repository, "${m.id}" (run the script from the repository root, or point MODEL_ID at a copy of that folder)` : `MODEL_ID is the ${e.model.kind} model's name "${m.id}": set it to its Hugging Face id or a folder of its HF files`;
+    const why = [left, m.folder ? `${named}; the script stops with this advice while that folder is missing.` : null].filter(Boolean).join('. ');
+    s.setExperimentNotice(why ? { what: left ? 'nnsight script exported without the patching grid' : 'nnsight script exported: check MODEL_ID at its top', why, unread: true } : null);
   } catch (err) {
     s.setExperimentNotice({ what: 'The experiment could not be exported as an nnsight script', why: (err as Error).message, unread: true });
   }

@@ -14,6 +14,9 @@ import type { ModelSource } from '../../workers/protocol';
 
 type DirectoryPicker = () => Promise<FileSystemDirectoryHandle>;
 
+/** The dropdown's value while it names a loaded model that is not a bundled one (no bundled folder is named so: its name has a NUL). */
+const LOADED = '\u0000loaded';
+
 /**
  * Where the model comes from: a folder the server offers (first), a folder on this computer
  * (folder input, or the File System Access API where the browser has it), or a Hugging Face Hub
@@ -56,6 +59,11 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
     const src = isB ? s.modelB?.source : s.lastLoad?.source;
     return src?.kind === 'url' ? src.label ?? null : null;
   });
+  // A model from elsewhere (a folder, files, the Hub): the dropdown names it (a trial saw "stories260K" after a folder load).
+  const loadedOther = useStore((s) => {
+    const src = isB ? s.modelB?.source : s.lastLoad?.source;
+    return !src || src.kind === 'url' ? null : src.kind === 'hub' ? `${src.repo} (Hub)` : `${src.label} (opened folder)`;
+  });
   const preferred = isB ? 'stories260K-happy-ft' : 'stories260K';
   useEffect(() => {
     if (!local && localModels.length) setLocal(localModels.includes(preferred) ? preferred : localModels[0]);
@@ -64,6 +72,10 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
   useEffect(() => {
     if (loadedBundled && localModels.includes(loadedBundled)) setLocal(loadedBundled);
   }, [loadedBundled, localModels]);
+  useEffect(() => {
+    if (loadedOther) setLocal(LOADED);
+    else setLocal((v) => (v === LOADED ? '' : v));
+  }, [loadedOther]);
 
   const openFolder = async () => {
     if (!picker) {
@@ -103,11 +115,12 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
       <div className="row">
         <label>
           {isB ? 'Model B' : 'Model'}
-          <select data-testid={tid('model-select')} value={local} onChange={(e) => setLocal(e.target.value)} disabled={!localModels.length}>
+          <select data-testid={tid('model-select')} value={local} onChange={(e) => setLocal(e.target.value)} disabled={!localModels.length && !loadedOther}>
+            {loadedOther && <option value={LOADED}>{loadedOther}</option>}
             {localModels.map((m) => <option key={m} value={m}>{m}</option>)}
           </select>
         </label>
-        <button type="button" data-testid={tid('load-local')} disabled={busy || !local} title={loadTitle} onClick={() => void load(localModelSource(local))}>{isB ? 'Load as B' : 'Load'}</button>
+        <button type="button" data-testid={tid('load-local')} disabled={busy || !local || local === LOADED} title={loadTitle ?? (local === LOADED ? 'Loaded already: choose a bundled model to load it instead' : undefined)} onClick={() => void load(localModelSource(local))}>{isB ? 'Load as B' : 'Load'}</button>
         <button type="button" data-testid={tid('open-folder')} disabled={busy} onClick={() => void openFolder()} title={loadTitle ?? 'A folder with config.json, tokenizer.json and model.safetensors'}>
           Open folder…
         </button>

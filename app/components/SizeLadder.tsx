@@ -16,6 +16,8 @@ export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
   const backend = useStore((s) => s.backendChoice);
   const [context, setContext] = useState(4096);
   const [ladder, setLadder] = useState<SizeLadder | null>(null);
+  /** The context the shown ladder was asked for (the ladder holds the one it was sized for). */
+  const [asked, setAsked] = useState(context);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const check = async () => {
@@ -24,6 +26,7 @@ export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
     setError(null);
     try {
       setLadder(await inOrder((w) => w.sizeLadder(source, backend, { contextLength: context })));
+      setAsked(context);
     } catch (e) {
       setLadder(null);
       setError((e as Error).message);
@@ -43,7 +46,9 @@ export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
       {error && <p className="error" data-testid="fit-error">{error}</p>}
       {ladder && (
         <table className="data-table" data-testid="fit-table">
-          <caption className="muted">{ladder.label} · KV cache for {ladder.contextLength} tokens · {ladder.device}</caption>
+          <caption className="muted" data-testid="fit-caption">
+            {ladder.label} · KV cache for {ladder.contextLength} tokens{ladder.contextLength < asked ? ` (${asked} asked: capped at the model's max_position_embeddings, ${ladder.contextLength})` : ''} · {ladder.device}
+          </caption>
           <thead><tr><th>storage</th><th>weights</th><th>KV cache</th><th>activations</th><th>total</th><th>here</th></tr></thead>
           <tbody>
             {ladder.rungs.map((r) => (

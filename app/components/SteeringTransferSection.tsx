@@ -46,6 +46,8 @@ export function SteeringTransferSection() {
   const probe = useStore((s) => s.probeSettings);
   useStore((s) => s.prompt); useStore((s) => s.good); useStore((s) => s.bad); useStore((s) => s.chatTemplate);
   const [alpha, setAlpha] = useState(4);
+  // Build waits for both classes of the set: said beside it (a trial pressed a dead button with the default example only picked, not loaded).
+  const set = probe.positive.trim() !== '' && probe.negative.trim() !== '';
   const req = transferRequest(alpha);
   const { run, stale, running } = useStudy('steeringTransfer', req ?? undefined);
   const t = run?.result ?? null;
@@ -65,6 +67,7 @@ export function SteeringTransferSection() {
         <button type="button" data-testid="run-transfer" disabled={!!job || !ready} onClick={start}
           title={waitingFor(job) ?? (!modelB ? 'Load model B first' : !req ? 'The set needs prompts in both classes, and the futures must parse' : undefined)}>Build CAA on A and B</button>
       </div>
+      {!set && <p className="hint" role="status" data-testid="transfer-needs-set">No labelled set is loaded yet: pick one under Example and press Load (he/she is offered first), or open a set file. The vectors are built from its prompts.</p>}
       {running && <p className="muted">Building the vectors on A and B…</p>}
       {t && (
         <>

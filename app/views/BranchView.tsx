@@ -261,7 +261,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
           </div>
           <div className="table-scroll">
             <table className="data-table" data-testid="fork-table">
-              <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th>outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
+              <thead><tr><th title="absolute position in the sequence (prompt tokens first), and which new token it is">position (new token)</th><th>token</th><th>gap</th><th>score</th><th className="outcomes-head">outcome Δ per forced token (dots: continuations, bar: mean)</th></tr></thead>
               <tbody>
                 {scored.map((p) => (
                   <tr key={p.position} data-testid="fork-row" data-step={p.step} data-score={p.score}>

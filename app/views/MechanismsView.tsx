@@ -109,6 +109,15 @@ function Interval({ m }: { m: { mean: number; lo: number; hi: number } }) {
 const readAt = (q: Req) => (q.a.position ?? 'last') === 'last' && (q.b.position ?? 'last') === 'last' ? 'last token' : `token A ${q.a.position ?? 'last'}, B ${q.b.position ?? 'last'}`;
 const opt = (x: number | null, d = 3) => (x === null ? 'n/a' : fixed(x, d));
 
+/**
+ * A selectivity |Δ_other| / |Δ_own| (analysis/mechanisms.ts selectivity) as the table shows it: marked † where the own
+ * change is under the verdict's reach threshold, whose ratio (often > 1) the verdict does not read.
+ */
+function Selectivity({ value, own, minReach }: { value: number | null; own: number; minReach: number }) {
+  if (value === null || Math.abs(own) >= minReach) return <>{opt(value)}</>;
+  return <span title={`own change |${signed(own, 3)}| nats is under the reach threshold ${minReach}: a ratio over a near-zero change says little, and the verdict reads this block as no reach`}>{opt(value)} †</span>;
+}
+
 /** The per-block numbers and verdicts as CSV rows. */
 function csvOf(r: Res): (string | number)[][] {
   return [
@@ -232,12 +241,19 @@ export function MechanismsView() {
                     <th scope="row">{blockShort(l)}</th>
                     <td data-testid={`mech-cos-${l}`}>{opt(r.cosCaa[i])}</td><td>{opt(r.cosProbe[i])}</td>
                     {CELLS.map(([k]) => <td key={k}><Interval m={r.crossSteer[k][i]} /></td>)}
-                    <td>{opt(r.selectivityA[i])}</td><td>{opt(r.selectivityB[i])}</td><td>{opt(r.naturalCorr[i])}</td>
+                    <td data-testid={`mech-sel-a-${l}`}><Selectivity value={r.selectivityA[i]} own={r.crossSteer.aOnA[i].mean} minReach={r.thresholds.minReach} /></td>
+                    <td data-testid={`mech-sel-b-${l}`}><Selectivity value={r.selectivityB[i]} own={r.crossSteer.bOnB[i].mean} minReach={r.thresholds.minReach} /></td>
+                    <td>{opt(r.naturalCorr[i])}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
+          <p className="hint" data-testid="mech-selectivity-note">
+            Selectivity A = |A→B| / |A→A| (nats per nat; B likewise): how far A's direction moves B's margin for each nat it moves A's own. 0 = only A moves,
+            1 = both alike, above 1 = B moves more than A. It has no upper bound: where A's own change is small the ratio grows large without meaning.
+            {r.layers.some((_, i) => [r.crossSteer.aOnA[i].mean, r.crossSteer.bOnB[i].mean].some((own) => Math.abs(own) < r.thresholds.minReach)) && <> † = the own change is under {r.thresholds.minReach} nats (the reach threshold): that ratio is not read, and the verdict says no reach.</>}
+          </p>
         </>
       ) : <p className="placeholder" data-testid="mech-empty">Press Compare behaviours to run the two sets through the model ({a && b ? `${a.positive.length + a.negative.length + b.positive.length + b.negative.length} prompts` : 'loading the sets'}).</p>}
     </section>

@@ -198,7 +198,8 @@ export function SideEffectsView() {
             <input data-testid="side-layers" className="short" value={form.layers} onChange={(e) => update({ layers: e.target.value })} spellCheck={false} />
           </label>
           <label title="Doses separated by commas">Doses
-            <input data-testid="side-doses" value={form.doses} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
+            {/* as wide as its list (1 ch per character, within the row): the default nine doses were cut off at the browser's 20 characters */}
+            <input data-testid="side-doses" value={form.doses} style={{ width: `${Math.min(60, Math.max(16, form.doses.length + 2))}ch`, maxWidth: '100%' }} onChange={(e) => update({ doses: e.target.value })} spellCheck={false} />
           </label>
         </div>
         <div className="row">

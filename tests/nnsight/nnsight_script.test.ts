@@ -22,12 +22,12 @@ const withPython = hasPython ? it : it.skip; // reason: no python3 on this machi
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nnsight-'));
 const load = (name: string): Experiment => readExperiment(fs.readFileSync(path.join(import.meta.dirname, 'experiments', `${name}.json`), 'utf8'));
 
-/** The script's constants (REMOTE … WINDOW) evaluated by Python itself, printed as JSON. */
+/** The script's constants (REMOTE … WINDOW, and the MODEL_ID folder check) evaluated by Python itself, printed as JSON. */
 function pythonConstants(script: string): Record<string, unknown> {
   const start = script.indexOf('\nREMOTE = ') + 1;
   const end = script.indexOf('if not str(nnsight.__version__)');
   const file = path.join(tmp, 'constants.py');
-  fs.writeFileSync(file, `import json\n${script.slice(start, end)}\nprint(json.dumps({k: v for k, v in dict(globals()).items() if k.isupper()}))\n`);
+  fs.writeFileSync(file, `import json, os, sys\n${script.slice(start, end)}\nprint(json.dumps({k: v for k, v in dict(globals()).items() if k.isupper()}))\n`);
   return JSON.parse(execFileSync(PYTHON, [file], { encoding: 'utf8' })) as Record<string, unknown>;
 }
 
@@ -78,6 +78,26 @@ describe('nnsight script', () => {
     expect(k.GOOD).toEqual([274, 317]);
     expect(k.MODEL_ID).toBe('org/model');
     expect(k.REVISION).toBe('v1');
+  });
+
+  withPython('a bundled model: MODEL_ID is the folder of its HF files in this repository; run elsewhere, the script stops saying what to set before loading', () => {
+    const script = nnsightScript(load('lens'));
+    expect(load('lens').model).toEqual({ kind: 'bundled', name: 'stories260K' });
+    const k = pythonConstants(script); // run from the repository root: the folder is there, the guard passes
+    expect(k.MODEL_ID).toBe('public/models/stories260K');
+    expect(fs.existsSync(path.join(k.MODEL_ID as string, 'config.json'))).toBe(true);
+    const start = script.indexOf('\nREMOTE = ') + 1, end = script.indexOf('if not str(nnsight.__version__)');
+    const file = path.join(tmp, 'guard.py');
+    fs.writeFileSync(file, `import os, sys, json\n${script.slice(start, end)}\nprint("past the guard")\n`);
+    let stderr = '';
+    try {
+      execFileSync(PYTHON, [file], { cwd: tmp, encoding: 'utf8', stdio: 'pipe' });
+    } catch (e) {
+      stderr = String((e as { stderr: string }).stderr);
+    }
+    expect(stderr).toContain("MODEL_ID = 'public/models/stories260K' is not a folder here: set MODEL_ID (top of this script) to a Hugging Face id or a folder of the model's HF files");
+    // a Hub model has no guard: its id loads as it is
+    expect(nnsightScript({ ...load('lens'), model: { kind: 'hub', repo: 'org/model', revision: 'main' } })).not.toContain('os.path.isdir(MODEL_ID)');
   });
 
   it('says in its header that REMOTE = False on the small model is the parity check before NDIF', () => {

@@ -18,6 +18,7 @@ it on NDIF.
 """
 import json
 import math
+import os
 import sys
 
 import torch
@@ -25,7 +26,7 @@ import nnsight
 from nnsight import LanguageModel
 
 REMOTE = False  # True: run on NDIF (nnsight.CONFIG.set_default_api_key("...") first)
-MODEL_ID = "stories260K"  # the workbench's bundled model "stories260K": put its Hugging Face id or a local folder of its HF files here
+MODEL_ID = "public/models/stories260K"  # the workbench's bundled model "stories260K" (not on the Hugging Face Hub under that name): its HF files in the Branchpoint repository (run from its root), or the app's models/stories260K/ downloaded
 REVISION = None
 NNSIGHT_VERSION = "0.7.0"
 OUT = "branchpoint-results.json"
@@ -42,6 +43,9 @@ STEERING = []
 PATCH = {"corrupt": "The little boy saw a dog. Then", "direction": "denoise"}
 SWEEP = None
 WINDOW = None
+
+if MODEL_ID == "public/models/stories260K" and not os.path.isdir(MODEL_ID):
+    sys.exit(f"MODEL_ID = {MODEL_ID!r} is not a folder here: set MODEL_ID (top of this script) to a Hugging Face id or a folder of the model's HF files (config.json, tokenizer.json, model.safetensors)")
 
 if not str(nnsight.__version__).startswith(NNSIGHT_VERSION):
     print(f"warning: written for nnsight {NNSIGHT_VERSION}; this is {nnsight.__version__}", file=sys.stderr)

@@ -42,12 +42,18 @@ export function pyLiteral(v: unknown): string {
   return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`).join(', ')}}`;
 }
 
-/** The model id the script loads: a Hub repo as is; anything else a name the user replaces with a Hub id or local folder. */
-function modelId(e: Experiment): { id: string; revision: string | null; note: string } {
+/**
+ * The model id the script loads: a Hub repo as is; a bundled model the folder of its HF files in the
+ * Branchpoint repository (public/models/<name>, the files the app serves: it is on no Hub under its
+ * name); anything else its name, which the user replaces with a Hub id or a local folder.
+ * `folder`: the script stops before loading, saying what to set, while MODEL_ID is still this and no such folder exists.
+ */
+export function nnsightModelId(e: Experiment): { id: string; revision: string | null; note: string; folder: boolean } {
   const m = e.model;
-  if (m.kind === 'hub') return { id: m.repo, revision: m.revision === 'main' ? null : m.revision, note: '' };
-  const name = m.kind === 'bundled' || m.kind === 'local' ? m.name : m.label ?? m.url;
-  return { id: name, revision: null, note: `  # the workbench's ${m.kind} model "${name}": put its Hugging Face id or a local folder of its HF files here` };
+  if (m.kind === 'hub') return { id: m.repo, revision: m.revision === 'main' ? null : m.revision, note: '', folder: false };
+  if (m.kind === 'bundled') return { id: `public/models/${m.name}`, revision: null, note: `  # the workbench's bundled model "${m.name}" (not on the Hugging Face Hub under that name): its HF files in the Branchpoint repository (run from its root), or the app's models/${m.name}/ downloaded`, folder: true };
+  const name = m.kind === 'local' ? m.name : m.label ?? m.url;
+  return { id: name, revision: null, note: `  # the workbench's ${m.kind} model "${name}": put its Hugging Face id or a local folder of its HF files here`, folder: true };
 }
 
 /**
@@ -159,7 +165,11 @@ function sweepOf(e: Experiment): PlanSweep | null {
  */
 export function nnsightScript(e: Experiment, patching?: NnsightPatching, model?: string): string {
   const { steering: steer, sweep, window } = nnsightPlan(e, patching);
-  const m = model ? { id: model, revision: null, note: '' } : modelId(e);
+  const m = model ? { id: model, revision: null, note: '', folder: false } : nnsightModelId(e);
+  const guard = m.folder ? `
+if MODEL_ID == ${pyLiteral(m.id)} and not os.path.isdir(MODEL_ID):
+    sys.exit(f"MODEL_ID = {MODEL_ID!r} is not a folder here: set MODEL_ID (top of this script) to a Hugging Face id or a folder of the model's HF files (config.json, tokenizer.json, model.safetensors)")
+` : '';
   const title = (e.title ?? 'Branchpoint experiment').replace(/[\r\n]+/g, ' ').replace(/"""/g, '"\u200b""').replace(/\\/g, '/');
   const constants = [
     `REMOTE = False  # True: run on NDIF (nnsight.CONFIG.set_default_api_key("...") first)`,
@@ -201,6 +211,7 @@ it on NDIF.
 """
 import json
 import math
+import os
 import sys
 
 import torch
@@ -208,7 +219,7 @@ import nnsight
 from nnsight import LanguageModel
 
 ${constants}
-
+${guard}
 if not str(nnsight.__version__).startswith(NNSIGHT_VERSION):
     print(f"warning: written for nnsight {NNSIGHT_VERSION}; this is {nnsight.__version__}", file=sys.stderr)
 
