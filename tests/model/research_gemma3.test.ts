@@ -15,6 +15,8 @@ import { safetensorsWeights } from './research_weights';
  * The norms' w are drawn around 0, so a forward that used w instead of 1 + w would be far off.
  * The Gemma 3 tokenizer carries <image_soft_token> at id 262144, one past the text model's
  * embedding (as google/gemma-3-1b-it's does): the load warns, and a prompt holding it is refused.
+ * Measured at load 12–15 (other work on the 2 cores): load 281 s, the first run 242 s (the CPU
+ * backend packs every weight on first use), the reference 117 s: max |Δ| 5.98e-6 of max |logit| 2.76.
  */
 const C = RESEARCH_CONFIGS['gemma-3-1b'];
 
@@ -30,5 +32,5 @@ describe('Gemma-3-1B research-size checkpoint', () => {
     expect(r.scale).toBeGreaterThan(0.1);
     expect(r.worst).toBeLessThan(1e-4);
     expect(r.argmax).toBe(r.refArgmax);
-  }, 600_000);
+  }, 1_200_000);
 });
