@@ -10,7 +10,8 @@ import { safetensorsWeights } from './research_weights';
  * d_mlp 8192, 128,256-token vocabulary, llama3 RoPE scaling; BF16 safetensors, 2.47 GB; the real
  * Llama 3.1 tokenizer) loads from its folder on the CPU backend (float32: 4.9 GB, the only 1B model
  * this file holds), and the logits of the last of three tokens equal a float64 forward over the
- * file's own bytes (tests/model/research_forward.ts) over the whole vocabulary.
+ * file's own bytes (tests/model/research_forward.ts) over the whole vocabulary. Measured at load
+ * 16–20: load 379 s, first run 251 s, reference 390 s (1021 s in all): max |Δ| 4.02e-6 of max |logit| 2.69.
  */
 const C = RESEARCH_CONFIGS['llama-3.2-1b'];
 
@@ -23,5 +24,5 @@ describe('Llama-3.2-1B research-size checkpoint', () => {
     expect(r.scale).toBeGreaterThan(0.1);
     expect(r.worst).toBeLessThan(1e-4);
     expect(r.argmax).toBe(r.refArgmax);
-  }, 1_200_000);
+  }, 1_800_000);
 });
