@@ -12,7 +12,7 @@ test('every WGSL kernel (both tunings) matches the CPU backend (golden-checked i
   expect(r.adapter, 'WebGPU adapter description').toMatch(/^WebGPU: \S/);
   console.log(`adapter: ${r.adapter}`);
   const ops = new Set(r.cases.map((c) => c.op));
-  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'rowOp groups', 'sub', 'saeActivation', 'linear f16 w', 'linear fused', 'qkv rope', 'linear vec4 tiled', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table', 'linear quant w', 'linear fused quant w', 'linearBackward', 'linearBackward f16 w', 'linearBackward quant w', 'linearBackward split w', 'rmsNormBackward', 'layerNormBackward', 'actBackward', 'gatedActBackward', 'attentionBackward']) {
+  for (const op of ['embed', 'sliceRows', 'concatRows', 'clone', 'writeRows', 'sliceCols', 'gatherCols', 'linear', 'add', 'act', 'gatedAct', 'softcap', 'rmsNorm', 'layerNorm', 'rope', 'attention', 'logSoftmax', 'topk', 'rowOp', 'rowOp groups', 'sub', 'saeActivation', 'linear f16 w', 'linear fused', 'qkv rope', 'linear vec4 tiled', 'embed f16 table', 'sliceRows f16 table', 'linear split w', 'embed split table', 'sliceRows split table', 'linear quant w', 'linear fused quant w', 'linearBackward', 'linearBackward f16 w', 'linearBackward quant w', 'linearBackward split w', 'linearBackwardSum', 'linearBackwardSum split w', 'rmsNormBackward', 'layerNormBackward', 'actBackward', 'gatedActBackward', 'attentionBackward']) {
     expect(ops.has(op), `op ${op} is tested`).toBe(true);
   }
   console.log(`the adapter's own kernel tuning: ${r.tuning}`);

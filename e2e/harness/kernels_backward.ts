@@ -1,5 +1,5 @@
 /**
- * The backward kernels (ops/*_backward.wgsl.ts: linearBackward, rmsNormBackward, layerNormBackward,
+ * The backward kernels (ops/*_backward.wgsl.ts: linearBackward, linearBackwardSum, rmsNormBackward, layerNormBackward,
  * actBackward, gatedActBackward, attentionBackward; rotary's backward is the forward rope by −θ,
  * tested with the forward ops) against the CPU backend's backward ops (themselves checked against
  * the golden float64 gradients and finite differences in tests/attribution/, and against an
@@ -15,6 +15,7 @@ import type { CpuBackend } from '../../workers/engine/backend/cpu';
 import { packF16, unpackF16 } from '../../workers/engine/backend/f16';
 import { quantise } from '../../workers/engine/backend/quant';
 import type { WebGpuBackend } from '../../workers/engine/backend/webgpu';
+import { linearBackwardGpu } from '../../workers/engine/ops/linear_backward.wgsl';
 import { diff, randn, rng } from './compare';
 import type { KernelCase } from './kernels';
 
@@ -61,6 +62,24 @@ export async function backwardKernels(gpu: WebGpuBackend, cpu: CpuBackend, cases
   if (split) {
     // more rows than one weight buffer holds: each part adds its share
     await add('linearBackward split w', 'dy[1,200]·w[200,8]', [x([1, 200]), x([200, 8], 0.5)], (b, [dy, w]) => [b.linearBackward(dy, w)], split);
+  }
+
+  // Σ_k dy_k·W_k in one dispatch (q/k/v-like parts; float32, binary16 and Q8_0 mixed), and past the
+  // three parts one dispatch binds (a second dispatch adds to dx)
+  for (const [n, outs, as] of [[1, [40, 16, 16], []], [20, [40, 16, 16], ['f16', undefined, 'q8_0']], [37, [17, 33, 8, 64], [undefined, 'q8_0', 'f16', undefined]]] as [number, number[], Input['as'][]][]) {
+    const nIn = 64, K = outs.length;
+    await add('linearBackwardSum', `Σ dy[${n},${outs}]·w[${outs.map((o, k) => `${as[k] ?? 'f32'} ${o}`)}; ${nIn}]`,
+      [...outs.map((o) => x([n, o])), ...outs.map((o, k) => x([o, nIn], 0.5, as[k]))], (b, t) => [b.linearBackwardSum(t.slice(0, K), t.slice(K))]);
+  }
+  {
+    // where a device binds 5 storage buffers (2 parts a dispatch): three dispatches, the later ones adding to dx
+    const outs = [40, 16, 16, 24, 8], K = outs.length, nIn = 48;
+    await add('linearBackwardSum', `Σ dy[9,${outs}]·w[${outs}; ${nIn}], 2 parts a dispatch`, [...outs.map((o) => x([9, o])), ...outs.map((o) => x([o, nIn], 0.5))],
+      (b, t) => [b.kind === 'webgpu' ? linearBackwardGpu(b as WebGpuBackend, t.slice(0, K), t.slice(K), 5) : b.linearBackwardSum(t.slice(0, K), t.slice(K))]);
+  }
+  if (split) {
+    // a weight split by rows is more parts of the same dy
+    await add('linearBackwardSum split w', 'Σ dy[1,200|20]·w[200|20,8]', [x([1, 200]), x([1, 20]), x([200, 8], 0.5), x([20, 8], 0.5)], (b, [d0, d1, w0, w1]) => [b.linearBackwardSum([d0, d1], [w0, w1])], split);
   }
 
   for (const [rows, W, g, offset] of [[1, 64, 64, 0], [5, 65, 65, 1], [7, 48, 16, 0], [130, 200, 200, 0]]) {

@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { quantise } from '../../workers/engine/backend/quant';
+import { seededRandom } from '../../workers/engine/analysis/sampling';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { backward, gradHookNames, type Objective } from '../../workers/engine/model/backward';
@@ -31,7 +33,7 @@ describe.skipIf(!!why)(`backward kernels on the Node adapter${why ? ` (skipped: 
       } finally {
         gpu.dispose(); split.dispose(); cpu.dispose();
       }
-      for (const op of ['linearBackward', 'linearBackward f16 w', 'linearBackward quant w', 'linearBackward split w', 'rmsNormBackward', 'layerNormBackward', 'actBackward', 'gatedActBackward', 'attentionBackward']) {
+      for (const op of ['linearBackward', 'linearBackward f16 w', 'linearBackward quant w', 'linearBackward split w', 'linearBackwardSum', 'linearBackwardSum split w', 'rmsNormBackward', 'layerNormBackward', 'actBackward', 'gatedActBackward', 'attentionBackward']) {
         expect(cases.some((c) => c.op === op), `${op} is tested`).toBe(true);
       }
       const bad = cases.filter((c) => !(c.maxErr <= c.tol));
@@ -40,6 +42,34 @@ describe.skipIf(!!why)(`backward kernels on the Node adapter${why ? ` (skipped: 
       expect(bad.map((c) => `${c.op} ${c.name}: ${c.maxErr}`)).toEqual([]);
     }, 120_000);
   }
+});
+
+describe.skipIf(!!why)(`linearBackward on a quantised weight${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('reads the Q8_0 / Q4_0 blocks in its kernel: it allocates the gradient\'s bytes, no identity and no float32 copy of the weight', async () => {
+    const b = await nodeBackend();
+    const rand = seededRandom(2424), randn = (n: number) => Float32Array.from({ length: n }, () => rand() * 2 - 1);
+    try {
+      for (const format of ['q8_0', 'q4_0'] as const) {
+        const n = 5, nOut = 96, nIn = 1024, dyv = randn(n * nOut);
+        const w = b.uploadQuant(quantise(format, randn(nOut * nIn), nOut, nIn)), dy = b.upload(dyv, [n, nOut]);
+        const wv = await b.read(w);
+        const before = b.memoryStats().bytes;
+        const dx = b.linearBackward(dy, w);
+        const got = await b.read(dx);
+        const grown = b.memoryStats().bytes - before;
+        // the old path uploaded an nIn×nIn identity (4 MiB here) and kept a float32 transpose (384 KiB)
+        console.log(`${format} [${nOut}, ${nIn}]: linearBackward allocated ${grown} bytes (dx itself ${n * nIn * 4})`);
+        expect(grown).toBeLessThanOrEqual(4 * n * nIn * 4);
+        const want = new Float64Array(n * nIn);
+        for (let t = 0; t < n; t++) for (let o = 0; o < nOut; o++) for (let i = 0; i < nIn; i++) want[t * nIn + i] += dyv[t * nOut + o] * wv[o * nIn + i];
+        const r = close(got, want);
+        expect(r.ok, `${format}: ${r.rel}`).toBe(true);
+        for (const t of [w, dy, dx]) b.release(t);
+      }
+    } finally {
+      b.dispose();
+    }
+  });
 });
 
 /** max |a − b| ≤ 1e-4·max |b| + 1e-6 over one array, and the ratio it reached. */

@@ -11,8 +11,8 @@ import { sharedPath } from '../shared';
  * The CPU backend's backward ops (backend.ts; ops/*_backward.cpu.ts, the WGSL kernels' reference)
  * against float64 computations written here from the definitions, sharing no code with the engine:
  * attention's backward from a float64 forward of the same q, k, v (causal mask, sliding window,
- * soft-capping, grouped-query heads), dy·W on both of its paths (few rows; the GEMM on a transposed
- * copy) and on a quantised weight, and the norms' backward against central differences of their
+ * soft-capping, grouped-query heads), dy·W and Σ_k dy_k·W_k on both of their paths (few rows; the
+ * GEMM on a transposed copy of the stacked weights) and on a quantised weight, and the norms' backward against central differences of their
  * float64 forwards. And a backward leaves no tensor behind.
  */
 const b = new CpuBackend();
@@ -83,6 +83,37 @@ describe('CPU backward ops against float64 definitions', () => {
       for (const t of [dyt, x, xq]) b.release(t);
     }
     b.release(wt); b.release(wq);
+  });
+
+  it('linearBackwardSum: Σ_k dy_k·W_k over q/k/v-like parts (one Q8_0) on both paths, a changed weight list, and shapes refused', async () => {
+    const nIn = 48, outs = [40, 16, 16];
+    const ws = outs.map((o) => randn(o * nIn, 0.5));
+    const ref = (dys: Float32Array[], W: ArrayLike<number>[], n: number) => {
+      const dx = new Float64Array(n * nIn);
+      dys.forEach((dy, k) => { for (let t = 0; t < n; t++) for (let o = 0; o < outs[k]; o++) for (let i = 0; i < nIn; i++) dx[t * nIn + i] += dy[t * outs[k] + o] * W[k][o * nIn + i]; });
+      return dx;
+    };
+    const wt = ws.map((w, k) => b.upload(w, [outs[k], nIn]));
+    const wq = b.uploadQuant(quantise('q8_0', ws[2], outs[2], nIn)), wqValues = await b.read(wq);
+    for (const n of [1, 3, 20]) {
+      const dys = outs.map((o) => randn(n * o)), dyt = dys.map((dy, k) => b.upload(dy, [n, outs[k]]));
+      const x = b.linearBackwardSum(dyt, wt), xq = b.linearBackwardSum(dyt, [wt[0], wt[1], wq]);
+      expect(rel(await b.read(x), ref(dys, ws, n)), `n = ${n}`).toBeLessThan(1e-6);
+      expect(rel(await b.read(xq), ref(dys, [ws[0], ws[1], wqValues], n)), `n = ${n}, q8_0 third part`).toBeLessThan(1e-6);
+      for (const t of [...dyt, x, xq]) b.release(t);
+    }
+    // the kept transposed stack belongs to its weight list: a new middle weight gives its own product
+    const w1 = randn(outs[1] * nIn, 0.5), w1t = b.upload(w1, [outs[1], nIn]);
+    b.release(wt[1]);
+    const dys = outs.map((o) => randn(20 * o)), dyt = dys.map((dy, k) => b.upload(dy, [20, outs[k]]));
+    const x = b.linearBackwardSum(dyt, [wt[0], w1t, wt[2]]);
+    expect(rel(await b.read(x), ref(dys, [ws[0], w1, ws[2]], 20))).toBeLessThan(1e-6);
+    expect(() => b.linearBackwardSum(dyt, [wt[0], w1t])).toThrow(/3 gradients for 2 weights/);
+    expect(() => b.linearBackwardSum([dyt[1], dyt[0]], [wt[0], w1t])).toThrow(/dy \[20,16\] has not the 40 columns/);
+    const other = b.upload(randn(16 * 8), [16, 8]), short = b.upload(randn(3 * 16), [3, 16]);
+    expect(() => b.linearBackwardSum([dyt[0], dyt[1]], [wt[0], other])).toThrow(/does not read the 48 inputs/);
+    expect(() => b.linearBackwardSum([dyt[0], short], [wt[0], w1t])).toThrow(/has not the 20 rows/);
+    for (const t of [...dyt, x, wt[0], w1t, wt[2], wq, other, short]) b.release(t);
   });
 
   it('rmsNormBackward (with Gemma\'s offset, per-head groups) and layerNormBackward against central differences of float64 forwards', async () => {

@@ -294,6 +294,15 @@ export interface Backend {
    */
   linearBackward(dy: Tensor, w: Tensor): Tensor;
   /**
+   * Σ_k dys[k] [n, out_k] · ws[k] [out_k, in] → dx [n, in]: the summed input gradients of linear
+   * layers that read one input (q, k, v of ln1's output; gate and up of ln2's), as one product over
+   * the weights stacked by rows, [dy_1 | … | dy_K] · [w_1; …; w_K] (the CPU keeps one transposed
+   * copy of the stack; WebGPU reads the weights in one dispatch). Each w_k as in linearBackward.
+   * @throws Error when the lists are empty or differ in length, a dy's width is not its weight's
+   *   rows, or the weights differ in `in` or the dys in rows.
+   */
+  linearBackwardSum(dys: readonly Tensor[], ws: readonly Tensor[]): Tensor;
+  /**
    * The input gradient of rmsNorm(x, w, eps, offset) given dy (x, dy [n, W], groups of w.size as in
    * rmsNorm): dx_i = r·w'_i·dy_i − x_i·r³/g·Σ_j dy_j·w'_j·x_j, r = 1/√(mean(x²) + eps), w' = w + offset.
    */
@@ -329,4 +338,23 @@ export function shapeSize(shape: readonly number[]): number {
   let s = 1;
   for (const d of shape) s *= d;
   return s;
+}
+
+/**
+ * The shape of Backend.linearBackwardSum(dys, ws): n rows, the shared input width nIn, and each
+ * weight's rows out_k (= dys[k]'s width).
+ * @throws Error when the lists are empty or differ in length, a dy's width is not its weight's rows,
+ *   or the weights differ in `in` or the dys in rows.
+ */
+export function linearSumShape(dys: readonly Tensor[], ws: readonly Tensor[]): { n: number; nIn: number; outs: number[] } {
+  if (ws.length === 0 || dys.length !== ws.length) throw new Error(`linearBackwardSum: ${dys.length} gradients for ${ws.length} weights`);
+  const nIn = ws[0].shape[1], outs = ws.map((w) => w.shape[0]);
+  const n = dys[0].size / Math.max(outs[0], 1);
+  ws.forEach((w, k) => {
+    const dy = dys[k], width = dy.shape[dy.shape.length - 1];
+    if (w.shape[1] !== nIn) throw new Error(`linearBackwardSum: weight ${k} [${w.shape}] does not read the ${nIn} inputs of weight 0 [${ws[0].shape}]`);
+    if (width !== outs[k]) throw new Error(`linearBackward: dy [${dy.shape}] has not the ${outs[k]} columns of weight [${w.shape}]`);
+    if (dy.size !== n * outs[k]) throw new Error(`linearBackwardSum: dy ${k} [${dy.shape}] has not the ${n} rows of dy 0 [${dys[0].shape}]`);
+  });
+  return { n, nIn, outs };
 }

@@ -1,5 +1,5 @@
 import type { Activation, AttentionBackwardParams, AttentionGrads, AttentionParams, AttentionResult, Backend, RowGroups, RowOp, Tensor } from './backend';
-import { shapeSize } from './backend';
+import { linearSumShape, shapeSize } from './backend';
 import { linearCpu } from '../ops/linear.cpu';
 import { layerNormCpu, rmsNormCpu } from '../ops/norm.cpu';
 import { ropeCpu } from '../ops/rope.cpu';
@@ -12,7 +12,7 @@ import { saeActivationCpu } from '../ops/sae_act.cpu';
 import { layerNormBackwardCpu, rmsNormBackwardCpu } from '../ops/norm_backward.cpu';
 import { actBackwardCpu, gatedActBackwardCpu } from '../ops/activation_backward.cpu';
 import { attentionBackwardCpu } from '../ops/attention_backward.cpu';
-import { linearBackwardCpu, transpose } from '../ops/linear_backward.cpu';
+import { linearBackwardCpu, stackTransposed } from '../ops/linear_backward.cpu';
 import { WasmGemm, type Resident } from './wasm_gemm';
 import { dequantise, dequantiseRows, formatLabel, QK, quantBytes, type QuantFormat, type QuantizedMatrix } from './quant';
 import { linearQuantCpu, quantSlabRows } from '../ops/linear_quant.cpu';
@@ -112,6 +112,9 @@ function d(t: Tensor): Float32Array {
  */
 const SPARE_BYTES = 64 << 20;
 
+/** A transposed copy of weights stacked by rows (CpuBackend.linearBackwardSum's GEMM operand) and the weights, in order. */
+interface TransposedStack { parts: readonly Tensor[]; t: CpuTensor }
+
 /** Rows of dy up to which linearBackward multiplies W as stored (linearBackwardCpu) instead of a transposed copy in the GEMM. */
 const FEW_ROWS = 8;
 
@@ -135,8 +138,12 @@ export class CpuBackend implements Backend {
   /** Released tensors' heap arrays by length, reused by alloc() (at most SPARE_BYTES in all). */
   private readonly spare = new Map<number, Float32Array[]>();
   private spareBytes = 0;
-  /** Transposed float32 copies of weights [in, out], made by the first linearBackward that needs one (kept with the weight). */
-  private readonly transposed = new WeakMap<Tensor, Tensor>();
+  /**
+   * Transposed float32 copies [in, Σ out] of weights stacked by rows (one weight for linearBackward,
+   * the list a linearBackwardSum reads), made by the first product that needs one and kept: listed
+   * under each of its weights, freed when any of them is released.
+   */
+  private readonly transposed = new WeakMap<Tensor, TransposedStack[]>();
   /** Products that fell back to the scalar loop although the WASM arena exists (it could not grow). */
   private fallbacks = 0;
 
@@ -244,8 +251,7 @@ export class CpuBackend implements Backend {
   }
 
   release(t: Tensor): void {
-    const wT = this.transposed.get(t) as CpuTensor | undefined;
-    if (wT) { this.transposed.delete(t); wT.release(); }
+    for (const st of this.transposed.get(t) ?? []) this.dropStack(st);
     if (t instanceof CpuQuantTensor) {
       if (!t.released) this.live--;
       t.release();
@@ -418,23 +424,54 @@ export class CpuBackend implements Backend {
     return this.t(rowOpCpu(d(x), cols(x), op, rows, groups), x.shape);
   }
 
+  /** dy [n, out]·w: linearBackwardSum of one part. */
+  linearBackward(dy: Tensor, w: Tensor): Tensor { return this.linearBackwardSum([dy], [w]); }
+
   /**
-   * dy [n, out]·w: up to FEW_ROWS rows by linearBackwardCpu on w as stored; more through the GEMM on a
-   * transposed copy of w (made once per weight and kept: one more float32 copy of each weight a
-   * backward reaches, counted by model/backward.ts backwardMemory; quantised weights dequantised into it).
+   * Σ_k dys[k]·ws[k]: up to FEW_ROWS rows by linearBackwardCpu on the weights as stored; more as one
+   * GEMM, [dy_1 | … | dy_K] times a transposed copy of the stacked weights (made once per list and
+   * kept: one more float32 copy of each weight a backward reaches, counted by model/backward.ts
+   * backwardMemory; quantised weights dequantised into it).
    */
-  linearBackward(dy: Tensor, w: Tensor): Tensor {
-    const [nOut, nIn] = w.shape;
-    if (cols(dy) !== nOut) throw new Error(`linearBackward: dy has ${cols(dy)} columns, weight [${w.shape}] has ${nOut} rows`);
-    const n = rowsOf(dy);
-    if (n <= FEW_ROWS && !(w instanceof CpuQuantTensor)) return this.t(linearBackwardCpu(d(dy), d(w), n, nOut, nIn), [n, nIn]);
-    let wT = this.transposed.get(w);
-    if (!wT) {
-      const src = w instanceof CpuQuantTensor ? dequantise(w.q) : d(w);
-      wT = new CpuTensor([nIn, nOut], transpose(src, nOut, nIn), this.arena); // not a live tensor of the caller's: freed with w
-      this.transposed.set(w, wT);
+  linearBackwardSum(dys: readonly Tensor[], ws: readonly Tensor[]): Tensor {
+    const { n, nIn, outs } = linearSumShape(dys, ws);
+    const quant = ws.some((w) => w instanceof CpuQuantTensor);
+    if (n <= FEW_ROWS && !quant) return this.t(linearBackwardCpu(dys.map(d), ws.map(d), n, outs, nIn), [n, nIn]);
+    const wT = this.stackOf(ws, outs, nIn);
+    if (dys.length === 1) return this.linear(dys[0], wT);
+    // [dy_1 | … | dy_K]: the product's input [n, Σ out]
+    const total = wT.shape[1], cat = this.alloc(n * total);
+    let c0 = 0;
+    dys.forEach((t, k) => {
+      const src = d(t), w = outs[k];
+      for (let r = 0; r < n; r++) cat.set(src.subarray(r * w, (r + 1) * w), r * total + c0);
+      c0 += w;
+    });
+    const x = this.t(cat, [n, total]);
+    const dx = this.linear(x, wT);
+    this.release(x);
+    return dx;
+  }
+
+  /** The kept transposed stack of ws (stackTransposed), made on first use. */
+  private stackOf(ws: readonly Tensor[], outs: readonly number[], nIn: number): CpuTensor {
+    const hit = this.transposed.get(ws[0])?.find((st) => st.parts.length === ws.length && st.parts.every((p, k) => p === ws[k]));
+    if (hit) return hit.t;
+    const values = ws.map((w) => (w instanceof CpuQuantTensor ? dequantise(w.q) : d(w)));
+    const total = outs.reduce((a, b) => a + b, 0);
+    // not a live tensor of the caller's: freed with its weights
+    const st: TransposedStack = { parts: [...ws], t: new CpuTensor([nIn, total], stackTransposed(values, outs, nIn), this.arena) };
+    for (const w of new Set(ws)) this.transposed.set(w, [...(this.transposed.get(w) ?? []), st]);
+    return st.t;
+  }
+
+  /** Frees a transposed stack and unlists it from each of its weights. */
+  private dropStack(st: TransposedStack): void {
+    for (const w of new Set(st.parts)) {
+      const rest = (this.transposed.get(w) ?? []).filter((x) => x !== st);
+      if (rest.length) this.transposed.set(w, rest); else this.transposed.delete(w);
     }
-    return this.linear(dy, wT);
+    st.t.release();
   }
 
   rmsNormBackward(x: Tensor, w: Tensor, eps: number, offset: number, dy: Tensor): Tensor {

@@ -488,8 +488,8 @@ export class WebGpuBackend implements Backend, KernelHost {
 
   /**
    * Uploads a block-quantised weight [out, in] in its packed words (Q8_0 8.5 / Q4_0 4.5 bits per
-   * weight, backend/quant.ts); linear() dequantises in its kernel (ops/linear_quant.wgsl.ts), read()
-   * on the host. One buffer: a matrix larger than weightBufferLimit is refused (not split).
+   * weight, backend/quant.ts); linear() and linearBackward() dequantise in their kernels
+   * (ops/linear_quant.wgsl.ts, ops/linear_backward.wgsl.ts), read() on the host. One buffer: a matrix larger than weightBufferLimit is refused (not split).
    * @throws Error when the packed words exceed the limit.
    */
   uploadQuant(q: QuantizedMatrix): Tensor {
@@ -575,8 +575,6 @@ export class WebGpuBackend implements Backend, KernelHost {
   }
 
   release(t: Tensor): void {
-    const wT = this.dequantT.get(t);
-    if (wT) { this.dequantT.delete(t); this.release(wT); }
     if (t instanceof ChunkedTensor && t.owner === this) {
       if (t.released) return;
       t.released = true;
@@ -724,26 +722,12 @@ export class WebGpuBackend implements Backend, KernelHost {
   rowOp(x: Tensor, op: RowOp, rows: Uint8Array, groups?: RowGroups): Tensor { return rowOpGpu(this, x, op, rows, groups); }
   saeActivation(pre: Tensor, threshold: Tensor, k: number): Tensor { return saeActivationGpu(this, pre, threshold, k); }
 
-  /** Dequantised transposes [in, out] of quantised weights, for linearBackward (released with the weight). */
-  private readonly dequantT = new WeakMap<Tensor, Tensor>();
-
-  /**
-   * dy·w (ops/linear_backward.wgsl.ts) on a float32 or binary16 weight as stored; a quantised weight
-   * is multiplied as its dequantised transpose [in, out], made once by the quantised linear kernel
-   * on the identity (I·ŵᵀ) and kept.
-   */
-  linearBackward(dy: Tensor, w: Tensor): Tensor {
-    if (!isQuantTensor(w)) return linearBackwardGpu(this, dy, w);
-    let wT = this.dequantT.get(w);
-    if (!wT) {
-      const nIn = w.shape[1], eye = new Float32Array(nIn * nIn);
-      for (let i = 0; i < nIn; i++) eye[i * nIn + i] = 1;
-      const id = this.upload(eye, [nIn, nIn]);
-      wT = linearQuantGpu(this, id, w, undefined);
-      this.release(id);
-      this.dequantT.set(w, wT);
-    }
-    return this.linear(dy, wT);
+  /** dy·w (ops/linear_backward.wgsl.ts) on the weight as stored: float32, binary16, or Q8_0 / Q4_0 dequantised in the kernel. */
+  linearBackward(dy: Tensor, w: Tensor): Tensor { return this.linearBackwardSum([dy], [w]); }
+  /** Σ_k dys[k]·ws[k] in one dispatch of ops/linear_backward.wgsl.ts (as many parts as the device's storage bindings allow). */
+  linearBackwardSum(dys: readonly Tensor[], ws: readonly Tensor[]): Tensor {
+    this.alive();
+    return linearBackwardGpu(this, dys, ws, this.device.limits.maxStorageBuffersPerShaderStage);
   }
   rmsNormBackward(x: Tensor, w: Tensor, eps: number, offset: number, dy: Tensor): Tensor { return rmsNormBackwardGpu(this, x, w, eps, offset, dy); }
   layerNormBackward(x: Tensor, w: Tensor, eps: number, dy: Tensor): Tensor { return layerNormBackwardGpu(this, x, w, eps, dy); }

@@ -13,25 +13,27 @@
  *
  * The forward is the engine's own: `backward` runs Transformer.forward once with a RunContext
  * capturing the hooks the rules need (interventions apply as in any run; captured values are after
- * them, so ∂m/∂h is the gradient at the value the run continued with). What no hook holds is
- * recomputed from a captured input (the norms' scales, the gated MLP's up projection, the branch
- * outputs before a sandwich norm, q/k before QK-norm). The reverse pass then runs **on the run's
+ * them, so ∂m/∂h is the gradient at the value the run continued with), and holding the gated MLP's
+ * up projection, which no hook exposes (RunContext.hold, `blocks.{l}.mlp.up`). What else no hook
+ * holds is recomputed from a captured input (the norms' scales, the branch outputs before a sandwich
+ * norm, q/k before QK-norm). The reverse pass then runs **on the run's
  * backend**, in float32 like the forward, through the Backend's backward ops (backend.ts:
- * linearBackward, rmsNormBackward, layerNormBackward, actBackward, gatedActBackward,
- * attentionBackward; rotary's backward is rotary by −θ, `rope` with the frequencies negated): the
+ * linearBackward, linearBackwardSum (the input gradients of q/k/v, and of gate/up, as one product
+ * each over the weights stacked by rows), rmsNormBackward, layerNormBackward, actBackward,
+ * gatedActBackward, attentionBackward; rotary's backward is rotary by −θ, `rope` with the frequencies negated): the
  * WASM GEMM on the CPU, WGSL kernels on WebGPU (ops/*_backward.wgsl.ts, each checked against its CPU
  * op). Only ∂m/∂logits on the objective's rows is formed on the host (float64; with a margin's few
  * non-zero entries, its product with W_U too, over the gathered rows), and the kept gradients are
  * read back. The reverse pass stops at the lowest layer holding a kept hook.
  *
  * Memory (backwardMemory): a backward keeps the recorded activations on the backend (float32, per
- * layer 7 rows of d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post of d_mlp, and
+ * layer 6 rows of d_model, q/z of n_heads·d_head, k/v of n_kv_heads·d_head, pre/post (and a gated MLP's up) of d_mlp, and
  * the attention pattern H·T² — plus the scores with soft-capping), the kept gradients (float32 on the
  * backend until read, then float64 on the host), one layer's working gradients (with attention's
  * dS [H, T, T]), the logit rows the objective reads, and, on the CPU, a transposed float32 copy of
- * each block matrix (made by the first backward, kept with the model; a quantised weight on WebGPU
- * gets a dequantised one, not counted). A prompt over the budget (default 2 GiB) is refused with the
- * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.78 GiB
+ * each block matrix (W_Q, W_K, W_V stacked as one, W_gate and W_up as one; made by the first
+ * backward, kept with the model; WebGPU reads the weights as stored, quantised ones too). A prompt over the budget (default 2 GiB) is refused with the
+ * numbers before the forward runs. SmolLM-135M, T = 256, keeping resid_pre on the CPU: ≈ 0.81 GiB
  * (0.4 of it the transposed weights); the patterns grow as T²: ≈ 1 GiB of them alone at T = 1024,
  * so T = 1024 is refused at 2 GiB.
  */
@@ -75,18 +77,19 @@ export interface BackwardMemory { activations: number; patterns: number; weights
 
 /**
  * The bytes a backward over T tokens holds at its peak: the recorded activations (float32: per
- * layer 7·T·d_model, q and z 2·T·n_heads·d_head, k and v 2·T·n_kv_heads·d_head, pre/post 2·T·d_mlp),
+ * layer 6·T·d_model, q and z 2·T·n_heads·d_head, k and v 2·T·n_kv_heads·d_head, pre/post 2·T·d_mlp and
+ * a gated MLP's up T·d_mlp),
  * the attention patterns (L·H·T² float32, twice with soft-capping), the weight copies the backward
  * keeps (`weightCopies` float32 values: on the CPU the transposed block matrices, backwardWeightCopies),
  * the logit rows the objective reads (logitRows·d_vocab, float32 and float64), the kept gradients
  * (`keptWidth` values per position summed over the kept hooks, float32 on the backend and float64
  * on the host) and one layer's working gradients (float32, with attention's dS [H, T, T]).
- * SmolLM-135M at T = 256 keeping resid_pre on the CPU: ≈ 253 MiB activations + 68 patterns + 405
- * transposed weights + 70 gradients ≈ 0.78 GiB.
+ * SmolLM-135M at T = 256 keeping resid_pre on the CPU: ≈ 281 MiB activations + 68 patterns + 405
+ * transposed weights + 72 gradients ≈ 0.81 GiB.
  */
 export function backwardMemory(spec: ModelSpec, T: number, weightCopies: number, keptWidth = 4 * spec.nLayers * spec.dModel, logitRows = 1): BackwardMemory {
   const s = spec, qW = s.nHeads * s.dHead, kvW = s.nKvHeads * s.dHead;
-  const perLayer = T * (7 * s.dModel + 2 * qW + 2 * kvW + 2 * s.dMlp);
+  const perLayer = T * (6 * s.dModel + 2 * qW + 2 * kvW + (s.gatedMlp ? 3 : 2) * s.dMlp);
   const patterns = s.nLayers * s.nHeads * T * T * 4 * (s.attnSoftcap > 0 ? 2 : 1);
   const activations = s.nLayers * perLayer * 4;
   const gradients = T * keptWidth * (4 + 8) + 2 * perLayer * 4 + s.nHeads * T * T * 4;
@@ -96,7 +99,8 @@ export function backwardMemory(spec: ModelSpec, T: number, weightCopies: number,
 
 /**
  * Float32 values of the weight copies a backward keeps on this backend: on the CPU a transposed copy
- * of every block matrix (Backend.linearBackward's GEMM operand; the unembedding too when more than 8
+ * of every block matrix (the GEMM operand of Backend.linearBackward and linearBackwardSum, W_Q/W_K/W_V
+ * and W_gate/W_up each stacked into one copy; the unembedding too when more than 8
  * logit rows are differentiated); none on WebGPU, whose kernels read the weights as stored.
  */
 export function backwardWeightCopies(b: Backend, w: ModelWeights, logitRows: number): number {
@@ -128,13 +132,13 @@ export function gradHookNames(spec: ModelSpec): string[] {
   return out;
 }
 
-/** The hooks the backward rules read, per layer. */
+/** The hooks the backward records, per layer: those its rules read, with hook_attn_out, hook_mlp_out and hook_resid_post, whose values GradResult.acts returns (AtP's differences). */
 function recordedHooks(spec: ModelSpec): string[] {
   const out = ['hook_embed'];
   for (let l = 0; l < spec.nLayers; l++) {
     const h = `blocks.${l}.`;
     out.push(`${h}hook_resid_pre`, `${h}ln1.hook_normalized`, `${h}attn.hook_q`, `${h}attn.hook_k`, `${h}attn.hook_v`, `${h}attn.hook_pattern`,
-      `${h}attn.hook_z`, `${h}hook_attn_out`, `${h}ln2.hook_normalized`, `${h}mlp.hook_pre`, `${h}mlp.hook_post`, `${h}hook_mlp_out`, `${h}hook_resid_post`);
+      `${h}attn.hook_z`, `${h}hook_attn_out`, `${h}mlp.hook_pre`, `${h}mlp.hook_post`, `${h}hook_mlp_out`, `${h}hook_resid_post`);
     if (!spec.parallelResidual) out.push(`${h}hook_resid_mid`);
     if (spec.attnSoftcap > 0) out.push(`${h}attn.hook_attn_scores`);
   }
@@ -208,13 +212,14 @@ export async function backward(model: Transformer, ids: readonly number[], obj: 
   // the recording forward: the engine's own, capturing what the rules read
   const want = new Set(recordedHooks(s));
   const ctx = new RunContext(b, { pos0: 0, n: T, nPrompt: T, step: 0 }, (n) => want.has(n), opts.interventions ?? []);
+  if (s.gatedMlp) ctx.holdInternal = (n) => n.endsWith('.mlp.up'); // the up projection gatedActBackward reads
   try {
     const out = model.forward(Int32Array.from(ids), ctx, lastOnly ? 'last' : 'all')!;
     let logits = await b.read(out);
     b.release(out);
     if (!lastOnly) logits = Float32Array.from(rows.flatMap((p) => Array.from(logits.subarray(p * s.dVocab, (p + 1) * s.dVocab))));
     const { value, dLogits } = objectiveGrad(logits, T, s.dVocab, obj);
-    const kept = await backwardFrom(model, ctx.captured, rows, logits, dLogits, T, keep);
+    const kept = await backwardFrom(model, ctx.captured, ctx.internal, rows, logits, dLogits, T, keep);
     const grads = new Map<string, Float64Array>();
     try {
       for (const [name, t] of kept) grads.set(name, Float64Array.from(await b.read(t)));
@@ -242,14 +247,14 @@ function negated(invFreq: Float32Array): Float32Array {
  * activations (backend tensors). @returns the kept hooks' gradients [T, width] (backend tensors
  * the caller releases; hook_embed and hook_pos_embed may share one).
  */
-async function backwardFrom(model: Transformer, acts: Map<string, Tensor>, rows: number[], logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Promise<Map<string, Tensor>> {
+async function backwardFrom(model: Transformer, acts: Map<string, Tensor>, internal: Map<string, Tensor>, rows: number[], logits: Float32Array, dLogits: Float64Array, T: number, keep: (h: string) => boolean): Promise<Map<string, Tensor>> {
   const s = model.spec, b = model.backend, w = model.weights, D = s.dModel, V = s.dVocab;
   const kept = new Map<string, Tensor>();
   const live: Tensor[] = [];
   /** A working gradient: released at the end unless a kept hook holds it. */
   const tmp = (t: Tensor): Tensor => { live.push(t); return t; };
   const put = (name: string, g: Tensor) => { if (keep(name)) kept.set(name, g); };
-  const act = (name: string): Tensor => { const a = acts.get(name); if (!a) throw new Error(`backward: the forward did not record ${name}`); return a; };
+  const act = (name: string): Tensor => { const a = acts.get(name) ?? internal.get(name); if (!a) throw new Error(`backward: the forward did not record ${name}`); return a; };
   const normBack = (x: Tensor, n: NormWeights, dy: Tensor): Tensor =>
     tmp(s.norm === 'rms' ? b.rmsNormBackward(x, n.w, s.normEps, s.normOffset, dy) : b.layerNormBackward(x, n.w, s.normEps, dy));
   const add = (a: Tensor, c: Tensor): Tensor => tmp(b.add(a, c));
@@ -289,16 +294,15 @@ async function backwardFrom(model: Transformer, acts: Map<string, Tensor>, rows:
       // MLP branch: mlp_out = [postNorm](down(post)); the MLP reads resid_mid, or x with parallel residual
       const dMlpOut = dResid;
       put(`${h}hook_mlp_out`, dMlpOut);
-      const post = act(`${h}mlp.hook_post`), pre = act(`${h}mlp.hook_pre`), n2 = act(`${h}ln2.hook_normalized`);
+      const post = act(`${h}mlp.hook_post`), pre = act(`${h}mlp.hook_pre`);
       const dDown = bw.postMlpNorm ? normBack(tmp(b.linear(post, bw.down!.w, bw.down!.b)), bw.postMlpNorm, dMlpOut) : dMlpOut;
       const dPost = tmp(b.linearBackward(dDown, bw.down!.w));
       put(`${h}mlp.hook_post`, dPost);
       let dPre: Tensor, dN2: Tensor;
       if (s.gatedMlp) {
-        const up = tmp(b.linear(n2, bw.up!.w, bw.up!.b));
-        const g = b.gatedActBackward(pre, up, dPost, s.act);
+        const g = b.gatedActBackward(pre, act(`${h}mlp.up`), dPost, s.act);
         dPre = tmp(g.dGate); tmp(g.dUp);
-        dN2 = add(tmp(b.linearBackward(dPre, bw.gate!.w)), tmp(b.linearBackward(g.dUp, bw.up!.w)));
+        dN2 = tmp(b.linearBackwardSum([dPre, g.dUp], [bw.gate!.w, bw.up!.w])); // one product over [W_gate; W_up]
       } else {
         dPre = tmp(b.actBackward(pre, dPost, s.act));
         dN2 = tmp(b.linearBackward(dPre, bw.up!.w));
@@ -330,7 +334,7 @@ async function backwardFrom(model: Transformer, acts: Map<string, Tensor>, rows:
         dq = tmp(b.rmsNormBackward(tmp(b.linear(n1, bw.q.w, bw.q.b)), bw.qNorm!, s.normEps, s.normOffset, dq));
         dk = tmp(b.rmsNormBackward(tmp(b.linear(n1, bw.k.w, bw.k.b)), bw.kNorm!, s.normEps, s.normOffset, dk));
       }
-      const dN1 = add(add(tmp(b.linearBackward(dq, bw.q.w)), tmp(b.linearBackward(dk, bw.k.w))), tmp(b.linearBackward(att.dv, bw.v.w)));
+      const dN1 = tmp(b.linearBackwardSum([dq, dk, att.dv], [bw.q.w, bw.k.w, bw.v.w])); // one product over [W_Q; W_K; W_V]
       put(`${h}ln1.hook_normalized`, dN1);
       // resid_pre feeds the attention (through ln1), the skip, and with parallel residual the MLP too
       const dSkip = s.parallelResidual ? add(dResid, dMlpIn) : dMid;

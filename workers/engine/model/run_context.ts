@@ -11,6 +11,15 @@ import { fireSae, saeClamp, type SaeAttachment } from './sae_site';
  */
 export class RunContext {
   readonly captured = new Map<string, Tensor>();
+  /**
+   * Values the forward makes that no hook exposes, held for the backward (model/backward.ts) when
+   * `holdInternal` names them: `blocks.{l}.mlp.up`, the gated MLP's up projection W_up·ln2(·)
+   * [pos, d_mlp]. Not hook points (no intervention, capture or SAE reaches them); owned by this
+   * context, freed by release().
+   */
+  readonly internal = new Map<string, Tensor>();
+  /** Which internal values hold() keeps (default none: the forward frees them). */
+  holdInternal: (name: string) => boolean = () => false;
   private readonly byHook = new Map<string, Intervention[]>();
   private readonly saes = new Map<string, SaeAttachment>();
 
@@ -79,9 +88,23 @@ export class RunContext {
     return { kind: 'patch', replacement };
   }
 
-  /** Frees every captured tensor. */
+  /**
+   * Takes ownership of the internal value t when holdInternal(name) (kept in `internal`).
+   * @returns whether it did: when false the caller still owns t and frees it.
+   */
+  hold(name: string, t: Tensor): boolean {
+    if (!this.holdInternal(name)) return false;
+    const old = this.internal.get(name);
+    if (old) this.backend.release(old);
+    this.internal.set(name, t);
+    return true;
+  }
+
+  /** Frees every captured and held tensor. */
   release(): void {
     for (const t of this.captured.values()) this.backend.release(t);
+    for (const t of this.internal.values()) this.backend.release(t);
     this.captured.clear();
+    this.internal.clear();
   }
 }

@@ -225,7 +225,8 @@ export class Transformer {
 
   /**
    * ln2 and the MLP up to its activation, firing ln2.hook_normalized (unless folded), mlp.hook_pre
-   * (the gate projection of a gated MLP; skipped by the fused act(gate)·up kernel) and mlp.hook_post.
+   * (the gate projection of a gated MLP; skipped by the fused act(gate)·up kernel) and mlp.hook_post;
+   * the up projection of a gated MLP is handed to ctx.hold as `blocks.{l}.mlp.up` (not a hook).
    * @param xIn the MLP's input [pos, d_model]: resid_mid, or x with parallel residual (not released).
    * @returns hook_post [pos, d_mlp].
    */
@@ -243,7 +244,7 @@ export class Transformer {
       if (s.gatedMlp) {
         const up = lin(bw.up!); // [pos, d_mlp]
         post = b.gatedAct(pre, up, s.act);
-        b.release(up);
+        if (!ctx.hold(`${h}mlp.up`, up)) b.release(up); // the backward's gatedActBackward reads it
       } else {
         post = b.act(pre, s.act);
       }

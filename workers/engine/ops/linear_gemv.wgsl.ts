@@ -70,9 +70,9 @@ export const DOT_WG = 16;
  * [out, in] weight (element k, or elements 4k..4k+3 when vec4) in the compute type T. float32 is
  * read as is; binary16 as `array<f16>` under 'f16' compute, else as packed pairs unpacked with core
  * unpack2x16float (backend/f16.ts layout); Q8_0/Q4_0 (backend/quant.ts layout: quant words, then
- * binary16 scales from word p.s0) dequantise d·q / d·(q − 8) in float32.
+ * binary16 scales from word p.s0; `s0` names another params field) dequantise d·q / d·(q − 8) in float32.
  */
-export function weightRead(binding: number, name: string, fn: string, store: GpuDtype, vec4: boolean, compute: ComputeType): string {
+export function weightRead(binding: number, name: string, fn: string, store: GpuDtype, vec4: boolean, compute: ComputeType, s0 = 's0'): string {
   const h = compute === 'f16';
   const T = vec4 ? (h ? 'vec4<f16>' : 'vec4f') : (h ? 'f16' : 'f32');
   const at = `@group(0) @binding(${binding}) var<storage, read> ${name}`;
@@ -85,7 +85,7 @@ export function weightRead(binding: number, name: string, fn: string, store: Gpu
       : `${at}: array<u32>;\nfn ${fn}(o: u32, k: u32) -> f32 { let i = ${idx}; let pair = unpack2x16float(${name}[i >> 1u]); return select(pair.x, pair.y, (i & 1u) == 1u); }`;
   }
   const words = store === 'q8_0' ? 8 : 4;
-  const scale = `fn ${fn}_scale(bi: u32) -> f32 { let pr = unpack2x16float(${name}[p.s0 + (bi >> 1u)]); return select(pr.x, pr.y, (bi & 1u) == 1u); }`;
+  const scale = `fn ${fn}_scale(bi: u32) -> f32 { let pr = unpack2x16float(${name}[p.${s0} + (bi >> 1u)]); return select(pr.x, pr.y, (bi & 1u) == 1u); }`;
   const bpr = '((p.nIn + 31u) / 32u)';
   let body: string;
   if (vec4) {
