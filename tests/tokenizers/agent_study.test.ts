@@ -83,6 +83,8 @@ describe('the shipped agent-action study on a Qwen3-vocabulary model', () => {
       const input = { prompt: p.prompt, chatTemplate: true, system: p.system, tools: template.tools };
       const ids = engine.encodePrompt(input);
       expect(ids).toEqual(oracle[i].promptIds);
+      // the corrupt variant (patch_recovery, the report's causal panel) has the clean prompt's token length
+      expect(engine.encodePrompt({ ...input, prompt: p.corrupt! })).toHaveLength(ids.length);
       for (const which of ['good', 'bad'] as const) {
         const mode = p[`${which}Mode`], value = p[which];
         const f = engine.resolveFuture(ids, mode === 'tool' ? { toolCall: JSON.parse(value) } : { text: value }, input, which);
