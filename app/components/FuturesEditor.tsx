@@ -66,7 +66,7 @@ function ToolPicker({ which, draft, set }: { which: 'good' | 'bad'; draft: Futur
     write(name, next);
   };
   return (
-    <>
+    <div className="tool-pick">
       <select aria-label={`${which} tool`} data-testid={`${which}-tool`} value={name} onChange={(e) => write(e.target.value, args)}>
         <option value="" disabled>{tools.length ? 'tool…' : 'no tools in this experiment'}</option>
         {tools.map((t) => <option key={t.function.name} value={t.function.name}>{t.function.name}</option>)}
@@ -77,7 +77,7 @@ function ToolPicker({ which, draft, set }: { which: 'good' | 'bad'; draft: Futur
           <input data-testid={`${which}-arg-${k}`} spellCheck={false} value={args[k] === undefined ? '' : typeof args[k] === 'string' ? (args[k] as string) : JSON.stringify(args[k])} onChange={(e) => setArg(k, p?.type, e.target.value)} />
         </label>
       ))}
-    </>
+    </div>
   );
 }
 
