@@ -47,7 +47,8 @@ export function ChatTurnEditor() {
       <legend>Chat turn <span className="muted">system prompt and tools, rendered by the chat template</span></legend>
       <label htmlFor="system-prompt">System prompt</label>
       <textarea id="system-prompt" data-testid="system-prompt" rows={2} spellCheck={false} placeholder="none" value={system ?? ''} onChange={(e) => setSystem(e.target.value)} />
-      <label htmlFor="tools-json">Tools <span className="muted">JSON list of {'{"type": "function", "function": {"name", "description", "parameters"}}'}; a tool-call future names one</span></label>
+      <label htmlFor="tools-json">Tools</label>
+      <p className="hint">A JSON list of {'{"type": "function", "function": {"name", "description", "parameters"}}'}; a tool-call future names one.</p>
       <textarea id="tools-json" data-testid="tools-json" rows={4} spellCheck={false} value={draft} aria-invalid={problem ? true : undefined} onChange={(e) => edit(e.target.value)} />
       {problem && <p className="note" role="alert" data-testid="tools-problem">{problem}</p>}
     </fieldset>
