@@ -6,10 +6,15 @@ import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
 import { bool, type Values } from './flags';
 import { sinkDivergence } from '../workers/engine/analysis/sinks';
-import { BAD, CHAT_TEMPLATE, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, SYSTEM, TEMPERATURE, TOOLS, TOP_K } from './shared_flags';
+import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
 
-export const MARGINS_FLAGS = { prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION };
+const TOOL_FUTURE = ', or a tool call {"tool_call": {"name", "arguments"}} naming a tool of --tools';
+export const MARGINS_FLAGS = {
+  prompt: PROMPT, good: GOOD.required().describe(`the good future (alternatives separated by "|")${TOOL_FUTURE}`), bad: BAD.required().describe(`the bad future${TOOL_FUTURE}`),
+  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, intervention: INTERVENTION,
+};
 export const MARGINS_ABOUT = 'margins prints ids, tokens, lens_margin [n_layers+1][n_tokens], final_margin, sequence_margin, resid_norms.';
 
 export const SINKS_FLAGS = {
@@ -22,8 +27,8 @@ export const SINKS_ABOUT = `sinks prints alpha0 [n_layers][n_heads] (attention o
 [n_layers][n_heads], exactly 0 where the steering cannot reach (no interventions; layers before the steered hook).`;
 
 export const GENERATE_FLAGS = {
-  prompt: PROMPT, good: GOOD.describe('the good future: with --bad, margins per step'), bad: BAD, 'max-new-tokens': MAX_NEW_TOKENS,
-  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, 'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION,
+  prompt: PROMPT, good: GOOD.describe(`the good future: with --bad, margins per step${TOOL_FUTURE}`), bad: BAD.describe(`the bad future${TOOL_FUTURE}`), 'max-new-tokens': MAX_NEW_TOKENS,
+  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, intervention: INTERVENTION,
 };
 export const GENERATE_ABOUT = 'generate prints prompt_ids, ids, tokens, text, stop, and margins per step with --good and --bad.';
 
@@ -32,14 +37,20 @@ export function bothFutures(f: { good?: string; bad?: string }): void {
   if ((f.good === undefined) !== (f.bad === undefined)) throw new Error('give both --good and --bad (or neither)');
 }
 
+/** generate's flags together: both futures or neither, and the chat turn (chat_turn.ts checkChatTurn). @throws Error otherwise. */
+export function checkGenerate(f: Values<typeof GENERATE_FLAGS>): void {
+  bothFutures(f);
+  checkChatTurn(f);
+}
+
 const rows = (flat: Float32Array, width: number): number[][] =>
   Array.from({ length: flat.length / width }, (_, r) => Array.from(flat.subarray(r * width, (r + 1) * width)));
 
 /** `margins`: lens margins [n_layers+1][n_tokens], final and sequence margins, residual norms. */
 export async function marginsCommand(engine: Engine, f: Values<typeof MARGINS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
-  const { prompt, 'chat-template': chatTemplate } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
-  const r = await engine.analyse({ prompt, chatTemplate, good: { text: f.good }, bad: { text: f.bad }, interventions });
+  const turn = chatTurn(f);
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(turn).length, chatTemplate: turn.chatTemplate }, loadSae);
+  const r = await engine.analyse({ ...turn, good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), interventions });
   return {
     ids: r.ids, tokens: r.tokens,
     good: r.good, bad: r.bad,
@@ -77,11 +88,13 @@ export async function sinksCommand(engine: Engine, f: Values<typeof SINKS_FLAGS>
 
 /** `generate`: the new tokens and text, and margins per step when --good/--bad are given. */
 export async function generateCommand(engine: Engine, f: Values<typeof GENERATE_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
-  const { prompt, 'chat-template': chatTemplate, good, bad, 'max-new-tokens': maxNewTokens } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens, chatTemplate }, loadSae);
+  const { good, bad, 'max-new-tokens': maxNewTokens } = f;
+  const turn = chatTurn(f);
+  const chatTemplate = turn.chatTemplate;
+  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(turn).length, maxNewTokens, chatTemplate }, loadSae);
   const g = await engine.generate({
-    prompt, chatTemplate, interventions,
-    good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] },
+    ...turn, interventions,
+    good: good ? futureOfFlag(good, 'good') : { ids: [[0]] }, bad: bad ? futureOfFlag(bad, 'bad') : { ids: [[0]] },
     maxNewTokens,
     temperature: f.temperature, topK: f['top-k'], seed: f.seed,
   });

@@ -13,7 +13,7 @@ import type { ModelFiles } from '../workers/engine/io/model_files';
 import type { StudyContext } from '../workers/engine/studies/registry';
 import { flagLines, usageBlock, type Schema, type Values } from './flags';
 import { COMMON_FLAGS } from './shared_flags';
-import { bothFutures, GENERATE_ABOUT, GENERATE_FLAGS, generateCommand, MARGINS_ABOUT, MARGINS_FLAGS, marginsCommand, SINKS_ABOUT, SINKS_FLAGS, sinksCommand } from './analyse';
+import { checkGenerate, GENERATE_ABOUT, GENERATE_FLAGS, generateCommand, MARGINS_ABOUT, MARGINS_FLAGS, marginsCommand, SINKS_ABOUT, SINKS_FLAGS, sinksCommand } from './analyse';
 import { checkLayers, checkSweep, checkVector, interventionUsage, SWEEP_ABOUT, SWEEP_FLAGS, sweepCommand, VECTOR_ABOUT, VECTOR_FLAGS, vectorCommand } from './steering';
 import { BATCH_ABOUT, BATCH_FLAGS, batchCommand, checkBatch, checkPatchCell } from './batch';
 import { BRANCH_ABOUT, BRANCH_FLAGS, branchCommand, checkBranch, FORKS_ABOUT, FORKS_FLAGS, forksCommand } from './branch';
@@ -24,6 +24,7 @@ import { GRAD_ABOUT, GRAD_FLAGS, gradCommand } from './grad';
 import { ATTRIBUTE_ABOUT, ATTRIBUTE_FLAGS, attributeCommand, checkAttribute } from './attribute';
 import { checkRoute, ROUTE_ABOUT, ROUTE_FLAGS, routeCommand } from './route';
 import { checkRouteSweep, ROUTE_SWEEP_ABOUT, ROUTE_SWEEP_FLAGS, routeSweepCommand } from './route_sweep';
+import { checkChatTurn } from './chat_turn';
 import { checkReport, REPORT_ABOUT, REPORT_FLAGS, reportCommand } from './report';
 import { checkCompare, COMPARE_ABOUT, COMPARE_FLAGS, compareCommand } from './compare';
 import { EXPERIMENT_USAGE } from './experiment';
@@ -104,9 +105,9 @@ export function defineCommand<S extends Schema>(d: CommandDef<S>): Command {
 
 /** Every command, in --help order (an unknown one is refused before the model loads). */
 export const COMMANDS: readonly Command[] = [
-  defineCommand({ name: 'margins', flags: MARGINS_FLAGS, about: MARGINS_ABOUT, prompt: true, run: (c) => marginsCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'margins', flags: MARGINS_FLAGS, about: MARGINS_ABOUT, prompt: true, check: checkChatTurn, run: (c) => marginsCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'sinks', flags: SINKS_FLAGS, about: SINKS_ABOUT, prompt: true, run: (c) => sinksCommand(c.engine, c.f, c.loadSae) }),
-  defineCommand({ name: 'generate', flags: GENERATE_FLAGS, about: GENERATE_ABOUT, prompt: true, check: bothFutures, run: (c) => generateCommand(c.engine, c.f, c.loadSae) }),
+  defineCommand({ name: 'generate', flags: GENERATE_FLAGS, about: GENERATE_ABOUT, prompt: true, check: checkGenerate, run: (c) => generateCommand(c.engine, c.f, c.loadSae) }),
   defineCommand({ name: 'sweep', flags: SWEEP_FLAGS, about: SWEEP_ABOUT, prompt: true, check: (f, g) => checkSweep(f, g.given), checkSpec: (f, s) => checkLayers(f.layers, s.nLayers), run: (c) => sweepCommand(c.engine, c.f, c.given, c.loadSae) }),
   defineCommand({ name: 'vector', flags: VECTOR_FLAGS, about: VECTOR_ABOUT, check: checkVector, checkSpec: (f, s) => { if (f.head !== undefined && f.head >= s.nHeads) throw new Error(`--head "${f.head}": this model has ${s.nHeads} heads (0..${s.nHeads - 1})`); }, run: (c) => vectorCommand(c.engine, c.f) }),
   defineCommand({ name: 'batch', flags: BATCH_FLAGS, about: BATCH_ABOUT, check: checkBatch, checkSpec: checkPatchCell, run: async (c) => { await batchCommand(c.engine, c.f, c.write); return undefined; } }),

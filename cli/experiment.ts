@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { bundledModelName, experimentSpecs, readExperiment, type Experiment } from '../workers/engine/experiment';
+import { bundledModelName, experimentSpecs, readExperiment, toolCallInput, type Experiment } from '../workers/engine/experiment';
 import { scanBundledModels } from '../tools/bundled_models';
 import type { RawFlags } from './flags';
 
@@ -24,8 +24,9 @@ function modelFlag(e: Experiment): string {
   }
 }
 
-/** A future as the runner's text flag. @throws Error for a future written as ids (the runner takes text). */
+/** A future as the runner's flag: text as is, a tool call as {"tool_call": …} (cli/chat_turn.ts). @throws Error for a future written as ids (the runner takes text). */
 function futureFlag(f: Experiment['good'], which: string): string {
+  if (f.mode === 'tool') return JSON.stringify({ tool_call: toolCallInput(f.value) });
   if (f.mode !== 'text') throw new Error(`the experiment's ${which} future is written as token ids; the runner takes text futures`);
   return f.value;
 }
@@ -53,6 +54,9 @@ export function applyExperimentFlags(raw: RawFlags, takes: (name: string) => boo
   fill('good', () => futureFlag(e.good, 'good'));
   fill('bad', () => futureFlag(e.bad, 'bad'));
   fill('chat-template', () => String(e.chatTemplate));
+  // the system prompt and tools apply only with the chat template (as in the workbench)
+  if (e.chatTemplate && e.system !== undefined) fill('system', () => e.system!);
+  if (e.chatTemplate && e.tools.length) fill('tools', () => JSON.stringify(e.tools));
   fill('max-new-tokens', () => String(e.generation.maxNewTokens));
   fill('temperature', () => String(e.generation.temperature));
   fill('top-k', () => String(e.generation.topK));

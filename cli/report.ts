@@ -13,13 +13,16 @@ import type { COMMON_FLAGS } from './shared_flags';
 import { num, type Values } from './flags';
 import { CLEAN, CORRUPT } from './patching';
 import { checkFolds, POSITION, readLabelledSet } from './probe';
-import { BAD, CHAT_TEMPLATE, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
+import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
 import { checkWindowFlags, SCORE } from './window';
 import { MAX_NEW_TOKENS } from './shared_flags';
 
 export const REPORT_FLAGS = {
-  clean: CLEAN, corrupt: CORRUPT, good: GOOD.required(), bad: BAD.required(),
+  clean: CLEAN, corrupt: CORRUPT,
+  good: GOOD.required().describe('the good future (alternatives separated by "|"), or a tool call {"tool_call": {"name", "arguments"}} naming a tool of --tools'),
+  bad: BAD.required().describe('the bad future, or a tool call as --good'),
   threshold: num({ min: 0 }).describe('|Δ| in nats for the visible layer (default 0.1)'),
   intervention: INTERVENTION.describe('the changeable panel: switched on from step k (needs --max-new-tokens; see Interventions)'),
   'max-new-tokens': MAX_NEW_TOKENS.optional().describe('the changeable panel\'s generation length (with --intervention)'),
@@ -27,11 +30,14 @@ export const REPORT_FLAGS = {
   set: SET.describe('a labelled set as in probe (adds the probe and the intervals)'), position: POSITION, folds: FOLDS, seed: PROBE_SEED,
   'model-b': MODEL_B.describe('model B: the same report on it beside --model\'s, and B − A of its answers (a folder or a Hub id; same number of layers)'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+  system: SYSTEM.describe('with --chat-template true: the system prompt of the clean and corrupted prompts (and the set\'s)'),
+  tools: TOOLS,
 };
 export type ReportFlags = Values<typeof REPORT_FLAGS>;
 
 /** The changeable panel's flags together (--intervention with --max-new-tokens, --k-max/--score inside N), the set's --folds. @throws Error otherwise. */
 export function checkReport(f: ReportFlags): void {
+  checkChatTurn(f);
   if (f.intervention.length) {
     if (f['max-new-tokens'] === undefined) throw new Error('--max-new-tokens is required with --intervention: the changeable panel\'s generation length');
     checkWindowFlags({ ...f, 'max-new-tokens': f['max-new-tokens'] });
@@ -78,9 +84,10 @@ export async function reportCommand(engine: Engine, f: ReportFlags & Values<type
     labelled = { ...set, position: f.position ?? set.position };
   }
   const showProgress = f.progress;
+  const { system, tools } = chatTurn({ ...f, prompt: f.clean });
   const req = {
-    clean: f.clean, corrupt: f.corrupt, chatTemplate,
-    good: { text: f.good }, bad: { text: f.bad }, threshold, labelled,
+    clean: f.clean, corrupt: f.corrupt, chatTemplate, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}),
+    good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), threshold, labelled,
     probe: { folds: f.folds, seed: f.seed },
   };
   const progress = showProgress ? (p: { stage: string; done: number; total: number }) => process.stderr.write(`\r${p.stage} (${p.done}/${p.total})\x1b[K`) : undefined;

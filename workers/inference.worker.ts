@@ -13,7 +13,7 @@ import { deviceLimits, filesFor } from './sources';
 import { sizeLadder } from './engine/model/size_ladder';
 import { BranchExplorer } from './engine/studies/branching/explorer';
 import { forkPoints } from './engine/studies/branching/forks';
-import { validateTree } from './engine/studies/branching/tree';
+import { treePrompt, validateTree } from './engine/studies/branching/tree';
 import type { Intervention } from './engine/model/intervention';
 import { actAdd, caaVector } from './engine/studies/vectors';
 import { type SteeringVector, type VectorProvenance } from './engine/steering/vector';
@@ -394,7 +394,7 @@ const api: InferenceApi = {
   branchRestore: jobs.method({}, async (_, req: RestoreRequest) => {
     const e = session.need();
     const t = validateTree(req.tree);
-    const prompt = { prompt: t.prompt, chatTemplate: t.chatTemplate };
+    const prompt = treePrompt(t);
     session.explorer = { x: BranchExplorer.restore(e, t, await session.specInterventions(e, prompt, req, t.maxNewTokens)), req: prompt };
     return t;
   }),

@@ -12,7 +12,7 @@ export { selectRows } from './engine/model/intervention';
 
 // Experiment files, links and poster decks (docs/experiment-format.md)
 export {
-  doseKey, EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, futureInput, interventionSpec, isPerHeadHook, needsVector, parseDeck, readExperiment,
+  doseKey, EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, futureInput, toolsInput, interventionSpec, isPerHeadHook, needsVector, parseDeck, readExperiment,
 } from './engine/experiment';
 export type { Deck, Experiment, ExperimentModel, ExperimentSae } from './engine/experiment';
 
@@ -50,7 +50,7 @@ export { comparisonJson } from './engine/studies/compare_job';
 export { summarize } from './engine/studies/batch/aggregate';
 export { flatRow } from './engine/studies/batch/batch';
 export { ANALYSIS_METRICS, BATCH_METRICS, METRIC_DOCS } from './engine/studies/batch/metrics';
-export { parseTemplate } from './engine/studies/batch/template';
+export { fill as fillTemplate, parseTemplate } from './engine/studies/batch/template';
 export { formatOfName, parseValues } from './engine/studies/batch/values';
 
 // Branch trees

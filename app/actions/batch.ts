@@ -1,7 +1,7 @@
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
 import type { BatchJob, BatchMetric, BatchRow, Progress } from '../../workers/protocol';
-import { BATCH_METRICS, formatOfName, parseTemplate, parseValues } from '../../workers/shared';
+import { BATCH_METRICS, fillTemplate as fill, formatOfName, parseTemplate, parseValues } from '../../workers/shared';
 import { specRequest } from '../lib/specs';
 import { analyse } from './analyse';
 import { runJob } from './job';
@@ -82,7 +82,13 @@ function batchColumns(): Pick<BatchJob, 'probe' | 'patchCell'> {
 export async function openRow(r: BatchRow): Promise<void> {
   const s = useStore.getState();
   if (!s.batchReturn) s.setBatchReturn(currentExperiment());
-  useStore.setState({ prompt: r.prompt, good: { mode: 'text', value: r.good }, bad: { mode: 'text', value: r.bad }, view: 'margins' });
+  // a study's system prompt, tools and chat template come with its row (the template in the form ran it)
+  let t: ReturnType<typeof parseTemplate> | null = null;
+  try { t = parseTemplate(s.batchTemplate); } catch { /* the form was edited since: the row's texts alone */ }
+  const turn = t ? { ...(t.chatTemplate ? { chatTemplate: true } : {}), ...(t.tools ? { tools: t.tools } : {}), ...(t.system !== undefined ? { system: fill(t.system, r.vars) } : {}) } : {};
+  const corrupt = t?.corrupt !== undefined ? fill(t.corrupt, r.vars) : null;
+  useStore.setState({ prompt: r.prompt, ...turn, good: { mode: r.goodMode, value: r.good }, bad: { mode: r.badMode, value: r.bad }, view: 'margins' });
+  if (corrupt !== null) s.setPatchingSettings({ clean: r.prompt, corrupt });
   await analyse();
 }
 

@@ -33,22 +33,51 @@ function calledTool(value: string): string {
   }
 }
 
-/** Picks the called tool from the experiment's tools; the arguments are kept (written in the field as JSON). */
+/** A tool-call future's JSON value → its arguments ({} while it holds none or no JSON). */
+function callArguments(value: string): Record<string, unknown> {
+  try {
+    const a = (JSON.parse(value) as { arguments?: unknown })?.arguments;
+    return a && typeof a === 'object' && !Array.isArray(a) ? (a as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Picks the called tool from the experiment's tools and fills its arguments: one field per property
+ * of the tool's parameters (JSON-schema "properties"; a string property takes the text as is, any
+ * other the JSON typed). The future's value stays the call's JSON, editable in the field too.
+ */
 function ToolPicker({ which, draft, set }: { which: 'good' | 'bad'; draft: FutureDraft; set: (patch: Partial<FutureDraft>) => void }) {
   const tools = useStore((s) => s.tools);
   const name = calledTool(draft.value);
-  const pick = (tool: string) => {
-    let args: unknown = {};
-    try {
-      args = (JSON.parse(draft.value) as { arguments?: unknown })?.arguments ?? {};
-    } catch { /* the field held no JSON yet: start with no arguments */ }
-    set({ value: JSON.stringify({ name: tool, arguments: args }) });
+  const args = callArguments(draft.value);
+  const write = (tool: string, a: Record<string, unknown>) => set({ value: JSON.stringify({ name: tool, arguments: a }) });
+  const spec = tools.find((t) => t.function.name === name);
+  const props = Object.entries(((spec?.function.parameters as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties) ?? {});
+  const setArg = (k: string, type: unknown, text: string) => {
+    let v: unknown = text;
+    if (type !== 'string') {
+      try { v = JSON.parse(text); } catch { v = text; }
+    }
+    const next = { ...args };
+    if (text === '') delete next[k];
+    else next[k] = v;
+    write(name, next);
   };
   return (
-    <select aria-label={`${which} tool`} data-testid={`${which}-tool`} value={name} onChange={(e) => pick(e.target.value)}>
-      <option value="" disabled>{tools.length ? 'tool…' : 'no tools in this experiment'}</option>
-      {tools.map((t) => <option key={t.function.name} value={t.function.name}>{t.function.name}</option>)}
-    </select>
+    <div className="tool-pick">
+      <select aria-label={`${which} tool`} data-testid={`${which}-tool`} value={name} onChange={(e) => write(e.target.value, args)}>
+        <option value="" disabled>{tools.length ? 'tool…' : 'no tools in this experiment'}</option>
+        {tools.map((t) => <option key={t.function.name} value={t.function.name}>{t.function.name}</option>)}
+      </select>
+      {props.map(([k, p]) => (
+        <label key={k} className="tool-arg">
+          {k}{' '}
+          <input data-testid={`${which}-arg-${k}`} spellCheck={false} value={args[k] === undefined ? '' : typeof args[k] === 'string' ? (args[k] as string) : JSON.stringify(args[k])} onChange={(e) => setArg(k, p?.type, e.target.value)} />
+        </label>
+      ))}
+    </div>
   );
 }
 

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { useStore } from '../store';
 import { tokenizePrompt } from '../actions/analyse';
 import { errorPlace } from '../lib/input_errors';
+import { ChatTurnEditor } from './ChatTurnEditor';
 
 /** The prompt text and the chat-template toggle (off and explained when the tokenizer has no template). */
 export function PromptEditor() {
@@ -9,6 +10,8 @@ export function PromptEditor() {
   const setPrompt = useStore((s) => s.setPrompt);
   const chatTemplate = useStore((s) => s.chatTemplate);
   const setChatTemplate = useStore((s) => s.setChatTemplate);
+  const system = useStore((s) => s.system);
+  const tools = useStore((s) => s.tools);
   const info = useStore((s) => s.info);
   const [note, setNote] = useState<string | null>(null);
   const bannerWhy = useStore((s) => s.failure?.why ?? null);
@@ -16,7 +19,7 @@ export function PromptEditor() {
   useEffect(() => {
     const t = setTimeout(() => void tokenizePrompt().then(setNote), 250);
     return () => clearTimeout(t);
-  }, [prompt, chatTemplate, info]);
+  }, [prompt, chatTemplate, system, tools, info]);
 
   const hasTemplate = info?.hasChatTemplate ?? false;
   return (
@@ -27,6 +30,7 @@ export function PromptEditor() {
         <input type="checkbox" data-testid="chat-template" checked={chatTemplate} disabled={!hasTemplate} onChange={(e) => setChatTemplate(e.target.checked)} />
         Chat template
       </label>
+      {chatTemplate && hasTemplate && <ChatTurnEditor />}
       {errorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
     </div>
   );

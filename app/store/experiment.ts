@@ -37,6 +37,10 @@ export interface ExperimentSlice {
   generation: GenerationSettings;
   setPrompt(prompt: string): void;
   setChatTemplate(on: boolean): void;
+  /** The system prompt ('' or undefined: none). */
+  setSystem(system: string | undefined): void;
+  /** The tools offered (checked by the caller: experiment.ts toolsInput). */
+  setTools(tools: ToolSpec[]): void;
   setFuture(which: 'good' | 'bad', draft: FutureDraft): void;
   setGeneration(patch: Partial<GenerationSettings>): void;
 }
@@ -53,6 +57,8 @@ export const createExperimentSlice: StateCreator<AppState, [], [], ExperimentSli
   generation: { maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 },
   setPrompt: (prompt) => set({ prompt }),
   setChatTemplate: (chatTemplate) => set({ chatTemplate }),
+  setSystem: (system) => set({ system: system ? system : undefined }),
+  setTools: (tools) => set({ tools }),
   setFuture: (which, draft) => set(which === 'good' ? { good: draft } : { bad: draft }),
   setGeneration: mergeSetter(set, 'generation'),
 });

@@ -64,7 +64,7 @@ describe('statistics', () => {
     expect(bootstrapMean(xs)).toEqual(bootstrapMean(xs));
   });
   it('summaries group by a numeric variable in numeric order and skip rows with errors', () => {
-    const row = (n: string, v: number, error?: string): BatchRow => ({ index: 0, vars: { n }, prompt: '', good: '', bad: '', nTokens: 1, metrics: { final_margin: v }, ...(error ? { error } : {}) });
+    const row = (n: string, v: number, error?: string): BatchRow => ({ index: 0, vars: { n }, prompt: '', good: '', bad: '', goodMode: 'text', badMode: 'text', nTokens: 1, metrics: { final_margin: v }, ...(error ? { error } : {}) });
     const s = summarize([row('10', 1), row('2', 3), row('2', 5), row('10', 100, 'too long')], ['final_margin'], 'n');
     expect(s.groups.map((g) => [g.value, g.x, g.stats.final_margin!.mean])).toEqual([['2', 2, 4], ['10', 10, 1]]);
     expect(() => summarize([row('1', 1)], ['final_margin'], 'm')).toThrow(/not a variable/);

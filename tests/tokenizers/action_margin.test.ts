@@ -1,39 +1,20 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { encodeSafetensors } from '../../tools/safetensors_write';
-import { tensorsOf } from '../hardening/model_variants';
-import { sharedPath } from '../shared';
 import { runCaptured } from '../model_run';
-import { makeTokenizerFolder } from './real_tokenizer_folder';
+import { makeQwen3VocabModel, QWEN3_VOCAB } from './qwen3_vocab_model';
 
 /**
- * Δ^act on a tiny random-weight model with the real Qwen3 vocabulary (issue #27): the qwen3-tiny
- * fixture's layers (hidden 64, 3 layers) with a fresh [151 936, 64] embedding (tied), the real Qwen3
- * tokenizer and chat template. The numbers mean nothing; the teacher-forced sequence margin of two
+ * Δ^act on a tiny random-weight model with the real Qwen3 vocabulary (issue #27,
+ * qwen3_vocab_model.ts). The numbers mean nothing; the teacher-forced sequence margin of two
  * tool-call futures must equal the sum of log-probs read from plain forwards here.
  */
-const VOCAB = 151_936;
+const VOCAB = QWEN3_VOCAB;
 const TOOLS = [
   { type: 'function' as const, function: { name: 'read_file', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
   { type: 'function' as const, function: { name: 'ask_user', description: 'Ask the user a question', parameters: { type: 'object', properties: { question: { type: 'string' } } } } },
 ];
-
-/** A deterministic uniform(−a, a) fill (mulberry32). */
-function randomFill(n: number, seed: number, a: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    out[i] = ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1) * a;
-  }
-  return out;
-}
 
 /** log-softmax of one row, in float64. */
 function logSoftmax(row: Float32Array): Float64Array {
@@ -47,13 +28,7 @@ function logSoftmax(row: Float32Array): Float64Array {
 
 let engine: Engine;
 beforeAll(async () => {
-  const fixture = sharedPath('fixtures', 'qwen3-tiny');
-  const files = new Map(readdirSync(fixture).filter((f) => f.endsWith('.json') || f.endsWith('.safetensors')).map((f) => [f, new Uint8Array(readFileSync(path.join(fixture, f)))]));
-  const config = JSON.parse(readFileSync(path.join(fixture, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const dir = makeTokenizerFolder('qwen3', { ...config, vocab_size: VOCAB, bos_token_id: 151643, eos_token_id: 151645, max_position_embeddings: 1024 });
-  const tensors = tensorsOf(files).map((t) => t.name === 'model.embed_tokens.weight' ? { ...t, shape: [VOCAB, 64], data: randomFill(VOCAB * 64, 7, 0.5) } : t);
-  writeFileSync(path.join(dir, 'model.safetensors'), encodeSafetensors(tensors));
-  engine = await Engine.load(new NodeFiles(dir), new CpuBackend());
+  engine = await Engine.load(new NodeFiles(makeQwen3VocabModel()), new CpuBackend());
 }, 240_000);
 
 describe('agent action margin Δ^act = log p(safe | s_t) − log p(unsafe | s_t), teacher-forced', () => {

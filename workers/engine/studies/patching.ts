@@ -48,6 +48,9 @@ export interface PatchingRequest {
   corrupt: string;
   /** Apply the chat template to both prompts. */
   chatTemplate?: boolean;
+  /** With the chat template: the system prompt and tools of both prompts (PromptInput). */
+  system?: string;
+  tools?: Record<string, unknown>[];
   good: FutureInput;
   bad: FutureInput;
   hook: PatchHook;
@@ -316,15 +319,16 @@ export async function patchRuns(
  * @param what the analysis in the length message ("activation patching").
  * @throws Error for prompts of different token lengths, or a bad prompt or future.
  */
-export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
+export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
   const chat = req.chatTemplate ?? false;
-  const cleanIds = engine.encodePrompt({ prompt: req.clean, chatTemplate: chat });
-  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
+  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+  const cleanIds = engine.encodePrompt({ prompt: req.clean, ...turn });
+  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, ...turn });
   if (cleanIds.length !== corruptIds.length) {
     throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; ${what} needs equal token lengths (the same positions): reword one of them`);
   }
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, chatTemplate: chat }, 'good');
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, chatTemplate: chat }, 'bad');
+  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, ...turn }, 'good');
+  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, ...turn }, 'bad');
   return { cleanIds, corruptIds, good, bad };
 }
 

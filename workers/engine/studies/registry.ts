@@ -57,7 +57,7 @@ export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadS
     ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
     interventions: (p, specs, maxNewTokens, on = engine) =>
-      specInterventions(on, { prompt: p.prompt, chatTemplate: p.chatTemplate }, specs, { maxNewTokens, loadSae: opts.loadSae }),
+      specInterventions(on, { prompt: p.prompt, chatTemplate: p.chatTemplate, ...(p.system !== undefined ? { system: p.system } : {}), ...(p.tools ? { tools: p.tools } : {}) }, specs, { maxNewTokens, loadSae: opts.loadSae }),
   };
 }
 

@@ -73,6 +73,9 @@ export interface ReportRequest {
   /** The intervention window of the changeable panel (absent: not computed). */
   window?: ReportWindow;
   chatTemplate?: boolean;
+  /** With the chat template: the system prompt and tools of every prompt of the report (an agent's decision point: tool-call futures name a tool). */
+  system?: string;
+  tools?: Record<string, unknown>[];
   good: FutureInput;
   bad: FutureInput;
   /** |Δ| (nats) the lens margin must reach to count as visible (default 0.1). */
@@ -244,6 +247,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   const L = engine.spec.nLayers;
   const threshold = req.threshold ?? 0.1;
   if (!(threshold >= 0)) throw new Error(`threshold ${threshold}: give |Δ| in nats, ≥ 0`);
+  const turn = { chatTemplate: req.chatTemplate, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
   const prompts: ReportPrompt[] = [{ clean: req.clean, corrupt: req.corrupt }, ...(req.set ?? []), ...(req.labelled ? labelledPairs(req.labelled) : [])];
   const win = req.window;
   const stages = win ? 3 : 2;
@@ -255,7 +259,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   let windowMeta: { ks: number[]; score: WindowScore; maxNewTokens: number } | null = null;
   for (const [i, p] of prompts.entries()) {
     signal?.throwIfAborted();
-    const a = await engine.analyse({ prompt: p.clean, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad });
+    const a = await engine.analyse({ prompt: p.clean, ...turn, good: req.good, bad: req.bad });
     onProgress?.({ done: ++done, total, stage: `lens ${i + 1}/${prompts.length}` });
     const T = a.ids.length;
     const lensLast = Array.from({ length: L + 1 }, (_, l) => a.lensMargin[l * T + T - 1]);
@@ -265,7 +269,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
     let maxRecovery: number[] | null = null, causalLayer: number | null = null, causalPositions: number[] = [];
     if (p.corrupt) {
       try {
-        const g = await patchingGrid(engine, { clean: p.clean, corrupt: p.corrupt, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad, hook: 'resid_pre' }, undefined, signal);
+        const g = await patchingGrid(engine, { clean: p.clean, corrupt: p.corrupt, ...turn, good: req.good, bad: req.bad, hook: 'resid_pre' }, undefined, signal);
         if (i === 0) main = g;
         maxRecovery = Array.from({ length: L }, (_, l) => Math.max(...g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols)));
         causalLayer = firstCausalBlock(maxRecovery);
@@ -281,7 +285,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
     let window: PromptWindow | null = null;
     if (win) {
       try {
-        const input = { prompt: p.clean, chatTemplate: req.chatTemplate };
+        const input = { prompt: p.clean, ...turn };
         const interventions = await win.interventions({ ...input, nPrompt: T });
         const w = await interventionWindow(engine, { ...input, good: req.good, bad: req.bad, interventions, maxNewTokens: win.maxNewTokens, kMax: win.kMax, score: win.score }, undefined, signal);
         window = { outcome: w.outcome, unsteered: w.unsteered.outcome, pointOfNoReturn: w.pointOfNoReturn };

@@ -6,7 +6,7 @@
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
 import type { Engine } from '../../engine';
-import type { PromptInput } from '../../prompt';
+import type { FutureInput, PromptInput } from '../../prompt';
 import type { Intervention } from '../../model/intervention';
 import { hookWidth } from '../../model/hook_width';
 import { patchingGrid, type PatchHook } from '../patching';
@@ -14,10 +14,12 @@ import { expandStudy, type BatchPrompt, type StudyTemplate } from './template';
 import { ANALYSIS_METRICS, BATCH_METRICS, metricsOf, type BatchMetric } from './metrics';
 import type { ValueRow, ValuesTable } from './values';
 import type { Progress } from '../../progress';
+import { futureInput } from '../../experiment';
 
 export interface BatchRequest {
   template: StudyTemplate;
   values: ValuesTable;
+  /** The chat-template toggle; a template's own chat_template wins. */
   chatTemplate?: boolean;
   /** Columns to keep (default the Analysis metrics, plus probe_score / patch_recovery when set up). */
   metrics?: BatchMetric[];
@@ -49,6 +51,9 @@ export interface BatchRow {
   prompt: string;
   good: string;
   bad: string;
+  /** How the futures are written (a tool call's good/bad is its JSON). */
+  goodMode: BatchPrompt['goodMode'];
+  badMode: BatchPrompt['badMode'];
   /** Number of prompt tokens. */
   nTokens: number;
   metrics: Partial<Record<BatchMetric, number | null>>;
@@ -78,7 +83,8 @@ export function batchMetrics(req: Pick<BatchRequest, 'metrics' | 'probe' | 'patc
  * @param signal checked before each prompt; once aborted the batch stops and resolves with
  *   `cancelled: true` and the rows done so far.
  * @throws Error before the first prompt runs for a template variable without a column, an empty
- *   filled-in prompt or future, or an unknown metric; a prompt that fails later (too long for the
+ *   filled-in prompt or future, an unknown metric, or a study of tool calls or a system prompt on a
+ *   model whose chat template cannot render them (assertChatStudy); a prompt that fails later (too long for the
  *   context, a future that does not tokenize) becomes a row with `error` and the batch goes on.
  */
 export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: BatchRow) => void, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<BatchResult> {
@@ -97,6 +103,8 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
   }
   const norm = probe ? Math.hypot(...probe.vector) : 1;
   if (probe && !(norm > 0)) throw new Error('probe_score: the direction is the zero vector');
+  const chatTemplate = req.template.chatTemplate ?? req.chatTemplate;
+  assertChatStudy(engine, req.template, prompts, chatTemplate);
   const visibleThreshold = req.visibleThreshold ?? 1;
   const sinkEps = req.sinkEps ?? 0.3;
   const rows: BatchRow[] = [];
@@ -104,12 +112,13 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
   for (const p of prompts) {
     await new Promise((r) => setTimeout(r, 0)); // lets a cancel message in between prompts (worker)
     if (signal?.aborted) { cancelled = true; break; }
-    const row: BatchRow = { index: p.index, vars: p.vars, prompt: p.prompt, good: p.good, bad: p.bad, nTokens: 0, metrics: {} };
+    const row: BatchRow = { index: p.index, vars: p.vars, prompt: p.prompt, good: p.good, bad: p.bad, goodMode: p.goodMode, badMode: p.badMode, nTokens: 0, metrics: {} };
     try {
-      const input = { prompt: p.prompt, chatTemplate: req.chatTemplate };
+      const input = promptOf(p, req.template, chatTemplate);
+      const { good, bad } = futuresOf(p);
       row.nTokens = engine.encodePrompt(input).length;
       const interventions = req.interventions ? await req.interventions({ ...input, nPrompt: row.nTokens }) : [];
-      const a = await engine.analyse({ ...input, good: { text: p.good }, bad: { text: p.bad }, interventions, sinkEps });
+      const a = await engine.analyse({ ...input, good, bad, interventions, sinkEps });
       const all: Partial<Record<BatchMetric, number | null>> = metricsOf(a, visibleThreshold);
       if (probe) {
         // The residual stream at the last prompt token, under the same interventions, projected on v/‖v‖.
@@ -122,7 +131,7 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       }
       if (req.patchCell && metrics.includes('patch_recovery')) {
         const c = req.patchCell;
-        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate: req.chatTemplate, good: { text: p.good }, bad: { text: p.bad }, hook: c.hook, only: { layer: c.layer, col: c.position }, interventions });
+        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate, system: input.system, tools: input.tools, good, bad, hook: c.hook, only: { layer: c.layer, col: c.position }, interventions });
         all.patch_recovery = g.recovery.find((r) => !Number.isNaN(r)) ?? null;
       }
       row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m] ?? null]));
@@ -135,6 +144,40 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
     onProgress?.({ done: rows.length, total: prompts.length });
   }
   return { columns: req.values.columns, metrics, rows, total: prompts.length, cancelled, visibleThreshold, sinkEps };
+}
+
+/** One prompt of the study as the engine reads it: the chat turn with the template's system prompt and tools. */
+export function promptOf(p: BatchPrompt, t: StudyTemplate, chatTemplate: boolean | undefined): PromptInput {
+  return { prompt: p.prompt, chatTemplate, ...(p.system !== undefined ? { system: p.system } : {}), ...(t.tools?.length ? { tools: t.tools } : {}) };
+}
+
+/** A prompt's two futures as the engine reads them (text, ids or a tool call). @throws Error for a bad id list or call. */
+export function futuresOf(p: BatchPrompt): { good: FutureInput; bad: FutureInput } {
+  return { good: futureInput({ mode: p.goodMode, value: p.good }), bad: futureInput({ mode: p.badMode, value: p.bad }) };
+}
+
+/**
+ * Refuses, before the first prompt, a study the model's chat template cannot render: a system
+ * prompt, tools or tool-call futures without the chat template (off, or the tokenizer has none), and
+ * tool-call futures on a template that writes no tool calls (the first such prompt's futures are
+ * resolved here: Llama 3.1's and Gemma 3's packaged templates, or stories260K with no template at all).
+ * @throws Error saying what the study needs and what this model lacks.
+ */
+export function assertChatStudy(engine: Engine, t: StudyTemplate, prompts: readonly BatchPrompt[], chatTemplate: boolean | undefined): void {
+  const toolRow = prompts.find((p) => p.goodMode === 'tool' || p.badMode === 'tool');
+  const needs = toolRow ? 'tool-call futures' : t.tools?.length ? 'tools' : t.system ? 'a system prompt' : null;
+  if (!needs) return;
+  if (!engine.info().hasChatTemplate) throw new Error(`${engine.label} has no chat template, and this study's prompts are chat turns with ${needs}; load an instruct model whose chat template writes tool calls (e.g. Qwen3)`);
+  if (!chatTemplate) throw new Error(`this study's prompts have ${needs}, which only the chat template renders: switch the chat-template toggle on`);
+  if (!toolRow) return;
+  const input = promptOf(toolRow, t, chatTemplate);
+  const ids = engine.encodePrompt(input, { anyLength: true });
+  const { good, bad } = futuresOf(toolRow);
+  try {
+    for (const [which, f] of [['good', good], ['bad', bad]] as const) if ('toolCall' in f) engine.resolveFuture(ids, f, input, which);
+  } catch (e) {
+    throw new Error(`${engine.label} cannot run this study: values row ${toolRow.index + 1}: ${(e as Error).message}`);
+  }
 }
 
 /**

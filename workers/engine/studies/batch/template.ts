@@ -5,11 +5,28 @@
  * futures "{good}" / "{bad}".
  */
 import type { ValueRow, ValuesTable } from './values';
+import { toolCallInput, toolsInput, type ToolSpec } from '../../experiment';
+
+/** How a future of the study is written (the experiment's modes): text ("|" between alternatives), token ids, or a tool call (JSON {"name", "arguments"}). */
+export type FutureMode = 'text' | 'ids' | 'tool';
+const FUTURE_MODES: readonly FutureMode[] = ['text', 'ids', 'tool'];
 
 export interface StudyTemplate {
   prompt: string;
   good: string;
   bad: string;
+  /**
+   * How each future is written, a template too ("tool", or "{safe_mode}" filled from the row);
+   * absent: text. Written in the file as "good": {"mode": "tool", "value": "{safe_call}"}.
+   */
+  goodMode?: string;
+  badMode?: string;
+  /** The system prompt of every prompt (a template; needs the chat template). */
+  system?: string;
+  /** The tools offered with every prompt (apply_chat_template's `tools`); tool-call futures name one. */
+  tools?: ToolSpec[];
+  /** The prompts are user turns of the chat template, whatever the chat-template toggle says (a study of tools or a system prompt is one). */
+  chatTemplate?: boolean;
   /**
    * The corrupted variant of the prompt (patch_recovery: the clean prompt's value at the chosen
    * cell is patched into it), e.g. the prompt with the names swapped; same token length.
@@ -39,6 +56,11 @@ export interface BatchPrompt {
   prompt: string;
   good: string;
   bad: string;
+  /** How the filled-in futures are written ('text' unless the template says otherwise). */
+  goodMode: FutureMode;
+  badMode: FutureMode;
+  /** The filled-in system prompt (template.system), if the template has one. */
+  system?: string;
   /** The filled-in corrupted variant (template.corrupt), if the template has one. */
   corrupt?: string;
 }
@@ -66,36 +88,82 @@ export function fill(text: string, row: ValueRow, what = 'template'): string {
   });
 }
 
+/** A future of a template file: text, or {"mode": "text"|"ids"|"tool" (or a {slot}), "value": text}. @throws Error naming the field. */
+function futureField(v: unknown, k: 'good' | 'bad'): { value: string; mode?: string } {
+  if (typeof v === 'string') {
+    if (v.length === 0) throw new Error(`template: "${k}" must be non-empty text`);
+    return { value: v };
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`template: "${k}" must be non-empty text, or {"mode": "tool", "value": "{call}"}`);
+  const o = v as Record<string, unknown>;
+  const extra = Object.keys(o).filter((x) => x !== 'mode' && x !== 'value');
+  if (extra.length) throw new Error(`template: "${k}" has ${extra.map((x) => `"${x}"`).join(', ')}; a future is {"mode", "value"}`);
+  if (typeof o.value !== 'string' || o.value.length === 0) throw new Error(`template: "${k}".value must be non-empty text`);
+  if (typeof o.mode !== 'string' || (!FUTURE_MODES.includes(o.mode as FutureMode) && templateVariables(o.mode).length === 0)) {
+    throw new Error(`template: "${k}".mode must be ${FUTURE_MODES.map((m) => `"${m}"`).join(', ')} or a {variable} holding one`);
+  }
+  return { value: o.value, mode: o.mode };
+}
+
 /**
- * Parses a template file: JSON {"prompt", "good", "bad", "corrupt"?, "x"?, "y"?, "description"?}.
- * @throws Error for invalid JSON or a missing or non-text field.
+ * Parses a template file: JSON {"prompt", "good", "bad", "corrupt"?, "x"?, "y"?, "description"?,
+ * "system"?, "tools"?, "chat_template"?}; a future is text or {"mode", "value"} (the experiment's form,
+ * both filled from the row, so "value": "{safe_call}" with "mode": "{safe_mode}" lets rows differ).
+ * @throws Error for invalid JSON, a missing or non-text field, a bad future or tool list.
  */
 export function parseTemplate(text: string): StudyTemplate {
   let o: unknown;
   try { o = JSON.parse(text); } catch (e) { throw new Error(`template: not valid JSON (${(e as Error).message}); write {"prompt": "…{name}…", "good": " {a}", "bad": " {b}"}`); }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new Error('template: expected an object with "prompt", "good" and "bad"');
   const r = o as Record<string, unknown>;
-  for (const k of ['prompt', 'good', 'bad']) {
-    if (typeof r[k] !== 'string' || (r[k] as string).length === 0) throw new Error(`template: "${k}" must be non-empty text`);
-  }
-  for (const k of ['x', 'y', 'description', 'corrupt']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new Error(`template: "${k}" must be text`);
-  return { prompt: r.prompt as string, good: r.good as string, bad: r.bad as string, ...(r.x ? { x: r.x as string } : {}), ...(r.y ? { y: r.y as string } : {}), ...(r.description ? { description: r.description as string } : {}), ...(r.corrupt ? { corrupt: r.corrupt as string } : {}) };
+  if (typeof r.prompt !== 'string' || r.prompt.length === 0) throw new Error('template: "prompt" must be non-empty text');
+  const good = futureField(r.good, 'good'), bad = futureField(r.bad, 'bad');
+  for (const k of ['x', 'y', 'description', 'corrupt', 'system']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new Error(`template: "${k}" must be text`);
+  if (r.chat_template !== undefined && typeof r.chat_template !== 'boolean') throw new Error('template: "chat_template" must be true or false');
+  const tools = r.tools === undefined ? undefined : toolsInput(r.tools, 'template: "tools"');
+  return {
+    prompt: r.prompt, good: good.value, bad: bad.value,
+    ...(good.mode ? { goodMode: good.mode } : {}), ...(bad.mode ? { badMode: bad.mode } : {}),
+    ...(r.x ? { x: r.x as string } : {}), ...(r.y ? { y: r.y as string } : {}), ...(r.description ? { description: r.description as string } : {}), ...(r.corrupt ? { corrupt: r.corrupt as string } : {}),
+    ...(r.system ? { system: r.system as string } : {}), ...(tools ? { tools } : {}), ...(r.chat_template !== undefined ? { chatTemplate: r.chat_template as boolean } : {}),
+  };
+}
+
+/** A filled-in mode. @throws Error naming the row when it is not one of the modes. */
+function modeOf(text: string | undefined, row: ValueRow, index: number, which: 'good' | 'bad'): FutureMode {
+  if (text === undefined) return 'text';
+  const m = fill(text, row, `${which} future mode`);
+  if (!FUTURE_MODES.includes(m as FutureMode)) throw new Error(`values row ${index + 1}: the ${which} future's mode is "${m}"; expected ${FUTURE_MODES.join(', ')}`);
+  return m as FutureMode;
 }
 
 /**
  * Every prompt of the study, one per row.
  * @throws Error before anything runs when a variable of the template or the futures has no column,
- *   or a filled-in prompt or future is empty (naming the row).
+ *   a filled-in prompt or future is empty, a mode is not text/ids/tool, or a tool-call future is not
+ *   JSON {"name", "arguments"} naming one of the template's tools (naming the row).
  */
 export function expandStudy(t: StudyTemplate, table: ValuesTable): BatchPrompt[] {
-  for (const [what, text] of [['template', t.prompt], ['good future', t.good], ['bad future', t.bad], ['corrupt template', t.corrupt ?? '']] as const) {
+  for (const [what, text] of [['template', t.prompt], ['good future', t.good], ['bad future', t.bad], ['corrupt template', t.corrupt ?? ''], ['system prompt', t.system ?? ''], ['good future mode', t.goodMode ?? ''], ['bad future mode', t.badMode ?? '']] as const) {
     const missing = templateVariables(text).filter((v) => v && !table.columns.includes(v));
     if (missing.length) throw new Error(`${what}: ${missing.map((v) => `{${v}}`).join(', ')} ${missing.length === 1 ? 'has' : 'have'} no column in the values table (columns: ${table.columns.join(', ')})`);
   }
   if (t.x !== undefined && !table.columns.includes(t.x)) throw new Error(`template: the plot variable "${t.x}" is not a column of the values table`);
+  const names = (t.tools ?? []).map((x) => x.function.name);
   return table.rows.map((vars, index) => {
-    const p: BatchPrompt = { index, vars, prompt: fill(t.prompt, vars), good: fill(t.good, vars, 'good future'), bad: fill(t.bad, vars, 'bad future'), ...(t.corrupt ? { corrupt: fill(t.corrupt, vars, 'corrupt template') } : {}) };
+    const p: BatchPrompt = {
+      index, vars, prompt: fill(t.prompt, vars), good: fill(t.good, vars, 'good future'), bad: fill(t.bad, vars, 'bad future'),
+      goodMode: modeOf(t.goodMode, vars, index, 'good'), badMode: modeOf(t.badMode, vars, index, 'bad'),
+      ...(t.system ? { system: fill(t.system, vars, 'system prompt') } : {}),
+      ...(t.corrupt ? { corrupt: fill(t.corrupt, vars, 'corrupt template') } : {}),
+    };
     for (const k of ['prompt', 'good', 'bad'] as const) if (p[k].length === 0) throw new Error(`values row ${index + 1}: the ${k === 'prompt' ? 'prompt' : `${k} future`} is empty`);
+    for (const k of ['good', 'bad'] as const) {
+      if (p[`${k}Mode`] !== 'tool') continue;
+      let call: { name: string };
+      try { call = toolCallInput(p[k]); } catch (e) { throw new Error(`values row ${index + 1}: the ${k} future: ${(e as Error).message}`); }
+      if (!names.includes(call.name)) throw new Error(`values row ${index + 1}: the ${k} future calls "${call.name}", which is not in the template's tools (${names.length ? names.join(', ') : 'none'})`);
+    }
     return p;
   });
 }

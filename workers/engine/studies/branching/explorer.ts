@@ -20,7 +20,7 @@ import { sampleToken, seededRandom } from '../../analysis/sampling';
 import { entropy, topIds } from '../../analysis/distribution';
 import { logSoftmaxCpu } from '../../ops/logits.cpu';
 import { contextMessage } from '../../model/transformer';
-import { nodeOf, pathOf, type BranchTree, type DrawSettings, type TopTokens, type TreeNode, type TreePath } from './tree';
+import { nodeOf, pathOf, treePrompt, type BranchTree, type DrawSettings, type TopTokens, type TreeNode, type TreePath } from './tree';
 
 export interface ExploreRequest extends PromptInput {
   good: FutureInput;
@@ -128,6 +128,7 @@ export class BranchExplorer {
     const nan = promptIds.map(() => NaN);
     const tree: BranchTree = {
       version: 1, model: modelLabel, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false,
+      ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools?.length ? { tools: req.tools } : {}),
       promptIds, promptTokens: engine.tokenStrings(promptIds), good: req.good.text ?? '', bad: req.bad.text ?? '',
       maxNewTokens: req.maxNewTokens,
       promptStats: { logProbs: [...nan], margins: [...nan], entropy: [...nan], top: promptIds.map(() => ({ ids: [], tokens: [], logProbs: [] })) },
@@ -163,7 +164,7 @@ export class BranchExplorer {
   static restore(engine: Engine, tree: BranchTree, interventions: readonly Intervention[] = [], topK = 5): BranchExplorer {
     const ids = engine.encodePrompt(tree);
     if (ids.join() !== tree.promptIds.join()) throw new Error(`the tree's prompt tokenizes differently on ${engine.label}: was it made with another model (${tree.model})?`);
-    const x = new BranchExplorer(engine, tree, { prompt: tree.prompt, chatTemplate: tree.chatTemplate, good: { text: tree.good }, bad: { text: tree.bad }, maxNewTokens: tree.maxNewTokens, topK });
+    const x = new BranchExplorer(engine, tree, { ...treePrompt(tree), good: { text: tree.good }, bad: { text: tree.bad }, maxNewTokens: tree.maxNewTokens, topK });
     for (const n of tree.nodes) x.shapes.set(n.id, x.shapeFor(n, interventions));
     return x;
   }

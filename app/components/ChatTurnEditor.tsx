@@ -1,0 +1,56 @@
+import { useEffect, useState } from 'react';
+import { useStore } from '../store';
+import { toolsInput } from '../../workers/shared';
+
+/** The tools as the editor writes them: pretty JSON, [] for none. */
+const toolsText = (tools: readonly unknown[]) => (tools.length ? JSON.stringify(tools, null, 2) : '[]');
+
+/**
+ * With the chat template on: the system prompt before the user turn, and the tools offered (a JSON
+ * list, apply_chat_template's `tools`). The tool list is checked as it is typed (experiment.ts
+ * toolsInput) and reaches the experiment only when valid; while it is not, the message says what is
+ * wrong and the experiment keeps its last valid list.
+ */
+export function ChatTurnEditor() {
+  const system = useStore((s) => s.system);
+  const tools = useStore((s) => s.tools);
+  const setSystem = useStore((s) => s.setSystem);
+  const setTools = useStore((s) => s.setTools);
+  const [draft, setDraft] = useState(() => toolsText(tools));
+  const [problem, setProblem] = useState<string | null>(null);
+  // an experiment opened or a study row loaded replaces the list: show it (unless it is what is typed)
+  useEffect(() => {
+    setDraft((d) => {
+      try { if (JSON.stringify(toolsInput(JSON.parse(d), 'tools')) === JSON.stringify(tools)) return d; } catch { /* the draft is not valid: replace it */ }
+      return toolsText(tools);
+    });
+    setProblem(null);
+  }, [tools]);
+  const edit = (text: string) => {
+    setDraft(text);
+    let json: unknown;
+    try {
+      json = JSON.parse(text.trim() === '' ? '[]' : text);
+    } catch (e) {
+      setProblem(`tools: not valid JSON (${(e as Error).message}); the experiment keeps its last valid list`);
+      return;
+    }
+    try {
+      setTools(toolsInput(json, 'tools'));
+      setProblem(null);
+    } catch (e) {
+      setProblem(`${(e as Error).message}; the experiment keeps its last valid list`);
+    }
+  };
+  return (
+    <fieldset className="chat-turn" data-testid="chat-turn">
+      <legend>Chat turn <span className="muted">system prompt and tools, rendered by the chat template</span></legend>
+      <label htmlFor="system-prompt">System prompt</label>
+      <textarea id="system-prompt" data-testid="system-prompt" rows={2} spellCheck={false} placeholder="none" value={system ?? ''} onChange={(e) => setSystem(e.target.value)} />
+      <label htmlFor="tools-json">Tools</label>
+      <p className="hint">A JSON list of {'{"type": "function", "function": {"name", "description", "parameters"}}'}; a tool-call future names one.</p>
+      <textarea id="tools-json" data-testid="tools-json" rows={4} spellCheck={false} value={draft} aria-invalid={problem ? true : undefined} onChange={(e) => edit(e.target.value)} />
+      {problem && <p className="note" role="alert" data-testid="tools-problem">{problem}</p>}
+    </fieldset>
+  );
+}

@@ -1,0 +1,68 @@
+import { test, expect } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { makeQwen3VocabModel } from '../tests/tokenizers/qwen3_vocab_model';
+
+/**
+ * The shipped agent-action study in the UI (issue #27) on the Qwen3-vocabulary tiny model (real
+ * Qwen3 tokenizer and chat template, random weights), picked as a local folder: the Batch view runs
+ * its first row (a private-key read against asking the user), the row opens with the study's system
+ * prompt and tools and both futures in tool-call mode, their tokens spelling Qwen3's <tool_call>
+ * blocks, and the decision-point report, asked on them, refuses with its reason (both futures open with
+ * the template's empty think block, so its first-token margins are 0) and leaves the experiment as it
+ * was. The numbers are checked in Vitest
+ * (tests/tokenizers/agent_study.test.ts); here the UI path end to end.
+ */
+const SHOTS = '.artifacts/screenshots';
+
+test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-call futures\' tokens, ask for the report', async ({ page }) => {
+  test.setTimeout(240_000);
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const t0 = Date.now();
+  const folder = makeQwen3VocabModel();
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto('/index.html');
+  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await page.getByTestId('folder-input').setInputFiles(folder);
+  await expect(page.getByTestId('model-info')).toContainText(path.basename(folder), { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+
+  await page.getByTestId('tab-batch').click();
+  await page.getByTestId('example-agent_actions').click();
+  await expect(page.getByTestId('batch-description')).toContainText('Agent action margins');
+  const values = await page.getByTestId('batch-values').inputValue();
+  await page.getByTestId('batch-values').fill(values.split('\n')[0]); // the first row: reading ~/.ssh/id_rsa vs asking
+  await page.getByTestId('run-batch').click();
+  await expect(page.getByTestId('batch-row')).toHaveCount(1, { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await page.getByTestId('batch-row').first().click();
+
+  await expect(page.getByTestId('chat-template')).toBeChecked();
+  await expect(page.getByTestId('system-prompt')).toHaveValue(/Some actions cannot be undone/);
+  await expect(page.getByTestId('tools-json')).toHaveValue(/"send_email"/);
+  await expect(page.getByTestId('good-mode')).toHaveValue('tool');
+  await expect(page.getByTestId('bad-mode')).toHaveValue('tool');
+  await expect(page.getByTestId('bad-tool')).toHaveValue('read_file');
+  await expect(page.getByTestId('bad-arg-path')).toHaveValue('~/.ssh/id_rsa');
+  const bad = page.getByTestId('bad-resolved');
+  await expect(bad).toHaveAttribute('data-stale', 'false', { timeout: 60_000 });
+  await expect(bad).toContainText('<tool_call>');
+  await expect(bad).toContainText('read');
+  await expect(page.getByTestId('good-resolved')).toContainText('ask');
+  await expect(page.getByTestId('good-resolved')).toContainText('</tool_call>');
+  await page.getByTestId('bad-resolved').scrollIntoViewIfNeeded();
+  console.log(`futures shown after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  await page.screenshot({ path: `${SHOTS}/agent_actions_futures.png` });
+
+  await page.getByTestId('tab-report').click();
+  await page.getByTestId('run-report').click();
+  const banner = page.getByTestId('error-banner');
+  await expect(banner).toBeVisible({ timeout: 150_000 });
+  await expect(banner).toContainText('Could not build the decision-point report');
+  await expect(banner).toContainText(/both futures start with the same token \(id 151667\), so the final margin is 0/);
+  await expect(page.getByTestId('bad-mode')).toHaveValue('tool');
+  await expect(page.getByTestId('bad-tool')).toHaveValue('read_file');
+  await page.screenshot({ path: `${SHOTS}/agent_actions_report.png` });
+  console.log(`report answered after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+});
