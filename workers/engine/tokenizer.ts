@@ -40,16 +40,28 @@ export async function loadTokenizer(files: ModelFiles): Promise<PreTrainedTokeni
 
 /**
  * Compares the tokenizer's vocabulary with the embedding matrix's rows (vocab_size).
- * @returns a warning when the tokenizer covers less than 90 % of the rows (checkpoints pad the
+ * @returns warnings: when the tokenizer covers less than 90 % of the rows (checkpoints pad the
  *   embedding by a few rows, e.g. Phi-3 32011 of 32064; a much smaller tokenizer belongs to
- *   another model: prompts would use only its ids and margins would compare the wrong tokens).
- * @throws Error naming both sizes when the tokenizer has ids beyond the embedding matrix.
+ *   another model: prompts would use only its ids and margins would compare the wrong tokens); and
+ *   when special tokens lie beyond the matrix — google/gemma-3-1b-it's tokenizer carries the
+ *   multimodal `<image_soft_token>` at id 262144 while its text model has 262,144 rows
+ *   (huggingface/transformers#37011) — which the engine's embedding refuses if a prompt holds one.
+ * @throws Error naming both sizes when the tokenizer has ordinary (non-special) ids beyond the
+ *   embedding matrix.
  */
 export function checkVocabulary(tokenizer: PreTrainedTokenizer, dVocab: number, label: string): string[] {
-  const ids = adaptTokenizer(tokenizer).vocabulary().map(([, id]) => id);
+  const vocab = adaptTokenizer(tokenizer).vocabulary();
+  const special = new Set(tokenizer.all_special_ids);
   let maxId = -1;
-  for (const id of ids) if (id > maxId) maxId = id;
+  const beyond: [string, number][] = [];
+  for (const [piece, id] of vocab) {
+    if (id < dVocab) continue;
+    if (special.has(id)) beyond.push([piece, id]);
+    else maxId = Math.max(maxId, id);
+  }
   if (maxId >= dVocab) throw new Error(`${label}: tokenizer.json has token id ${maxId}, but the embedding matrix has ${dVocab} rows (config.json vocab_size): the tokenizer belongs to another model`);
-  if (ids.length < 0.9 * dVocab) return [`${label}: tokenizer.json has ${ids.length} tokens but the embedding matrix has ${dVocab} rows (vocab_size); is the tokenizer from another model?`];
-  return [];
+  const warnings: string[] = [];
+  if (vocab.length < 0.9 * dVocab) warnings.push(`${label}: tokenizer.json has ${vocab.length} tokens but the embedding matrix has ${dVocab} rows (vocab_size); is the tokenizer from another model?`);
+  if (beyond.length) warnings.push(`${label}: the special token${beyond.length > 1 ? 's' : ''} ${beyond.map(([p, id]) => `${p} (id ${id})`).join(', ')} lie${beyond.length > 1 ? '' : 's'} beyond the embedding matrix's ${dVocab} rows (vocab_size): a prompt holding ${beyond.length > 1 ? 'one' : 'it'} is refused`);
+  return warnings;
 }
