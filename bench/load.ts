@@ -12,11 +12,12 @@
  * Research-size checkpoints (random weights, real configs: tools/research_checkpoints.ts, in the
  * storages of tools/research_storage.ts), loaded the way users load them:
  *
- *   npx tsx bench/load.ts --research [--browser] [--gpu] [--models smollm2-135m,qwen3-0.6b] [--cases f16:f32,gguf-q8_0:f32] [--json out.json]
+ *   npx tsx bench/load.ts --research [--browser] [--gpu] [--models smollm2-135m,qwen3-0.6b] [--cases f16:f32,gguf-q8_0:f32,bf16:q4_0] [--json out.json]
  *
- * Per checkpoint, file storage and the load's weight storage (--cases FILE:WEIGHTS; default: every
- * storage the model is written in, safetensors as float32 in Node and binary16 on WebGPU, plus
- * Q8_0 / Q4_0 quantised on load where no GGUF exists): the time to loaded (Engine.load, warm-up
+ * Per checkpoint (--models: default SmolLM2-135M and Qwen3-0.6B; also llama-3.2-1b, gemma-3-1b),
+ * file storage and the load's weight storage (--cases FILE:WEIGHTS; default: every storage the
+ * model is written in, safetensors as float32 in Node and binary16 on WebGPU, plus Q8_0 / Q4_0
+ * quantised on load where no GGUF exists): the time to loaded (Engine.load, warm-up
  * included on WebGPU), when each load stage began, the memory measured after the load and after the
  * first heatmap against the estimate the UI shows (model/estimate.ts; a GGUF folder, which the UI
  * cannot estimate, is estimated from its safetensors twin with the GGUF's storage), and the time to
@@ -37,7 +38,7 @@ import type { SafetensorsDtype } from '../workers/engine/io/safetensors';
 import { loadTransformer } from '../workers/engine/model/load';
 import { encodeSafetensors, type TensorToWrite } from '../tools/safetensors_write';
 import { startMockHub } from '../tools/mock-hub';
-import { RESEARCH_STORAGES, researchFolder, type ResearchStorage } from '../tools/research_storage';
+import { RESEARCH_STORAGES, researchFolder, researchSafetensors, type ResearchStorage } from '../tools/research_storage';
 import type { ResearchModel } from '../tools/research_configs';
 import { checkWeightDtype, type WeightDtype } from '../workers/engine/model/load';
 import { withBenchPage } from './bench_page';
@@ -173,19 +174,19 @@ const flagValue = (name: string): string | undefined => { const i = process.argv
  * @throws Error for an unknown model, a storage the model is not written in, or a weight storage the load does not accept.
  */
 function researchCases(browser: boolean): LocalCase[] {
-  const models = (flagValue('--models') ?? Object.keys(RESEARCH_STORAGES).join(',')).split(',') as ResearchModel[];
+  const models = (flagValue('--models') ?? 'smollm2-135m,qwen3-0.6b').split(',') as ResearchModel[];
   const out: LocalCase[] = [];
   for (const model of models) {
     const storages = RESEARCH_STORAGES[model];
     if (!storages) throw new Error(`--models: "${model}" is not one of ${Object.keys(RESEARCH_STORAGES).join(', ')}`);
-    const gguf = storages.some((s) => s.startsWith('gguf-'));
-    const defaults = [`f16:${browser ? 'f16' : 'f32'}`, ...(gguf ? storages.filter((s) => s.startsWith('gguf-')).map((s) => `${s}:f32`) : ['f16:q8_0', 'f16:q4_0'])];
+    const gguf = storages.filter((s) => s.startsWith('gguf-')), st = storages[0];
+    const defaults = [`${st}:${browser ? 'f16' : 'f32'}`, ...(gguf.length ? gguf.map((s) => `${s}:f32`) : [`${st}:q8_0`, `${st}:q4_0`])];
     for (const pair of (flagValue('--cases') ?? defaults.join(',')).split(',')) {
       const [storage, w] = pair.split(':') as [ResearchStorage, string];
       if (!storages.includes(storage)) continue;
       const weights = checkWeightDtype(w ?? 'f32');
       const q = /^gguf-(q8_0|q4_0)$/.exec(storage)?.[1] as WeightDtype | undefined;
-      out.push({ model, storage, weights, dir: researchFolder(model, storage), estimateDir: researchFolder(model, 'f16'), estimateDtype: q ?? weights });
+      out.push({ model, storage, weights, dir: researchFolder(model, storage), estimateDir: researchSafetensors(model), estimateDtype: q ?? weights });
     }
   }
   if (!out.length) throw new Error('no case to run: see --models and --cases at the top of bench/load.ts');
@@ -260,7 +261,13 @@ async function research(): Promise<void> {
           await page.waitForFunction(() => typeof window.runLoadBench === 'function', undefined, { timeout: 120_000 });
           const pc: PageLoadCase = { model: c.model, storage: c.storage, weights: c.weights, repo: `research/${path.basename(c.dir)}`, estimateRepo: `research/${path.basename(c.estimateDir)}`, estimateDtype: c.estimateDtype };
           const before = la();
-          const r = await page.evaluate(([u, x]) => window.runLoadBench(u, x), [hub.url, pc] as const);
+          // Vite may reload the page once while it optimises dependencies on a cold start: run the case again then
+          const run = () => page.evaluate(([u, x]) => window.runLoadBench(u, x), [hub.url, pc] as const);
+          const r = await run().catch(async (e: Error) => {
+            if (!/Execution context was destroyed/.test(e.message)) throw e;
+            await page.waitForFunction(() => typeof window.runLoadBench === 'function', undefined, { timeout: 120_000 });
+            return run();
+          });
           rows.push({ env: gpu ? 'chromium-gpu' : 'chromium', r, fileBytes: folderBytes(c.dir), load: [before, la()] });
           process.stdout.write(`${c.model} ${c.storage}:${c.weights}: loaded ${sec(r.loadedMs)} s, heatmap ${sec(r.firstHeatmapMs)} s (${r.backend})\n`);
         }

@@ -2,7 +2,7 @@ import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { startMockHub, type MockHub } from '../tools/mock-hub';
-import { researchFolder, type ResearchStorage } from '../tools/research_storage';
+import { researchFolder, researchSafetensors, type ResearchStorage } from '../tools/research_storage';
 import type { ResearchModel } from '../tools/research_configs';
 import { Engine } from '../workers/engine/engine';
 import { CpuBackend } from '../workers/engine/backend/cpu';
@@ -27,7 +27,7 @@ const T = 64;
  * kept binary16 on the GPU ('f16': the file's own values, half of float32's memory).
  */
 const CASES: { model: ResearchModel; storage: ResearchStorage; weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' }[] = [
-  { model: 'smollm2-135m', storage: 'f16', weights: 'f16' },
+  { model: 'smollm2-135m', storage: 'gguf-q4_0', weights: 'f32' },
 ];
 
 let hub: MockHub;
@@ -118,7 +118,7 @@ for (const c of CASES) {
   test(`${c.model} (${c.storage}) loads from the mock Hub in Chromium and its lens heatmap for a 64-token prompt equals a CPU forward`, async ({ page }) => {
     test.setTimeout(240_000);
     const dir = researchFolder(c.model, c.storage);
-    const want = await expected(dir, researchFolder(c.model, 'f16'), RESEARCH_FUTURES.good, RESEARCH_FUTURES.bad);
+    const want = await expected(dir, researchSafetensors(c.model), RESEARCH_FUTURES.good, RESEARCH_FUTURES.bad);
     hub.setRepo(`research/${c.model}`, { revisions: { main: dir } });
     await open(page);
     await page.getByTestId('weight-dtype').selectOption(c.weights);

@@ -7,6 +7,7 @@ import { formatBytes } from '../../workers/engine/io/bytes';
 import { filesFor } from '../../workers/sources';
 import { startMockHub, writeSparseModel, type MockHub } from '../../tools/mock-hub';
 import { RESEARCH_CONFIGS, researchTensors, type ResearchModel } from '../../tools/research_configs';
+import { researchFolder } from '../../tools/research_storage';
 
 /**
  * Research-size models over budget are refused through the worker's own path (workers/sources.ts
@@ -28,6 +29,7 @@ let tmp: string;
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-research-refusal-'));
   const repos = Object.fromEntries((['llama-3.2-1b', 'gemma-3-1b'] as const).map((m) => [`research/${m}`, { revisions: { main: writeSparseModel(path.join(tmp, m), { ...RESEARCH_CONFIGS[m] }, researchTensors(m, 'BF16')) } }]));
+  repos['research/smollm2-135m-q4_0'] = { revisions: { main: researchFolder('smollm2-135m', 'gguf-q4_0') } };
   hub = await startMockHub({ repos });
 });
 afterAll(async () => {
@@ -83,5 +85,10 @@ describe('research-size models over budget are refused before download (the work
       const { log } = await logged(() => filesFor({ kind: 'hub', repo: `research/${m}`, endpoint: hub.url }, { limits: LIMITED, cache: null, weightDtype: 'f16' }));
       expect(headersOnly(log)).toBe(true);
     }
+  });
+
+  it('a GGUF repo (model.gguf, no config.json: the config is in its metadata) is not refused by the header estimate, and nothing of it is downloaded yet', async () => {
+    const { log } = await logged(() => filesFor({ kind: 'hub', repo: 'research/smollm2-135m-q4_0', endpoint: hub.url }, { limits: LIMITED, cache: null }));
+    expect(log.filter((r) => r.method === 'GET' && /model\.gguf/.test(r.url)), 'no GET of the GGUF file').toEqual([]);
   });
 });
