@@ -72,7 +72,7 @@ export async function measureResearchLoad(c: ResearchLoadCase, files: ModelFiles
   const before = await readMemory();
   const stagesMs: ResearchLoadResult['stagesMs'] = {};
   const t0 = performance.now();
-  const engine = await Engine.load(files, backend, (p) => { stagesMs[p.stage] ??= performance.now() - t0; }, { weightDtype: c.weights, warmUp: true });
+  const engine = await Engine.load(files, backend, (p) => { stagesMs[p.stage] ??= performance.now() - t0; }, { weightDtype: c.weights, warmUp: true, measureLogitError: 'on-demand' });
   const loadedMs = performance.now() - t0;
   try {
     const loaded = await readMemory();
