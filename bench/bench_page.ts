@@ -16,9 +16,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * Opens `base` + `html` in a fresh page and waits for `window[fn]` (the page's bench entry).
  * @param port the first port tried (the next free one is taken when it is busy).
  * @param ignore page console errors matching this are not echoed (e.g. the loader's expected 404 probes).
+ * @param args more Chromium flags (e.g. --enable-precise-memory-info for a benchmark that reads performance.memory).
  * @returns what `body` returns, given the page and the server's base URL.
  */
-export async function withBenchPage<T>(o: { html: string; fn: string; port: number; gpu: boolean; ignore?: RegExp }, body: (page: Page, base: string) => Promise<T>): Promise<T> {
+export async function withBenchPage<T>(o: { html: string; fn: string; port: number; gpu: boolean; ignore?: RegExp; args?: string[] }, body: (page: Page, base: string) => Promise<T>): Promise<T> {
   const server = await createServer({ root: ROOT, configFile: path.join(ROOT, 'vite.config.ts'), logLevel: 'warn', plugins: [benchModels(path.join(ROOT, '.artifacts', 'bench'))], server: { host: '127.0.0.1', port: o.port, strictPort: false } });
   await server.listen();
   const base = server.resolvedUrls?.local[0];
@@ -26,7 +27,7 @@ export async function withBenchPage<T>(o: { html: string; fn: string; port: numb
   const gpuArgs = o.gpu ? ['--enable-features=Vulkan', '--use-vulkan=native', '--use-angle=vulkan', '--ignore-gpu-blocklist', '--disable-vulkan-surface'] : [];
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', headless: true,
-    args: ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox', ...gpuArgs],
+    args: ['--enable-unsafe-webgpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-sandbox', ...gpuArgs, ...(o.args ?? [])],
   });
   try {
     const page = await browser.newPage();

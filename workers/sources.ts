@@ -4,13 +4,14 @@ import { withCache } from './engine/io/cache';
 import { assertFits, type DeviceLimits } from './engine/model/estimate';
 import { HubFiles } from './engine/io/hub_files';
 import { HttpFiles, MemoryFiles, type ModelFiles } from './engine/io/model_files';
-import type { WeightDtype } from './engine/model/load';
+import { isGgufFolder, type WeightDtype } from './engine/model/load';
 import type { ModelSource } from './protocol';
 
 export interface OpenOptions {
   /**
    * When given, 'hub' and 'url' models are estimated from config.json and the safetensors headers
-   * and refused (ModelTooLargeError) before any weight is fetched.
+   * and refused (ModelTooLargeError) before any weight is fetched (a GGUF folder, which has
+   * neither, is not estimated).
    */
   limits?: DeviceLimits;
   /** Weight storage the load will use, for the estimate (default 'f32'). */
@@ -46,7 +47,9 @@ export async function filesFor(source: ModelSource, opts: OpenOptions = {}): Pro
       break;
     }
   }
-  if (opts.limits) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype, contextLength: opts.contextLength });
+  // a GGUF folder has no config.json or safetensors headers to estimate from (its config is in the
+  // file's metadata): it is not refused here, as the worker's load does not estimate it either
+  if (opts.limits && !(await isGgufFolder(files))) await assertFits(files, opts.limits, { weightDtype: opts.weightDtype, contextLength: opts.contextLength });
   return files;
 }
 

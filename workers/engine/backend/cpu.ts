@@ -186,6 +186,9 @@ export class CpuBackend implements Backend {
    */
   get scalarFallbacks(): number { return this.fallbacks; }
 
+  /** Bytes of WebAssembly memory the WASM SIMD arena has allocated (0 with the scalar matmul), for benchmarks. */
+  get wasmMemoryBytes(): number { return this.arena?.memoryBytes ?? 0; }
+
   /** Resolves once every matmul thread has started (products use fewer threads until then). */
   async whenStarted(): Promise<void> { await this.arena?.whenStarted(); }
 

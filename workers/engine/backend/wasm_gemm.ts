@@ -139,6 +139,9 @@ export class WasmGemm {
     else this.quant[kind === KIND.q8_0 ? 'q8_0' : 'q4_0'](a[0], a[1], a[2], a[3], a[7], a[4], a[5], a[6], a[8]);
   }
 
+  /** Bytes of the wasm memory as allocated (its buffer's byteLength; it only grows), for benchmarks. */
+  get memoryBytes(): number { return this.memory.buffer.byteLength; }
+
   /** Bytes of wasm memory in use by resident tensors (for tests and benchmarks). */
   get residentBytes(): number { return this.top - [...this.free].reduce((s, [size, offs]) => s + size * offs.length, 0); }
 
