@@ -157,6 +157,17 @@ test('poster mode at 1280×800: Reset and Leave are on screen and nothing is wid
   await page.screenshot({ path: `${SHOTS}/poster-1280x800.png` });
 });
 
+/** Branches: grows a 6-token trunk, then starts Find fork points over every position (1 sample each). */
+async function findForkPoints(page: Page) {
+  await page.getByTestId('tab-branches').click();
+  await page.getByTestId('branch-max-new').fill('6');
+  await page.getByTestId('branch-start').click();
+  await settled(page);
+  await page.getByTestId('fork-near-ties-only').uncheck();
+  await page.getByTestId('fork-samples').fill('1');
+  await page.getByTestId('find-forks').click();
+}
+
 /**
  * What breaks the layout on the page now, read in the page: elements whose visible part runs past the
  * window's right edge (one not clipped by a scrolling or clipping ancestor inside the window), and
@@ -231,13 +242,7 @@ test('issue 29 item 7: at 1280×800 every registered view, filled, fits the wind
   expect.soft(heat.every, `label every n-th column at ${T} tokens`).toBe('1');
   expect.soft(heat.w / heat.panel, 'heatmap width / panel width').toBeGreaterThan(0.8);
   // Branches: a trunk and its fork points (a wide table).
-  await page.getByTestId('tab-branches').click();
-  await page.getByTestId('branch-max-new').fill('6');
-  await page.getByTestId('branch-start').click();
-  await settled(page);
-  await page.getByTestId('fork-near-ties-only').uncheck();
-  await page.getByTestId('fork-samples').fill('1');
-  await page.getByTestId('find-forks').click();
+  await findForkPoints(page);
   // While it runs, the progress line fits the window.
   await expect(page.getByTestId('progress')).toBeVisible();
   expect.soft(await layoutFaults(page), 'with the progress line').toEqual([]);
@@ -336,13 +341,7 @@ test('issue 29 leftovers d, e, f: at 1280×800 the fork-points table fits the wi
   await page.setViewportSize({ width: 1280, height: 800 });
   await open(page);
   // e. Branches: a trunk and its fork points (the table once made the page 1399 px wide).
-  await page.getByTestId('tab-branches').click();
-  await page.getByTestId('branch-max-new').fill('6');
-  await page.getByTestId('branch-start').click();
-  await settled(page);
-  await page.getByTestId('fork-near-ties-only').uncheck();
-  await page.getByTestId('fork-samples').fill('1');
-  await page.getByTestId('find-forks').click();
+  await findForkPoints(page);
   await settled(page);
   await expect(page.getByTestId('fork-table')).toBeVisible();
   expect.soft(await overflow(page), 'px the page is wider than the window with the fork table').toBeLessThanOrEqual(0);
