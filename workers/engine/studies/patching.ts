@@ -51,6 +51,8 @@ export interface PatchingRequest {
   /** With the chat template: the system prompt and tools of both prompts (PromptInput). */
   system?: string;
   tools?: Record<string, unknown>[];
+  /** Tokens teacher-forced after both prompts (PromptInput.forcedIds: the futures' shared prefix, studies/shared_prefix.ts). */
+  forcedIds?: readonly number[];
   good: FutureInput;
   bad: FutureInput;
   hook: PatchHook;
@@ -319,9 +321,9 @@ export async function patchRuns(
  * @param what the analysis in the length message ("activation patching").
  * @throws Error for prompts of different token lengths, or a bad prompt or future.
  */
-export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
+export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; forcedIds?: readonly number[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
   const chat = req.chatTemplate ?? false;
-  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}), ...(req.forcedIds ? { forcedIds: req.forcedIds } : {}) };
   const cleanIds = engine.encodePrompt({ prompt: req.clean, ...turn });
   const corruptIds = engine.encodePrompt({ prompt: req.corrupt, ...turn });
   if (cleanIds.length !== corruptIds.length) {
