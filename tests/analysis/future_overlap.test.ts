@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { firstTokenWarning, sameFirstTokens, sharedFirstIds } from '../../workers/engine/analysis/future_overlap';
+import { firstTokenWarning, sameFirstTokens, sharedFirstIds, sharedPrefixLength } from '../../workers/engine/analysis/future_overlap';
 import { patchingGrid } from '../../workers/engine/studies/patching';
 import { sharedPath } from '../shared';
 
@@ -23,6 +23,14 @@ describe('first-token overlap of two futures', () => {
     expect(firstTokenWarning([8], [8], t)).toBe('both futures start with " t8" (id 8): the margin compares first tokens only, so Δ is 0 at every layer and position; the sequence margin still compares the whole futures — or choose futures whose first tokens differ');
     expect(firstTokenWarning([8, 2], [8, 5], t)).toBe('the futures share the first token " t8" (id 8): Δ counts it on both sides, which pulls it toward 0; make the two sets\' first tokens disjoint');
     expect(firstTokenWarning([8, 2, 5], [8, 5], t)).toContain('share the first tokens " t5" (id 5), " t8" (id 8): Δ counts them');
+  });
+
+  it('shared prefix of two single-branch futures: stops where they first differ, leaves each a first token, 0 for token sets', () => {
+    expect(sharedPrefixLength([[7, 8, 9, 1]], [[7, 8, 2]])).toBe(2);
+    expect(sharedPrefixLength([[7, 8, 9]], [[7, 8, 9, 4]])).toBe(2); // one a prefix of the other: each keeps a token
+    expect(sharedPrefixLength([[3, 1]], [[4, 1]])).toBe(0);
+    expect(sharedPrefixLength([[5]], [[5]])).toBe(0); // single tokens: unchanged
+    expect(sharedPrefixLength([[7, 8, 1], [7, 9]], [[7, 8, 2]])).toBe(0); // a token set
   });
 
   describe('on stories260K', () => {
