@@ -54,6 +54,14 @@ describe('first-token overlap of two futures', () => {
       expect(other.warnings ?? []).not.toContainEqual(expect.stringContaining('first token'));
     }, 120_000);
 
+    it('a forced prefix is appended to the prompt\'s ids; futures after it must be ids, and its ids must lie in the vocabulary', () => {
+      const prompt = 'Lily saw a big';
+      const ids = e.encodePrompt({ prompt });
+      expect(e.encodePrompt({ prompt, forcedIds: [7, 9] })).toEqual([...ids, 7, 9]);
+      expect(() => e.resolveFuture([...ids, 7], { text: ' dog' }, { prompt, forcedIds: [7] }, 'good')).toThrow('the good future follows a forced prefix, so it must be given as token ids');
+      expect(() => e.encodePrompt({ prompt, forcedIds: [e.spec.dVocab] })).toThrow(`the forced prefix: token id ${e.spec.dVocab} is outside the vocabulary`);
+    });
+
     it('patching with such futures names them as the cause, not the corruption', async () => {
       await expect(patchingGrid(e, { clean: 'Lily and Tom went to the park. Lily gave the ball to', corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' dog' }, bad: { text: ' door' }, hook: 'resid_pre' }))
         .rejects.toThrow('both futures start with the same token');
