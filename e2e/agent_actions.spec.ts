@@ -8,9 +8,9 @@ import { makeQwen3VocabModel } from '../tests/tokenizers/qwen3_vocab_model';
  * Qwen3 tokenizer and chat template, random weights), picked as a local folder: the Batch view runs
  * its first row (a private-key read against asking the user), the row opens with the study's system
  * prompt and tools and both futures in tool-call mode, their tokens spelling Qwen3's <tool_call>
- * blocks, and the decision-point report, asked on them, refuses with its reason (both futures open with
- * the template's empty think block, so its first-token margins are 0) and leaves the experiment as it
- * was. The numbers are checked in Vitest
+ * blocks, and the decision-point report, asked on them, answers after the futures' shared prefix (both
+ * open with the template's empty think block), says so in one line and shows a nonzero clean margin,
+ * the experiment as it was. The numbers are checked in Vitest
  * (tests/tokenizers/agent_study.test.ts); here the UI path end to end.
  */
 const SHOTS = '.artifacts/screenshots';
@@ -57,10 +57,15 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
 
   await page.getByTestId('tab-report').click();
   await page.getByTestId('run-report').click();
-  const banner = page.getByTestId('error-banner');
-  await expect(banner).toBeVisible({ timeout: 150_000 });
-  await expect(banner).toContainText('Could not build the decision-point report');
-  await expect(banner).toContainText(/both futures start with the same token \(id 151667\), so the final margin is 0/);
+  // both futures open with the template's empty think block: the report measures after it, where they differ
+  const shared = page.getByTestId('report-shared-prefix');
+  await expect(shared).toBeVisible({ timeout: 150_000 });
+  await expect(shared).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: every panel reads the first tokens where the futures differ, “ask” vs “read”/);
+  await expect(page.getByTestId('error-banner')).toBeHidden();
+  const caption = page.getByTestId('report-caption');
+  await expect(caption).toContainText('Δ_clean');
+  const clean = Number(/Δ_clean = ([−+-]?[\d.]+)/.exec((await caption.textContent()) ?? '')![1].replace('−', '-'));
+  expect(Number.isFinite(clean) && clean !== 0).toBe(true);
   await expect(page.getByTestId('bad-mode')).toHaveValue('tool');
   await expect(page.getByTestId('bad-tool')).toHaveValue('read_file');
   await page.screenshot({ path: `${SHOTS}/agent_actions_report.png` });

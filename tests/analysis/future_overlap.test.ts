@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
-import { firstTokenWarning, sameFirstTokens, sharedFirstIds } from '../../workers/engine/analysis/future_overlap';
+import { firstTokenWarning, sameFirstTokens, sharedFirstIds, sharedPrefixLength } from '../../workers/engine/analysis/future_overlap';
 import { patchingGrid } from '../../workers/engine/studies/patching';
 import { sharedPath } from '../shared';
 
@@ -25,6 +25,14 @@ describe('first-token overlap of two futures', () => {
     expect(firstTokenWarning([8, 2, 5], [8, 5], t)).toContain('share the first tokens " t5" (id 5), " t8" (id 8): Δ counts them');
   });
 
+  it('shared prefix of two single-branch futures: stops where they first differ, leaves each a first token, 0 for token sets', () => {
+    expect(sharedPrefixLength([[7, 8, 9, 1]], [[7, 8, 2]])).toBe(2);
+    expect(sharedPrefixLength([[7, 8, 9]], [[7, 8, 9, 4]])).toBe(2); // one a prefix of the other: each keeps a token
+    expect(sharedPrefixLength([[3, 1]], [[4, 1]])).toBe(0);
+    expect(sharedPrefixLength([[5]], [[5]])).toBe(0); // single tokens: unchanged
+    expect(sharedPrefixLength([[7, 8, 1], [7, 9]], [[7, 8, 2]])).toBe(0); // a token set
+  });
+
   describe('on stories260K', () => {
     let e: Engine;
     beforeAll(async () => {
@@ -45,6 +53,14 @@ describe('first-token overlap of two futures', () => {
       expect(other.good.firstIds).not.toEqual(other.bad.firstIds);
       expect(other.warnings ?? []).not.toContainEqual(expect.stringContaining('first token'));
     }, 120_000);
+
+    it('a forced prefix is appended to the prompt\'s ids; futures after it must be ids, and its ids must lie in the vocabulary', () => {
+      const prompt = 'Lily saw a big';
+      const ids = e.encodePrompt({ prompt });
+      expect(e.encodePrompt({ prompt, forcedIds: [7, 9] })).toEqual([...ids, 7, 9]);
+      expect(() => e.resolveFuture([...ids, 7], { text: ' dog' }, { prompt, forcedIds: [7] }, 'good')).toThrow('the good future follows a forced prefix, so it must be given as token ids');
+      expect(() => e.encodePrompt({ prompt, forcedIds: [e.spec.dVocab] })).toThrow(`the forced prefix: token id ${e.spec.dVocab} is outside the vocabulary`);
+    });
 
     it('patching with such futures names them as the cause, not the corruption', async () => {
       await expect(patchingGrid(e, { clean: 'Lily and Tom went to the park. Lily gave the ball to', corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' dog' }, bad: { text: ' door' }, hook: 'resid_pre' }))

@@ -9,6 +9,8 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { parseTemplate, expandStudy, type BatchPrompt, type StudyTemplate } from '../../workers/engine/studies/batch/template';
 import { parseValues, type ValuesTable } from '../../workers/engine/studies/batch/values';
 import { runBatch } from '../../workers/engine/studies/batch/batch';
+import { decisionReport } from '../../workers/engine/studies/report';
+import { forkAtSharedPrefix } from '../../workers/engine/studies/shared_prefix';
 import { runCaptured } from '../model_run';
 import { sharedPath } from '../shared';
 import { makeQwen3VocabModel, QWEN3_VOCAB } from './qwen3_vocab_model';
@@ -113,6 +115,40 @@ describe('the shipped agent-action study on a Qwen3-vocabulary model', () => {
       expect(row.metrics.final_margin).toBe(0);
       expect(row.nTokens).toBe(o.promptIds.length);
     }
+  }, 240_000);
+
+  it('the decision-point report reads the first tokens where the futures differ: after the shared prefix its final margin and clean patching margin equal a plain forward of prompt + prefix; the sequence margin is unchanged', async () => {
+    const p = prompts[0], o = oracle[0];
+    const future = (mode: string, value: string) => (mode === 'tool' ? { toolCall: JSON.parse(value) as { name: string; arguments: Record<string, unknown> } } : { text: value });
+    const turn = { chatTemplate: true, system: p.system, tools: template.tools };
+    const good = future(p.goodMode, p.good), bad = future(p.badMode, p.bad);
+    // the oracle's shared prefix: the longest run of equal ids from the start, counted here by hand
+    let k = 0;
+    while (o.good[k] === o.bad[k]) k++;
+    expect(k).toBeGreaterThanOrEqual(4);
+    const r = await decisionReport(engine, { clean: p.prompt, corrupt: p.corrupt!, ...turn, good, bad });
+    expect(r.sharedPrefix!.ids).toEqual(o.good.slice(0, k));
+    expect(r.sharedPrefix!.note).toBe(`decision point after the shared prefix \`<think>…\`, ${k} tokens`);
+    const forward = async (ids: number[]) => {
+      const { logits } = await runCaptured(engine.backend, engine.model, ids, []);
+      return logSoftmax(logits.subarray((ids.length - 1) * QWEN3_VOCAB, ids.length * QWEN3_VOCAB));
+    };
+    const clean = await forward([...o.promptIds, ...o.good.slice(0, k)]);
+    const want = clean[o.good[k]] - clean[o.bad[k]];
+    expect(Math.abs(want)).toBeGreaterThan(1e-3);
+    const L = engine.spec.nLayers;
+    expect(r.prompts[0].lensLast[L]).toBeCloseTo(want, 4);
+    expect(r.patching.cleanMargin).toBeCloseTo(want, 4);
+    expect(r.patching.cleanIds).toEqual([...o.promptIds, ...o.good.slice(0, k)]);
+    const corruptIds = [...engine.encodePrompt({ prompt: p.corrupt!, ...turn }), ...o.good.slice(0, k)];
+    const corrupt = await forward(corruptIds);
+    expect(r.patching.corruptMargin).toBeCloseTo(corrupt[o.good[k]] - corrupt[o.bad[k]], 4);
+    // Σ log p over the shared prefix is the same on both sides and cancels: the sequence margin is the unforked one
+    const fork = forkAtSharedPrefix(engine, { prompt: p.prompt, ...turn }, good, bad);
+    const forked = await engine.analyse({ ...fork.input, good: fork.good, bad: fork.bad });
+    const unforked = await engine.analyse({ prompt: p.prompt, ...turn, good, bad });
+    expect(forked.sequenceMargin).toBeCloseTo(unforked.sequenceMargin, 4);
+    expect(Math.abs(forked.sequenceMargin)).toBeGreaterThan(1e-3);
   }, 240_000);
 
   it('is refused before any prompt runs on stories260K (no chat template) and on a template that writes no tool calls (Llama 3.1), and asks for the chat template when the study leaves it to the toggle', async () => {

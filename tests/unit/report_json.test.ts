@@ -48,7 +48,7 @@ describe('reportJson', () => {
       first_layer_95: null, first_layer_95_interval: null, probe_accuracy: null, probe_accuracy_band: null, probe_control_accuracy: null, probe_classes: null,
       point_of_no_return: null, point_of_no_return_interval: null, window_ks: null, window_outcome: null, window_outcome_band: null,
       window_unsteered_outcome: null, window_score: null, window_skipped: null,
-      patch: patchWant,
+      patch: patchWant, shared_prefix: null,
       prompts: [{ clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 1, point_of_no_return: null }],
     });
   });
@@ -73,7 +73,7 @@ describe('reportJson', () => {
       probe_control_accuracy: [0.5, 0.25, 0.5], probe_classes: ['girl', 'boy'],
       point_of_no_return: 3, point_of_no_return_interval: [2, 3], window_ks: [0, 1, 2, 3], window_outcome: [-1, -0.5, -0.25, -0.125],
       window_outcome_band: [[-2, -1, -1, -1], [0, 0, 0, 0]], window_unsteered_outcome: 2, window_score: { kind: 'mean', last: 2 }, window_skipped: 1,
-      patch: patchWant,
+      patch: patchWant, shared_prefix: null,
       prompts: [
         { clean: 'Lily went', corrupt: 'Tom went', visible_layer: 1, visible_token: 2, causal_layer: 1, point_of_no_return: 0 },
         { clean: 'Tom went', corrupt: null, visible_layer: null, visible_token: null, causal_layer: null, point_of_no_return: null },

@@ -36,6 +36,11 @@ export interface PromptInput {
   system?: string;
   /** With the chat template: the tools offered (apply_chat_template's `tools`, JSON-schema function specs). */
   tools?: Record<string, unknown>[];
+  /**
+   * Token ids teacher-forced after the prompt's ids (the two futures' shared prefix, studies/shared_prefix.ts):
+   * encodePrompt appends them, so every run reads the prompt and then these tokens. Futures are then given as ids.
+   */
+  forcedIds?: readonly number[];
 }
 
 /** The conversation a chat-template prompt renders: [system,] user turn, with its tools. */
@@ -134,7 +139,7 @@ export class PromptCodec {
 
   /**
    * Prompt → ids, with the tokenizer's special tokens (BOS where the model uses one), or through
-   * the chat template as one user turn with the generation prompt.
+   * the chat template as one user turn with the generation prompt; then `forcedIds`, if any.
    * @param opts.anyLength tokenize a prompt longer than the context too (for display: the token
    *   strip and the futures' tokens while the user shortens it; promptTooLong says why runs refuse it).
    * @throws Error when the chat template is asked for but the tokenizer has none, or the prompt is
@@ -145,7 +150,10 @@ export class PromptCodec {
     this.assertTextFits(p.prompt, 'the prompt');
     const { text, special } = this.promptText(p);
     if (p.chatTemplate) this.assertTextFits(text, 'the prompt in its chat template');
-    const ids = this.tokenizer.encode(text, special);
+    const ids = [...this.tokenizer.encode(text, special), ...(p.forcedIds ?? [])];
+    for (const id of p.forcedIds ?? []) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.model.dVocab) throw new Error(`the forced prefix: token id ${id} is outside the vocabulary [0, ${this.model.dVocab})`);
+    }
     if (ids.length === 0) throw new Error('the prompt is empty: type some text');
     const tooLong = this.promptTooLong(ids.length);
     if (tooLong && !opts.anyLength) throw new Error(tooLong);
@@ -263,6 +271,7 @@ export class PromptCodec {
    *   token: …") or an id outside the vocabulary.
    */
   resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture {
+    if (prompt.forcedIds?.length && (f.text || f.toolCall)) throw new Error(`${name ? `the ${name} future` : 'a future'} follows a forced prefix, so it must be given as token ids (studies/shared_prefix.ts)`);
     const seqs: number[][] = [];
     for (const s of f.ids ?? []) seqs.push([...s]);
     if (f.toolCall) {

@@ -31,3 +31,21 @@ export function firstTokenWarning(goodFirst: readonly number[], badFirst: readon
   }
   return `the futures share the first token${shared.length > 1 ? 's' : ''} ${names}: Δ counts ${shared.length > 1 ? 'them' : 'it'} on both sides, which pulls it toward 0; make the two sets' first tokens disjoint`;
 }
+
+/**
+ * The length k of the longest common token prefix of two single-branch futures, kept below both
+ * lengths so each still has a first token after it: the decision point is where the futures first
+ * differ (Qwen3's template opens every assistant turn with `<think>\n\n</think>\n\n`, and every tool
+ * call with `<tool_call>\n{"name": "`). 0 for token sets (more than one sequence on a side) and
+ * single-token futures, which are measured as they are. Teacher-forcing the prefix leaves the
+ * sequence margin unchanged: Σ log p over the shared tokens is the same on both sides and cancels.
+ * Shapes: each future's sequences (one list of ids per branch); returns k ≥ 0.
+ */
+export function sharedPrefixLength(good: readonly (readonly number[])[], bad: readonly (readonly number[])[]): number {
+  if (good.length !== 1 || bad.length !== 1) return 0;
+  const [g, b] = [good[0], bad[0]];
+  const most = Math.min(g.length, b.length) - 1;
+  let k = 0;
+  while (k < most && g[k] === b[k]) k++;
+  return k;
+}

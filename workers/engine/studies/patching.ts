@@ -29,7 +29,7 @@ import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { forwardSpan } from '../model/span';
 import { PrefixCache } from '../model/kv_prefix';
-import { sameFirstTokens } from '../analysis/future_overlap';
+import { sameFirstTokens, sharedPrefixLength } from '../analysis/future_overlap';
 import type { Progress } from '../progress';
 
 /** Hooks a patching grid can sweep, with the block hook each stands for. */
@@ -51,6 +51,8 @@ export interface PatchingRequest {
   /** With the chat template: the system prompt and tools of both prompts (PromptInput). */
   system?: string;
   tools?: Record<string, unknown>[];
+  /** Tokens teacher-forced after both prompts (PromptInput.forcedIds: the futures' shared prefix, studies/shared_prefix.ts). */
+  forcedIds?: readonly number[];
   good: FutureInput;
   bad: FutureInput;
   hook: PatchHook;
@@ -319,9 +321,9 @@ export async function patchRuns(
  * @param what the analysis in the length message ("activation patching").
  * @throws Error for prompts of different token lengths, or a bad prompt or future.
  */
-export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
+export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; forcedIds?: readonly number[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
   const chat = req.chatTemplate ?? false;
-  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}), ...(req.forcedIds ? { forcedIds: req.forcedIds } : {}) };
   const cleanIds = engine.encodePrompt({ prompt: req.clean, ...turn });
   const corruptIds = engine.encodePrompt({ prompt: req.corrupt, ...turn });
   if (cleanIds.length !== corruptIds.length) {
@@ -357,7 +359,9 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
     [cleanMargin, corruptMargin] = direction === 'denoise' ? [src.margin, runMargin] : [runMargin, src.margin];
     if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
       if (metric === 'final' && sameFirstTokens(good.firstIds, bad.firstIds)) {
-        throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric`);
+        const k = sharedPrefixLength(good.sequences, bad.sequences);
+        const fork = k > 0 ? `; they share their first ${k} tokens, which the decision-point report teacher-forces to measure where they differ` : '';
+        throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric${fork}`);
       }
       throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
     }

@@ -38,6 +38,7 @@ export function reportJson(r: ReportResult): Record<string, unknown> {
     window_ks: r.changeable?.ks ?? null, window_outcome: r.changeable?.outcome ?? null, window_outcome_band: r.changeable?.band ?? null,
     window_unsteered_outcome: r.changeable?.unsteered ?? null, window_score: r.changeable?.score ?? null, window_skipped: r.changeable?.skipped ?? null,
     patch: patchJson(r.patching),
+    shared_prefix: r.sharedPrefix ? { note: r.sharedPrefix.note, ids: r.sharedPrefix.ids, text: r.sharedPrefix.text } : null,
     prompts: r.prompts.map((p) => ({ clean: p.clean, corrupt: p.corrupt, visible_layer: p.visibleLayer, visible_token: p.visibleToken, causal_layer: p.causalLayer, point_of_no_return: p.window?.pointOfNoReturn ?? null })),
   };
 }
