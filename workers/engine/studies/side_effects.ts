@@ -42,6 +42,7 @@ export interface BehaviourSet {
 /** The key a dose sets, by intervention type. */
 export type SideEffectDoseKey = 'alpha' | 'theta' | 'value';
 
+/** The chat turn (ChatTurn: chat template, system prompt, tools) renders the target's and the others' prompts; the control texts never use it. */
 export interface SideEffectsRequest extends ChatTurn {
   /**
    * The intervention without its dose (any spec type with one: add / add_norm_preserving → alpha,
