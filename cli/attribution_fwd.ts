@@ -4,12 +4,13 @@
  * deletion / insertion curves, studies/flow.ts), each one row of the studies' table run here.
  */
 import { custom, int, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, PROMPT } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
+import { chatTurn } from './chat_turn';
 import { STUDIES, type StudyContext } from '../workers/engine/studies/registry';
 import type { TokenSpan } from '../workers/engine/studies/flow';
 
 export const DLA_FLAGS = {
-  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE,
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
   position: int().describe('the position whose next-token margin is decomposed (default the last; negative counts from the end)'),
 };
 export const DLA_ABOUT = `dla prints {components: {embed, pos_embed, attn [n_layers], mlp [n_layers], final_bias}, heads [n_layers][n_heads],
@@ -28,7 +29,7 @@ export function parseSpans(s: string): TokenSpan[] {
 }
 
 export const FLOW_FLAGS = {
-  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE,
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
   spans: custom(parseSpans, 'a JSON array of {"label","start","end"} token ranges', 'JSON', '[{"label":"evidence","start":3,"end":5}]').describe('token spans [start, end) to sum the attribution over'),
   generated: int({ min: 0, max: 256 }).default(0).describe('generate N tokens greedily first and hand their credit back to the prompt'),
   baseline: int({ min: 0 }).describe('the token id deleted tokens are replaced by (default BOS, else 0)'),
@@ -42,7 +43,7 @@ const grid = (flat: ArrayLike<number>, width: number): number[][] => Array.from(
 
 /** `branchpoint dla`. */
 export async function dlaCommand(study: StudyContext, f: Values<typeof DLA_FLAGS>): Promise<unknown> {
-  const r = await STUDIES.dla.run(study, { prompt: f.prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad }, position: f.position });
+  const r = await STUDIES.dla.run(study, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, position: f.position });
   return {
     tokens: r.tokens, position: r.position, approximation: r.approximation,
     components: { embed: r.embed, pos_embed: r.posEmbed, attn: Array.from(r.attn), mlp: Array.from(r.mlp), final_bias: r.finalBias },
@@ -53,7 +54,7 @@ export async function dlaCommand(study: StudyContext, f: Values<typeof DLA_FLAGS
 
 /** `branchpoint flow`. */
 export async function flowCommand(study: StudyContext, f: Values<typeof FLOW_FLAGS>): Promise<unknown> {
-  const r = await STUDIES.flow.run(study, { prompt: f.prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad }, spans: f.spans, generated: f.generated, baselineId: f.baseline });
+  const r = await STUDIES.flow.run(study, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, spans: f.spans, generated: f.generated, baselineId: f.baseline });
   return {
     tokens: r.tokens.slice(0, r.nPrompt), generated_tokens: r.tokens.slice(r.nPrompt), definition: r.definition,
     attribution: Array.from(r.attribution), spans: r.spans, bias: r.bias, frozen_margin: r.frozenMargin, margin: r.margin,

@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import { toolCallInput, toolsInput, type ToolSpec } from '../workers/engine/experiment';
-import type { FutureInput, PromptInput } from '../workers/engine/prompt';
+import type { ChatTurn, FutureInput, PromptInput } from '../workers/engine/prompt';
 
 /** The flags a chat turn reads. */
 export interface ChatTurnFlags {
@@ -59,8 +59,13 @@ export function futureOfFlag(v: string, which: 'good' | 'bad'): FutureInput {
 
 /** The prompt as the engine reads it: with the chat template, the system prompt and tools given. */
 export function chatTurn(f: ChatTurnFlags): PromptInput {
+  return { prompt: f.prompt, ...turnOfFlags(f) };
+}
+
+/** The chat turn alone (commands whose study renders several prompts, each in this turn): chat template, system prompt, tools. */
+export function turnOfFlags(f: Omit<ChatTurnFlags, 'prompt'>): ChatTurn {
   return {
-    prompt: f.prompt, chatTemplate: f['chat-template'],
+    chatTemplate: f['chat-template'],
     ...(f.system !== undefined ? { system: f.system } : {}),
     ...(f.tools !== undefined ? { tools: readToolsFlag(f.tools) } : {}),
   };

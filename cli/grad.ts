@@ -6,12 +6,13 @@ import type { Engine } from '../workers/engine/engine';
 import { hookGradient } from '../workers/engine/studies/integrated_gradients';
 import { gridRows } from '../workers/engine/studies/report_json';
 import { text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, PROMPT } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
+import { chatTurn } from './chat_turn';
 
 export const GRAD_FLAGS = {
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
   hook: text('HOOK', { nonEmpty: true }).required().describe('a [pos, width] hook: hook_embed, blocks.L.hook_resid_pre, blocks.L.attn.hook_z, …'),
-  'chat-template': CHAT_TEMPLATE,
+  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
 };
 export type GradFlags = Values<typeof GRAD_FLAGS>;
 
@@ -20,6 +21,6 @@ export const GRAD_ABOUT = `grad prints {hook, margin, tokens, grad: [n_tokens][w
 
 /** `branchpoint grad`: the gradient of the margin at one hook. */
 export async function gradCommand(engine: Engine, f: GradFlags): Promise<unknown> {
-  const r = await hookGradient(engine, { prompt: f.prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad }, hook: f.hook });
+  const r = await hookGradient(engine, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, hook: f.hook });
   return { hook: r.hook, margin: r.margin, tokens: r.tokens, grad: gridRows(r.grad, r.width) };
 }

@@ -6,6 +6,7 @@ import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
 import { currentIdentity } from './identity';
+import { chatTurnOf } from '../components/useExperimentRequest';
 
 /** Example probe sets shipped in public/ (file, menu name). */
 export const PROBE_EXAMPLES: { file: string; name: string }[] = [
@@ -72,7 +73,7 @@ export async function runProbe(): Promise<void> {
   await runJob('probe', 'Linear probes per layer', 'Could not run the probes', async () => {
     const s = useStore.getState();
     const { positive, negative, classes, position, source } = probeSet();
-    const req: ProbeRequest = { positive, negative, classes, position, chatTemplate: s.chatTemplate, folds: s.probeSettings.folds, seed: s.probeSettings.seed };
+    const req: ProbeRequest = { positive, negative, classes, position, ...chatTurnOf(s), folds: s.probeSettings.folds, seed: s.probeSettings.seed };
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
     const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));

@@ -37,3 +37,16 @@ export function useExperimentRequest(): { request: ExperimentRequest; problem: n
     }
   }, [s]);
 }
+
+/** The experiment's chat turn: the chat template toggle, the system prompt and the tools every prompt of a study request renders with. */
+export type ChatTurnFields = Pick<ExperimentFields, 'chatTemplate' | 'system' | 'tools'>;
+
+/** The chat turn of the store's state `s` (for actions that read the store once). */
+export function chatTurnOf(s: ChatTurnFields): ChatTurnFields {
+  return { chatTemplate: s.chatTemplate, system: s.system, tools: s.tools };
+}
+
+/** The chat turn at this render; the object changes only when one of its fields does. */
+export function useChatTurn(): ChatTurnFields {
+  return useStore(useShallow(chatTurnOf));
+}

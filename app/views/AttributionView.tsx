@@ -2,6 +2,7 @@ import { useMemo, useRef, useState } from 'react';
 import { useStore } from '../store';
 import { runStudy } from '../actions/study';
 import { useStudy } from '../components/useStudy';
+import { useChatTurn } from '../components/useExperimentRequest';
 import { ColorLegend } from '../components/ColorLegend';
 import { ExportButtons } from '../components/ExportButtons';
 import { Heatmap } from '../components/Heatmap';
@@ -59,7 +60,7 @@ function AttributionStrip({ tokens, values, nPrompt, selection, onSelect, spans 
  */
 export function AttributionView() {
   const prompt = useStore((s) => s.prompt);
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
   const job = useStore((s) => s.job);
@@ -68,8 +69,8 @@ export function AttributionView() {
   const [selection, setSelection] = useState<Span | null>(null);
   const [spanLabel, setSpanLabel] = useState('');
   const [generated, setGenerated] = useState(0);
-  const flowReq: StudyRequest<'flow'> = { prompt, chatTemplate, good: { text: good }, bad: { text: bad }, spans, generated };
-  const dlaReq: StudyRequest<'dla'> = { prompt, chatTemplate, good: { text: good }, bad: { text: bad } };
+  const flowReq: StudyRequest<'flow'> = { prompt, ...turn, good: { text: good }, bad: { text: bad }, spans, generated };
+  const dlaReq: StudyRequest<'dla'> = { prompt, ...turn, good: { text: good }, bad: { text: bad } };
   const flow = useStudy('flow', flowReq);
   const dla = useStudy('dla', dlaReq);
   const f: Flow | undefined = flow.run?.result;
@@ -167,7 +168,7 @@ export function AttributionView() {
           </div>
         </>
       ) : <p className="placeholder">Run the attribution to colour the prompt’s tokens by how much each carries the margin; select spans (the evidence, the distractor) to get one number each.</p>}
-      {ready && <SpanFaithfulnessPanel prompt={prompt} good={good} bad={bad} chatTemplate={chatTemplate} spans={spans} />}
+      {ready && <SpanFaithfulnessPanel prompt={prompt} good={good} bad={bad} turn={turn} spans={spans} />}
       {d && (
         <div className="view-body" style={{ display: 'flex', flexWrap: 'wrap', gap: 24 }} data-testid="dla-panel">
           <div className="figure">

@@ -6,6 +6,7 @@ import { PROBE_EXAMPLES } from '../actions/probe';
 import { parseBehaviourSet, parseControlSet } from '../../workers/shared';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
 import { useStudy } from '../components/useStudy';
+import { useChatTurn, type ChatTurnFields } from '../components/useExperimentRequest';
 import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
@@ -49,12 +50,12 @@ async function exampleDraft(file: string): Promise<SetDraft> {
 }
 
 /** The request of two drafts, or why there is none yet. */
-function requestOf(a: SetDraft | null, b: SetDraft | null, control: string[], dose: number, causal: boolean, chatTemplate: boolean): { req: Req | null; why: string | null } {
+function requestOf(a: SetDraft | null, b: SetDraft | null, control: string[], dose: number, causal: boolean, turn: ChatTurnFields): { req: Req | null; why: string | null } {
   if (!a || !b) return { req: null, why: 'Load both sets first' };
   for (const [k, s] of [['A', a], ['B', b]] as const) if (!s.good || !s.bad) return { req: null, why: `Give set ${k}'s two futures` };
   if (!Number.isFinite(dose) || dose === 0) return { req: null, why: 'The dose α must be a finite number ≠ 0' };
   const behaviour = (s: SetDraft) => ({ name: s.name, positive: s.positive, negative: s.negative, good: { text: s.good }, bad: { text: s.bad }, ...(s.position !== undefined ? { position: s.position } : {}) });
-  return { req: { a: behaviour(a), b: behaviour(b), ...(control.length ? { control } : {}), dose, causal, chatTemplate }, why: null };
+  return { req: { a: behaviour(a), b: behaviour(b), ...(control.length ? { control } : {}), dose, causal, ...turn }, why: null };
 }
 
 /** One behaviour's set picker and futures. */
@@ -140,7 +141,7 @@ function csvOf(r: Res): (string | number)[][] {
 export function MechanismsView() {
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const [a, setA] = useState<SetDraft | null>(null);
   const [b, setB] = useState<SetDraft | null>(null);
   const [controlText, setControlText] = useState('');
@@ -153,7 +154,7 @@ export function MechanismsView() {
     if (!b) exampleDraft(DEFAULTS[1]).then(setB, fail);
   }, []); // once, on first show: the two shipped sets
   const control = useMemo(() => controlText.split(/\r?\n/).map((t) => t.trim()).filter(Boolean), [controlText]);
-  const { req, why } = useMemo(() => requestOf(a, b, control, dose, causal, chatTemplate), [a, b, control, dose, causal, chatTemplate]);
+  const { req, why } = useMemo(() => requestOf(a, b, control, dose, causal, turn), [a, b, control, dose, causal, turn]);
   const { run, stale, running } = useStudy('mechanisms', req ?? undefined);
   const r = run?.result ?? null;
   const start = () => { if (req) void runStudy('mechanisms', req, { label: 'Mechanisms: behaviour pairs', what: 'Could not compare the two behaviours', total: 2 * (req.a.positive.length + req.a.negative.length + req.b.positive.length + req.b.negative.length) }); };

@@ -15,6 +15,7 @@ import type { InterventionDraft } from '../store/steering';
 import type { LibraryEntry } from '../store/vectors';
 import type { ProbeSettings } from '../store/probe';
 import type { InterventionSpec, StudyRequest, StudyResult } from '../../workers/protocol';
+import { chatTurnOf, useChatTurn, type ChatTurnFields } from '../components/useExperimentRequest';
 
 type Under = StudyResult<'probeUnder'>;
 
@@ -42,12 +43,12 @@ function pickedSpec(pick: string, alpha: number, list: readonly InterventionDraf
 }
 
 /** The request the panel would send now (the view's set as probeSet reads it), or the reason it cannot. */
-function underRequest(p: ProbeSettings, list: readonly InterventionDraft[], vectors: readonly LibraryEntry[], chatTemplate: boolean): { req: StudyRequest<'probeUnder'> } | { error: string } {
+function underRequest(p: ProbeSettings, list: readonly InterventionDraft[], vectors: readonly LibraryEntry[], turn: ChatTurnFields): { req: StudyRequest<'probeUnder'> } | { error: string } {
   try {
     if (!p.good || !p.bad) throw new Error('give both futures of the behaviour the probe is meant to measure');
     const { positive, negative, classes, position } = probeSet();
     const { spec, label } = pickedSpec(p.underPick, p.underAlpha, list, vectors);
-    return { req: { positive, negative, classes, position, chatTemplate, folds: p.folds, seed: p.seed, good: { text: p.good }, bad: { text: p.bad }, generate: p.underGenerate, specs: [spec], specLabels: [label] } };
+    return { req: { positive, negative, classes, position, ...turn, folds: p.folds, seed: p.seed, good: { text: p.good }, bad: { text: p.bad }, generate: p.underGenerate, specs: [spec], specLabels: [label] } };
   } catch (e) {
     return { error: (e as Error).message };
   }
@@ -84,14 +85,14 @@ export function ProbeUnderPanel() {
   const vectors = useStore((s) => s.vectors);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const svg = useRef<SVGSVGElement | null>(null);
-  const now = underRequest(set, list, vectors, chatTemplate);
+  const now = underRequest(set, list, vectors, turn);
   const { run, stale } = useStudy('probeUnder', 'req' in now ? now.req : undefined);
   const r = run?.result;
   const start = () => {
     const s = useStore.getState();
-    const x = underRequest(s.probeSettings, s.interventions, s.vectors, s.chatTemplate);
+    const x = underRequest(s.probeSettings, s.interventions, s.vectors, chatTurnOf(s));
     if ('req' in x) void runStudy('probeUnder', x.req, { label: 'Probes under the intervention', what: 'Could not read the probes under the intervention', total: 2 * x.req.positive.length + 2 * x.req.negative.length });
   };
   const pickVector = (pick: string) => {

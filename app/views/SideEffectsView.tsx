@@ -15,6 +15,7 @@ import { parseIndexList, parseNumberList } from '../lib/lists';
 import { waitingFor } from '../lib/job_rules';
 import { checkBudgets, DEFAULT_BUDGETS, parseControlSet } from '../../workers/shared';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
+import { useChatTurn } from '../components/useExperimentRequest';
 
 type Req = StudyRequest<'sideEffects'>;
 type Res = StudyResult<'sideEffects'>;
@@ -98,7 +99,7 @@ export function SideEffectsView() {
   const info = useStore((s) => s.info);
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const showTables = useStore((s) => s.showTables);
   const setView = useStore((s) => s.setView);
   const [sets, setSets] = useState<Record<string, Behaviour>>({});
@@ -144,13 +145,13 @@ export function SideEffectsView() {
           target: sets[form.target], control: controls[form.control].texts,
           others: form.others.filter((f) => f !== form.target && sets[f]).map((f) => sets[f]),
           budgets,
-          chatTemplate,
+          ...turn,
         },
       };
     } catch (e) {
       return { why: messageOf(e) };
     }
-  }, [vector, info, sets, controls, form, chatTemplate]);
+  }, [vector, info, sets, controls, form, turn]);
   const req = built && 'req' in built ? built.req : undefined;
   const study = useStudy('sideEffects', req);
   const r = study.run?.result;

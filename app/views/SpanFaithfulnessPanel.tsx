@@ -2,6 +2,7 @@ import { useRef, useState } from 'react';
 import { useStore } from '../store';
 import { runStudy } from '../actions/study';
 import { useStudy } from '../components/useStudy';
+import type { ChatTurnFields } from '../components/useExperimentRequest';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { LineChart } from '../components/LineChart';
@@ -32,7 +33,7 @@ const withInterval = (v: Interval) => (v.n > 1 ? `${signed(v.mean, 3)} [${signed
  * span and its deletion / insertion curves over spans; over a set, the means with 95 % percentile
  * bootstrap intervals over the prompts.
  */
-export function SpanFaithfulnessPanel({ prompt, good, bad, chatTemplate, spans }: { prompt: string; good: string; bad: string; chatTemplate: boolean; spans: readonly Span[] }) {
+export function SpanFaithfulnessPanel({ prompt, good, bad, turn, spans }: { prompt: string; good: string; bad: string; turn: ChatTurnFields; spans: readonly Span[] }) {
   const job = useStore((s) => s.job);
   const ready = useStore((s) => s.modelStatus === 'ready');
   const [methods, setMethods] = useState<Method[]>(['flow', 'grad_x_input']);
@@ -40,7 +41,7 @@ export function SpanFaithfulnessPanel({ prompt, good, bad, chatTemplate, spans }
   const [setError, setSetError] = useState<string | null>(null);
   const svg = useRef<SVGSVGElement | null>(null);
   const rows: SpanSetFileRow[] = set ? set.rows : [{ prompt, spans: [...spans] }];
-  const req: StudyRequest<'spanFaithfulness'> = { rows, good, bad, chatTemplate, methods };
+  const req: StudyRequest<'spanFaithfulness'> = { rows, good, bad, ...turn, methods };
   const study = useStudy('spanFaithfulness', req);
   const r = study.run?.result;
   const canRun = ready && !job && methods.length > 0 && (set !== null || spans.length > 0);

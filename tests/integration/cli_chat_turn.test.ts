@@ -52,4 +52,22 @@ describe('runner flags --system, --tools and tool-call futures', () => {
     expect(prompt).toContain('"name": "run_command"');
     expect(prompt.endsWith('<|im_start|>user\nFree up disk space.<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
   }, 240_000);
+
+  it('dla, flow and grad take --system and --tools too: refused without the chat template; dla renders them into the prompt it decomposes', async () => {
+    for (const cmd of ['dla', 'flow', 'grad']) {
+      const argv = [cmd, '--model', 'm', '--prompt', 'Free up disk space.', '--good', ' ok', '--bad', ' no', ...(cmd === 'grad' ? ['--hook', 'blocks.0.hook_resid_post'] : [])];
+      expect(refusal([...argv, '--system', 'Be careful.'])).toMatch(/^1: --system needs --chat-template true/);
+      expect(refusal([...argv, '--chat-template', 'true', '--tools', path.join(dir, 'none.json')])).toMatch(/^1: --tools .*none\.json: no such file/);
+      expect(refusal([...argv, '--chat-template', 'true', '--tools', toolsFile, '--system', 'Be careful.'])).toBe('accepted');
+    }
+    const out: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((s) => { out.push(String(s)); return true; });
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const code = await main(['dla', '--model', makeQwen3VocabModel(), '--prompt', 'Free up disk space.', '--good', ' ok', '--bad', ' no', '--chat-template', 'true', '--tools', toolsFile, '--system', 'Be careful.']);
+    expect(code).toBe(0);
+    const prompt = (JSON.parse(out.join('')) as { tokens: string[] }).tokens.join('');
+    expect(prompt.startsWith('<|im_start|>system\nBe careful.\n\n# Tools')).toBe(true);
+    expect(prompt).toContain('"name": "run_command"');
+    expect(prompt.endsWith('<|im_start|>user\nFree up disk space.<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
+  }, 240_000);
 });

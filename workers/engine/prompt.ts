@@ -43,6 +43,22 @@ export interface PromptInput {
   forcedIds?: readonly number[];
 }
 
+/** A request's chat-template fields apart from its prompt text (the chat turn every prompt of a study shares). */
+export type ChatTurn = Omit<PromptInput, 'prompt'>;
+
+/**
+ * The PromptInput of `prompt` in `turn`'s chat turn (chat template, system prompt, tools): every
+ * study builds its prompts through this, so a request's system prompt and tools cannot be dropped.
+ */
+export function promptWith(prompt: string, turn: ChatTurn): PromptInput {
+  return { prompt, ...chatTurn(turn) };
+}
+
+/** Only the chat-turn fields of `req` (a request passed on to another study keeps its system prompt and tools). */
+export function chatTurn(req: ChatTurn): ChatTurn {
+  return { chatTemplate: req.chatTemplate ?? false, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+}
+
 /** The conversation a chat-template prompt renders: [system,] user turn, with its tools. */
 export function promptConversation(p: PromptInput): Conversation {
   const messages: ChatMessage[] = p.system ? [{ role: 'system', content: p.system }] : [];

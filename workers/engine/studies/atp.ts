@@ -21,7 +21,8 @@
  * and the Patching view). The backward runs on the host (float64) for both backends.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { chatTurn } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { backward, type BackwardOptions } from '../model/backward';
 import { rowMargin } from '../analysis/margin';
@@ -36,10 +37,9 @@ import type { Progress } from '../progress';
 export const ATP_HOOKS = { ...PATCH_HOOKS, resid_post: 'hook_resid_post' } as const;
 export type AtpHook = keyof typeof ATP_HOOKS;
 
-export interface AtpRequest {
+export interface AtpRequest extends ChatTurn {
   clean: string;
   corrupt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   hook: AtpHook;
@@ -101,7 +101,6 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   if (qk && req.hook !== 'resid_pre') throw new Error(`AtP*'s attention-saturation correction recomputes the pattern of the block whose queries and keys a patch moves: that is the resid_pre grid, not ${req.hook} (its patch feeds no query or key of its own block)`);
   const direction = req.direction ?? 'denoise';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
-  const chat = req.chatTemplate ?? false;
   const { cleanIds, corruptIds, good, bad } = readPromptPair(engine, req, 'attribution patching');
   const T = cleanIds.length;
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
@@ -155,7 +154,7 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   };
   if (req.compareExact) {
     signal?.throwIfAborted();
-    const exact: PatchingResult = await patchingGrid(engine, { clean: req.clean, corrupt: req.corrupt, chatTemplate: chat, good: req.good, bad: req.bad, hook: req.hook as PatchHook, direction, interventions: req.interventions }, undefined, signal);
+    const exact: PatchingResult = await patchingGrid(engine, { clean: req.clean, corrupt: req.corrupt, ...chatTurn(req), good: req.good, bad: req.bad, hook: req.hook as PatchHook, direction, interventions: req.interventions }, undefined, signal);
     const threshold = req.threshold ?? 0.1;
     const { rankCorrelation, disagreements } = atpAgreement(atp, exact.recovery, C, threshold);
     Object.assign(result, { recovery: exact.recovery, rankCorrelation, threshold, disagreements });

@@ -21,6 +21,7 @@ import type { Engine } from '../engine';
 import type { Tensor } from '../backend/backend';
 import type { Analysis } from '../api';
 import type { FutureInput, PromptInput } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import type { Intervention, PositionSelector } from '../model/intervention';
 import { weightModules } from '../model/weight_modules';
@@ -252,7 +253,7 @@ export async function compareModels(a: Engine, b: Engine, req: CompareRequest, o
     for (const hook of hooks) {
       signal?.throwIfAborted();
       const base = done;
-      const r = await crossPatch(a, b, { prompt: req.prompt, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad, hook, direction, cells: req.positions ?? false },
+      const r = await crossPatch(a, b, { ...promptWith(req.prompt, req), good: req.good, bad: req.bad, hook, direction, cells: req.positions ?? false },
         (p) => onProgress?.({ done: base + p.done, total }), signal);
       done = base + gridRuns(hook);
       (direction === 'b_into_a' ? crossPatchAB : crossPatchBA).set(hook, r);

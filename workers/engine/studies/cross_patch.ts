@@ -18,7 +18,8 @@
  * for normalised recovery. The denominator's reliability rule is analysis/recovery_denominator.ts.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import { checkRecoveryDenominator, type DenominatorCheck } from '../analysis/recovery_denominator';
 import { assertComparable } from './compare_check';
@@ -27,9 +28,8 @@ import { patchRuns, patchSource, recoveryOf, type PatchHook, type PatchMetric, t
 /** Which model is run and which one's values are patched into it. */
 export type CrossDirection = 'b_into_a' | 'a_into_b';
 
-export interface CrossPatchRequest {
+export interface CrossPatchRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   hook: PatchHook;
@@ -84,7 +84,7 @@ export async function crossPatch(a: Engine, b: Engine, req: CrossPatchRequest, o
   const direction = req.direction ?? 'b_into_a', metric = req.metric ?? 'final';
   if (direction !== 'b_into_a' && direction !== 'a_into_b') throw new Error(`direction "${direction as string}": use b_into_a or a_into_b`);
   if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
-  const p = { prompt: req.prompt, chatTemplate: req.chatTemplate ?? false };
+  const p = promptWith(req.prompt, req);
   assertComparable(a, b, 'weights', { ...p, good: req.good, bad: req.bad });
   const ids = a.encodePrompt(p);
   const good = a.resolveFuture(ids, req.good, p, 'good'), bad = a.resolveFuture(ids, req.bad, p, 'bad');

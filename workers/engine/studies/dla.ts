@@ -23,14 +23,14 @@
  * `remainder`); with a final soft-cap the readout is of the uncapped logits.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
 import { logitMargin } from '../analysis/margin';
 import { hostWeights, marginReadout, unembedRows } from './forward_weights';
 
-export interface DlaRequest {
+export interface DlaRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   /** Position whose next-token margin is decomposed (default the last; negative counts from the end). */
@@ -90,7 +90,7 @@ export function resolvePosition(position: number | undefined, T: number): number
  */
 export async function directLogitAttribution(engine: Engine, req: DlaRequest): Promise<DlaResult> {
   const s = engine.spec, L = s.nLayers, H = s.nHeads, D = s.dModel, dh = s.dHead;
-  const p0 = { prompt: req.prompt, chatTemplate: req.chatTemplate };
+  const p0 = promptWith(req.prompt, req);
   const ids = engine.encodePrompt(p0);
   const T = ids.length;
   const p = resolvePosition(req.position, T);

@@ -33,7 +33,8 @@
  * Cost: one forward capturing the hooks below, then per target O(L·(T²·d_model + T·d_model·H·d_head)).
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { ModelSpec } from '../arch/spec';
 import type { Tensor } from '../backend/backend';
 import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
@@ -48,9 +49,8 @@ export interface TokenSpan {
   end: number;
 }
 
-export interface FlowRequest {
+export interface FlowRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   /** Spans of prompt tokens to sum the attribution over. */
@@ -311,7 +311,7 @@ export function checkSpans(spans: readonly TokenSpan[], n: number): void {
  */
 export async function flowAttribution(engine: Engine, req: FlowRequest, signal?: AbortSignal): Promise<FlowResult> {
   const s = engine.spec, L = s.nLayers, H = s.nHeads, V = s.dVocab;
-  const p0 = { prompt: req.prompt, chatTemplate: req.chatTemplate };
+  const p0 = promptWith(req.prompt, req);
   const promptIds = engine.encodePrompt(p0);
   const P = promptIds.length;
   checkSpans(req.spans ?? [], P);

@@ -11,7 +11,8 @@
  *   zero. Its own check, the completeness gap Σ_t a_t − (Δ(x) − Δ(x')), is returned.
  */
 import type { Engine } from '../engine';
-import type { FutureInput } from '../prompt';
+import type { FutureInput, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { backward } from '../model/backward';
 import { hookInfo, assertHook } from '../model/hooks';
@@ -19,9 +20,8 @@ import type { Progress } from '../progress';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 
-export interface GradRequest {
+export interface GradRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   /** A [pos, width] hook: hook_embed, blocks.l.hook_resid_pre, blocks.l.attn.hook_z, … */
@@ -42,12 +42,11 @@ export interface HookGradient {
 }
 
 /** Resolves prompt and futures once for the gradient studies. */
-function setUp(engine: Engine, req: { prompt: string; chatTemplate?: boolean; good: FutureInput; bad: FutureInput }) {
-  const chat = req.chatTemplate ?? false;
-  const ids = engine.encodePrompt({ prompt: req.prompt, chatTemplate: chat });
-  const good = engine.resolveFuture(ids, req.good, { prompt: req.prompt, chatTemplate: chat }, 'good');
-  const bad = engine.resolveFuture(ids, req.bad, { prompt: req.prompt, chatTemplate: chat }, 'bad');
-  return { ids, chat, objective: { kind: 'margin' as const, good: good.firstIds, bad: bad.firstIds } };
+function setUp(engine: Engine, req: ChatTurn & { prompt: string; good: FutureInput; bad: FutureInput }) {
+  const ids = engine.encodePrompt(promptWith(req.prompt, req));
+  const good = engine.resolveFuture(ids, req.good, promptWith(req.prompt, req), 'good');
+  const bad = engine.resolveFuture(ids, req.bad, promptWith(req.prompt, req), 'bad');
+  return { ids, objective: { kind: 'margin' as const, good: good.firstIds, bad: bad.firstIds } };
 }
 
 /**
@@ -67,9 +66,8 @@ export async function hookGradient(engine: Engine, req: GradRequest): Promise<Ho
 
 export type AttributionMethod = 'grad_x_input' | 'ig';
 
-export interface AttributionRequest {
+export interface AttributionRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   method: AttributionMethod;
@@ -104,7 +102,7 @@ export interface AttributionResult {
  * @throws Error for a corrupted prompt of another token length, steps not a positive integer, an unknown method.
  */
 export async function tokenAttribution(engine: Engine, req: AttributionRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<AttributionResult> {
-  const { ids, chat, objective } = setUp(engine, req);
+  const { ids, objective } = setUp(engine, req);
   const T = ids.length, D = engine.spec.dModel;
   const base = req.interventions ?? [];
   const opts = { keep: (h: string) => h === 'hook_embed', budgetBytes: req.budgetBytes };
@@ -123,7 +121,7 @@ export async function tokenAttribution(engine: Engine, req: AttributionRequest, 
   const x = await embedOf(ids);
   let xb: Float32Array, baseline: 'corrupt' | 'token' | 'zero';
   if (req.corrupt !== undefined) {
-    const cIds = engine.encodePrompt({ prompt: req.corrupt, chatTemplate: chat });
+    const cIds = engine.encodePrompt(promptWith(req.corrupt, req));
     if (cIds.length !== T) throw new Error(`the prompt has ${T} tokens and the corrupted prompt ${cIds.length}; its embeddings as the IG baseline need equal token lengths: reword one of them`);
     xb = await embedOf(cIds); baseline = 'corrupt';
   } else if (req.baselineToken !== undefined) {

@@ -20,7 +20,8 @@
  * position: with the last token read, one position per (direction, layer) cell instead of a forward.
  */
 import type { Engine } from '../engine';
-import type { FutureInput } from '../prompt';
+import type { FutureInput, ChatTurn } from '../prompt';
+import { chatTurn, promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import type { Intervention } from '../model/intervention';
 import { PrefixCache } from '../model/kv_prefix';
@@ -49,7 +50,7 @@ export interface Behaviour {
   position?: ProbePosition;
 }
 
-export interface MechanismsRequest {
+export interface MechanismsRequest extends ChatTurn {
   a: Behaviour;
   b: Behaviour;
   /** Neutral prompts that join the natural-correlation pool (read at their last token). */
@@ -62,7 +63,6 @@ export interface MechanismsRequest {
   l2?: number;
   /** The patching curves (default true; false: causal is n/a). */
   causal?: boolean;
-  chatTemplate?: boolean;
   bootstrap?: BootstrapOptions;
 }
 
@@ -164,22 +164,21 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
   const layers = req.layers ? [...req.layers] : Array.from({ length: L }, (_, l) => l);
   const hooks = layers.map((l) => `blocks.${l}.hook_resid_post`);
   const dose = req.dose ?? DEFAULT_DOSE, l2 = req.l2 ?? 1;
-  const chat = req.chatTemplate;
   const sets = [req.a, req.b] as const;
   const control = req.control ?? [];
   // Encode everything and resolve the futures before the first forward pass: a bad prompt fails fast.
   const enc = sets.map((s) => {
     const texts = [...s.positive, ...s.negative];
-    const ids = texts.map((p) => engine.encodePrompt({ prompt: p, chatTemplate: chat }));
+    const ids = texts.map((p) => engine.encodePrompt(promptWith(p, req)));
     const reads = ids.map((x, i) => readIndex(s.position ?? 'last', x.length, texts[i]));
     // Text futures are tokenised after each prompt (PromptCodec.resolveFuture): their first tokens per prompt.
     const futures = ids.map((x, i) => ({
-      good: engine.resolveFuture(x, s.good, { prompt: texts[i], chatTemplate: chat }, 'good').firstIds,
-      bad: engine.resolveFuture(x, s.bad, { prompt: texts[i], chatTemplate: chat }, 'bad').firstIds,
+      good: engine.resolveFuture(x, s.good, promptWith(texts[i], req), 'good').firstIds,
+      bad: engine.resolveFuture(x, s.bad, promptWith(texts[i], req), 'bad').firstIds,
     }));
     return { texts, ids, reads, futures };
   });
-  const controlIds = control.map((p) => engine.encodePrompt({ prompt: p, chatTemplate: chat }));
+  const controlIds = control.map((p) => engine.encodePrompt(promptWith(p, req)));
   const pairsOf = (k: number) => sets[k].positive.flatMap((_, i) => (i < sets[k].negative.length ? [i] : []));
   const causalOn = req.causal ?? true;
   const nPrompts = enc[0].ids.length + enc[1].ids.length;
@@ -272,10 +271,10 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
     for (const i of pairsOf(k)) {
       await tick();
       const clean = s.positive[i], corrupt = s.negative[i];
-      const same = engine.encodePrompt({ prompt: clean, chatTemplate: chat }).length === engine.encodePrompt({ prompt: corrupt, chatTemplate: chat }).length;
+      const same = engine.encodePrompt(promptWith(clean, req)).length === engine.encodePrompt(promptWith(corrupt, req)).length;
       if (same) {
         try {
-          const g = await patchingGrid(engine, { clean, corrupt, chatTemplate: chat, good: s.good, bad: s.bad, hook: 'resid_pre' }, undefined, signal);
+          const g = await patchingGrid(engine, { clean, corrupt, ...chatTurn(req), good: s.good, bad: s.bad, hook: 'resid_pre' }, undefined, signal);
           curves.push(Array.from({ length: L }, (_, l) => Math.max(...g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols))));
         } catch (e) {
           if (signal?.aborted) throw e;

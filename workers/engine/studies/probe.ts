@@ -14,6 +14,8 @@
  *   the vector library;
  * and the first row whose accuracy reaches 95 % of the best row's.
  */
+import type { ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Engine } from '../engine';
 import { crossValidate, shuffle, stratifiedFolds } from '../analysis/logistic';
 import { seededRandom } from '../analysis/sampling';
@@ -31,14 +33,13 @@ export interface ProbeOptions {
   l2?: number;
 }
 
-export interface ProbeRequest extends ProbeOptions {
+export interface ProbeRequest extends ProbeOptions, ChatTurn {
   /** Prompts of the positive class (label 1) and of the negative class (label 0). */
   positive: readonly string[];
   negative: readonly string[];
   /** Display names of the classes [negative, positive] (default ["negative", "positive"]). */
   classes?: [string, string];
   position?: ProbePosition;
-  chatTemplate?: boolean;
 }
 
 /** Per-row scores of probes on given activations (probeActivations). */
@@ -189,7 +190,7 @@ export async function probeLayers(engine: Engine, req: ProbeRequest, onProgress?
   for (let i = 0; i < texts.length; i++) {
     await new Promise((r) => setTimeout(r, 0)); // lets a cancel message in between forwards (worker)
     signal?.throwIfAborted();
-    const ids = engine.encodePrompt({ prompt: texts[i], chatTemplate: req.chatTemplate });
+    const ids = engine.encodePrompt(promptWith(texts[i], req));
     const t = readIndex(position, ids.length, texts[i]);
     const { captured } = await engine.run(ids.slice(0, t + 1), { capture: hooks, logits: 'last' });
     hooks.forEach((h, r) => rows[r].set(captured.get(h)!.subarray(t * d, (t + 1) * d), i * d));

@@ -22,6 +22,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput, ResolvedFuture } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import type { Progress } from '../progress';
 import { auroc } from '../analysis/auroc';
@@ -120,7 +121,7 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
   const n = texts.length;
   // Everything that can be refused is read before the first forward pass.
   const prompts = texts.map((prompt) => {
-    const p: PromptInput = { prompt, chatTemplate: req.chatTemplate };
+    const p: PromptInput = promptWith(prompt, req);
     const ids = engine.encodePrompt(p);
     return { p, ids, t: readIndex(position, ids.length, prompt), good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
   });

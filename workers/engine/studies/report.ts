@@ -27,6 +27,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../prompt';
+import { chatTurn } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../analysis/bootstrap';
 import { patchingGrid, type PatchingResult } from './patching';
@@ -328,7 +329,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   if (req.labelled) {
     signal?.throwIfAborted();
     const ls = req.labelled;
-    const pr = await probeLayers(engine, { ...req.probe, positive: ls.positive, negative: ls.negative, classes: ls.classes, position: ls.position, chatTemplate: req.chatTemplate }, undefined, signal);
+    const pr = await probeLayers(engine, { ...req.probe, positive: ls.positive, negative: ls.negative, classes: ls.classes, position: ls.position, ...chatTurn(req) }, undefined, signal);
     onProgress?.({ done: ++done, total, stage: 'probes' });
     // Per example, 1 where its held-out prediction is right, per row: the curves the bootstrap resamples.
     const correct = Array.from({ length: ls.positive.length + ls.negative.length }, (_, i) => {

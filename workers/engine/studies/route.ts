@@ -10,16 +10,16 @@
  */
 import type { Engine } from '../engine';
 import type { Intervention } from '../model/intervention';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import { forwardSpan } from '../model/span';
 import { marginOf, type PatchMetric } from './patching';
 import { expertPaths, type ExpertPath, type PromptRoute } from '../analysis/expert_paths';
 import { routeDivergence, type LayerDivergence } from '../analysis/route_divergence';
 
-export interface RouteRequest {
+export interface RouteRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   /** Both or neither: with them the route margin grid is computed. */
   good?: FutureInput;
   bad?: FutureInput;
@@ -96,10 +96,10 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
   if (!moe) throw new Error(`${s.modelType} is not a mixture-of-experts model: it has no routers (route runs Mixtral, Qwen2-MoE, OLMoE)`);
   if (moe.nExperts - 1 < moe.topK) throw new Error(`every token uses all ${moe.nExperts} experts (num_experts_per_tok ${moe.topK}): none can be banned`);
   if ((req.good === undefined) !== (req.bad === undefined)) throw new Error('the route margin needs both futures (good and bad), or neither');
-  const p = { prompt: req.prompt, chatTemplate: req.chatTemplate ?? false };
+  const p = promptWith(req.prompt, req);
   const ids = engine.encodePrompt(p);
   const T = ids.length, E = moe.nExperts, k = moe.topK, L = s.nLayers;
-  const idsB = req.promptB === undefined ? undefined : engine.encodePrompt({ prompt: req.promptB, chatTemplate: p.chatTemplate });
+  const idsB = req.promptB === undefined ? undefined : engine.encodePrompt(promptWith(req.promptB, req));
   if (idsB && idsB.length !== T) throw new Error(`routing divergence compares token by token: prompt B has ${idsB.length} tokens, the prompt ${T}`);
   const sparse = Array.from({ length: L }, (_, l) => l).filter((l) => moe.sparse[l]);
   const hook = (l: number, h: string) => `blocks.${l}.mlp.hook_${h}`;
@@ -115,7 +115,7 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
   const routes: PromptRoute[] = [{ tokens, expertIndices: layers.map((x) => x.expertIndices) }];
   for (const q of req.set ?? []) {
     signal?.throwIfAborted();
-    const qIds = engine.encodePrompt({ prompt: q, chatTemplate: p.chatTemplate });
+    const qIds = engine.encodePrompt(promptWith(q, req));
     const qRun = await engine.run(qIds, { capture: sparse.map((l) => hook(l, 'expert_indices')), logits: 'last' });
     routes.push({ tokens: engine.tokenStrings(qIds), expertIndices: sparse.map((l) => qRun.captured.get(hook(l, 'expert_indices'))!) });
   }

@@ -14,7 +14,8 @@
 import { quantileSorted } from 'd3';
 import type { Engine } from '../engine';
 import type { Intervention } from '../model/intervention';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import { forwardSpan } from '../model/span';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
@@ -22,9 +23,8 @@ import { drawRouterMasks, type RouterMask } from '../analysis/router_masks';
 import { futureLogProb, type PatchMetric } from './patching';
 import { banIntervention } from './route';
 
-export interface RouteSweepRequest {
+export interface RouteSweepRequest extends ChatTurn {
   prompt: string;
-  chatTemplate?: boolean;
   good: FutureInput;
   bad: FutureInput;
   /** Whose log-prob rise is measured (default 'bad': the future a mask should not make likelier). */
@@ -80,7 +80,7 @@ export async function routeSweep(engine: Engine, req: RouteSweepRequest, onProgr
   if (!moe) throw new Error(`${s.modelType} is not a mixture-of-experts model: it has no routers to mask (route-sweep runs Mixtral, Qwen2-MoE, OLMoE)`);
   const routers = moe.sparse.flatMap((sp, l) => (sp ? [l] : []));
   const masks = drawRouterMasks(routers, moe.nExperts, moe.topK, req.masks, req.maskSize, req.seed ?? 0);
-  const p = { prompt: req.prompt, chatTemplate: req.chatTemplate ?? false };
+  const p = promptWith(req.prompt, req);
   const ids = engine.encodePrompt(p);
   const T = ids.length, V = s.dVocab;
   const good = engine.resolveFuture(ids, req.good, p, 'good'), bad = engine.resolveFuture(ids, req.bad, p, 'bad');

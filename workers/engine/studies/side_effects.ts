@@ -18,7 +18,8 @@
  * are 0 exactly and it costs no forward pass.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput, ResolvedFuture } from '../prompt';
+import type { FutureInput, PromptInput, ResolvedFuture, ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import { PrefixCache } from '../model/kv_prefix';
 import { firstTouchedPosition } from '../model/span';
@@ -41,7 +42,8 @@ export interface BehaviourSet {
 /** The key a dose sets, by intervention type. */
 export type SideEffectDoseKey = 'alpha' | 'theta' | 'value';
 
-export interface SideEffectsRequest {
+/** The chat turn (ChatTurn: chat template, system prompt, tools) renders the target's and the others' prompts; the control texts never use it. */
+export interface SideEffectsRequest extends ChatTurn {
   /**
    * The intervention without its dose (any spec type with one: add / add_norm_preserving → alpha,
    * rotate → theta in radians, sae_clamp → value); `{l}` in its hook with `layers`. The vector must
@@ -60,8 +62,6 @@ export interface SideEffectsRequest {
   others?: readonly BehaviourSet[];
   /** Thresholds (DEFAULT_BUDGETS where absent). */
   budgets?: Partial<SideEffectBudgets>;
-  /** The target's and the others' prompts go through the chat template (the control texts never do). */
-  chatTemplate?: boolean;
   /** The reach intervals' bootstrap (default 2000 resamples, 95 %, seed 0). */
   bootstrap?: BootstrapOptions;
 }
@@ -146,7 +146,7 @@ export async function sideEffects(engine: Engine, req: SideEffectsRequest, resol
     return engine.encodePrompt(p);
   };
   const setTexts: Text[][] = behaviours.map((s) => s.prompts.map((prompt, i) => {
-    const p = { prompt, chatTemplate: req.chatTemplate };
+    const p = promptWith(prompt, req);
     const ids = encode(p, `prompt ${i + 1} of the set "${s.name}"`);
     return { ids, prompt: p, good: engine.resolveFuture(ids, s.good, p, 'good'), bad: engine.resolveFuture(ids, s.bad, p, 'bad') };
   }));

@@ -15,6 +15,8 @@
  * over prompts with a percentile bootstrap interval (analysis/bootstrap.ts bootstrapMean, the
  * decision-point report's intervals; seeded, so the UI and the runner agree).
  */
+import type { ChatTurn } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Engine } from '../engine';
 import { bootstrapMean, type BootstrapOptions, type MeanInterval } from '../analysis/bootstrap';
 import { checkSpans, flowAttribution, type TokenSpan } from './flow';
@@ -36,12 +38,11 @@ export interface SpanSetRow {
   spans: SpanRef[];
 }
 
-export interface SpanFaithfulnessRequest {
+export interface SpanFaithfulnessRequest extends ChatTurn {
   rows: SpanSetRow[];
   /** The futures of the rows that name none. */
   good?: string;
   bad?: string;
-  chatTemplate?: boolean;
   methods: SpanMethod[];
   /** The token deleted spans are replaced by (default the BOS id, else 0); IG's baseline too. */
   baselineId?: number;
@@ -129,16 +130,15 @@ export async function spanFaithfulness(engine: Engine, req: SpanFaithfulnessRequ
   const V = engine.spec.dVocab;
   const baselineId = req.baselineId ?? engine.spec.bosTokenId ?? 0;
   if (!(Number.isInteger(baselineId) && baselineId >= 0 && baselineId < V)) throw new Error(`baseline token ${baselineId} is outside the vocabulary (0..${V - 1})`);
-  const chat = req.chatTemplate ?? false;
   // resolve everything first: futures, tokens, spans, and one list of labels
   const rows = req.rows.map((row, i) => {
     const where = req.rows.length > 1 ? `prompt ${i + 1} of the set` : 'the prompt';
     const good = row.good ?? req.good, bad = row.bad ?? req.bad;
     if (good === undefined || bad === undefined) throw new Error(`${where}: no ${good === undefined ? 'good' : 'bad'} future (give it in the row or for the whole set)`);
-    const ids = engine.encodePrompt({ prompt: row.prompt, chatTemplate: chat });
+    const ids = engine.encodePrompt(promptWith(row.prompt, req));
     const tokens = engine.tokenStrings(ids);
-    engine.resolveFuture(ids, { text: good }, { prompt: row.prompt, chatTemplate: chat }, 'good');
-    engine.resolveFuture(ids, { text: bad }, { prompt: row.prompt, chatTemplate: chat }, 'bad');
+    engine.resolveFuture(ids, { text: good }, promptWith(row.prompt, req), 'good');
+    engine.resolveFuture(ids, { text: bad }, promptWith(row.prompt, req), 'bad');
     if (row.spans.length === 0) throw new Error(`${where}: no spans to rank (give at least one)`);
     return { row, where, good, bad, ids, tokens, spans: row.spans.map((s) => resolveSpan(s, tokens, where)) };
   });
@@ -151,7 +151,7 @@ export async function spanFaithfulness(engine: Engine, req: SpanFaithfulnessRequ
   let done = 0;
   const prompts: SpanPromptResult[] = [];
   for (const r of rows) {
-    const base = { prompt: r.row.prompt, chatTemplate: chat, good: { text: r.good }, bad: { text: r.bad } };
+    const base = { ...promptWith(r.row.prompt, req), good: { text: r.good }, bad: { text: r.bad } };
     const methods: SpanMethodRow[] = [];
     let margin = NaN;
     for (const method of req.methods) {

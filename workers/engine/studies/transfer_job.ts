@@ -9,6 +9,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../prompt';
+import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import { steeringTransfer, transferIntervention } from './compare';
 
@@ -55,7 +56,7 @@ export async function transferJob(a: Engine, b: Engine, req: TransferRequest, on
   if (!Number.isFinite(alpha)) throw new Error(`steering transfer: α ${alpha} must be a finite number`);
   if (req.positive.length === 0 || req.negative.length === 0) throw new Error(`steering transfer needs prompts in both classes of the set (${req.positive.length} positive, ${req.negative.length} negative)`);
   const L = a.spec.nLayers, total = 2 * L + 4 * L + 2;
-  const input = { prompt: req.prompt, chatTemplate: req.chatTemplate, good: req.good, bad: req.bad };
+  const input = { ...promptWith(req.prompt, req), good: req.good, bad: req.bad };
   const margin = async (e: Engine, interventions: Parameters<Engine['analyse']>[0]['interventions'] = []) => {
     const r = await e.analyse({ ...input, interventions });
     return r.finalMargin[r.ids.length - 1];

