@@ -4,6 +4,7 @@ import { Engine } from '../../workers/engine/engine';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { runCaptured } from '../model_run';
 import { makeQwen3VocabModel, QWEN3_VOCAB } from './qwen3_vocab_model';
+import { logSoftmax } from '../reference_math';
 
 /**
  * Δ^act on a tiny random-weight model with the real Qwen3 vocabulary (issue #27,
@@ -15,16 +16,6 @@ const TOOLS = [
   { type: 'function' as const, function: { name: 'read_file', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
   { type: 'function' as const, function: { name: 'ask_user', description: 'Ask the user a question', parameters: { type: 'object', properties: { question: { type: 'string' } } } } },
 ];
-
-/** log-softmax of one row, in float64. */
-function logSoftmax(row: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const v of row) max = Math.max(max, v);
-  let sum = 0;
-  for (const v of row) sum += Math.exp(v - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(row, (v) => v - lse);
-}
 
 let engine: Engine;
 beforeAll(async () => {

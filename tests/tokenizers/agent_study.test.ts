@@ -15,6 +15,7 @@ import { runCaptured } from '../model_run';
 import { sharedPath } from '../shared';
 import { makeQwen3VocabModel, QWEN3_VOCAB } from './qwen3_vocab_model';
 import { makeTokenizerFolder } from './real_tokenizer_folder';
+import { logSoftmax } from '../reference_math';
 
 /**
  * The shipped agent-action study (public/studies/agent_actions.*) on a Qwen3-vocabulary tiny model
@@ -36,16 +37,6 @@ function pyJson(o: Record<string, unknown>): string {
 function qwen3CallText(value: string): string {
   const c = JSON.parse(value) as { name: string; arguments: Record<string, unknown> };
   return `<think>\n\n</think>\n\n<tool_call>\n{"name": "${c.name}", "arguments": ${pyJson(c.arguments)}}\n</tool_call>`;
-}
-
-/** log-softmax of one row, in float64. */
-function logSoftmax(row: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const v of row) max = Math.max(max, v);
-  let sum = 0;
-  for (const v of row) sum += Math.exp(v - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(row, (v) => v - lse);
 }
 
 let modelDir: string, engine: Engine, pkg: Pkg, template: StudyTemplate, values: ValuesTable, prompts: BatchPrompt[];
