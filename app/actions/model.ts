@@ -1,7 +1,7 @@
 import { noteModelUsed } from '../lib/recent_models';
 import * as Comlink from 'comlink';
 import { useStore } from '../store';
-import type { LoadOptions, LoadProgress, ModelSource } from '../../workers/protocol';
+import type { LoadOptions, LoadProgress, ModelInfo, ModelSource } from '../../workers/protocol';
 import { catalogEntry } from '../../workers/shared';
 import bundled from 'virtual:bundled-models';
 import { refreshCachedModels } from './cache';
@@ -10,6 +10,7 @@ import { inOrder, worker } from './worker';
 import { loadCancels } from '../lib/job_rules';
 import { modelOf } from '../lib/experiment_state';
 import { loadedSaes, reattachSaes } from './sae_reload';
+import { switchOffMisfits } from '../lib/intervention_fit';
 
 /** The models shipped with the app under models/ (a manifest built with the app: tools/bundled_models.ts). */
 export function bundledModelNames(): string[] {
@@ -83,8 +84,27 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
   const onLost = Comlink.proxy((reason: string) => useStore.getState().setDeviceLost(reason));
   void inOrder((w) => w.onDeviceLost(onLost));
   if (!info.hasChatTemplate && st.chatTemplate) st.setChatTemplate(false);
+  if (before.info?.label !== info.label) checkInterventionsFit(info);
   if (saes) await reattachSaes(saes);
   return true;
+}
+
+/**
+ * After another model was loaded: every enabled intervention that does not fit it or whose vector
+ * was built on another model is switched off, its row saying why (lib/intervention_fit.ts), and the
+ * experiment notice names them in one line. Nothing is removed; ticking one again uses it.
+ */
+export function checkInterventionsFit(info: ModelInfo): void {
+  const s = useStore.getState();
+  const { list, off } = switchOffMisfits(s.interventions, s.vectors, info);
+  if (!off.length) return;
+  const n = off.map((id) => `#${list.findIndex((d) => d.id === id) + 1}`).join(', ');
+  useStore.setState({ interventions: list });
+  s.setExperimentNotice({
+    what: `Intervention${off.length > 1 ? 's' : ''} ${n} switched off for ${info.label}`,
+    why: `made for another model or not fitting this one (each row says why); tick ${off.length > 1 ? 'one' : 'it'} to use it anyway.`,
+    interventions: off,
+  });
 }
 
 /** Whether two sources name the same model: the same object (a reload), or the same bundled model, URL or Hub revision. */

@@ -64,6 +64,8 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
     const src = isB ? s.modelB?.source : s.lastLoad?.source;
     return !src || src.kind === 'url' ? null : src.kind === 'hub' ? `${src.repo} (Hub)` : `${src.label} (opened folder)`;
   });
+  // the folder or Hub model loaded: "Will it fit?" sizes it (not the bundled one the dropdown showed before)
+  const lastSource = useStore((s) => s.lastLoad?.source);
   const preferred = isB ? 'stories260K-happy-ft' : 'stories260K';
   useEffect(() => {
     if (!local && localModels.length) setLocal(localModels.includes(preferred) ? preferred : localModels[0]);
@@ -147,7 +149,7 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
         </label>}
         {!isB && <WeightStorageChoice />}
       </div>
-      {!isB && <SizeLadderCheck source={local ? localModelSource(local) : null} />}
+      {!isB && <SizeLadderCheck source={local === LOADED ? lastSource ?? null : local ? localModelSource(local) : null} />}
       {!isB && <CachedModelOffer />}
       <details className="hub">
         <summary>Hugging Face Hub <span className="muted">— curated models, any repo, and this browser's model cache</span></summary>

@@ -3,6 +3,7 @@ import { useStore } from '../store';
 import { tokenizePrompt } from '../actions/analyse';
 import { errorPlace } from '../lib/input_errors';
 import { ChatTurnEditor } from './ChatTurnEditor';
+import { UnusedChatFields } from './UnusedChatFields';
 
 /** The prompt text and the chat-template toggle (off and explained when the tokenizer has no template). */
 export function PromptEditor() {
@@ -31,6 +32,7 @@ export function PromptEditor() {
         Chat template
       </label>
       {chatTemplate && hasTemplate && <ChatTurnEditor />}
+      <UnusedChatFields used={chatTemplate && hasTemplate} />
       {errorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
     </div>
   );

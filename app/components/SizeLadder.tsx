@@ -3,6 +3,7 @@ import { useStore } from '../store';
 import { inOrder } from '../actions/worker';
 import { formatBytes, type SizeLadder } from '../../workers/shared';
 import type { ModelSource } from '../../workers/protocol';
+import { labelOf } from '../actions/model';
 
 const LABELS = { f32: 'float32', f16: 'binary16', q8_0: 'Q8_0', q4_0: 'Q4_0' } as const;
 
@@ -11,11 +12,17 @@ const LABELS = { f32: 'float32', f16: 'binary16', q8_0: 'Q8_0', q4_0: 'Q4_0' } a
  * per weight storage and the KV cache for the chosen context, against this backend's limits and
  * memory — read from config.json and the safetensors headers only, before any download. Each row
  * says whether that storage fits here and, when not, why (its title holds the whole sentence).
+ * When the model chosen changes (another bundled model, a folder or Hub load) a table of the one
+ * before stays on screen marked stale, naming the model it describes, until Check is pressed again.
  */
 export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
   const backend = useStore((s) => s.backendChoice);
   const [context, setContext] = useState(4096);
   const [ladder, setLadder] = useState<SizeLadder | null>(null);
+  /** The source the shown ladder was read from (labelOf), to tell when the chosen model changed since. */
+  const [checkedFor, setCheckedFor] = useState<string | null>(null);
+  const chosen = source ? labelOf(source) : null;
+  const stale = ladder !== null && checkedFor !== chosen;
   /** The context the shown ladder was asked for (the ladder holds the one it was sized for). */
   const [asked, setAsked] = useState(context);
   const [error, setError] = useState<string | null>(null);
@@ -27,6 +34,7 @@ export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
     try {
       setLadder(await inOrder((w) => w.sizeLadder(source, backend, { contextLength: context })));
       setAsked(context);
+      setCheckedFor(labelOf(source));
     } catch (e) {
       setLadder(null);
       setError((e as Error).message);
@@ -44,8 +52,9 @@ export function SizeLadderCheck({ source }: { source: ModelSource | null }) {
         <button type="button" data-testid="fit-check" disabled={busy || !source} onClick={() => void check()}>{busy ? 'Reading headers…' : 'Check'}</button>
       </div>
       {error && <p className="error" data-testid="fit-error">{error}</p>}
+      {stale && <p className="order-note" data-testid="fit-stale">Stale: this table describes {ladder.label}, not {chosen ?? 'the model chosen now'}. Press Check to size it.</p>}
       {ladder && (
-        <table className="data-table" data-testid="fit-table">
+        <table className={`data-table${stale ? ' stale' : ''}`} data-testid="fit-table" data-stale={stale}>
           <caption className="muted" data-testid="fit-caption">
             {ladder.label} · KV cache for {ladder.contextLength} tokens{ladder.contextLength < asked ? ` (${asked} asked: capped at the model's max_position_embeddings, ${ladder.contextLength})` : ''} · {ladder.device}
           </caption>

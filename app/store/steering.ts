@@ -41,6 +41,12 @@ export interface InterventionDraft {
    * (actions/experiment.ts restoreSaes), and the experiment keeps naming it meanwhile.
    */
   saePending?: { sae: ExperimentSae; feature: number };
+  /**
+   * Why it was switched off when another model was loaded (lib/intervention_fit.ts: a layer, head
+   * or width that model has not, or a vector built on another model); cleared when the user ticks
+   * it again. Session only: not part of the experiment file.
+   */
+  offReason?: string;
 }
 
 /** The dose–response sweep as set up in its view. */
