@@ -1,0 +1,44 @@
+// @vitest-environment happy-dom
+/**
+ * A fresh-user trial of main (after issue 29): what read wrong to a new user.
+ * - Mechanisms: the "where each becomes causal" curve is indexed by blocks.l.hook_resid_pre, so its
+ *   first value is the embeddings' row; its labels and its "first" name read as the Report's
+ *   (app/lib/layer_names.ts: blocks.1.hook_resid_pre is "L0").
+ * Store and DOM only; the worker and the studies are not run.
+ */
+import { act, createElement } from 'react';
+import { describe, expect, it, vi } from 'vitest';
+import { domPerTest } from './dom';
+
+vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
+
+const { useStore } = await import('../../app/store');
+const { MechanismsView } = await import('../../app/views/MechanismsView');
+const dom = domPerTest(useStore);
+const q = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
+
+describe('fresh-user trial fixes', () => {
+  it('Mechanisms: the causal curve is named by its resid_pre rows (embed, L0, …) and the first row ≥ 0.5 by the same name', () => {
+    const m = (mean: number) => ({ n: 8, mean, lo: mean, hi: mean });
+    const cross = { aOnA: [m(1)], aOnB: [m(0.2)], bOnB: [m(1)], bOnA: [m(0.2)] };
+    // resid_pre of blocks 0, 1, 2: the embeddings 1.17, block 0's output 1.16, block 1's 0.3; the
+    // first row from 1 on reaching 0.5 is 1 = blocks.1.hook_resid_pre, which the Report calls L0.
+    const curve = { curve: [1.17, 1.16, 0.3], firstBlock: 1, pairs: 2, skipped: 0 };
+    const result = {
+      names: ['a', 'b'], layers: [1], hooks: ['blocks.1.hook_resid_post'], dose: 4,
+      cosCaa: [0.1], cosProbe: [0.1], crossSteer: cross, selectivityA: [0.2], selectivityB: [0.2], naturalCorr: [0.1],
+      pool: { a: 4, b: 4, control: 0 }, causal: { a: curve, b: { ...curve, firstBlock: null, curve: [0.2, 0.1, 0.3] }, similarity: 0.5 },
+      verdict: [{ kind: 'independent', text: 'L1: independent' }],
+      thresholds: { sharedCosine: 0.5, mutualSelectivity: 0.5, naturalCorrelation: 0.5, minReach: 0.05 }, unsteered: { a: 0.1, b: 0.2 },
+      cost: { cells: 4, forwardEquivalentsPerCell: 0.5, naivePerCell: 1, overheadForwards: 4, positionsComputed: 10 }, interval: '95 % bootstrap',
+    };
+    const behaviour = { name: 'x', positive: ['a'], negative: ['b'], good: { text: ' a' }, bad: { text: ' b' } };
+    vi.stubGlobal('fetch', vi.fn(() => new Promise(() => undefined)));
+    act(() => useStore.setState({ modelStatus: 'ready', modelLabel: 'stories260K', studies: { mechanisms: { request: { a: behaviour, b: behaviour, dose: 4, causal: true }, result: result as never, modelLabel: 'stories260K', computedWith: '' } } }));
+    act(() => dom.root.render(createElement(MechanismsView)));
+    const line = q('mech-causal-line')?.textContent ?? '';
+    expect(line).toContain('A embed 1.17, L0 1.16, L1 0.30 (first after the embeddings ≥ 0.5: L0 · blocks.1.hook_resid_pre; 2 pairs)');
+    expect(line).toContain('B embed 0.20, L0 0.10, L1 0.30 (first after the embeddings ≥ 0.5: none; 2 pairs)');
+    vi.unstubAllGlobals();
+  });
+});
