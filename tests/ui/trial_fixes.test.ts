@@ -4,6 +4,8 @@
  * - Mechanisms: the "where each becomes causal" curve is indexed by blocks.l.hook_resid_pre, so its
  *   first value is the embeddings' row; its labels and its "first" name read as the Report's
  *   (app/lib/layer_names.ts: blocks.1.hook_resid_pre is "L0").
+ * - Opening a parent folder of model folders (fixtures-moe/) is refused naming the folders inside,
+ *   before any load; the Model dropdown names an opened folder's model with one suffix.
  * Store and DOM only; the worker and the studies are not run.
  */
 import { act, createElement } from 'react';
@@ -14,6 +16,9 @@ vi.mock('virtual:bundled-models', () => ({ default: ['stories260K'] }));
 
 const { useStore } = await import('../../app/store');
 const { MechanismsView } = await import('../../app/views/MechanismsView');
+const { ModelPicker } = await import('../../app/components/ModelPicker');
+const { openDrop } = await import('../../app/actions/drop');
+const { nestedModelRefusal } = await import('../../app/actions/model');
 const dom = domPerTest(useStore);
 const q = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 
@@ -40,5 +45,26 @@ describe('fresh-user trial fixes', () => {
     expect(line).toContain('A embed 1.17, L0 1.16, L1 0.30 (first after the embeddings ≥ 0.5: L0 · blocks.1.hook_resid_pre; 2 pairs)');
     expect(line).toContain('B embed 0.20, L0 0.10, L1 0.30 (first after the embeddings ≥ 0.5: none; 2 pairs)');
     vi.unstubAllGlobals();
+  });
+
+  it('a dropped parent of model folders is refused naming them, before any load; a model folder itself is not refused', async () => {
+    const f = (path: string) => ({ path, file: new File(['{}'], path.split('/').pop()!) });
+    const parent = ['README.md', 'tokenizer_cases.json', 'mixtral-tiny/config.json', 'mixtral-tiny/model.safetensors', 'olmoe-tiny/config.json', 'olmoe-tiny/model.safetensors', 'qwen2_moe-tiny/config.json', 'qwen2_moe-tiny/model.safetensors'].map((n) => f(`fixtures-moe/${n}`));
+    const why = 'fixtures-moe is not a model folder (no config.json or .gguf file at its top level) but holds 3: mixtral-tiny, olmoe-tiny, qwen2_moe-tiny. Open one of them.';
+    expect(nestedModelRefusal(parent)).toBe(why);
+    expect(nestedModelRefusal(['config.json', 'model.safetensors', 'sub/x/config.json'].map((n) => f(`mixtral-tiny/${n}`)))).toBeNull();
+    expect(nestedModelRefusal([f('m/model.gguf')])).toBeNull();
+    const before = useStore.getState().lastLoad;
+    await act(async () => { await openDrop(parent); });
+    expect(useStore.getState().failure).toEqual({ what: 'Could not open the dropped folder', why });
+    expect(useStore.getState().job).toBeNull();
+    expect(useStore.getState().lastLoad).toBe(before);
+  });
+
+  it('the Model dropdown names a folder’s model with the one suffix its source carries', () => {
+    act(() => useStore.setState({ localModels: ['stories260K'], lastLoad: { source: { kind: 'files', label: 'mixtral-tiny (local folder)', files: [] }, options: {} } }));
+    act(() => dom.root.render(createElement(ModelPicker)));
+    const s = q('model-select') as HTMLSelectElement;
+    expect(s.options[s.selectedIndex]?.textContent).toBe('mixtral-tiny (local folder)');
   });
 });
