@@ -6,6 +6,8 @@
  *   (app/lib/layer_names.ts: blocks.1.hook_resid_pre is "L0").
  * - Opening a parent folder of model folders (fixtures-moe/) is refused naming the folders inside,
  *   before any load; the Model dropdown names an opened folder's model with one suffix.
+ * - Colour legends and scale notes of tiny ranges (Compare's JS, 0 … 0.002) tell their ticks and their
+ *   end apart ("0 0.001 0.001 0.002", "0 to 0.00" before).
  * Store and DOM only; the worker and the studies are not run.
  */
 import { act, createElement } from 'react';
@@ -19,6 +21,8 @@ const { MechanismsView } = await import('../../app/views/MechanismsView');
 const { ModelPicker } = await import('../../app/components/ModelPicker');
 const { openDrop } = await import('../../app/actions/drop');
 const { nestedModelRefusal } = await import('../../app/actions/model');
+const { ColorLegend } = await import('../../app/components/ColorLegend');
+const { rangeNote, symmetricRange } = await import('../../app/lib/color_scale');
 const dom = domPerTest(useStore);
 const q = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 
@@ -66,5 +70,17 @@ describe('fresh-user trial fixes', () => {
     act(() => dom.root.render(createElement(ModelPicker)));
     const s = q('model-select') as HTMLSelectElement;
     expect(s.options[s.selectedIndex]?.textContent).toBe('mixtral-tiny (local folder)');
+  });
+
+  it('a colour legend over 0 … 0.002 has distinct ticks, and the scale note gives the range in two significant digits', () => {
+    act(() => dom.root.render(createElement(ColorLegend, { color: () => '#fff', domain: [0, 0.0021], title: 'JS', testId: 'leg' })));
+    const ticks = [...dom.host.querySelectorAll('[data-testid="leg"] text')].map((t) => t.textContent);
+    expect(ticks).toEqual(['0', '0.0005', '0.001', '0.0015', '0.002']);
+    // a −2.5 … 2.5 legend reads as before
+    act(() => dom.root.render(createElement(ColorLegend, { color: () => '#fff', domain: [-2.5, 2.5], title: 'Δ', testId: 'leg' })));
+    expect([...dom.host.querySelectorAll('[data-testid="leg"] text')].map((t) => t.textContent)).toEqual(['−2', '−1', '0', '1', '2']);
+    const r = symmetricRange([0, 0.0021, 0.001], 'max');
+    expect(rangeNote(r, 'max', 'JS')).toBe('scale ±0.0021: largest |JS|');
+    expect(rangeNote(symmetricRange([1.234, -0.5], 'max'), 'max')).toBe('scale ±1.23: largest |value|');
   });
 });
