@@ -8,6 +8,7 @@
  *   before any load; the Model dropdown names an opened folder's model with one suffix.
  * - Colour legends and scale notes of tiny ranges (Compare's JS, 0 … 0.002) tell their ticks and their
  *   end apart ("0 0.001 0.001 0.002", "0 to 0.00" before).
+ * - The Chat turn box's legend is its two words (a longer one wrapped through the box's border).
  * Store and DOM only; the worker and the studies are not run.
  */
 import { act, createElement } from 'react';
@@ -21,6 +22,7 @@ const { MechanismsView } = await import('../../app/views/MechanismsView');
 const { ModelPicker } = await import('../../app/components/ModelPicker');
 const { openDrop } = await import('../../app/actions/drop');
 const { nestedModelRefusal } = await import('../../app/actions/model');
+const { ChatTurnEditor } = await import('../../app/components/ChatTurnEditor');
 const { ColorLegend } = await import('../../app/components/ColorLegend');
 const { rangeNote, symmetricRange } = await import('../../app/lib/color_scale');
 const dom = domPerTest(useStore);
@@ -82,5 +84,12 @@ describe('fresh-user trial fixes', () => {
     const r = symmetricRange([0, 0.0021, 0.001], 'max');
     expect(rangeNote(r, 'max', 'JS')).toBe('scale ±0.0021: largest |JS|');
     expect(rangeNote(symmetricRange([1.234, -0.5], 'max'), 'max')).toBe('scale ±1.23: largest |value|');
+  });
+
+  it('the Chat turn legend is short (two words), its explanation a line inside the box', () => {
+    act(() => dom.root.render(createElement(ChatTurnEditor)));
+    const box = q('chat-turn')!;
+    expect(box.querySelector('legend')?.textContent).toBe('Chat turn');
+    expect(box.querySelector('p.hint')?.textContent).toBe('System prompt and tools, rendered by the chat template.');
   });
 });
