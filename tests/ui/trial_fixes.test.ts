@@ -9,6 +9,7 @@
  * - Colour legends and scale notes of tiny ranges (Compare's JS, 0 … 0.002) tell their ticks and their
  *   end apart ("0 0.001 0.001 0.002", "0 to 0.00" before).
  * - The Chat turn box's legend is its two words (a longer one wrapped through the box's border).
+ * - Attribution faithfulness: the k axis's ticks never put a stepped tick right beside the last (19, 20).
  * Store and DOM only; the worker and the studies are not run.
  */
 import { act, createElement } from 'react';
@@ -22,6 +23,7 @@ const { MechanismsView } = await import('../../app/views/MechanismsView');
 const { ModelPicker } = await import('../../app/components/ModelPicker');
 const { openDrop } = await import('../../app/actions/drop');
 const { nestedModelRefusal } = await import('../../app/actions/model');
+const { sparseTicks } = await import('../../app/lib/sparse_ticks');
 const { ChatTurnEditor } = await import('../../app/components/ChatTurnEditor');
 const { ColorLegend } = await import('../../app/components/ColorLegend');
 const { rangeNote, symmetricRange } = await import('../../app/lib/color_scale');
@@ -91,5 +93,14 @@ describe('fresh-user trial fixes', () => {
     const box = q('chat-turn')!;
     expect(box.querySelector('legend')?.textContent).toBe('Chat turn');
     expect(box.querySelector('p.hint')?.textContent).toBe('System prompt and tools, rendered by the chat template.');
+  });
+
+  it('the faithfulness k ticks: every s-th k and the last, none closer than s / 2 places to the last', () => {
+    const k = Array.from({ length: 20 }, (_, i) => i + 1); // k = 1 … 20: s = 3
+    const ticks = sparseTicks(k);
+    expect(ticks).toEqual([1, 4, 7, 10, 13, 16, 20]);
+    for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBeGreaterThanOrEqual(2);
+    expect(sparseTicks([0, 1, 2])).toEqual([0, 1, 2]);
+    expect(sparseTicks(Array.from({ length: 17 }, (_, i) => i))).toEqual([0, 3, 6, 9, 12, 16]);
   });
 });
