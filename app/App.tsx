@@ -49,6 +49,12 @@ export function App() {
     followExperiment();
   }, []);
 
+  // A loaded model without the selected view's tab (Expert routes after loading a dense model) opens the first view, the default.
+  useEffect(() => {
+    const v = VIEWS.find((x) => x.name === view);
+    if (info && v && 'shownFor' in v && !v.shownFor(info)) setView(VIEWS[0].name);
+  }, [info]);
+
   if (poster !== 'off') return <PosterMode kiosk={poster === 'kiosk'} onExit={() => setPoster('off')}><ErrorBanner /><ActiveView view={view} /></PosterMode>;
 
   return (

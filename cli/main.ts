@@ -128,6 +128,7 @@ export async function main(argv: string[]): Promise<number> {
     const weightDtype = f.weights;
     const engine = await Engine.load(files, await cpuBackendFromArgs(f.threads), undefined, { weightDtype });
     if (!spec) command.checkSpec?.(f as never, engine.spec);
+    if (f['chat-template'] === true && !engine.info().hasChatTemplate) throw new Error(`--chat-template true: ${engine.label} has no chat template (its tokenizer_config.json has no chat_template); leave the flag out for plain-text prompts, or use a chat model`);
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
     let prompt = '';
     if (command.prompt && f.prompt !== undefined) {

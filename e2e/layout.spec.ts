@@ -385,6 +385,58 @@ test('issue 29 leftovers d, e, f: at 1280×800 the fork-points table fits the wi
   await page.screenshot({ path: `${SHOTS}/layout-side-doses-1280.png` });
 });
 
+test('trial: the Expert routes map of a long prompt (mixtral-tiny, 80+ tokens) scrolls in its own box at 1280×800, the decision token pinned in view', async ({ page }) => {
+  test.setTimeout(180_000);
+  const source = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-moe-'));
+  const folder = path.join(dir, 'mixtral-tiny');
+  fs.mkdirSync(folder);
+  for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, f), path.join(folder, f));
+  try {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await open(page);
+    await page.getByTestId('folder-input').setInputFiles(folder);
+    await expect(page.getByTestId('model-info')).toContainText('mixtral-tiny', { timeout: 120_000 });
+    await settled(page);
+    await page.getByTestId('prompt').fill('Lily and Tom went to the park. They saw a big dog and a small cat. The dog ran after the ball and the cat sat under the tree. Then Lily and Tom had a picnic with the dog and the cat, and they gave the ball to');
+    await page.getByTestId('good-future').fill(' the');
+    await page.getByTestId('bad-future').fill(' a');
+    await page.getByTestId('tab-routes').click();
+    await page.getByTestId('run-routes').click();
+    await settled(page);
+    const map = page.getByTestId('routes-map');
+    await expect(map).toBeVisible();
+    const T = await page.getByTestId('token-strip').locator('li').count();
+    expect(T, 'tokens of the prompt').toBeGreaterThan(80);
+    const g = await map.evaluate((el) => {
+      const box = el.closest('.heatmap-box') as HTMLElement;
+      const b = box.getBoundingClientRect();
+      return { boxRight: b.right, windowRight: document.documentElement.clientWidth, hidden: box.scrollWidth - box.clientWidth, pageHidden: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+    });
+    // The trial saw a 1352 px canvas in an 830 px panel, the page itself wider than the window and nothing to scroll.
+    expect.soft(g.pageHidden, 'px of the page hidden to the right of the window').toBeLessThanOrEqual(0);
+    expect.soft(g.boxRight, 'the map box’s right edge (px; the window ends at the next number)').toBeLessThanOrEqual(g.windowRight);
+    expect.soft(g.hidden, 'the map is wider than its box, so the box scrolls').toBeGreaterThan(0);
+    // Headless Chromium draws no scrollbar (the trial saw none): the grid says that it scrolls.
+    await expect(page.getByTestId('routes-map-scroll-note')).toContainText(`${T} columns, wider than the panel: scroll the grid sideways`);
+    // The decision token (the last column) is in view without scrolling: a pinned copy at the box's right edge.
+    await expect(page.getByTestId('routes-map-pinned')).toBeVisible();
+    // Scrolled to its end, the last position's column lies inside the box.
+    const end = await map.evaluate((el, n) => {
+      const box = el.closest('.heatmap-box') as HTMLElement;
+      box.scrollLeft = box.scrollWidth;
+      const d = (el as HTMLElement).dataset;
+      const c = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+      return { lastRight: c.left + Number(d.x0) + n * Number(d.cellWidth), boxRight: b.right };
+    }, T);
+    expect.soft(end.lastRight, 'scrolled to the end, the last column’s right edge (px; the box ends at the next number)').toBeLessThanOrEqual(end.boxRight + 1);
+    await map.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: `${SHOTS}/layout-routes-long-1280.png` });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prompt (mixtral-tiny) shows every token, the last ones included', async ({ page }) => {
   test.setTimeout(180_000);
   const source = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');

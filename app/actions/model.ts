@@ -138,6 +138,22 @@ function topLevel(files: { path: string; file: File }[]): { path: string; file: 
   return files.filter(({ path }) => path.split('/').filter(Boolean).length <= 2);
 }
 
+/**
+ * Why a picked or dropped folder is not a model folder when it holds model folders one level down
+ * (a trial opened fixtures-moe/ and read only "config.json is missing"): the refusal names them.
+ * @param files the folder's files, each with its path in the folder (`folder/name`, `folder/sub/name`).
+ * @returns the refusal, or null when the folder has config.json or a .gguf file at its top level, or
+ *   no model folder inside it (the load then says what is missing).
+ */
+export function nestedModelRefusal(files: readonly { path: string }[]): string | null {
+  const parts = files.map(({ path }) => path.split('/').filter(Boolean));
+  const isModelFile = (name: string) => name === 'config.json' || name.endsWith('.gguf');
+  if (parts.some((p) => p.length <= 2 && isModelFile(p[p.length - 1]))) return null;
+  const inside = [...new Set(parts.filter((p) => p.length === 3 && isModelFile(p[2])).map((p) => p[1]))].sort();
+  if (!inside.length) return null;
+  return `${parts[0][0]} is not a model folder (no config.json or .gguf file at its top level) but holds ${inside.length === 1 ? 'one' : inside.length}: ${inside.join(', ')}. Open one of them.`;
+}
+
 /** The source for files chosen with `<input type=file webkitdirectory>`. */
 export function sourceFromFileList(list: FileList): ModelSource {
   return sourceFromFiles(Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file })));

@@ -44,7 +44,9 @@ export function ChatTurnEditor() {
   };
   return (
     <fieldset className="chat-turn" data-testid="chat-turn">
-      <legend>Chat turn <span className="muted">system prompt and tools, rendered by the chat template</span></legend>
+      {/* a short legend: a long one wrapped and broke the box's top border */}
+      <legend>Chat turn</legend>
+      <p className="hint">System prompt and tools, rendered by the chat template.</p>
       <label htmlFor="system-prompt">System prompt</label>
       <textarea id="system-prompt" data-testid="system-prompt" rows={2} spellCheck={false} placeholder="none" value={system ?? ''} onChange={(e) => setSystem(e.target.value)} />
       <label htmlFor="tools-json">Tools</label>

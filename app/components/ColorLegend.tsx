@@ -1,4 +1,4 @@
-import { scaleLinear } from 'd3';
+import { precisionFixed, scaleLinear } from 'd3';
 
 export interface ColorLegendProps {
   color: (v: number) => string;
@@ -16,6 +16,8 @@ export function ColorLegend({ color, domain, title, lowNote, highNote, width = 3
   const x = scaleLinear().domain(domain).range([0, width]);
   const steps = 64;
   const ticks = x.ticks(5);
+  // enough decimals to tell neighbouring ticks apart (0.0005 steps read "0.001" twice at 3)
+  const digits = Math.max(3, ticks.length > 1 ? precisionFixed(ticks[1] - ticks[0]) : 0);
   return (
     <figure className="legend" data-testid={testId}>
       <figcaption>{title}</figcaption>
@@ -29,7 +31,7 @@ export function ColorLegend({ color, domain, title, lowNote, highNote, width = 3
           {ticks.map((t) => (
             <g key={t} transform={`translate(${x(t)},14)`}>
               <line y2={5} stroke="#57606a" />
-              <text y={17} textAnchor="middle">{t.toLocaleString('en', { maximumFractionDigits: 3 }).replace('-', '−')}</text>
+              <text y={17} textAnchor="middle">{t.toLocaleString('en', { maximumFractionDigits: digits }).replace('-', '−')}</text>
             </g>
           ))}
         </g>

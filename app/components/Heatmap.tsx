@@ -329,6 +329,7 @@ export function Heatmap(p: HeatmapProps) {
   };
 
   return (
+    <>
     <div className="scroll-x heatmap-box" ref={box}>
       <div className="heatmap-track" style={{ width: g.width }}>
       {scrolls && <div className="heatmap-pin left"><canvas ref={pinLeft} aria-hidden="true" data-testid={`${p.testId}-row-labels`} /></div>}
@@ -369,5 +370,7 @@ export function Heatmap(p: HeatmapProps) {
       )}
       </div>
     </div>
+    {scrolls && <p className="hint" data-testid={`${p.testId}-scroll-note`}>{p.nCols} columns, wider than the panel: scroll the grid sideways (shift + wheel) to see them all{pinned ? '; the last column stays pinned at the right' : ''}.</p>}
+    </>
   );
 }

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
-import { loadHubModel, loadModel, localModelSource, sourceFromDirectory, sourceFromFileList } from '../actions/model';
+import { loadHubModel, loadModel, localModelSource, nestedModelRefusal, sourceFromDirectory, sourceFromFileList } from '../actions/model';
 import { CATALOG, CPU_BACKEND } from '../../workers/shared';
 import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
@@ -62,7 +62,7 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
   // A model from elsewhere (a folder, files, the Hub): the dropdown names it (a trial saw "stories260K" after a folder load).
   const loadedOther = useStore((s) => {
     const src = isB ? s.modelB?.source : s.lastLoad?.source;
-    return !src || src.kind === 'url' ? null : src.kind === 'hub' ? `${src.repo} (Hub)` : `${src.label} (opened folder)`;
+    return !src || src.kind === 'url' ? null : src.kind === 'hub' ? `${src.repo} (Hub)` : src.label;
   });
   // the folder or Hub model loaded: "Will it fit?" sizes it (not the bundled one the dropdown showed before)
   const lastSource = useStore((s) => s.lastLoad?.source);
@@ -135,7 +135,9 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
           aria-label={isB ? 'model B folder' : 'model folder'}
           onChange={(e) => {
             const list = e.currentTarget.files;
-            if (list && list.length) void load(sourceFromFileList(list));
+            const why = list && list.length ? nestedModelRefusal(Array.from(list, (f) => ({ path: f.webkitRelativePath || f.name }))) : null;
+            if (why) useStore.getState().setFailure({ what: 'Could not open the folder', why });
+            else if (list && list.length) void load(sourceFromFileList(list));
             e.currentTarget.value = '';
           }}
         />

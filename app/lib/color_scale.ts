@@ -49,6 +49,8 @@ export function divergingScale(m: number): ScaleDiverging<string> {
 
 /** What a range says about itself, for a legend or caption ("98th percentile of |Δ|; 3 of 120 cells beyond"). */
 export function rangeNote(r: SymmetricRange, mode: HeatmapScale, what = 'value'): string {
+  // two decimals from 0.1 up; two significant digits under it (a JS scale of 0.0021 read "0.00")
+  const m = r.m >= 0.1 || r.m === 0 ? r.m.toFixed(2) : String(Number(r.m.toPrecision(2)));
   const basis = mode === 'robust' ? `${Math.round(ROBUST_QUANTILE * 100)}th percentile of |${what}|` : `largest |${what}|`;
-  return r.clipped ? `scale ±${r.m.toFixed(2)}: ${basis}; ${r.clipped} of ${r.finite} cells beyond it drawn in the end colours` : `scale ±${r.m.toFixed(2)}: ${basis}`;
+  return r.clipped ? `scale ±${m}: ${basis}; ${r.clipped} of ${r.finite} cells beyond it drawn in the end colours` : `scale ±${m}: ${basis}`;
 }

@@ -85,7 +85,7 @@ export function AtpBesideExact({ p }: { p: PatchingDisplay }) {
         <>
           <p className="muted" data-testid="atp-caption" data-rho={agreement.rankCorrelation} data-flagged={agreement.disagreements.length}>
             {method} against exact over {r.nLayers * r.nCols} cells: Spearman ρ = <b className="mono" data-testid="atp-rho">{fixed(agreement.rankCorrelation, 3)}</b> ·{' '}
-            <span data-testid="atp-flagged">{agreement.disagreements.length}</span> cells with |r̂ − r| &gt; {threshold} outlined · {a.forwards} forwards and {a.backwards} backward
+            <span data-testid="atp-flagged">{agreement.disagreements.length}</span> cells with |r̂ − r| &gt; {threshold} outlined · {a.forwards} forwards and {a.backwards} backward{a.correction === 'qk' ? `, then AtP*'s attention recomputed on the host for each of the ${r.nLayers * r.nCols} resid_pre cells (block l's pattern with q_t, k_t, v_t patched: O(H·T²·d_head) per block, no further forward)` : ''}
           </p>
           <p className="mono" data-testid="atp-readout">
             {at >= 0

@@ -9,6 +9,7 @@ import { Heatmap } from '../components/Heatmap';
 import { SignedBars } from '../components/SignedBars';
 import { LineChart } from '../components/LineChart';
 import { divergingScale } from '../lib/color_scale';
+import { sparseTicks } from '../lib/sparse_ticks';
 import { signed, visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
@@ -159,7 +160,7 @@ export function AttributionView() {
                     { name: 'deletion: top-k tokens replaced', color: '#b2182b', points: f.faithfulness.k.map((k, i) => [k, f.faithfulness!.deletion[i]]) },
                     { name: 'insertion: only top-k kept', color: '#2166ac', points: f.faithfulness.k.map((k, i) => [k, f.faithfulness!.insertion[i]]) },
                   ]}
-                  legend zeroLine xTicks={f.faithfulness.k.filter((_, i, a) => a.length <= 8 || i % Math.ceil(a.length / 8) === 0 || i === a.length - 1)} xDomain={[0, Math.max(1, f.faithfulness.k[f.faithfulness.k.length - 1])]}
+                  legend zeroLine xTicks={sparseTicks(f.faithfulness.k)} xDomain={[0, Math.max(1, f.faithfulness.k[f.faithfulness.k.length - 1])]}
                   xLabel={`k tokens replaced by id ${f.faithfulness.baselineId} (most positive first)`} yLabel="Δ (nats)"
                   svgRef={curveSvg} width={520} height={240} label="deletion and insertion curves" testId="deletion-curve"
                 />

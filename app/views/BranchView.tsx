@@ -168,7 +168,7 @@ function Compare({ tree }: { tree: BranchTree }) {
         ))}
       </div>
       <LineChart series={series} legend xLabel="position − fork" yLabel="margin Δ (nats)" zeroLine svgRef={svg} label="Margin per step of two branches, aligned at the fork" testId="compare-curve" />
-      <p className="hint" data-testid="compare-summary">{`${text(a) === text(b) ? 'Identical texts.' : `They share ${fork - T} new tokens.`}`}</p>
+      <p className="hint" data-testid="compare-summary">{`${text(a) === text(b) ? 'Identical texts.' : `They share ${fork - T} new token${fork - T === 1 ? '' : 's'}.`}`}</p>
     </div>
   );
 }

@@ -11,7 +11,7 @@ import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { ResultStatus } from '../components/ResultStatus';
-import { blockShort } from '../lib/layer_names';
+import { blockShort, hookName, hookShort } from '../lib/layer_names';
 import { fixed, signed } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 
@@ -229,7 +229,7 @@ export function MechanismsView() {
           <p className="muted" data-testid="mech-causal-line">
             Where each becomes causal (mean over pairs of the max resid_pre patching recovery per block):{' '}
             {run!.request.causal === false ? 'not computed (tick “where each becomes causal” to patch each set’s pairs).' : <>
-              {([['A', r.causal.a], ['B', r.causal.b]] as const).map(([k, c]) => `${k} ${c ? `${c.curve.map((x, l) => `${blockShort(l)} ${fixed(x, 2)}`).join(', ')} (first block ≥ 0.5: ${c.firstBlock === null ? 'none' : blockShort(c.firstBlock)}; ${c.pairs} pairs)` : 'n/a (no pair of equal token length)'}`).join(' · ')}
+              {([['A', r.causal.a], ['B', r.causal.b]] as const).map(([k, c]) => `${k} ${c ? `${c.curve.map((x, l) => `${hookShort(`blocks.${l}.hook_resid_pre`)} ${fixed(x, 2)}`).join(', ')} (first after the embeddings ≥ 0.5: ${c.firstBlock === null ? 'none' : hookName(`blocks.${c.firstBlock}.hook_resid_pre`)}; ${c.pairs} pairs)` : 'n/a (no pair of equal token length)'}`).join(' · ')}
               {' '}· similarity r = {opt(r.causal.similarity)}</>}
           </p>
           <div className="table-scroll">

@@ -232,7 +232,7 @@ export function RoutesView() {
               <Heatmap
                 values={top1} nRows={r.layers.length} nCols={T} color={(v) => expertColour(v)}
                 rowLabels={r.layers.map((x) => `L${x.layer}`)} colLabels={r.tokens.map(visibleToken)} rowTitle="sparse layer" colTitle="position · token"
-                rowsUpward cellWidth={{ min: 14, max: 64 }} cellHeight={40}
+                rowsUpward pinLastColumn cellWidth={{ min: 14, max: 64 }} cellHeight={40}
                 annotate={(c) => { const lr = r.layers[c.row]; return Array.from({ length: r.topK }, (_, j) => `e${lr.expertIndices[c.col * r.topK + j]} ${fixed(lr.expertWeights[c.col * r.topK + j], 2)}`).join('\n'); }}
                 active={hover} onHover={(c) => { if (c) setHover(c); }}
                 label="chosen experts per sparse layer and token" testId="routes-map"

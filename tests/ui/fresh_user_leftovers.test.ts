@@ -61,8 +61,8 @@ describe('fresh-user trial leftovers', () => {
     act(() => dom.root.render(createElement(ModelPicker)));
     const shown = () => { const s = q('model-select') as HTMLSelectElement; return s.options[s.selectedIndex]?.textContent; };
     expect(shown()).toBe('stories260K');
-    act(() => useStore.setState({ lastLoad: { source: { kind: 'files', label: 'mixtral-tiny', files: [] }, options: {} } }));
-    expect(shown()).toBe('mixtral-tiny (opened folder)');
+    act(() => useStore.setState({ lastLoad: { source: { kind: 'files', label: 'mixtral-tiny (local folder)', files: [] }, options: {} } }));
+    expect(shown()).toBe('mixtral-tiny (local folder)');
     expect((q('load-local') as HTMLButtonElement).disabled).toBe(true);
     act(() => useStore.setState({ lastLoad: { source: { kind: 'hub', repo: 'org/model' }, options: {} } }));
     expect(shown()).toBe('org/model (Hub)');

@@ -291,7 +291,9 @@ export class PromptCodec {
     const seqs: number[][] = [];
     for (const s of f.ids ?? []) seqs.push([...s]);
     if (f.toolCall) {
-      if (!prompt.chatTemplate) throw new Error(`${name ? `the ${name} future` : 'a future'} is a tool call, which needs the chat template: switch the chat-template toggle on`);
+      const which = name ? `the ${name} future` : 'a future';
+      if (!this.tokenizer.hasChatTemplate) throw new Error(`${which} is a tool call, which only a chat template writes, and ${this.model.label} has none (its tokenizer_config.json has no chat_template): load a chat model whose template takes tools (e.g. Qwen2.5 0.5B Instruct), or write the future as text`);
+      if (!prompt.chatTemplate) throw new Error(`${which} is a tool call, which needs the chat template: switch the chat-template toggle on`);
       const call = toolCallFuture(this.tokenizer, promptConversation(prompt), f.toolCall);
       const prefixOk = call.promptIds.length === promptIds.length && promptIds.every((id, i) => call.promptIds[i] === id);
       if (!prefixOk) throw new Error('the tool call was rendered after a different prompt than the one given; re-tokenise the prompt');
