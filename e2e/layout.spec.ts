@@ -1,9 +1,7 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { SHARED } from './golden';
 import { open, settled, buildCaa } from './app_page';
+import { withMoeFixture } from './moe_fixture';
 
 /**
  * Layout on small laptop screens, on the production build with stories260K: with every view
@@ -156,6 +154,16 @@ test('poster mode at 1280×800: Reset and Leave are on screen and nothing is wid
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
   await page.screenshot({ path: `${SHOTS}/poster-1280x800.png` });
 });
+
+/** Expert routes: types the prompt and the two futures, opens the tab and runs the routes. */
+async function runRoutes(page: Page, prompt: string, good: string, bad: string) {
+  await page.getByTestId('prompt').fill(prompt);
+  await page.getByTestId('good-future').fill(good);
+  await page.getByTestId('bad-future').fill(bad);
+  await page.getByTestId('tab-routes').click();
+  await page.getByTestId('run-routes').click();
+  await settled(page);
+}
 
 /** Branches: grows a 6-token trunk, then starts Find fork points over every position (1 sample each). */
 async function findForkPoints(page: Page) {
@@ -387,23 +395,9 @@ test('issue 29 leftovers d, e, f: at 1280×800 the fork-points table fits the wi
 
 test('trial: the Expert routes map of a long prompt (mixtral-tiny, 80+ tokens) scrolls in its own box at 1280×800, the decision token pinned in view', async ({ page }) => {
   test.setTimeout(180_000);
-  const source = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-moe-'));
-  const folder = path.join(dir, 'mixtral-tiny');
-  fs.mkdirSync(folder);
-  for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, f), path.join(folder, f));
-  try {
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await open(page);
-    await page.getByTestId('folder-input').setInputFiles(folder);
-    await expect(page.getByTestId('model-info')).toContainText('mixtral-tiny', { timeout: 120_000 });
-    await settled(page);
-    await page.getByTestId('prompt').fill('Lily and Tom went to the park. They saw a big dog and a small cat. The dog ran after the ball and the cat sat under the tree. Then Lily and Tom had a picnic with the dog and the cat, and they gave the ball to');
-    await page.getByTestId('good-future').fill(' the');
-    await page.getByTestId('bad-future').fill(' a');
-    await page.getByTestId('tab-routes').click();
-    await page.getByTestId('run-routes').click();
-    await settled(page);
+  await withMoeFixture(page, 'mixtral', async (load) => {
+    await load();
+    await runRoutes(page, 'Lily and Tom went to the park. They saw a big dog and a small cat. The dog ran after the ball and the cat sat under the tree. Then Lily and Tom had a picnic with the dog and the cat, and they gave the ball to', ' the', ' a');
     const map = page.getByTestId('routes-map');
     await expect(map).toBeVisible();
     const T = await page.getByTestId('token-strip').locator('li').count();
@@ -432,30 +426,14 @@ test('trial: the Expert routes map of a long prompt (mixtral-tiny, 80+ tokens) s
     expect.soft(end.lastRight, 'scrolled to the end, the last column’s right edge (px; the box ends at the next number)').toBeLessThanOrEqual(end.boxRight + 1);
     await map.scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${SHOTS}/layout-routes-long-1280.png` });
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prompt (mixtral-tiny) shows every token, the last ones included', async ({ page }) => {
   test.setTimeout(180_000);
-  const source = path.join(SHARED, 'fixtures-moe', 'mixtral-tiny');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-moe-'));
-  const folder = path.join(dir, 'mixtral-tiny');
-  fs.mkdirSync(folder);
-  for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, f), path.join(folder, f));
-  try {
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await open(page);
-    await page.getByTestId('folder-input').setInputFiles(folder);
-    await expect(page.getByTestId('model-info')).toContainText('mixtral-tiny', { timeout: 120_000 });
-    await settled(page);
-    await page.getByTestId('prompt').fill('The quick brown fox jumps over the lazy dog while the cat sleeps under warm tree');
-    await page.getByTestId('good-future').fill(' jumps');
-    await page.getByTestId('bad-future').fill(' runs');
-    await page.getByTestId('tab-routes').click();
-    await page.getByTestId('run-routes').click();
-    await settled(page);
+  await withMoeFixture(page, 'mixtral', async (load) => {
+    await load();
+    await runRoutes(page, 'The quick brown fox jumps over the lazy dog while the cat sleeps under warm tree', ' jumps', ' runs');
     const map = page.getByTestId('routes-map');
     await expect(map).toBeVisible();
     const T = await page.getByTestId('token-strip').locator('li').count();
@@ -475,7 +453,5 @@ test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prom
     await page.screenshot({ path: `${SHOTS}/layout-routes-29-1280.png` });
     // f. The Model dropdown names the loaded folder's model, not the bundled one it showed before.
     await expect(page.getByTestId('model-select').locator('option:checked')).toContainText('mixtral-tiny');
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
