@@ -6,7 +6,7 @@ import type { LibraryEntry } from '../store/vectors';
 import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
 import { currentIdentity } from './identity';
-import { chatTurnOf } from '../components/useExperimentRequest';
+import { chatTurnOf } from '../lib/experiment_request';
 
 /** Example probe sets shipped in public/ (file, menu name). */
 export const PROBE_EXAMPLES: { file: string; name: string }[] = [

@@ -1,25 +1,7 @@
 import { useMemo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import { useStore } from '../store';
-import { futureInput } from '../lib/futures';
-import { specRequest } from '../lib/specs';
-import type { FutureInput, PromptInput, SpecRequest } from '../../workers/protocol';
-
-/** The experiment's fields a study request is made from (store: experiment, steering, vectors). */
-export type ExperimentFields = Pick<ReturnType<typeof useStore.getState>, 'prompt' | 'chatTemplate' | 'system' | 'tools' | 'good' | 'bad' | 'interventions' | 'vectors'>;
-
-/** The part of a study request the experiment gives: the prompt as it renders, both futures, the enabled interventions as specs. */
-export type ExperimentRequest = PromptInput & SpecRequest & { good: FutureInput; bad: FutureInput };
-
-/**
- * The experiment as a request's base: prompt, chat template, system prompt and tools, both futures
- * parsed, the enabled interventions as specs with their labels (lib/specs.ts specRequest).
- * @throws Error for a future that does not parse or an enabled intervention whose vector is no longer in the library.
- */
-export function experimentRequest(s: ExperimentFields): ExperimentRequest {
-  const { specs, specLabels } = specRequest(s.interventions, s.vectors);
-  return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), specs, specLabels };
-}
+import { chatTurnOf, experimentRequest, type ChatTurnFields, type ExperimentFields, type ExperimentRequest } from '../lib/experiment_request';
 
 /** The experiment's fields as the store holds them at this render; the object changes only when one of them does. */
 export function useExperimentFields(): ExperimentFields {
@@ -36,14 +18,6 @@ export function useExperimentRequest(): { request: ExperimentRequest; problem: n
       return { request: undefined, problem: (e as Error).message };
     }
   }, [s]);
-}
-
-/** The experiment's chat turn: the chat template toggle, the system prompt and the tools every prompt of a study request renders with. */
-export type ChatTurnFields = Pick<ExperimentFields, 'chatTemplate' | 'system' | 'tools'>;
-
-/** The chat turn of the store's state `s` (for actions that read the store once). */
-export function chatTurnOf(s: ChatTurnFields): ChatTurnFields {
-  return { chatTemplate: s.chatTemplate, system: s.system, tools: s.tools };
 }
 
 /** The chat turn at this render; the object changes only when one of its fields does. */

@@ -15,7 +15,8 @@ import type { InterventionDraft } from '../store/steering';
 import type { LibraryEntry } from '../store/vectors';
 import type { ProbeSettings } from '../store/probe';
 import type { InterventionSpec, StudyRequest, StudyResult } from '../../workers/protocol';
-import { chatTurnOf, useChatTurn, type ChatTurnFields } from '../components/useExperimentRequest';
+import { useChatTurn } from '../components/useExperimentRequest';
+import { chatTurnOf, type ChatTurnFields } from '../lib/experiment_request';
 
 type Under = StudyResult<'probeUnder'>;
 

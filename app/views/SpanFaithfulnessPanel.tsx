@@ -2,7 +2,7 @@ import { useRef, useState } from 'react';
 import { useStore } from '../store';
 import { runStudy } from '../actions/study';
 import { useStudy } from '../components/useStudy';
-import type { ChatTurnFields } from '../components/useExperimentRequest';
+import type { ChatTurnFields } from '../lib/experiment_request';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { LineChart } from '../components/LineChart';
