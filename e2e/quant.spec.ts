@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { analysed, analyseWith, buildCaa, open, settled } from './app_page';
 import { SHARED } from './golden';
-import { llamaToGguf } from '../tools/gguf_write';
+import { hfToGguf } from '../tools/gguf_write';
 
 const ONCE = { prompt: 'Once upon a time', good: ',', bad: ' there' };
 
@@ -91,7 +91,7 @@ test('a folder holding model.gguf (Q4_0) and tokenizer.json opens: the model inf
   const src = path.join(SHARED, 'models', 'stories260K');
   const folder = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'branchpoint-gguf-')), 'stories260K-q4');
   fs.mkdirSync(folder);
-  fs.writeFileSync(path.join(folder, 'model.gguf'), llamaToGguf(src, 'q4_0'));
+  fs.writeFileSync(path.join(folder, 'model.gguf'), hfToGguf(src, 'q4_0'));
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(src, f), path.join(folder, f));
   try {
     await open(page);

@@ -1,7 +1,8 @@
 /**
- * A small GGUF writer for tests and experiments: converts a Llama model folder in HF layout
- * (config.json + model.safetensors) into `model.gguf` the way llama.cpp's convert_hf_to_gguf.py
- * lays it out, with the linear weights as Q8_0, Q4_0, F16 or F32.
+ * A small GGUF writer for tests and experiments: converts a model folder in HF layout
+ * (config.json + model.safetensors; Llama, Mixtral, Qwen3, Gemma 2, Gemma 3 text) into
+ * `model.gguf` the way llama.cpp's convert_hf_to_gguf.py lays it out, with the linear weights as
+ * Q8_0, Q4_0, F16 or F32.
  *
  *   npx tsx tools/gguf_write.ts <hf-folder> <out.gguf> [--type q8_0|q4_0|f16|f32] [--embed f32|f16]
  *
@@ -13,24 +14,34 @@
  *                   HF shape reversed), u32 GGML type, u64 offset into the data section),
  *   zero padding to general.alignment (32), then the tensor data, each tensor at an offset that is a
  *   multiple of 32. GGML types: 0 F32, 1 F16, 2 Q4_0 (18-byte blocks), 8 Q8_0 (34-byte blocks).
- * Metadata: general.architecture = "llama", general.alignment, llama.{block_count,
- * embedding_length, feed_forward_length, context_length, attention.head_count,
- * attention.head_count_kv, attention.key_length, attention.layer_norm_rms_epsilon, rope.freq_base},
- * tokenizer.ggml.{bos,eos}_token_id when config.json has them. (No tokenizer vocabulary: the engine
- * reads tokenizer.json beside the file.)
- * Tensors: llama.cpp names (io/gguf.ts), attn_q / attn_k rows permuted as LlamaModel.permute does;
- * norms F32; the embedding (and an untied output) F32 or --embed f16; a linear weight whose rows are
- * not a multiple of 32 values is written F32 (llama.cpp falls back the same way, to F16 or F32).
+ * Metadata (io/gguf_arch.ts reads it back): general.architecture ("llama" for Llama and Mixtral,
+ * "qwen3", "gemma2", "gemma3"), general.alignment, {arch}.{block_count, embedding_length,
+ * feed_forward_length, context_length, attention.head_count, attention.head_count_kv,
+ * attention.key_length, attention.value_length, attention.layer_norm_rms_epsilon}, the RoPE base
+ * ({arch}.rope.freq_base; Gemma 3 also rope.freq_base_swa; Gemma 2 none, as the converter), linear
+ * RoPE scaling as {arch}.rope.scaling.type / .factor, Gemma's attention.sliding_window and
+ * soft-caps, tokenizer.ggml.{bos,eos}_token_id when config.json has them. (No tokenizer vocabulary:
+ * the engine reads tokenizer.json beside the file.)
+ * Tensors: llama.cpp names (io/gguf_arch.ts); Llama's attn_q / attn_k rows permuted as
+ * LlamaModel.permute does (Qwen3 and Gemma use NEOX RoPE: no permutation); Llama 3's rope_scaling
+ * "llama3" as a rope_freqs.weight tensor of per-frequency divisors (F32); Gemma's norm weights
+ * stored as 1 + w (the converter's norm shift); norms F32; the embedding (and an untied output)
+ * F32 or --embed f16; a linear weight whose rows are not a multiple of 32 values is written F32
+ * (llama.cpp falls back the same way, to F16 or F32).
  * Mixtral folders are written as llama.cpp writes them: "llama" with llama.expert_count and
  * llama.expert_used_count, the router ffn_gate_inp F32 (llama-quantize leaves it so), and each
  * layer's experts stacked into ffn_gate_exps / ffn_up_exps / ffn_down_exps [n_experts, rows, cols]
  * in expert order.
+ * A config llama.cpp's layout cannot carry is refused (a Gemma query_pre_attn_scalar other than
+ * the one llama.cpp derives, a Gemma 3 local/global pattern other than 5:1, a Gemma 2 RoPE base
+ * other than 10000).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { packF16 } from '../workers/engine/backend/f16';
 import { quantise, QK, toGgmlBlocks } from '../workers/engine/backend/quant';
 import { ggufExpertName, ggufName, ropeRowOrder } from '../workers/engine/io/gguf';
+import { GGUF_FAMILIES } from '../workers/engine/io/gguf_arch';
 import { decodeTensor, parseSafetensors } from '../workers/engine/io/safetensors';
 
 export type GgufTensorType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
@@ -93,39 +104,135 @@ function encode(data: Float32Array, shape: number[], type: GgufTensorType): Uint
   return toGgmlBlocks(quantise(type, data, shape[0], shape[1]));
 }
 
+/** llama.cpp's `general.architecture` for an HF model_type this writer converts. */
+const ARCH_OF: Record<string, string> = { llama: 'llama', mixtral: 'llama', qwen3: 'qwen3', gemma2: 'gemma2', gemma3_text: 'gemma3' };
+
 /**
- * The GGUF bytes of a Llama or Mixtral model folder (config.json + model.safetensors).
- * @param type storage of the linear weights; `embed` that of token_embd / output.
- * @throws Error for a config that is neither, or a tensor without a llama.cpp name.
+ * Llama 3's RoPE divisors as convert_hf_to_gguf.py writes them into `rope_freqs.weight`
+ * (LlamaModel.generate_extra_tensors): per frequency θ^(−2j/d), 1 above the high-frequency
+ * wavelength, `factor` below the low one, 1 / ((1 − s)/factor + s) between. Unlike the converter,
+ * which reads original_max_position_embeddings from the top of config.json (default 8192), this
+ * takes it from rope_scaling, as HF does; the two agree for the released Llama 3.x checkpoints.
  */
-export function llamaToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f16' = 'f32'): Uint8Array {
+function llama3FreqFactors(theta: number, d: number, s: Record<string, number>): Float32Array {
+  const orig = s.original_max_position_embeddings, low = s.low_freq_factor, high = s.high_freq_factor;
+  return Float32Array.from({ length: d / 2 }, (_, j) => {
+    const wavelen = (2 * Math.PI) / theta ** (-(2 * j) / d);
+    if (wavelen < orig / high) return 1;
+    if (wavelen > orig / low) return s.factor;
+    const smooth = (orig / wavelen - low) / (high - low);
+    return 1 / ((1 - smooth) / s.factor + smooth);
+  });
+}
+
+/**
+ * query_pre_attn_scalar as llama-model.cpp derives it for Gemma (io/gguf_arch.ts): a config with
+ * another value cannot be written in llama.cpp's layout.
+ * @throws Error naming the key.
+ */
+function checkGemmaScalar(c: Record<string, number>, layers27b: number): void {
+  const want = c.num_hidden_layers === layers27b ? c.hidden_size / c.num_attention_heads : c.head_dim;
+  if ((c.query_pre_attn_scalar ?? want) !== want) throw new Error(`query_pre_attn_scalar ${c.query_pre_attn_scalar}: llama.cpp's Gemma files carry none and scale by ${want}^-0.5; this config cannot be written as one`);
+}
+
+/** The `{arch}.*` metadata convert_hf_to_gguf.py writes for config `c` (module comment). */
+function metadata(arch: string, c: Record<string, any>, nHeads: number, nKv: number, dHead: number): Record<string, Value> {
+  const a = arch;
+  const meta: Record<string, Value> = {
+    'general.architecture': { str: a },
+    'general.alignment': { u32: ALIGN },
+    [`${a}.block_count`]: { u32: c.num_hidden_layers },
+    [`${a}.embedding_length`]: { u32: c.hidden_size },
+    [`${a}.feed_forward_length`]: { u32: c.intermediate_size },
+    [`${a}.context_length`]: { u32: c.max_position_embeddings },
+    [`${a}.attention.head_count`]: { u32: nHeads },
+    [`${a}.attention.head_count_kv`]: { u32: nKv },
+    [`${a}.attention.key_length`]: { u32: dHead },
+    [`${a}.attention.value_length`]: { u32: dHead },
+    [`${a}.attention.layer_norm_rms_epsilon`]: { f32: c.rms_norm_eps },
+  };
+  const scaling = c.rope_scaling?.rope_type ?? c.rope_scaling?.type;
+  if (scaling === 'linear') {
+    meta[`${a}.rope.scaling.type`] = { str: 'linear' };
+    meta[`${a}.rope.scaling.factor`] = { f32: c.rope_scaling.factor };
+  } else if (scaling !== undefined && scaling !== 'default' && !(scaling === 'llama3' && a === 'llama')) throw new Error(`rope_scaling ${scaling} is not written here`);
+  if (a === 'llama') {
+    meta['llama.rope.freq_base'] = { f32: c.rope_theta ?? 10000 };
+    meta['llama.rope.dimension_count'] = { u32: dHead };
+    if (c.model_type === 'mixtral') {
+      meta['llama.expert_count'] = { u32: c.num_local_experts };
+      meta['llama.expert_used_count'] = { u32: c.num_experts_per_tok };
+    }
+  } else if (a === 'qwen3') meta['qwen3.rope.freq_base'] = { f32: c.rope_theta ?? 10000 };
+  else if (a === 'gemma2') {
+    // Gemma2Model.set_gguf_parameters writes no RoPE base: llama.cpp assumes 10000
+    if ((c.rope_theta ?? 10000) !== 10000) throw new Error(`rope_theta ${c.rope_theta}: llama.cpp's Gemma 2 files carry none (10000 is assumed)`);
+    checkGemmaScalar(c, 46);
+    meta['gemma2.attn_logit_softcapping'] = { f32: c.attn_logit_softcapping ?? 50 };
+    meta['gemma2.final_logit_softcapping'] = { f32: c.final_logit_softcapping ?? 30 };
+    meta['gemma2.attention.sliding_window'] = { u32: c.sliding_window ?? 4096 };
+  } else {
+    checkGemmaScalar(c, 62);
+    if (c.attn_logit_softcapping != null) throw new Error('attn_logit_softcapping is set: Gemma 3 files carry none');
+    const pattern = c.sliding_window_pattern ?? 6;
+    const rule = Array.from({ length: c.num_hidden_layers }, (_, l) => ((l + 1) % 6 !== 0 ? 'sliding_attention' : 'full_attention'));
+    if (pattern !== 6 || (Array.isArray(c.layer_types) && c.layer_types.some((t: string, l: number) => t !== rule[l]))) throw new Error('Gemma 3 layers other than five local to one global: llama.cpp fixes that pattern');
+    meta['gemma3.rope.freq_base'] = { f32: c.rope_theta ?? 1_000_000 };
+    meta['gemma3.rope.freq_base_swa'] = { f32: c.rope_local_base_freq ?? 10000 };
+    if (c.sliding_window != null) meta['gemma3.attention.sliding_window'] = { u32: c.sliding_window };
+    if (c.final_logit_softcapping != null) meta['gemma3.final_logit_softcapping'] = { f32: c.final_logit_softcapping };
+  }
+  if (typeof c.bos_token_id === 'number') meta['tokenizer.ggml.bos_token_id'] = { u32: c.bos_token_id };
+  if (typeof c.eos_token_id === 'number') meta['tokenizer.ggml.eos_token_id'] = { u32: c.eos_token_id };
+  return meta;
+}
+
+/**
+ * The GGUF bytes of a model folder (config.json + model.safetensors) of model_type llama (with
+ * rope_scaling llama3 or linear), mixtral, qwen3, gemma2 or gemma3_text, as convert_hf_to_gguf.py
+ * lays it out (module comment).
+ * @param type storage of the linear weights; `embed` that of token_embd / output.
+ * @throws Error for another model_type, a config llama.cpp's layout cannot carry, or a tensor
+ *   without a llama.cpp name.
+ */
+export function hfToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f16' = 'f32'): Uint8Array {
   const c = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8'));
-  if (c.model_type !== 'llama' && c.model_type !== 'mixtral') throw new Error(`${dir}: model_type ${c.model_type} is neither llama nor mixtral`);
+  const arch = ARCH_OF[c.model_type];
+  if (!arch) throw new Error(`${dir}: model_type ${c.model_type} is not written here (${Object.keys(ARCH_OF).join(', ')} are)`);
+  const family = GGUF_FAMILIES[arch];
   const bytes = new Uint8Array(fs.readFileSync(path.join(dir, 'model.safetensors')));
   const h = parseSafetensors(bytes);
   const nHeads = c.num_attention_heads, nKv = c.num_key_value_heads ?? nHeads, dHead = c.head_dim ?? c.hidden_size / nHeads;
+  const meta = metadata(arch, c, nHeads, nKv, dHead);
   const tensors: GgufTensor[] = [];
+  const scaling = c.rope_scaling?.rope_type ?? c.rope_scaling?.type;
+  if (arch === 'llama' && scaling === 'llama3') {
+    const f = llama3FreqFactors(c.rope_theta ?? 10000, dHead, c.rope_scaling);
+    tensors.push({ name: 'rope_freqs.weight', shape: [f.length], type: 'f32', data: encode(f, [f.length], 'f32') });
+  }
   /** Per stacked name: its experts' float32 values and their [rows, cols]. */
   const stacks = new Map<string, { parts: Float32Array[]; shape: number[] }>();
   for (const [name, e] of h.tensors) {
     if (name.endsWith('rotary_emb.inv_freq')) continue;
-    const ex = ggufExpertName(name);
+    const ex = arch === 'llama' ? ggufExpertName(name) : null;
     if (ex) {
       const st = stacks.get(ex.name) ?? { parts: [], shape: e.shape };
       st.parts[ex.expert] = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
       stacks.set(ex.name, st);
       continue;
     }
-    const g = ggufName(name);
-    if (!g) throw new Error(`${name} has no llama.cpp name`);
+    const g = ggufName(name, arch);
+    if (!g) throw new Error(`${name} has no llama.cpp name in "${arch}"`);
     let data = decodeTensor(bytes.subarray(h.dataStart + e.begin, h.dataStart + e.end), e.dtype);
-    const order = /attn_q\.weight$/.test(g) ? ropeRowOrder(nHeads, dHead) : /attn_k\.weight$/.test(g) ? ropeRowOrder(nKv, dHead) : null;
+    const order = !family.permutesQk ? null : /attn_q\.weight$/.test(g) ? ropeRowOrder(nHeads, dHead) : /attn_k\.weight$/.test(g) ? ropeRowOrder(nKv, dHead) : null;
     if (order) {
       // GGUF row order[i] holds HF row i
       const w = e.shape[1], out = new Float32Array(data.length);
       order.forEach((dst, i) => out.set(data.subarray(i * w, (i + 1) * w), dst * w));
       data = out;
     }
+    // Gemma: the converter stores 1 + w for every "norm.weight" (Gemma3Model.norm_shift), in float32
+    if (family.normShift && name.endsWith('norm.weight')) data = data.map((x) => x + family.normShift);
     const table = g === 'token_embd.weight' || g === 'output.weight';
     const t: GgufTensorType = e.shape.length !== 2 || g.endsWith('ffn_gate_inp.weight') ? 'f32' : table ? embed : e.shape[1] % QK === 0 || type === 'f16' ? type : 'f32';
     tensors.push({ name: g, shape: e.shape, type: t, data: encode(data, e.shape, t) });
@@ -138,25 +245,6 @@ export function llamaToGguf(dir: string, type: GgufTensorType, embed: 'f32' | 'f
     // expert matrices one after another: a [E·rows, cols] matrix, rows quantised independently
     tensors.push({ name: g, shape: [parts.length, rows, cols], type: t, data: encode(all, [parts.length * rows, cols], t) });
   }
-  const meta: Record<string, Value> = {
-    'general.architecture': { str: 'llama' },
-    'general.alignment': { u32: ALIGN },
-    'llama.block_count': { u32: c.num_hidden_layers },
-    'llama.embedding_length': { u32: c.hidden_size },
-    'llama.feed_forward_length': { u32: c.intermediate_size },
-    'llama.context_length': { u32: c.max_position_embeddings },
-    'llama.attention.head_count': { u32: nHeads },
-    'llama.attention.head_count_kv': { u32: nKv },
-    'llama.attention.key_length': { u32: dHead },
-    'llama.attention.layer_norm_rms_epsilon': { f32: c.rms_norm_eps },
-    'llama.rope.freq_base': { f32: c.rope_theta ?? 10000 },
-  };
-  if (c.model_type === 'mixtral') {
-    meta['llama.expert_count'] = { u32: c.num_local_experts };
-    meta['llama.expert_used_count'] = { u32: c.num_experts_per_tok };
-  }
-  if (typeof c.bos_token_id === 'number') meta['tokenizer.ggml.bos_token_id'] = { u32: c.bos_token_id };
-  if (typeof c.eos_token_id === 'number') meta['tokenizer.ggml.eos_token_id'] = { u32: c.eos_token_id };
   return writeGguf(meta, tensors);
 }
 
@@ -167,7 +255,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(im
     process.stderr.write('usage: npx tsx tools/gguf_write.ts <hf-folder> <out.gguf> [--type q8_0|q4_0|f16|f32] [--embed f32|f16]\n');
     process.exit(2);
   }
-  const file = llamaToGguf(dir, (flag('type') ?? 'q8_0') as GgufTensorType, (flag('embed') ?? 'f32') as 'f32' | 'f16');
+  const file = hfToGguf(dir, (flag('type') ?? 'q8_0') as GgufTensorType, (flag('embed') ?? 'f32') as 'f32' | 'f16');
   fs.writeFileSync(out, file);
   process.stdout.write(`${out}: ${file.length} bytes\n`);
 }

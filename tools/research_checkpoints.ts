@@ -24,7 +24,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { smolLM135MRandom, SMOLLM_135M } from '../bench/smollm_random';
-import { llamaToGguf } from './gguf_write';
+import { hfToGguf } from './gguf_write';
 import { RESEARCH_CONFIGS, researchTensors, type ResearchModel } from './research_configs';
 import { encodeHeader } from './safetensors_write';
 
@@ -58,7 +58,7 @@ export function smolLM2Gguf(type: 'q8_0' | 'q4_0'): string {
   const src = smolLM2Checkpoint();
   fs.mkdirSync(dir, { recursive: true });
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(src, f), path.join(dir, f));
-  fs.writeFileSync(path.join(dir, 'model.gguf'), llamaToGguf(src, type));
+  fs.writeFileSync(path.join(dir, 'model.gguf'), hfToGguf(src, type));
   fs.writeFileSync(path.join(dir, '.complete'), '');
   return dir;
 }

@@ -148,7 +148,7 @@ export const CASES: BadInputCase[] = [
   { id: 'gguf/unknown-type', what: 'a tensor of type Q4_K (12)', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorType(b, 'blk.1.ffn_up.weight', 12)) }), expect: { error: /tensor "blk\.1\.ffn_up\.weight" is Q4_K: only F32, F16, Q8_0 and Q4_0 tensors are read/ } },
   { id: 'gguf/bad-type-number', what: 'a tensor type number GGML does not define (999)', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorType(b, 'output_norm.weight', 999)) }), expect: { error: /tensor "output_norm\.weight" is type 999: only F32, F16, Q8_0 and Q4_0/ } },
   { id: 'gguf/offset-out-of-range', what: 'a tensor offset of 2^40', input: () => ({ kind: 'model', files: ggufFolder((b) => setTensorOffset(b, 'blk.0.attn_q.weight', 2n ** 40n)) }), expect: { error: /tensor "blk\.0\.attn_q\.weight" spans bytes \[1099511627776, \d+\) of the data section/ } },
-  { id: 'gguf/architecture', what: 'general.architecture "gpt2x"', input: () => ({ kind: 'model', files: ggufFolder((b) => replaceAscii(b, 'llama', 'gpt2x')) }), expect: { error: /general\.architecture is "gpt2x": only "llama" GGUF files are imported/ } },
+  { id: 'gguf/architecture', what: 'general.architecture "gpt2x"', input: () => ({ kind: 'model', files: ggufFolder((b) => replaceAscii(b, 'llama', 'gpt2x')) }), expect: { error: /general\.architecture is "gpt2x": only "llama", "qwen3", "gemma2", "gemma3" GGUF files are imported/ } },
 
   // ------------------------------------------------------------------ sharded indexes
   { id: 'index/ok', what: 'a well-formed two-shard checkpoint (control case)', input: () => ({ kind: 'model', files: sharded() }), expect: { ok: 'loads and analyses with finite margins', check: finiteAnalysis } },

@@ -2,7 +2,7 @@
  * GGUF inputs for the bad-input corpus: stories260K written as a Q8_0 GGUF file by
  * tools/gguf_write.ts, then one thing changed in its bytes.
  */
-import { llamaToGguf } from '../../tools/gguf_write';
+import { hfToGguf } from '../../tools/gguf_write';
 import { modelFiles, type FileMap } from '../hardening/model_variants';
 import { sharedPath } from '../shared';
 
@@ -11,7 +11,7 @@ export function ggufFolder(edit: (b: Uint8Array) => Uint8Array = (b) => b): File
   const f = modelFiles();
   f.delete('model.safetensors');
   f.delete('config.json');
-  return f.set('model.gguf', edit(llamaToGguf(sharedPath('models', 'stories260K'), 'q8_0')));
+  return f.set('model.gguf', edit(hfToGguf(sharedPath('models', 'stories260K'), 'q8_0')));
 }
 
 /** Offset of the tensor info of `name` (just after its name string) in a GGUF v3 file. */

@@ -12,7 +12,7 @@ import { json, modelFiles, putText } from '../hardening/model_variants';
 import { npy } from '../corpus/inputs';
 import { MAX_RENDERED_CHARS, renderChatTemplate } from '../../workers/engine/chat_template';
 import { openGguf } from '../../workers/engine/io/gguf';
-import { llamaToGguf } from '../../tools/gguf_write';
+import { hfToGguf } from '../../tools/gguf_write';
 import { sharedPath } from '../shared';
 
 /**
@@ -273,7 +273,7 @@ describe(`fuzz chat templates (seed ${SEED})`, () => {
   }, 60_000);
 
   it('GGUF reader: a mutated or cut model.gguf gives a readable error, or tensors that all lie inside the file and read', async () => {
-    const base = llamaToGguf(sharedPath('fixtures', 'llama-tiny'), 'q4_0');
+    const base = hfToGguf(sharedPath('fixtures', 'llama-tiny'), 'q4_0');
     // byte edits in the header (metadata and tensor infos: the first ~2 KiB) and cuts anywhere
     const mutated = fc.tuple(fc.array(fc.tuple(fc.nat(2047), fc.nat(255)), { minLength: 1, maxLength: 4 }), fc.option(fc.nat(base.length), { freq: 3 })).map(([edits, cut]) => {
       const b = base.slice(0, cut ?? base.length);

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { llamaToGguf } from '../../tools/gguf_write';
+import { hfToGguf } from '../../tools/gguf_write';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { ropeRowOrder } from '../../workers/engine/io/gguf';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
@@ -47,7 +47,7 @@ describe('GGUF import (tools/gguf_write.ts files, config from the metadata)', ()
   const seq = meta.sequences[0];
 
   it.each(['q8_0', 'q4_0'] as const)('llama-tiny (GQA 4/2) as %s: the same logits as its safetensors quantised on load', async (format) => {
-    const fromGguf = await logits(ggufFolder(dir, llamaToGguf(dir, format)), seq.input_ids);
+    const fromGguf = await logits(ggufFolder(dir, hfToGguf(dir, format)), seq.input_ids);
     const onLoad = await logits(safetensorsFolder(dir), seq.input_ids, format);
     // the same blocks through the same kernel: equal up to summation order (none differs here)
     expect(maxDiff(fromGguf, onLoad)).toBeLessThan(1e-5);
@@ -57,13 +57,13 @@ describe('GGUF import (tools/gguf_write.ts files, config from the metadata)', ()
   });
 
   it('llama-tiny as F16 (embedding too): the same logits as its safetensors loaded with binary16 matrices', async () => {
-    const fromGguf = await logits(ggufFolder(dir, llamaToGguf(dir, 'f16', 'f16')), seq.input_ids);
+    const fromGguf = await logits(ggufFolder(dir, hfToGguf(dir, 'f16', 'f16')), seq.input_ids);
     const half = await logits(safetensorsFolder(dir), seq.input_ids, 'f16');
     expect(maxDiff(fromGguf, half)).toBeLessThan(1e-5);
   });
 
   it('llama-tiny as F32: the float32 reference logits within 1e-4 (names, permutation and config all right)', async () => {
-    const z = await logits(ggufFolder(dir, llamaToGguf(dir, 'f32')), seq.input_ids);
+    const z = await logits(ggufFolder(dir, hfToGguf(dir, 'f32')), seq.input_ids);
     expect(maxDiff(z, readReference(`${dir}/reference/${seq.name}.safetensors`).get('logits')!.data)).toBeLessThan(1e-4);
   });
 
@@ -72,9 +72,9 @@ describe('GGUF import (tools/gguf_write.ts files, config from the metadata)', ()
     const p = m.ref.prompts[0];
     const ids = p.sequence_ids.slice(0, p.n_positions);
     const ref = m.arrays(p).get('logits')!.data;
-    expect(maxDiff(await logits(ggufFolder(m.dir, llamaToGguf(m.dir, 'f32')), ids), ref)).toBeLessThan(1e-4);
+    expect(maxDiff(await logits(ggufFolder(m.dir, hfToGguf(m.dir, 'f32')), ids), ref)).toBeLessThan(1e-4);
     // down_proj (rows of 172) stays F32 in the file; quant_weights.test.ts measures ≤ 0.25 with every linear weight quantised
-    const q8 = maxDiff(await logits(ggufFolder(m.dir, llamaToGguf(m.dir, 'q8_0')), ids), ref);
+    const q8 = maxDiff(await logits(ggufFolder(m.dir, hfToGguf(m.dir, 'q8_0')), ids), ref);
     expect(q8).toBeGreaterThan(1e-3);
     expect(q8).toBeLessThan(0.5);
   });

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { llamaToGguf } from '../../tools/gguf_write';
+import { hfToGguf } from '../../tools/gguf_write';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { MemoryFiles } from '../../workers/engine/io/model_files';
 import { openGguf } from '../../workers/engine/io/gguf';
@@ -40,7 +40,7 @@ async function run(files: MemoryFiles, ids: number[], hooks: string[] = [], weig
 
 describe('GGUF stacked experts (Mixtral)', () => {
   it('the file holds stacked experts only: 3-D ffn_*_exps, no per-expert tensors; the config comes back as mixtral', async () => {
-    const bytes = llamaToGguf(dir, 'q8_0');
+    const bytes = hfToGguf(dir, 'q8_0');
     const text = new TextDecoder('latin1').decode(bytes.subarray(0, 16384));
     expect(text).toContain('blk.0.ffn_gate_exps.weight');
     expect(text).toContain('blk.2.ffn_down_exps.weight');
@@ -53,7 +53,7 @@ describe('GGUF stacked experts (Mixtral)', () => {
   });
 
   it('F32: HF logits (≤ 1e-4) and router logits (≤ 1e-5) at every position of the three sequences', async () => {
-    const gguf = folder(llamaToGguf(dir, 'f32'));
+    const gguf = folder(hfToGguf(dir, 'f32'));
     const hooks = Array.from({ length: config.num_hidden_layers }, (_, l) => `blocks.${l}.mlp.hook_router_logits`);
     let lg = 0, rl = 0;
     for (const s of meta.sequences) {
@@ -70,7 +70,7 @@ describe('GGUF stacked experts (Mixtral)', () => {
 
   it.each(['q8_0', 'q4_0'] as const)('%s: the same logits as the safetensors quantised on load, and far from float32', async (format) => {
     const s = meta.sequences[0];
-    const fromGguf = await run(folder(llamaToGguf(dir, format)), s.input_ids);
+    const fromGguf = await run(folder(hfToGguf(dir, format)), s.input_ids);
     const onLoad = await run(folder(null), s.input_ids, [], format);
     expect(maxAbsDiff(fromGguf.logits, onLoad.logits)).toBeLessThan(1e-5);
     expect(maxAbsDiff(fromGguf.logits, readReference(`${dir}/reference/${s.name}.safetensors`).get('logits')!.data)).toBeGreaterThan(1e-3);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { llamaToGguf, type GgufTensorType } from '../../tools/gguf_write';
+import { hfToGguf, type GgufTensorType } from '../../tools/gguf_write';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
@@ -127,7 +127,7 @@ describe('describeStorage and loadWithStorage', () => {
 
 /** stories260K as model.gguf with its linear weights stored as `type` (tools/gguf_write.ts), and its GGUF tensor count. */
 function gguf(type: GgufTensorType) {
-  const bytes = llamaToGguf(m.dir, type);
+  const bytes = hfToGguf(m.dir, type);
   const files = ggufFolder();
   files.set('model.gguf', bytes);
   // GGUF v3 header: magic, u32 version, u64 tensor count

@@ -73,8 +73,11 @@ export function ids(v: unknown): number[] {
 /**
  * Rotary inverse frequencies inv_freq_j = theta^(−2j/dims), j < dims/2 (Su et al. 2021), with HF
  * `rope_scaling` applied: "llama3" (Llama 3.1 frequency-dependent interpolation, HF
- * `_compute_llama3_parameters`), "linear" (divide by factor) and null / "default" (none).
- * @throws Error for a rope_type this engine does not implement.
+ * `_compute_llama3_parameters`), "linear" (divide by factor), "freq_factors" (divide inv_freq_j by
+ * `freq_factors[j]`: llama.cpp's per-dimension `rope_freqs` tensor, as ggml_rope_ext applies it; the
+ * form a GGUF import of Llama 3 takes, io/gguf_arch.ts) and null / "default" (none).
+ * @throws Error for a rope_type this engine does not implement, or freq_factors that are not
+ *   dims/2 finite positive numbers.
  */
 export function ropeInvFreq(theta: number, dims: number, scaling: unknown): Float32Array {
   if (!(Number.isInteger(dims) && dims >= 2 && dims % 2 === 0)) throw new Error(`config.json: the rotary dimensions (head_dim × partial_rotary_factor) are ${dims}; expected an even whole number ≥ 2`);
@@ -94,6 +97,10 @@ export function ropeInvFreq(theta: number, dims: number, scaling: unknown): Floa
       const smooth = (orig / wavelen - low) / (high - low);
       inv[j] = (1 - smooth) * (inv[j] / factor) + smooth * inv[j];
     }
+  } else if (type === 'freq_factors') {
+    const f = s!.freq_factors as unknown;
+    if (!Array.isArray(f) || f.length !== half || !f.every((x) => typeof x === 'number' && Number.isFinite(x) && x > 0)) throw new Error(`rope_scaling freq_factors must be ${half} finite positive numbers (one per rotary frequency)`);
+    for (let j = 0; j < half; j++) inv[j] /= f[j] as number;
   } else if (type === 'linear') {
     for (let j = 0; j < half; j++) inv[j] /= Number(s!.factor);
   } else if (type !== 'default') {

@@ -3,11 +3,12 @@
  * the header (metadata key/values and tensor infos) is parsed with `@huggingface/gguf`; the tensor
  * data is read here from the offsets it gives (relative to the aligned data section).
  *
- * Supported: the Llama architecture (`general.architecture` = "llama", which llama.cpp also uses
- * for Mistral and SmolLM), tensors of type F32, F16, Q8_0 and Q4_0. llama.cpp's tensor names are
- * mapped to HF Llama names (LLAMA_NAMES below), and the rows of attn_q / attn_k are put back in
- * HF order: convert_hf_to_gguf.py permutes them for GGML's interleaved RoPE (LlamaModel.permute:
- * reshape(n_head, 2, d_head/2, in).swapaxes(1, 2)). Q8_0 / Q4_0 matrices stay quantised (their
+ * Supported: the architectures of io/gguf_arch.ts ("llama", which llama.cpp also uses for Mistral and
+ * SmolLM, with Llama 3's rope_freqs.weight; "qwen3"; "gemma2"; "gemma3"), tensors of type F32, F16,
+ * Q8_0 and Q4_0. llama.cpp's tensor names are mapped to HF names, the rows of a Llama attn_q /
+ * attn_k are put back in HF order (convert_hf_to_gguf.py permutes them for GGML's interleaved RoPE:
+ * LlamaModel.permute, reshape(n_head, 2, d_head/2, in).swapaxes(1, 2)), and the 1 the converter adds
+ * to Gemma's norm weights is taken off again. Q8_0 / Q4_0 matrices stay quantised (their
  * blocks are repacked, never re-quantised); a quantised embedding (token_embd) is dequantised to
  * float32, because the embedding is gathered by row.
  *
@@ -24,6 +25,7 @@ import { checkConfigNumber } from '../arch/config';
 import { fromF16Bits } from '../backend/f16';
 import { dequantise, fromGgmlBlocks, GGML_BLOCK_BYTES, permuteRows, QK, type QuantFormat, type QuantizedMatrix } from '../backend/quant';
 import type { ModelFiles } from './model_files';
+import { GGUF_ARCHITECTURES, GGUF_FAMILIES, ggufConfigKeys, TOP_NAMES, type GgufFamily, type GgufMeta } from './gguf_arch';
 
 /** The checkpoint file a GGUF model folder holds. */
 export const GGUF_FILE = 'model.gguf';
@@ -42,23 +44,6 @@ const TYPES: Partial<Record<number, 'F32' | 'F16' | QuantFormat>> = {
   [GGMLQuantizationType.F16]: 'F16',
   [GGMLQuantizationType.Q8_0]: 'q8_0',
   [GGMLQuantizationType.Q4_0]: 'q4_0',
-};
-
-/** llama.cpp tensor name → HF Llama state_dict name (`{l}` = block index). */
-const LLAMA_NAMES: Record<string, string> = {
-  'token_embd.weight': 'model.embed_tokens.weight',
-  'output_norm.weight': 'model.norm.weight',
-  'output.weight': 'lm_head.weight',
-  'blk.{l}.attn_norm.weight': 'model.layers.{l}.input_layernorm.weight',
-  'blk.{l}.attn_q.weight': 'model.layers.{l}.self_attn.q_proj.weight',
-  'blk.{l}.attn_k.weight': 'model.layers.{l}.self_attn.k_proj.weight',
-  'blk.{l}.attn_v.weight': 'model.layers.{l}.self_attn.v_proj.weight',
-  'blk.{l}.attn_output.weight': 'model.layers.{l}.self_attn.o_proj.weight',
-  'blk.{l}.ffn_norm.weight': 'model.layers.{l}.post_attention_layernorm.weight',
-  'blk.{l}.ffn_gate.weight': 'model.layers.{l}.mlp.gate_proj.weight',
-  'blk.{l}.ffn_up.weight': 'model.layers.{l}.mlp.up_proj.weight',
-  'blk.{l}.ffn_down.weight': 'model.layers.{l}.mlp.down_proj.weight',
-  'blk.{l}.ffn_gate_inp.weight': 'model.layers.{l}.block_sparse_moe.gate.weight',
 };
 
 /** llama.cpp stacked expert tensor → HF Mixtral per-expert name (`{l}` block, `{e}` expert). */
@@ -84,23 +69,23 @@ export function ggufExpertName(hf: string): { name: string; expert: number } | n
 }
 
 /**
- * The HF name of a llama.cpp tensor name, or null when it has none.
+ * The HF name of a llama.cpp tensor name in a file of architecture `arch`, or null when it has none.
  * (Exported for the test writer, tools/gguf_write.ts, which maps the other way.)
  */
-export function hfName(ggufName: string): string | null {
+export function hfName(ggufName: string, arch: string): string | null {
+  if (TOP_NAMES[ggufName]) return TOP_NAMES[ggufName];
   const m = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
-  const key = m ? `blk.{l}.${m[2]}` : ggufName;
-  const hf = LLAMA_NAMES[key];
-  return hf ? hf.replace('{l}', m ? m[1] : '') : null;
+  const hf = m ? GGUF_FAMILIES[arch]?.block[m[2]] : undefined;
+  return hf ? `model.layers.${m![1]}.${hf}` : null;
 }
 
-/** HF name → llama.cpp name (inverse of hfName). */
-export function ggufName(hf: string): string | null {
+/** HF name → llama.cpp name in a file of architecture `arch` (inverse of hfName). */
+export function ggufName(hf: string, arch: string): string | null {
+  const top = Object.keys(TOP_NAMES).find((g) => TOP_NAMES[g] === hf);
+  if (top) return top;
   const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hf);
-  for (const [g, h] of Object.entries(LLAMA_NAMES)) {
-    if (m ? h === `model.layers.{l}.${m[2]}` : h === hf) return g.replace('{l}', m ? m[1] : '');
-  }
-  return null;
+  const block = m ? Object.entries(GGUF_FAMILIES[arch]?.block ?? {}).find(([, h]) => h === m[2]) : undefined;
+  return block ? `blk.${m![1]}.${block[0]}` : null;
 }
 
 /**
@@ -126,67 +111,59 @@ function byteLength(type: Entry['type'], count: number): number {
 
 /** A GGUF checkpoint opened for loading. */
 export interface GgufCheckpoint {
-  /** HF config.json keys derived from the metadata (llama.*, tokenizer.ggml.*). */
+  /** Its `general.architecture` (a key of GGUF_FAMILIES). */
+  arch: string;
+  /** HF config.json keys derived from the metadata (`{arch}.*`, tokenizer.ggml.*; io/gguf_arch.ts). */
   config: HFConfig;
-  /** Tensors under HF Llama names; Q8_0 / Q4_0 matrices also through `quant`. */
+  /** Tensors under HF names, as the safetensors checkpoint holds them; Q8_0 / Q4_0 matrices also through `quant`. */
   source: WeightSource;
   /** GGUF tensor types, counted ("Q8_0": 154, "F32": 61). */
   types: Record<string, number>;
 }
 
 /**
- * The metadata key each derived config.json key comes from: errors about the config of a GGUF
- * file name these (the file has no config.json).
+ * A message about the config derived from a file of architecture `arch` rewritten to name the GGUF
+ * file and its metadata keys: `config.json "num_hidden_layers"` → `model.gguf metadata
+ * "llama.block_count"`, and every other quoted config key that has a metadata key (ggufConfigKeys).
  */
-export const GGUF_CONFIG_KEYS: Readonly<Record<string, string>> = {
-  hidden_size: 'llama.embedding_length',
-  num_hidden_layers: 'llama.block_count',
-  intermediate_size: 'llama.feed_forward_length',
-  num_attention_heads: 'llama.attention.head_count',
-  num_key_value_heads: 'llama.attention.head_count_kv',
-  head_dim: 'llama.attention.key_length',
-  max_position_embeddings: 'llama.context_length',
-  rms_norm_eps: 'llama.attention.layer_norm_rms_epsilon',
-  rope_theta: 'llama.rope.freq_base',
-  bos_token_id: 'tokenizer.ggml.bos_token_id',
-  eos_token_id: 'tokenizer.ggml.eos_token_id',
-  vocab_size: 'token_embd.weight rows',
-  num_local_experts: 'llama.expert_count',
-  num_experts_per_tok: 'llama.expert_used_count',
-};
-
-/**
- * A message about the derived config rewritten to name the GGUF file and its metadata keys:
- * `config.json "num_hidden_layers"` → `model.gguf metadata "llama.block_count"`, and every other
- * quoted config key that has a metadata key.
- */
-export function ggufConfigMessage(message: string, file: string): string {
+export function ggufConfigMessage(message: string, file: string, arch: string): string {
+  const keys = ggufConfigKeys(arch);
   return message
     .replace(/config\.json(?=[ :])/g, `${file} metadata`)
-    .replace(/"(\w+)"/g, (m, k: string) => (GGUF_CONFIG_KEYS[k] ? `"${GGUF_CONFIG_KEYS[k]}"` : m));
+    .replace(/"(\w+)"/g, (m, k: string) => (keys[k] ? `"${keys[k]}"` : m));
 }
 
 /**
- * A numeric metadata value (u32, u64 as bigint, f32), checked against the bounds of the config key
- * it becomes (arch/config.ts CONFIG_BOUNDS) and named by its metadata key.
+ * The metadata of a file of architecture `arch` as io/gguf_arch.ts reads it: numbers (u32, u64 as
+ * bigint, f32) checked against the bounds of the config key they become (arch/config.ts
+ * CONFIG_BOUNDS), every error naming its metadata key.
  */
-function num(meta: Record<string, unknown>, key: string, file: string, fallback?: number): number {
-  const v = meta[key];
-  if (v === undefined) {
-    if (fallback !== undefined) return fallback;
-    throw new GgufError(file, `metadata key "${key}" is missing (it is needed to build the model's config)`);
-  }
-  const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isFinite(n)) throw new GgufError(file, `metadata key "${key}" is ${String(v)}, not a number`);
-  const hf = Object.keys(GGUF_CONFIG_KEYS).find((k) => GGUF_CONFIG_KEYS[k] === key);
-  if (hf) {
-    try {
-      checkConfigNumber(hf, n);
-    } catch (e) {
-      throw new GgufError(file, ggufConfigMessage((e as Error).message, file).replace(`${file} metadata "${key}"`, `metadata key "${key}"`));
-    }
-  }
-  return n;
+function metaReader(meta: Record<string, unknown>, arch: string, file: string): GgufMeta {
+  const keys = ggufConfigKeys(arch);
+  return {
+    value: (key) => meta[key],
+    num(key, fallback) {
+      const v = meta[key];
+      if (v === undefined) {
+        if (fallback !== undefined) return fallback;
+        throw new GgufError(file, `metadata key "${key}" is missing (it is needed to build the model's config)`);
+      }
+      const n = typeof v === 'bigint' ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isFinite(n)) throw new GgufError(file, `metadata key "${key}" is ${String(v)}, not a number`);
+      const hf = Object.keys(keys).find((k) => keys[k] === key);
+      if (hf) {
+        try {
+          checkConfigNumber(hf, n);
+        } catch (e) {
+          throw new GgufError(file, ggufConfigMessage((e as Error).message, file, arch).replace(`${file} metadata "${key}"`, `metadata key "${key}"`));
+        }
+      }
+      return n;
+    },
+    refuse(key, why) {
+      throw new GgufError(file, `metadata key "${key}" ${why}`);
+    },
+  };
 }
 
 /** Parses the header from bytes held in memory through @huggingface/gguf (its reader fetches byte ranges). */
@@ -207,12 +184,23 @@ async function parseHeader(bytes: Uint8Array, file: string): Promise<GGUFParseOu
   }
 }
 
+/** Float32 values of an F32 or F16 tensor's bytes. */
+function floats(type: 'F32' | 'F16', r: Uint8Array): Float32Array {
+  if (type === 'F32') return new Float32Array(r.slice().buffer);
+  const dv = new DataView(r.buffer, r.byteOffset, r.byteLength);
+  return Float32Array.from({ length: r.length / 2 }, (_, i) => fromF16Bits(dv.getUint16(2 * i, true)));
+}
+
 /**
- * Reads a GGUF file and checks it: Llama architecture (Mixtral: with experts), supported tensor types, every tensor inside
- * the data section, no two overlapping, quantised rows a multiple of 32.
+ * Reads a GGUF file and checks it: an architecture of io/gguf_arch.ts (Mixtral: "llama" with
+ * experts), supported tensor types, every tensor inside the data section, no two overlapping,
+ * quantised rows a multiple of 32. The config comes from the metadata, the tensors under HF names
+ * as the safetensors checkpoint holds them (Llama q/k rows un-permuted, Gemma norms without the
+ * converter's + 1); Llama 3's rope_freqs.weight becomes rope_scaling "freq_factors".
  * @param onProgress bytes read so far and in all.
  * @throws GgufError naming the file and the problem (wrong magic, truncation, an unsupported
- *   architecture or tensor type, offsets out of range, a tensor with no Llama counterpart).
+ *   architecture, tensor type or metadata key, offsets out of range, a tensor with no counterpart
+ *   in the architecture).
  */
 export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, total: number) => void, file = GGUF_FILE): Promise<GgufCheckpoint> {
   const bytes = await files.bytes(file, onProgress);
@@ -222,13 +210,15 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
   // the reader pads what it fetched with zeros, so a cut header parses: its end must lie in the file
   if (head.tensorInfoByteRange[1] > bytes.length) throw new GgufError(label, `the header runs past the end of the file (${bytes.length} bytes; truncated?)`);
   if (!head.littleEndian) throw new GgufError(label, 'big-endian GGUF files are not supported');
-  const arch = meta['general.architecture'];
-  if (arch !== 'llama') throw new GgufError(label, `general.architecture is "${String(arch)}": only "llama" GGUF files are imported (Llama, Mistral, SmolLM, TinyLlama); convert other models from their safetensors`);
+  const arch = String(meta['general.architecture']);
+  const family: GgufFamily | undefined = Object.hasOwn(GGUF_FAMILIES, arch) ? GGUF_FAMILIES[arch] : undefined;
+  if (!family) throw new GgufError(label, `general.architecture is "${arch}": only ${GGUF_ARCHITECTURES} GGUF files are imported (Llama, Mistral, SmolLM, TinyLlama, Mixtral; Qwen3; Gemma 2; Gemma 3); convert other models from their safetensors`);
   const dataStart = Number(head.tensorDataOffset);
   if (dataStart > bytes.length) throw new GgufError(label, `the tensor data would start at byte ${dataStart}, past the end of the file (${bytes.length} bytes; truncated?)`);
   const dataSize = bytes.length - dataStart;
   const entries = new Map<string, Entry>();
   const types: Record<string, number> = {};
+  let ropeFreqs: Entry | null = null;
   for (const t of head.tensorInfos) {
     const type = TYPES[t.dtype];
     const typeName = GGMLQuantizationType[t.dtype] ?? `type ${t.dtype}`;
@@ -239,7 +229,7 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
     if (type !== 'F32' && type !== 'F16' && shape[shape.length - 1] % QK !== 0) throw new GgufError(label, `tensor "${t.name}" is ${typeName} with rows of ${shape[shape.length - 1]} values, not a multiple of ${QK}`);
     const begin = Number(t.offset), end = begin + byteLength(type, count);
     if (!Number.isSafeInteger(begin) || end > dataSize) throw new GgufError(label, `tensor "${t.name}" spans bytes [${begin}, ${end}) of the data section, which has ${dataSize} bytes (truncated file or an offset out of range)`);
-    if (hfExpertName(t.name, 0)) {
+    if (arch === 'llama' && hfExpertName(t.name, 0)) {
       if (shape.length !== 3) throw new GgufError(label, `tensor "${t.name}" has ${shape.length} dimensions; stacked experts have 3 (experts, rows, columns)`);
       const [nE, rows, cols] = shape, per = byteLength(type, rows * cols);
       for (let e = 0; e < nE; e++) {
@@ -249,59 +239,40 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
       }
       continue;
     }
-    const hf = hfName(t.name);
-    if (!hf) {
-      if (t.name === 'rope_freqs.weight') throw new GgufError(label, 'tensor "rope_freqs.weight" (Llama 3.1 RoPE scaling) is not supported in GGUF imports; load the safetensors checkpoint instead');
-      throw new GgufError(label, `tensor "${t.name}" has no Llama counterpart (is general.architecture right?)`);
+    if (t.name === 'rope_freqs.weight' && family.ropeFreqs) {
+      if (type !== 'F32' && type !== 'F16') throw new GgufError(label, `tensor "rope_freqs.weight" is ${typeName}; RoPE frequency factors are F32 (or F16)`);
+      if (ropeFreqs) throw new GgufError(label, 'tensor "rope_freqs.weight" appears twice');
+      ropeFreqs = { name: t.name, type, shape, begin, end };
+      continue;
     }
+    const hf = hfName(t.name, arch);
+    if (!hf) throw new GgufError(label, `tensor "${t.name}" has no counterpart in the "${arch}" architecture (is general.architecture right?)`);
     if (entries.has(hf)) throw new GgufError(label, `tensor "${t.name}" appears twice`);
     entries.set(hf, { name: t.name, type, shape, begin, end });
   }
-  const sorted = [...entries.values()].sort((a, b) => a.begin - b.begin);
+  const sorted = [...entries.values(), ...(ropeFreqs ? [ropeFreqs] : [])].sort((a, b) => a.begin - b.begin);
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i].begin < sorted[i - 1].end) throw new GgufError(label, `tensors "${sorted[i - 1].name}" and "${sorted[i].name}" overlap`);
   }
   const embd = entries.get('model.embed_tokens.weight');
   if (!embd) throw new GgufError(label, 'tensor "token_embd.weight" is missing');
+  const raw = (e: Entry) => bytes.subarray(dataStart + e.begin, dataStart + e.end);
 
-  const nHeads = num(meta, 'llama.attention.head_count', label);
-  const nKv = num(meta, 'llama.attention.head_count_kv', label, nHeads);
-  const dModel = num(meta, 'llama.embedding_length', label);
-  if (meta['llama.attention.key_length'] === undefined && dModel % nHeads !== 0) throw new GgufError(label, `metadata key "llama.embedding_length" ${dModel} is not divisible by "llama.attention.head_count" ${nHeads} (and there is no "llama.attention.key_length")`);
-  const dHead = num(meta, 'llama.attention.key_length', label, dModel / nHeads);
-  const scaling = meta['llama.rope.scaling.type'];
-  if (scaling !== undefined && scaling !== 'none') throw new GgufError(label, `llama.rope.scaling.type "${String(scaling)}" is not supported in GGUF imports`);
-  const nExperts = num(meta, 'llama.expert_count', label, 0);
-  const experts: HFConfig = nExperts > 0 ? { num_local_experts: nExperts, num_experts_per_tok: num(meta, 'llama.expert_used_count', label), sliding_window: null } : {};
-  const config: HFConfig = {
-    model_type: nExperts > 0 ? 'mixtral' : 'llama',
-    ...experts,
-    hidden_size: dModel,
-    num_hidden_layers: num(meta, 'llama.block_count', label),
-    intermediate_size: num(meta, 'llama.feed_forward_length', label),
-    num_attention_heads: nHeads,
-    num_key_value_heads: nKv,
-    head_dim: dHead,
-    vocab_size: embd.shape[0],
-    max_position_embeddings: num(meta, 'llama.context_length', label),
-    rms_norm_eps: num(meta, 'llama.attention.layer_norm_rms_epsilon', label),
-    rope_theta: num(meta, 'llama.rope.freq_base', label, 10000),
-    tie_word_embeddings: !entries.has('lm_head.weight'),
-    bos_token_id: meta['tokenizer.ggml.bos_token_id'] === undefined ? null : num(meta, 'tokenizer.ggml.bos_token_id', label),
-    eos_token_id: meta['tokenizer.ggml.eos_token_id'] === undefined ? null : num(meta, 'tokenizer.ggml.eos_token_id', label),
-    hidden_act: 'silu',
-  };
+  const freqs = ropeFreqs ? floats(ropeFreqs.type as 'F32' | 'F16', raw(ropeFreqs)) : null;
+  const config = family.config(metaReader(meta, arch, label), { vocab: embd.shape[0], hasOutput: entries.has('lm_head.weight'), ropeFreqs: freqs });
+  if (freqs && freqs.length * 2 !== config.head_dim) throw new GgufError(label, `tensor "rope_freqs.weight" holds ${freqs.length} factors; expected head_dim / 2 = ${Number(config.head_dim) / 2}`);
+  const nHeads = config.num_attention_heads as number, nKv = config.num_key_value_heads as number, dHead = config.head_dim as number;
 
   /** GGUF row order of the HF rows of q_proj / k_proj (identity elsewhere). */
   const rowOrder = (hf: string): number[] | null => {
+    if (!family.permutesQk) return null;
     if (/self_attn\.q_proj\.weight$/.test(hf)) return ropeRowOrder(nHeads, dHead);
     if (/self_attn\.k_proj\.weight$/.test(hf)) return ropeRowOrder(nKv, dHead);
     return null;
   };
-  const raw = (e: Entry) => bytes.subarray(dataStart + e.begin, dataStart + e.end);
   const entry = (name: string): Entry => {
     const e = entries.get(name);
-    if (!e) throw new Error(`${label}: has no tensor for "${name}" (llama.cpp name "${ggufName(name) ?? '?'}")`);
+    if (!e) throw new Error(`${label}: has no tensor for "${name}" (llama.cpp name "${ggufName(name, arch) ?? '?'}")`);
     return e;
   };
   const quantOf = (e: Entry, hf: string): QuantizedMatrix => {
@@ -315,13 +286,8 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
     names: () => [...entries.keys()],
     get(name) {
       const e = entry(name);
-      let data: Float32Array;
-      if (e.type === 'F32') data = new Float32Array(raw(e).slice().buffer);
-      else if (e.type === 'F16') {
-        const r = raw(e), dv = new DataView(r.buffer, r.byteOffset, r.byteLength);
-        data = Float32Array.from({ length: r.length / 2 }, (_, i) => fromF16Bits(dv.getUint16(2 * i, true)));
-      } else return { data: dequantise(quantOf(e, name)), shape: e.shape };
-      const order = rowOrder(name);
+      let data = e.type === 'F32' || e.type === 'F16' ? floats(e.type, raw(e)) : dequantise(quantOf(e, name));
+      const order = e.type === 'F32' || e.type === 'F16' ? rowOrder(name) : null;
       if (order) {
         const w = e.shape[1], out = new Float32Array(data.length);
         order.forEach((src, i) => out.set(data.subarray(src * w, (src + 1) * w), i * w));
@@ -329,6 +295,8 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
       }
       const bad = data.findIndex((x) => !Number.isFinite(x));
       if (bad >= 0) throw new Error(`${label}: tensor "${e.name}" holds ${data[bad]} at index ${bad}: weights must be finite`);
+      // convert_hf_to_gguf.py added normShift to every weight whose HF name ends in "norm.weight"
+      if (family.normShift && name.endsWith('norm.weight')) for (let i = 0; i < data.length; i++) data[i] -= family.normShift;
       return { data, shape: e.shape };
     },
     quant(name) {
@@ -336,5 +304,5 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
       return e && e.type !== 'F32' && e.type !== 'F16' && name !== 'model.embed_tokens.weight' ? quantOf(e, name) : undefined;
     },
   };
-  return { config, source, types };
+  return { arch, config, source, types };
 }

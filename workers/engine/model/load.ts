@@ -147,7 +147,7 @@ export async function loadTransformer(files: ModelFiles, backend: Backend, onPro
     try {
       return f();
     } catch (e) {
-      throw new Error(ggufConfigMessage((e as Error).message, `${files.label}/${GGUF_FILE}`), { cause: e });
+      throw new Error(ggufConfigMessage((e as Error).message, `${files.label}/${GGUF_FILE}`, gguf.arch), { cause: e });
     }
   };
   const arch = named(() => architectureFor(config.model_type));
