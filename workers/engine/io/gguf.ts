@@ -73,9 +73,10 @@ export function ggufExpertName(hf: string): { name: string; expert: number } | n
  * (Exported for the test writer, tools/gguf_write.ts, which maps the other way.)
  */
 export function hfName(ggufName: string, arch: string): string | null {
-  if (TOP_NAMES[ggufName]) return TOP_NAMES[ggufName];
+  if (Object.hasOwn(TOP_NAMES, ggufName)) return TOP_NAMES[ggufName];
   const m = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
-  const hf = m ? GGUF_FAMILIES[arch]?.block[m[2]] : undefined;
+  const block = Object.hasOwn(GGUF_FAMILIES, arch) ? GGUF_FAMILIES[arch].block : {};
+  const hf = m && Object.hasOwn(block, m[2]) ? block[m[2]] : undefined;
   return hf ? `model.layers.${m![1]}.${hf}` : null;
 }
 
@@ -84,7 +85,7 @@ export function ggufName(hf: string, arch: string): string | null {
   const top = Object.keys(TOP_NAMES).find((g) => TOP_NAMES[g] === hf);
   if (top) return top;
   const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hf);
-  const block = m ? Object.entries(GGUF_FAMILIES[arch]?.block ?? {}).find(([, h]) => h === m[2]) : undefined;
+  const block = m && Object.hasOwn(GGUF_FAMILIES, arch) ? Object.entries(GGUF_FAMILIES[arch].block).find(([, h]) => h === m[2]) : undefined;
   return block ? `blk.${m![1]}.${block[0]}` : null;
 }
 
