@@ -32,7 +32,7 @@ const SUBSETS: Record<string, string[]> = {
   // (run_context) and the explorer (PrefixCache.advance). The fuzz suite is left out (42 s, random).
   model: [
     'tests/integration/real_models.test.ts', 'tests/integration/kv_decode.test.ts', 'tests/integration/kv_prefix.test.ts', 'tests/integration/patching.test.ts', 'tests/steering/generated_steps.test.ts', 'tests/steering/properties.test.ts',
-    'tests/unit/quant.test.ts', 'tests/integration/quant_weights.test.ts', 'tests/io/estimate_quant.test.ts', 'tests/io/estimate.test.ts', 'tests/io/checkpoint_formats.test.ts', 'tests/io/gguf.test.ts', 'tests/io/gguf_families.test.ts',
+    'tests/unit/quant.test.ts', 'tests/integration/quant_weights.test.ts', 'tests/io/estimate_quant.test.ts', 'tests/io/estimate.test.ts', 'tests/io/checkpoint_formats.test.ts', 'tests/io/gguf.test.ts', 'tests/io/gguf_families.test.ts', 'tests/io/gguf_arch.test.ts',
     'tests/integration/fixtures.test.ts', 'tests/integration/f16_weights.test.ts', 'tests/integration/gemma3_attention.test.ts', 'tests/sae/interventions.test.ts', 'tests/corpus/corpus.test.ts', 'tests/branching/explorer.test.ts',
     'tests/model/*.test.ts',
   ],
