@@ -59,7 +59,8 @@ export function ChatTurnEditor() {
       {problem && <p className="note" role="alert" data-testid="tools-problem">{problem}</p>}
       <label className="toggle">
         <input type="checkbox" data-testid="enable-thinking" checked={enableThinking ?? true} disabled={!readsThinking} onChange={(e) => setEnableThinking(e.target.checked)} />
-        Let the model think (<code>enable_thinking</code>)
+        {/* one flex item: the label's text and the variable's name wrap together */}
+        <span>Let the model think (<code>enable_thinking</code>)</span>
       </label>
       <p className="hint" data-testid="enable-thinking-hint">
         {readsThinking
