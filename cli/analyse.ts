@@ -6,14 +6,14 @@ import type { Engine } from '../workers/engine/engine';
 import type { Sae } from '../workers/engine/sae/sae';
 import { bool, type Values } from './flags';
 import { sinkDivergence } from '../workers/engine/analysis/sinks';
-import { BAD, CHAT_TEMPLATE, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, SYSTEM, TEMPERATURE, TOOLS, TOP_K } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, SYSTEM, TEMPERATURE, TOOLS, TOP_K } from './shared_flags';
 import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
 
 const TOOL_FUTURE = ', or a tool call {"tool_call": {"name", "arguments"}} naming a tool of --tools';
 export const MARGINS_FLAGS = {
   prompt: PROMPT, good: GOOD.required().describe(`the good future (alternatives separated by "|")${TOOL_FUTURE}`), bad: BAD.required().describe(`the bad future${TOOL_FUTURE}`),
-  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, intervention: INTERVENTION,
+  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING, intervention: INTERVENTION,
 };
 export const MARGINS_ABOUT = 'margins prints ids, tokens, lens_margin [n_layers+1][n_tokens], final_margin, sequence_margin, resid_norms.';
 
@@ -28,7 +28,7 @@ export const SINKS_ABOUT = `sinks prints alpha0 [n_layers][n_heads] (attention o
 
 export const GENERATE_FLAGS = {
   prompt: PROMPT, good: GOOD.describe(`the good future: with --bad, margins per step${TOOL_FUTURE}`), bad: BAD.describe(`the bad future${TOOL_FUTURE}`), 'max-new-tokens': MAX_NEW_TOKENS,
-  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, intervention: INTERVENTION,
+  temperature: TEMPERATURE, 'top-k': TOP_K, seed: SEED, 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING, intervention: INTERVENTION,
 };
 export const GENERATE_ABOUT = 'generate prints prompt_ids, ids, tokens, text, stop, and margins per step with --good and --bad.';
 

@@ -12,7 +12,8 @@ import { gridRows } from '../workers/engine/studies/report_json';
 import { spanFaithfulness, SPAN_METHODS, type SpanFaithfulnessResult, type SpanMethod, type SpanSetRow } from '../workers/engine/studies/span_faithfulness';
 import { parseSpanSet } from '../workers/engine/io/span_set';
 import { custom, int, oneOf, text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, PROGRESS } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, PROGRESS, SYSTEM, TOOLS } from './shared_flags';
+import { checkChatTurn, turnFlags, turnOfFlags } from './chat_turn';
 import { parseSpans } from './attribution_fwd';
 import * as fs from 'node:fs';
 import type { PatchFlags } from './patching';
@@ -36,6 +37,7 @@ export const ATTRIBUTE_FLAGS = {
   'baseline-token': int({ min: 0 }).describe('ig: the baseline is this token id\'s embedding at every position (BOS kept)'),
   steps: int({ min: 1, max: 4096 }).default(64).describe('ig: Riemann steps'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+  system: SYSTEM.describe('with --chat-template true: the system prompt before the user turn (of every prompt with --set)'), tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
 };
 export type AttributeFlags = Values<typeof ATTRIBUTE_FLAGS>;
 
@@ -57,9 +59,11 @@ function readSpanSet(file: string): SpanSetRow[] {
 
 /**
  * Flag combinations: --prompt with --method, or --set (and --methods) alone; --corrupt and
- * --baseline-token are IG baselines, one at a time; the set file is read and checked here.
+ * --baseline-token are IG baselines, one at a time; the chat turn's flags (chat_turn.ts
+ * checkChatTurn; the futures are text here); the set file is read and checked here.
  */
 export function checkAttribute(f: AttributeFlags, g: { given: (n: string) => boolean }): void {
+  checkChatTurn(turnFlags(f));
   if (f.set !== undefined) {
     const stray = ['prompt', 'method', 'spans', 'corrupt', 'baseline-token'].find((n) => g.given(n));
     if (stray) throw new Error(`--${stray} is for one prompt; with --set the prompts and spans come from the file (and the methods from --methods)`);
@@ -87,14 +91,14 @@ function spanJson(r: SpanFaithfulnessResult): unknown {
 export async function attributeCommand(engine: Engine, f: AttributeFlags): Promise<unknown> {
   const progress = f.progress ? (p: { done: number; total: number }) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined;
   if (f.set !== undefined) {
-    const r = await spanFaithfulness(engine, { rows: readSpanSet(f.set), good: f.good, bad: f.bad, chatTemplate: f['chat-template'], methods: f.methods ?? ['flow', 'grad_x_input'], baselineId: f.baseline, igSteps: f.steps }, progress);
+    const r = await spanFaithfulness(engine, { rows: readSpanSet(f.set), good: f.good, bad: f.bad, ...turnOfFlags(f), methods: f.methods ?? ['flow', 'grad_x_input'], baselineId: f.baseline, igSteps: f.steps }, progress);
     if (f.progress) process.stderr.write('\n');
     return spanJson(r);
   }
   const prompt = f.prompt!, method = f.method!;
-  const span = f.spans && (await spanFaithfulness(engine, { rows: [{ prompt, spans: f.spans }], good: f.good, bad: f.bad, chatTemplate: f['chat-template'], methods: [method], baselineId: f.baseline, igSteps: f.steps })).prompts[0].methods[0];
+  const span = f.spans && (await spanFaithfulness(engine, { rows: [{ prompt, spans: f.spans }], good: f.good, bad: f.bad, ...turnOfFlags(f), methods: [method], baselineId: f.baseline, igSteps: f.steps })).prompts[0].methods[0];
   const r = await tokenAttribution(engine, {
-    prompt, chatTemplate: f['chat-template'], good: { text: f.good }, bad: { text: f.bad },
+    prompt, ...turnOfFlags(f), good: { text: f.good }, bad: { text: f.bad },
     method, corrupt: f.corrupt, baselineToken: f['baseline-token'], steps: f.steps,
   }, progress);
   if (f.progress && f.method === 'ig') process.stderr.write('\n');

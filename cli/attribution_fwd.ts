@@ -4,13 +4,13 @@
  * deletion / insertion curves, studies/flow.ts), each one row of the studies' table run here.
  */
 import { custom, int, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
 import { chatTurn } from './chat_turn';
 import { STUDIES, type StudyContext } from '../workers/engine/studies/registry';
 import type { TokenSpan } from '../workers/engine/studies/flow';
 
 export const DLA_FLAGS = {
-  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
   position: int().describe('the position whose next-token margin is decomposed (default the last; negative counts from the end)'),
 };
 export const DLA_ABOUT = `dla prints {components: {embed, pos_embed, attn [n_layers], mlp [n_layers], final_bias}, heads [n_layers][n_heads],
@@ -29,7 +29,7 @@ export function parseSpans(s: string): TokenSpan[] {
 }
 
 export const FLOW_FLAGS = {
-  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
+  prompt: PROMPT, good: GOOD.required(), bad: BAD.required(), 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
   spans: custom(parseSpans, 'a JSON array of {"label","start","end"} token ranges', 'JSON', '[{"label":"evidence","start":3,"end":5}]').describe('token spans [start, end) to sum the attribution over'),
   generated: int({ min: 0, max: 256 }).default(0).describe('generate N tokens greedily first and hand their credit back to the prompt'),
   baseline: int({ min: 0 }).describe('the token id deleted tokens are replaced by (default BOS, else 0)'),

@@ -59,7 +59,8 @@ one, the values table lists prompts with their own futures (columns prompt, good
 {"mode": "text"|"ids"|"tool" (or a {var}), "value": "{var}"}: a tool call's value is JSON {"name", "arguments"}
 naming a tool of the template's "tools"; "system" (a template) and "tools" render each prompt as a chat turn, and
 "chat_template": true runs it with the chat template whatever --chat-template says (public/studies/agent_actions.*);
-a model whose chat template cannot render them is refused before the first prompt.
+a model whose chat template cannot render them is refused before the first prompt. "enable_thinking": true|false
+is passed to the template (Qwen3: false writes the empty think block after each prompt).
 --probe-vector adds probe_score (the file's hook unless --probe-hook); --patch-cell adds
 patch_recovery, e.g. resid_pre:2:-1 (hook ${Object.keys(PATCH_HOOKS).join('|')}, layer, position or
 head; negative counts from the end), patching each prompt into its "corrupt" variant. Prints one JSON line per

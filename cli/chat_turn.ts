@@ -2,8 +2,9 @@
  * The runner's chat turn (issue #27): --system and --tools render the prompt as the user turn of the
  * chat template with a system prompt and the tools offered, and --good / --bad may each be a tool
  * call, written as JSON {"tool_call": {"name": …, "arguments": {…}}}: the tokens the template writes
- * for an assistant turn calling that tool (workers/engine/conversation.ts toolCallFuture). All of it
- * is checked before any model work.
+ * for an assistant turn calling that tool (workers/engine/conversation.ts toolCallFuture);
+ * --enable-thinking true|false sets the template's enable_thinking. All of it is checked before any
+ * model work (and, once the model is read, --enable-thinking against its template: cli/main.ts).
  */
 import * as fs from 'node:fs';
 import { toolCallInput, toolsInput, type ToolSpec } from '../workers/engine/experiment';
@@ -15,6 +16,7 @@ export interface ChatTurnFlags {
   'chat-template': boolean;
   system?: string;
   tools?: string;
+  'enable-thinking'?: boolean;
 }
 
 /**
@@ -62,24 +64,31 @@ export function chatTurn(f: ChatTurnFlags): PromptInput {
   return { prompt: f.prompt, ...turnOfFlags(f) };
 }
 
-/** The chat turn alone (commands whose study renders several prompts, each in this turn): chat template, system prompt, tools. */
+/** The chat turn alone (commands whose study renders several prompts, each in this turn): chat template, system prompt, tools, enable_thinking. */
 export function turnOfFlags(f: Omit<ChatTurnFlags, 'prompt'>): ChatTurn {
   return {
     chatTemplate: f['chat-template'],
     ...(f.system !== undefined ? { system: f.system } : {}),
     ...(f.tools !== undefined ? { tools: readToolsFlag(f.tools) } : {}),
+    ...(f['enable-thinking'] !== undefined ? { enableThinking: f['enable-thinking'] } : {}),
   };
 }
 
+/** The chat turn's own flags of a command's flags (for commands whose futures are text only, so checkChatTurn reads no tool call in them). */
+export function turnFlags(f: Omit<ChatTurnFlags, 'prompt'>): Omit<ChatTurnFlags, 'prompt'> {
+  return { 'chat-template': f['chat-template'], system: f.system, tools: f.tools, 'enable-thinking': f['enable-thinking'] };
+}
+
 /**
- * Checks the chat turn's flags together, before the model is read: --system and --tools need
- * --chat-template true; a tool-call future needs them and must name a tool of --tools.
+ * Checks the chat turn's flags together, before the model is read: --system, --tools and
+ * --enable-thinking need --chat-template true; a tool-call future needs them and must name a tool of --tools.
  * @throws Error saying which flag and why.
  */
 export function checkChatTurn(f: Omit<ChatTurnFlags, 'prompt'> & { good?: string; bad?: string }): void {
   const chat = f['chat-template'];
-  for (const k of ['system', 'tools'] as const) {
-    if (f[k] !== undefined && !chat) throw new Error(`--${k} needs --chat-template true: only the chat template renders a ${k === 'system' ? 'system prompt' : 'tool list'}`);
+  const what = { system: 'renders a system prompt', tools: 'renders a tool list', 'enable-thinking': 'reads enable_thinking' } as const;
+  for (const k of ['system', 'tools', 'enable-thinking'] as const) {
+    if (f[k] !== undefined && !chat) throw new Error(`--${k} needs --chat-template true: only the chat template ${what[k]}`);
   }
   const names = f.tools !== undefined ? readToolsFlag(f.tools).map((t) => t.function.name) : [];
   for (const which of ['good', 'bad'] as const) {

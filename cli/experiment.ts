@@ -57,6 +57,7 @@ export function applyExperimentFlags(raw: RawFlags, takes: (name: string) => boo
   // the system prompt and tools apply only with the chat template (as in the workbench)
   if (e.chatTemplate && e.system !== undefined) fill('system', () => e.system!);
   if (e.chatTemplate && e.tools.length) fill('tools', () => JSON.stringify(e.tools));
+  if (e.chatTemplate && e.enableThinking !== undefined) fill('enable-thinking', () => String(e.enableThinking));
   fill('max-new-tokens', () => String(e.generation.maxNewTokens));
   fill('temperature', () => String(e.generation.temperature));
   fill('top-k', () => String(e.generation.topK));

@@ -6,13 +6,13 @@ import type { Engine } from '../workers/engine/engine';
 import { hookGradient } from '../workers/engine/studies/integrated_gradients';
 import { gridRows } from '../workers/engine/studies/report_json';
 import { text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
 import { chatTurn } from './chat_turn';
 
 export const GRAD_FLAGS = {
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
   hook: text('HOOK', { nonEmpty: true }).required().describe('a [pos, width] hook: hook_embed, blocks.L.hook_resid_pre, blocks.L.attn.hook_z, …'),
-  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
+  'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
 };
 export type GradFlags = Values<typeof GRAD_FLAGS>;
 

@@ -129,6 +129,7 @@ export async function main(argv: string[]): Promise<number> {
     const engine = await Engine.load(files, await cpuBackendFromArgs(f.threads), undefined, { weightDtype });
     if (!spec) command.checkSpec?.(f as never, engine.spec);
     if (f['chat-template'] === true && !engine.info().hasChatTemplate) throw new Error(`--chat-template true: ${engine.label} has no chat template (its tokenizer_config.json has no chat_template); leave the flag out for plain-text prompts, or use a chat model`);
+    if (f['enable-thinking'] !== undefined && !engine.info().templateReadsThinking) throw new Error(`--enable-thinking: ${engine.label}'s chat template does not read enable_thinking (Qwen3's does), so it would change nothing; leave the flag out`);
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
     let prompt = '';
     if (command.prompt && f.prompt !== undefined) {

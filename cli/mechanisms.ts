@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import type { Values } from './flags';
 import { bool, custom, num, text } from './flags';
-import { CHAT_TEMPLATE, PROGRESS, SYSTEM, TOOLS } from './shared_flags';
+import { CHAT_TEMPLATE, ENABLE_THINKING, PROGRESS, SYSTEM, TOOLS } from './shared_flags';
 import { checkChatTurn, turnOfFlags } from './chat_turn';
 import { checkLayers, parseLayerList } from './steering';
 import { parseBehaviourSet, type BehaviourSet } from '../workers/engine/io/behaviour_set';
@@ -25,7 +25,7 @@ export const MECHANISMS_FLAGS = {
   dose: num().default(DEFAULT_DOSE).describe('α of the steering h += α·û at blocks.l.hook_resid_post (û a unit CAA direction), ≠ 0'),
   l2: num({ gt: 0 }).describe('the probes\' L2 strength λ (default 1)'),
   causal: bool().default(true).describe('the patching curves over each set\'s pairs (false: causal n/a)'),
-  progress: PROGRESS, 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS,
+  progress: PROGRESS, 'chat-template': CHAT_TEMPLATE, system: SYSTEM, tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
 };
 export type MechanismsFlags = Values<typeof MECHANISMS_FLAGS>;
 

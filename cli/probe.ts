@@ -13,7 +13,8 @@ import { resolveInterventions } from '../workers/engine/studies/resolve_interven
 import { parseSpec, type InterventionSpec } from '../workers/engine/steering/spec';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
 import { bool, custom, int, num, text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, FOLDS, GOOD, PROBE_SEED, PROGRESS, SET } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, FOLDS, GOOD, PROBE_SEED, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
+import { checkChatTurn, turnFlags, turnOfFlags } from './chat_turn';
 import { loadVectorFile, parseJsonFlag } from './steering';
 
 /** --position: where the probe reads each prompt. */
@@ -24,6 +25,7 @@ export const PROBE_FLAGS = {
   l2: num({ gt: 0 }).describe('the L2 strength λ (default 1)'),
   directions: bool().default(false).describe('add the difference-of-means direction per row'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+  system: SYSTEM.describe('with --chat-template true: the system prompt of every prompt of the set'), tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
   under: text('JSON', { nonEmpty: true }).describe('read the probes again under this intervention (one spec in the JSON of Interventions)'),
   good: GOOD.describe('with --under: the future the behaviour favours (default: the set file\'s suggested good)'),
   bad: BAD.describe('with --under: the other future (default: the set file\'s suggested bad)'),
@@ -67,10 +69,12 @@ function underFutures(f: ProbeFlags, set: ReturnType<typeof parseLabelledSet>): 
 }
 
 /**
- * The set read and --folds checked against it, before the model loads; with --under its JSON and
- * keys and the futures; the flags that only go with --under refused without it.
+ * The chat turn's flags (chat_turn.ts checkChatTurn), the set read and --folds checked against it,
+ * before the model loads; with --under its JSON and keys and the futures; the flags that only go
+ * with --under refused without it.
  */
 export function checkProbe(f: ProbeFlags, g: { given: (name: string) => boolean }): void {
+  checkChatTurn(turnFlags(f));
   const set = readLabelledSet(f.set);
   checkFolds(f.folds, set);
   if (f.under === undefined) {
@@ -127,7 +131,7 @@ export async function probeCommand(engine: Engine, f: ProbeFlags): Promise<unkno
   const l2 = f.l2;
   const chatTemplate = f['chat-template'];
   const onProgress = f.progress ? (p: { done: number; total: number }) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined;
-  const req = { positive: set.positive, negative: set.negative, classes: set.classes, position, chatTemplate, folds: f.folds, seed: f.seed, l2 };
+  const req = { positive: set.positive, negative: set.negative, classes: set.classes, position, ...turnOfFlags(f), folds: f.folds, seed: f.seed, l2 };
   let under: ProbeUnderResult | null = null;
   if (f.under !== undefined) {
     const spec = underSpec(f.under);

@@ -13,7 +13,7 @@ import type { COMMON_FLAGS } from './shared_flags';
 import { num, type Values } from './flags';
 import { CLEAN, CORRUPT } from './patching';
 import { checkFolds, POSITION, readLabelledSet } from './probe';
-import { BAD, CHAT_TEMPLATE, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
 import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
 import { checkWindowFlags, SCORE } from './window';
@@ -31,7 +31,7 @@ export const REPORT_FLAGS = {
   'model-b': MODEL_B.describe('model B: the same report on it beside --model\'s, and B − A of its answers (a folder or a Hub id; same number of layers)'),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
   system: SYSTEM.describe('with --chat-template true: the system prompt of the clean and corrupted prompts (and the set\'s)'),
-  tools: TOOLS,
+  tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
 };
 export type ReportFlags = Values<typeof REPORT_FLAGS>;
 
@@ -84,9 +84,9 @@ export async function reportCommand(engine: Engine, f: ReportFlags & Values<type
     labelled = { ...set, position: f.position ?? set.position };
   }
   const showProgress = f.progress;
-  const { system, tools } = chatTurn({ ...f, prompt: f.clean });
+  const { system, tools, enableThinking } = chatTurn({ ...f, prompt: f.clean });
   const req = {
-    clean: f.clean, corrupt: f.corrupt, chatTemplate, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}),
+    clean: f.clean, corrupt: f.corrupt, chatTemplate, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(enableThinking !== undefined ? { enableThinking } : {}),
     good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), threshold, labelled,
     probe: { folds: f.folds, seed: f.seed },
   };

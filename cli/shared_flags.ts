@@ -21,6 +21,7 @@ export const BAD = text().describe('the bad future');
 export const CHAT_TEMPLATE = bool().default(false).describe("wrap the prompt in the tokenizer's chat template");
 export const SYSTEM = text().describe('with --chat-template true: the system prompt before the user turn');
 export const TOOLS = text('FILE.json', { nonEmpty: true }).describe('with --chat-template true: the tools offered, a JSON list [{"type": "function", "function": {"name", "description", "parameters"}}]');
+export const ENABLE_THINKING = bool().describe("with --chat-template true: the template's enable_thinking (Qwen3: false writes the empty <think></think> block; default: not passed, the template's default)");
 export const INTERVENTION = text('JSON', { nonEmpty: true }).repeatable().describe('a steering intervention, applied in order (see Interventions)');
 export const MAX_NEW_TOKENS = int({ min: 1, max: 1 << 20 }).default(32).describe('new tokens to generate');
 export const TEMPERATURE = num({ min: 0, max: 1e6 }).default(0).describe('sampling temperature (0 = greedy)');

@@ -11,7 +11,8 @@ import { STUDIES, type StudyContext } from '../workers/engine/studies/registry';
 import { sideEffectDoseKey, type BehaviourSet, type SideEffectsRequest, type SideEffectsResult } from '../workers/engine/studies/side_effects';
 import type { MeanInterval } from '../workers/engine/analysis/bootstrap';
 import { custom, num, numList, text, type Values } from './flags';
-import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, PROGRESS, SET } from './shared_flags';
+import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, INTERVENTION, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
+import { checkChatTurn, turnFlags, turnOfFlags } from './chat_turn';
 import { readLabelledSet } from './probe';
 import { checkLayers, interventionSpecs, loadVectorFile, parseLayerList } from './steering';
 
@@ -31,6 +32,7 @@ export const SIDE_EFFECTS_FLAGS = {
   'll-budget': num().default(D.ll).describe(`the most drop of the control log-likelihood, nats per token (default ${D.ll})`),
   'other-budget': num().default(D.other).describe(`the most |margin change| of each --other set, nats (default ${D.other})`),
   progress: PROGRESS, 'chat-template': CHAT_TEMPLATE,
+  system: SYSTEM.describe('with --chat-template true: the system prompt of the target\'s and the others\' prompts (the control texts stay plain text)'), tools: TOOLS, 'enable-thinking': ENABLE_THINKING,
 };
 export type SideEffectsFlags = Values<typeof SIDE_EFFECTS_FLAGS>;
 
@@ -77,8 +79,9 @@ function template(texts: readonly string[]): Omit<InterventionSpec, 'alpha' | 't
   return rest;
 }
 
-/** The flags' files and values read and checked before the model loads. @throws Error naming the flag. */
+/** The flags' files and values read and checked before the model loads (the chat turn's by chat_turn.ts checkChatTurn). @throws Error naming the flag. */
 export function checkSideEffects(f: SideEffectsFlags): void {
+  checkChatTurn(turnFlags(f));
   template(f.intervention);
   behaviour('--set', f.set, f.good, f.bad);
   for (const o of f.other) behaviour('--other', o);
@@ -115,7 +118,7 @@ export async function sideEffectsCommand(study: StudyContext, f: SideEffectsFlag
     target: behaviour('--set', f.set, f.good, f.bad), control: readControl(f.control).texts,
     others: f.other.map((o) => behaviour('--other', o)),
     budgets: { reach: f.reach, kl: f['kl-budget'], ll: f['ll-budget'], other: f['other-budget'] },
-    chatTemplate: f['chat-template'],
+    ...turnOfFlags(f),
   };
   const r = await STUDIES.sideEffects.run(study, req, f.progress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
   if (f.progress) process.stderr.write('\n');

@@ -12,7 +12,7 @@ import { currentIdentity } from './identity';
 /** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
 function request(): AnalyseRequest {
   const s = useStore.getState();
-  return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), sinkEps: s.sinkEps };
+  return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad), sinkEps: s.sinkEps };
 }
 
 /**
@@ -87,7 +87,7 @@ export async function tokenizePrompt(): Promise<string | null> {
   if (s.modelStatus !== 'ready') return null;
   const ticket = ++tokenizeTicket;
   try {
-    const { ids, tokens, tooLong } = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools }));
+    const { ids, tokens, tooLong } = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking }));
     if (ticket === tokenizeTicket) useStore.getState().setPromptTokens({ ids, tokens });
     return tooLong ?? null;
   } catch (e) {
@@ -106,7 +106,7 @@ export async function resolveFutures(): Promise<void> {
   const s = useStore.getState();
   if (s.modelStatus !== 'ready') return;
   const ticket = ++futuresTicket;
-  const p = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools };
+  const p = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking };
   const one = async (which: 'good' | 'bad'): Promise<FutureChips> => {
     const key = futureKey(p, s[which]);
     try {

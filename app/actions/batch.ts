@@ -82,10 +82,10 @@ function batchColumns(): Pick<BatchJob, 'probe' | 'patchCell'> {
 export async function openRow(r: BatchRow): Promise<void> {
   const s = useStore.getState();
   if (!s.batchReturn) s.setBatchReturn(currentExperiment());
-  // a study's system prompt, tools and chat template come with its row (the template in the form ran it)
+  // a study's system prompt, tools, enable_thinking and chat template come with its row (the template in the form ran it)
   let t: ReturnType<typeof parseTemplate> | null = null;
   try { t = parseTemplate(s.batchTemplate); } catch { /* the form was edited since: the row's texts alone */ }
-  const turn = t ? { ...(t.chatTemplate ? { chatTemplate: true } : {}), ...(t.tools ? { tools: t.tools } : {}), ...(t.system !== undefined ? { system: fill(t.system, r.vars) } : {}) } : {};
+  const turn = t ? { ...(t.chatTemplate ? { chatTemplate: true } : {}), ...(t.tools ? { tools: t.tools } : {}), ...(t.system !== undefined ? { system: fill(t.system, r.vars) } : {}), ...(t.enableThinking !== undefined ? { enableThinking: t.enableThinking } : {}) } : {};
   const corrupt = t?.corrupt !== undefined ? fill(t.corrupt, r.vars) : null;
   useStore.setState({ prompt: r.prompt, ...turn, good: { mode: r.goodMode, value: r.good }, bad: { mode: r.badMode, value: r.bad }, view: 'margins' });
   if (corrupt !== null) s.setPatchingSettings({ clean: r.prompt, corrupt });

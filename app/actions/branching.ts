@@ -52,7 +52,7 @@ function tokenCounter(total: number) {
 export async function startTree(): Promise<void> {
   await runJob('branch', 'Generating the trunk', 'Could not generate the trunk', async () => {
     const s = useStore.getState();
-    const req: ExploreRequest & SpecRequest = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: s.generation.maxNewTokens, ...steering() };
+    const req: ExploreRequest & SpecRequest = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad), maxNewTokens: s.generation.maxNewTokens, ...steering() };
     const counter = tokenCounter(s.generation.maxNewTokens);
     const tree = await inOrder((w) => w.branchStart(req, s.forkDraw, counter.onToken));
     useStore.getState().setDecodeRate(counter.rate());

@@ -20,7 +20,7 @@ export const COMPARE_HOOKS: readonly PatchHook[] = ['resid_pre', 'attn_out', 'ml
 export function compareRequest(settings: CompareSettings = DEFAULT_COMPARE): CompareJob | null {
   const s = useStore.getState();
   try {
-    return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), hooks: COMPARE_HOOKS.filter((h) => settings.hooks.includes(h)), positions: settings.positions, reverse: settings.reverse };
+    return { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad), hooks: COMPARE_HOOKS.filter((h) => settings.hooks.includes(h)), positions: settings.positions, reverse: settings.reverse };
   } catch {
     return null;
   }

@@ -19,7 +19,7 @@ export async function generate(): Promise<void> {
   await runJob('generate', 'Generating', 'Could not generate', async () => {
     const g = s.generation;
     const req: GenerateRequest = {
-      prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad),
+      prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad),
       maxNewTokens: g.maxNewTokens, temperature: g.temperature, topK: g.topK, seed: g.seed,
     };
     const { specs, specLabels, applied } = specRequest(s.interventions, s.vectors);

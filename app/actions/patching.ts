@@ -21,7 +21,7 @@ export async function runPatching(): Promise<void> {
     if (set.corrupt.trim() === '') throw new Error('type a corrupted prompt (the clean prompt with the decisive words changed, same token length)');
     if (set.corrupt === set.clean) throw new Error('the corrupted prompt is the clean one: change the words that carry the answer (same token length), or there is nothing to patch');
     const req: PatchingRequest = {
-      clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools,
+      clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking,
       good: futureInput(s.good), bad: futureInput(s.bad), hook: set.hook, direction: set.direction, metric: set.metric,
     };
     s.setJobSteps({ done: 0, total: 1 });

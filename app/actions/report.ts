@@ -18,7 +18,7 @@ function reportSetup(): { req: ReportJob; total: number; setup: ReturnType<typeo
   const setup = withWindow ? windowSetup() : null;
   const set = rs.useSet ? probeSet() : null;
   const req: ReportJob = {
-    clean, corrupt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), threshold: rs.threshold,
+    clean, corrupt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad), threshold: rs.threshold,
     ...(setup ? { window: { specs: setup.specs, specLabels: setup.specLabels, maxNewTokens: setup.maxNewTokens, kMax: setup.kMax, score: setup.score } } : {}),
     ...(set ? { labelled: { positive: set.positive, negative: set.negative, classes: set.classes, position: set.position }, probe: { folds: s.probeSettings.folds, seed: s.probeSettings.seed } } : {}),
   };

@@ -56,7 +56,7 @@ export async function readFeatures(): Promise<void> {
   if (!id) return;
   await runJob('sae', 'Reading SAE features', 'Could not read the SAE features', async () => {
     let good: string | null = null, bad: string | null = null;
-    const req = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, topK: s.saeTopK, pinned: s.pinnedFeatures };
+    const req = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, topK: s.saeTopK, pinned: s.pinnedFeatures };
     let margin = {};
     if (s.good.value.trim() && s.bad.value.trim()) {
       margin = { good: futureInput(s.good), bad: futureInput(s.bad) };

@@ -22,7 +22,7 @@ export async function runSweep(): Promise<void> {
     const v = s.vectors.find((x) => x.id === set.vectorId);
     if (!v) throw new Error('pick a steering vector for the sweep (build or import one in the Vectors tab)');
     const req: SweepRequest = {
-      prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad),
+      prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad),
       template: { hook: `blocks.{l}.${set.site}`, type: set.type, vector: v.vector }, layers, doses,
     };
     s.setJobSteps({ done: 0, total: layers.length * doses.length });

@@ -75,7 +75,7 @@ export async function runWindow(): Promise<void> {
   await runJob('window', 'Intervention window', 'Could not run the intervention window', async () => {
     const s = useStore.getState();
     const { steering, scoreLabel, ...setup } = windowSetup();
-    const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: futureInput(s.good), bad: futureInput(s.bad), ...setup };
+    const req: WindowJob = { prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: futureInput(s.good), bad: futureInput(s.bad), ...setup };
     s.setJobSteps({ done: 0, total: windowPasses(setup.maxNewTokens, setup.kMax ?? setup.maxNewTokens - 1) });
     const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.interventionWindow(req, onProgress));

@@ -9,13 +9,17 @@ const toolsText = (tools: readonly unknown[]) => (tools.length ? JSON.stringify(
  * With the chat template on: the system prompt before the user turn, and the tools offered (a JSON
  * list, apply_chat_template's `tools`). The tool list is checked as it is typed (experiment.ts
  * toolsInput) and reaches the experiment only when valid; while it is not, the message says what is
- * wrong and the experiment keeps its last valid list.
+ * wrong and the experiment keeps its last valid list. The enable_thinking box is enabled only when
+ * the loaded chat template reads that variable (ModelInfo.templateReadsThinking), and says why not.
  */
 export function ChatTurnEditor() {
   const system = useStore((s) => s.system);
   const tools = useStore((s) => s.tools);
   const setSystem = useStore((s) => s.setSystem);
   const setTools = useStore((s) => s.setTools);
+  const enableThinking = useStore((s) => s.enableThinking);
+  const setEnableThinking = useStore((s) => s.setEnableThinking);
+  const readsThinking = useStore((s) => s.info?.templateReadsThinking ?? false);
   const [draft, setDraft] = useState(() => toolsText(tools));
   const [problem, setProblem] = useState<string | null>(null);
   // an experiment opened or a study row loaded replaces the list: show it (unless it is what is typed)
@@ -53,6 +57,16 @@ export function ChatTurnEditor() {
       <p className="hint">A JSON list of {'{"type": "function", "function": {"name", "description", "parameters"}}'}; a tool-call future names one.</p>
       <textarea id="tools-json" data-testid="tools-json" rows={4} spellCheck={false} value={draft} aria-invalid={problem ? true : undefined} onChange={(e) => edit(e.target.value)} />
       {problem && <p className="note" role="alert" data-testid="tools-problem">{problem}</p>}
+      <label className="toggle">
+        <input type="checkbox" data-testid="enable-thinking" checked={enableThinking ?? true} disabled={!readsThinking} onChange={(e) => setEnableThinking(e.target.checked)} />
+        {/* one flex item: the label's text and the variable's name wrap together */}
+        <span>Let the model think (<code>enable_thinking</code>)</span>
+      </label>
+      <p className="hint" data-testid="enable-thinking-hint">
+        {readsThinking
+          ? `Off renders the empty <think></think> block after the generation prompt, so the answer starts at once${enableThinking === undefined ? '; not set: the template\'s default' : ''}.`
+          : 'This model\'s chat template does not read enable_thinking (Qwen3\'s does), so the setting would change nothing.'}
+      </p>
     </fieldset>
   );
 }

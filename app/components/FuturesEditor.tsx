@@ -124,13 +124,14 @@ export function FuturesEditor() {
   const chatTemplate = useStore((s) => s.chatTemplate);
   const system = useStore((s) => s.system);
   const tools = useStore((s) => s.tools);
+  const enableThinking = useStore((s) => s.enableThinking);
   const good = useStore((s) => s.good);
   const bad = useStore((s) => s.bad);
   const info = useStore((s) => s.info);
   useEffect(() => {
     const t = setTimeout(() => void resolveFutures(), 250);
     return () => clearTimeout(t);
-  }, [prompt, chatTemplate, system, tools, good, bad, info]);
+  }, [prompt, chatTemplate, system, tools, enableThinking, good, bad, info]);
   return (
     <fieldset className="futures">
       <legend>Futures <span className="muted">Δ = log p(good) − log p(bad)</span></legend>

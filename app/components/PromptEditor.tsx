@@ -13,6 +13,7 @@ export function PromptEditor() {
   const setChatTemplate = useStore((s) => s.setChatTemplate);
   const system = useStore((s) => s.system);
   const tools = useStore((s) => s.tools);
+  const enableThinking = useStore((s) => s.enableThinking);
   const info = useStore((s) => s.info);
   const [note, setNote] = useState<string | null>(null);
   const bannerWhy = useStore((s) => s.failure?.why ?? null);
@@ -20,7 +21,7 @@ export function PromptEditor() {
   useEffect(() => {
     const t = setTimeout(() => void tokenizePrompt().then(setNote), 250);
     return () => clearTimeout(t);
-  }, [prompt, chatTemplate, system, tools, info]);
+  }, [prompt, chatTemplate, system, tools, enableThinking, info]);
 
   const hasTemplate = info?.hasChatTemplate ?? false;
   return (

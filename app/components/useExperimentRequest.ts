@@ -5,7 +5,7 @@ import { chatTurnOf, experimentRequest, type ChatTurnFields, type ExperimentFiel
 
 /** The experiment's fields as the store holds them at this render; the object changes only when one of them does. */
 export function useExperimentFields(): ExperimentFields {
-  return useStore(useShallow((s) => ({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: s.good, bad: s.bad, interventions: s.interventions, vectors: s.vectors })));
+  return useStore(useShallow((s) => ({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking, good: s.good, bad: s.bad, interventions: s.interventions, vectors: s.vectors })));
 }
 
 /** experimentRequest over the store at this render, or why it cannot be made (the error's message, shown instead of a crash). */

@@ -43,7 +43,7 @@ export function modelOf(source: ModelSource | null, bundled: readonly string[]):
 export const EXPERIMENT_KEYS = [
   'lastLoad', 'prompt', 'chatTemplate', 'good', 'bad', 'generation', 'vectors', 'interventions', 'saes', 'saeOrigins',
   'sweepSettings', 'view', 'showTables', 'showDifference', 'sinkEps', 'heatmapScale', 'activationsHook', 'tokenSelection',
-  'modelB', 'system', 'tools',
+  'modelB', 'system', 'tools', 'enableThinking',
 ] as const satisfies readonly (keyof AppState)[];
 
 const RESULT = 'a result computed from the experiment: a restore reruns it (or marks it stale), it is never saved';
@@ -127,6 +127,7 @@ export function capture(s: ExperimentState, bundled: readonly string[]): Experim
     chatTemplate: s.chatTemplate,
     ...(s.system !== undefined ? { system: s.system } : {}),
     tools: s.tools.map((t) => structuredClone(t)),
+    ...(s.enableThinking !== undefined ? { enableThinking: s.enableThinking } : {}),
     good: { mode: s.good.mode, value: s.good.value },
     bad: { mode: s.bad.mode, value: s.bad.value },
     generation: { maxNewTokens: s.generation.maxNewTokens, temperature: s.generation.temperature, topK: s.generation.topK, seed: s.generation.seed },
@@ -214,6 +215,7 @@ export function apply(store: StateHolder, e: Experiment): Applied {
     chatTemplate: e.chatTemplate,
     system: e.system,
     tools: e.tools.map((t) => structuredClone(t)),
+    enableThinking: e.enableThinking,
     good: { mode: e.good.mode, value: e.good.value },
     bad: { mode: e.bad.mode, value: e.bad.value },
     generation: { ...e.generation },

@@ -4,6 +4,6 @@ import type { FutureDraft } from '../store/experiment';
 export { futureInput } from '../../workers/shared';
 
 /** Identifies a future as written after a prompt: chips resolved for another key are out of date. */
-export function futureKey(p: { prompt: string; chatTemplate: boolean; system?: string; tools?: readonly unknown[] }, d: FutureDraft): string {
-  return JSON.stringify([p.prompt, p.chatTemplate, p.system ?? null, p.tools ?? [], d.mode, d.value]);
+export function futureKey(p: { prompt: string; chatTemplate: boolean; system?: string; tools?: readonly unknown[]; enableThinking?: boolean }, d: FutureDraft): string {
+  return JSON.stringify([p.prompt, p.chatTemplate, p.system ?? null, p.tools ?? [], p.enableThinking ?? null, d.mode, d.value]);
 }

@@ -32,6 +32,8 @@ export interface ExperimentSlice {
   /** With the chat template: the system prompt (undefined: none) and the tools offered. */
   system: string | undefined;
   tools: ToolSpec[];
+  /** With the chat template: enable_thinking for templates that read it (prompt.ts PromptInput.enableThinking); undefined: not passed, the template's default. */
+  enableThinking: boolean | undefined;
   good: FutureDraft;
   bad: FutureDraft;
   generation: GenerationSettings;
@@ -41,6 +43,8 @@ export interface ExperimentSlice {
   setSystem(system: string | undefined): void;
   /** The tools offered (checked by the caller: experiment.ts toolsInput). */
   setTools(tools: ToolSpec[]): void;
+  /** enable_thinking (undefined: the template's default). */
+  setEnableThinking(on: boolean | undefined): void;
   setFuture(which: 'good' | 'bad', draft: FutureDraft): void;
   setGeneration(patch: Partial<GenerationSettings>): void;
 }
@@ -52,6 +56,7 @@ export const createExperimentSlice: StateCreator<AppState, [], [], ExperimentSli
   chatTemplate: false,
   system: undefined,
   tools: [],
+  enableThinking: undefined,
   good: { mode: 'text', value: ' Tom' },
   bad: { mode: 'text', value: ' Lily' },
   generation: { maxNewTokens: 32, temperature: 0, topK: 0, seed: 0 },
@@ -59,6 +64,7 @@ export const createExperimentSlice: StateCreator<AppState, [], [], ExperimentSli
   setChatTemplate: (chatTemplate) => set({ chatTemplate }),
   setSystem: (system) => set({ system: system ? system : undefined }),
   setTools: (tools) => set({ tools }),
+  setEnableThinking: (enableThinking) => set({ enableThinking }),
   setFuture: (which, draft) => set(which === 'good' ? { good: draft } : { bad: draft }),
   setGeneration: mergeSetter(set, 'generation'),
 });

@@ -5,7 +5,7 @@ import { SignedBars } from '../components/SignedBars';
 import { quotedToken, signed, visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import type { BranchTree, StudyRequest } from '../../workers/protocol';
-import type { TreePath } from '../../workers/shared';
+import { treePrompt, type TreePath } from '../../workers/shared';
 
 type Span = { label: string; start: number; end: number };
 
@@ -43,7 +43,7 @@ export function ForkFlow({ tree, path, position }: { tree: BranchTree; path: Tre
   const alt = top?.ids.find((id) => id !== chosen);
   const bos = /^<.*>$/.test(tree.promptTokens[0] ?? '');
   const req: StudyRequest<'flow'> | undefined = position >= T && alt !== undefined ? {
-    prompt: tree.prompt, chatTemplate: tree.chatTemplate, good: { ids: [[chosen]] }, bad: { ids: [[alt]] },
+    ...treePrompt(tree), good: { ids: [[chosen]] }, bad: { ids: [[alt]] },
     spans: sentenceSpans(tree.promptTokens, bos), continuation: path.ids.slice(T, position), faithfulness: false,
   } : undefined;
   const flow = useStudy('flow', req);

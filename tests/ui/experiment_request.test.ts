@@ -3,7 +3,7 @@
  * The experiment's part of a view's study request (app/components/useExperimentRequest.ts), as the
  * two views that share it send it: the Activations view's "While generating" panel
  * (GenerationCapturePanel) and the Expert routes view (RoutesView). Each sends the prompt, chat
- * template, system prompt, tools, both futures and the enabled interventions as specs, as written
+ * template, system prompt, tools, enable_thinking, both futures and the enabled interventions as specs, as written
  * out here from the store's fields; an intervention whose vector is gone, or a future that does not
  * parse, is shown with the reason, the button stays off and the experiment is unchanged. Store and
  * DOM only; the studies themselves are mocked.
@@ -35,14 +35,14 @@ const off: InterventionDraft = { ...add, id: 4, enabled: false, dose: 9 };
 /** The experiment every case starts from: a system prompt, a tool, text and id futures, one enabled and one disabled intervention. */
 function experiment() {
   useStore.setState({
-    modelStatus: 'ready', prompt: 'Once upon a time', chatTemplate: true, system: 'Be brief.', tools: [TOOL] as never,
+    modelStatus: 'ready', prompt: 'Once upon a time', chatTemplate: true, system: 'Be brief.', tools: [TOOL] as never, enableThinking: false,
     good: { mode: 'text', value: ' Tom' }, bad: { mode: 'ids', value: '274 | 317' }, vectors: [vector], interventions: [add, off],
   });
 }
 
 /** What both views must send for experiment(), written out from its fields (not through the shared code). */
 const EXPECTED = {
-  prompt: 'Once upon a time', chatTemplate: true, system: 'Be brief.', tools: [TOOL],
+  prompt: 'Once upon a time', chatTemplate: true, system: 'Be brief.', tools: [TOOL], enableThinking: false,
   good: { text: ' Tom' }, bad: { ids: [[274], [317]] },
   specs: [expect.objectContaining({ hook: HOOK, type: 'add', alpha: 2.5, positions: 'all', vector: Float32Array.from([1, 2, 3, 4]) })], specLabels: ['intervention #1'],
 };

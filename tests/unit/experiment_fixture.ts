@@ -41,6 +41,7 @@ export const EVERY_FIELD: Pick<AppState, ExperimentKey> = {
   prompt: 'The little girl felt very',
   chatTemplate: true,
   system: 'You are a careful agent.',
+  enableThinking: false,
   tools: [{ type: 'function', function: { name: 'send_email', description: 'Send an email', parameters: { type: 'object', properties: { to: { type: 'string' } } } } }],
   good: { mode: 'text', value: ' happy' },
   bad: { mode: 'ids', value: '274 | 317 287' },

@@ -77,16 +77,17 @@ describe('the experiment: one capture and one apply over every field of the stor
   });
 });
 
-describe('old experiment files still open (format version 3 added the vectors’ α and file)', () => {
+describe('old experiment files still open (format version 3 added the vectors’ α and file; enableThinking is optional)', () => {
   for (const v of [1, 2]) {
     it(`a version ${v} file opens, its vectors at α 1 (absent)`, () => {
       const e = readExperiment(readFileSync(`tests/unit/fixtures/experiment_v${v}.json`, 'utf8'));
       expect(e.version).toBe(v);
-      useStore.setState({ ...fresh });
+      useStore.setState({ ...fresh, enableThinking: false });
       const out = apply(useStore, e);
       expect(out.missing).toEqual([]);
       const s = useStore.getState();
       expect(s.prompt).toBe('The little girl felt very');
+      expect(s.enableThinking, 'a file without enableThinking renders as before: the variable not passed').toBeUndefined();
       expect(s.vectors.map((x) => x.alpha)).toEqual([undefined]);
       expect(s.interventions[0]).toMatchObject({ type: 'add', dose: 6, vectorId: s.vectors[0].id, enabled: true });
       expect(capture(s, BUNDLED).version).toBe(3);

@@ -20,6 +20,8 @@ export interface ModelInfo extends Pick<ModelSpec, (typeof MODEL_INFO_FIELDS)[nu
   backend: { kind: 'cpu' | 'webgpu'; description: string };
   hookNames: string[];
   hasChatTemplate: boolean;
+  /** The chat template reads `enable_thinking` (conversation.ts templateReadsThinking): PromptInput.enableThinking changes its rendering. */
+  templateReadsThinking: boolean;
   /** Byte-fallback tokens ("<0xE2>"): token id → byte value, so a byte that forms no character can be shown as itself. */
   byteTokens: Record<number, number>;
   /** Weight storage (float32, binary16, Q8_0, Q4_0) and, when quantised, the measured logit error against float32. */

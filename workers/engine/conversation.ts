@@ -54,6 +54,17 @@ export function renderConversation(tokenizer: TemplateTokenizer, conv: Conversat
 }
 
 /**
+ * Whether the tokenizer's chat template reads the variable `enable_thinking` (Qwen3's does: false
+ * renders the empty `<think>\n\n</think>\n\n` block; Llama 3.1's and Gemma 3's do not): the
+ * template's source names it. False without a chat template.
+ */
+export function templateReadsThinking(tokenizer: TemplateTokenizer): boolean {
+  if (!tokenizer.hasChatTemplate) return false;
+  const template = tokenizer.chatTemplate();
+  return typeof template === 'string' && /\benable_thinking\b/.test(template);
+}
+
+/**
  * Token ids of a rendered conversation. The template writes its own special tokens (BOS where the
  * model uses one), so the tokenizer adds none: BOS is never doubled.
  * @returns ids, shape [n_tokens].

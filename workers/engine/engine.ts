@@ -5,6 +5,7 @@ import type { ModelSpec } from './arch/spec';
 import { MODEL_INFO_FIELDS } from './api';
 import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, TokenEvent } from './api';
 import { adaptTokenizer, PromptCodec, type FutureInput, type PromptInput, type ResolvedFuture } from './prompt';
+import { templateReadsThinking } from './conversation';
 import { assertHook, hookNames } from './model/hooks';
 import type { ModelFiles } from './io/model_files';
 import type { LoadProgress } from './model/load';
@@ -149,6 +150,7 @@ export class Engine {
       backend: { kind: this.backend.kind, description: this.backend.description },
       hookNames: hookNames(s),
       hasChatTemplate: this.prompts.tokenizer.hasChatTemplate,
+      templateReadsThinking: templateReadsThinking(this.prompts.tokenizer),
       byteTokens: this.prompts.byteTokens(),
       weights: this.weightStorage,
     };

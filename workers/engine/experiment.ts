@@ -172,6 +172,8 @@ export const experimentSchema = z.object({
   system: z.string().optional(),
   /** With the chat template: the tools offered; tool-call futures name one of them. */
   tools: z.array(tool).default([]),
+  /** With the chat template: the template variable enable_thinking (Qwen3: false renders the empty think block); absent (older files too): not passed, the template's default. */
+  enableThinking: z.boolean().optional(),
   good: future,
   bad: future,
   generation: z.object({ maxNewTokens: z.number().int().positive(), temperature: z.number().min(0), topK: int, seed: int })

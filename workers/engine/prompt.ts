@@ -37,6 +37,13 @@ export interface PromptInput {
   /** With the chat template: the tools offered (apply_chat_template's `tools`, JSON-schema function specs). */
   tools?: Record<string, unknown>[];
   /**
+   * With the chat template: the template variable `enable_thinking` (Qwen3's chat template: false
+   * writes the empty `<think>\n\n</think>\n\n` block after the generation prompt, true or absent leaves
+   * the model to think). Absent: the variable is not passed (the template's default); templates that
+   * do not read it ignore it (templateReadsThinking says which do).
+   */
+  enableThinking?: boolean;
+  /**
    * Token ids teacher-forced after the prompt's ids (the two futures' shared prefix, studies/shared_prefix.ts):
    * encodePrompt appends them, so every run reads the prompt and then these tokens. Futures are then given as ids.
    */
@@ -54,16 +61,19 @@ export function promptWith(prompt: string, turn: ChatTurn): PromptInput {
   return { prompt, ...chatTurn(turn) };
 }
 
-/** Only the chat-turn fields of `req` (a request passed on to another study keeps its system prompt and tools). */
+/** Only the chat-turn fields of `req` (a request passed on to another study keeps its system prompt, tools and enable_thinking). */
 export function chatTurn(req: ChatTurn): ChatTurn {
-  return { chatTemplate: req.chatTemplate ?? false, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+  return {
+    chatTemplate: req.chatTemplate ?? false, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}),
+    ...(req.enableThinking !== undefined ? { enableThinking: req.enableThinking } : {}),
+  };
 }
 
-/** The conversation a chat-template prompt renders: [system,] user turn, with its tools. */
+/** The conversation a chat-template prompt renders: [system,] user turn, with its tools and enable_thinking. */
 export function promptConversation(p: PromptInput): Conversation {
   const messages: ChatMessage[] = p.system ? [{ role: 'system', content: p.system }] : [];
   messages.push({ role: 'user', content: p.prompt });
-  return { messages, tools: p.tools };
+  return { messages, tools: p.tools, ...(p.enableThinking !== undefined ? { enableThinking: p.enableThinking } : {}) };
 }
 
 /**
@@ -202,7 +212,8 @@ export class PromptCodec {
   /**
    * The text the tokenizer reads for a prompt and whether it adds special tokens (BOS): the prompt
    * as typed with special tokens, or the chat template's rendering of one user turn (which holds
-   * its own special tokens) with the variables transformers.js's apply_chat_template passes, under
+   * its own special tokens) with the variables transformers.js's apply_chat_template passes (and
+   * `enable_thinking` when the prompt sets it, as apply_chat_template passes its extra kwargs), under
    * the step, time and size limits of chat_template.ts (a template with a huge loop is stopped).
    * @throws Error when the chat template is asked for but the tokenizer has none, is refused or
    *   stopped (ChatTemplateLimitError), or raises.
@@ -214,7 +225,8 @@ export class PromptCodec {
     if (typeof template !== 'string') throw new Error(`${this.model.label}: tokenizer_config.json chat_template is not a string`);
     const special = this.tokenizer.specialTokens();
     const conv = promptConversation(p);
-    const text = renderChatTemplate(template, { messages: conv.messages, add_generation_prompt: true, tools: conv.tools?.length ? conv.tools : null, documents: null, ...special });
+    const thinking = conv.enableThinking !== undefined ? { enable_thinking: conv.enableThinking } : {};
+    const text = renderChatTemplate(template, { messages: conv.messages, add_generation_prompt: true, tools: conv.tools?.length ? conv.tools : null, documents: null, ...special, ...thinking });
     return { text, special: false };
   }
 

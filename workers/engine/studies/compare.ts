@@ -21,7 +21,7 @@ import type { Engine } from '../engine';
 import type { Tensor } from '../backend/backend';
 import type { Analysis } from '../api';
 import type { FutureInput, PromptInput } from '../prompt';
-import { promptWith } from '../prompt';
+import { promptWith, type ChatTurn } from '../prompt';
 import type { Progress } from '../progress';
 import type { Intervention, PositionSelector } from '../model/intervention';
 import { weightModules } from '../model/weight_modules';
@@ -118,7 +118,7 @@ export interface SideBySide {
  * @throws Error for a bad prompt or future (in either model).
  */
 export async function sideBySide(a: Engine, b: Engine, req: CompareInput): Promise<SideBySide> {
-  const ar: CompareInput = { prompt: req.prompt, chatTemplate: req.chatTemplate, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}), good: req.good, bad: req.bad, sinkEps: req.sinkEps };
+  const ar: CompareInput = { ...promptWith(req.prompt, req), good: req.good, bad: req.bad, sinkEps: req.sinkEps };
   const A = await a.analyse(ar), B = await b.analyse(ar);
   const mismatch = tokenizerDifferences(a, b, ar);
   const sa = a.spec, sb = b.spec;
@@ -161,6 +161,7 @@ export interface SteeringTransfer {
  * Steering transfer (DESIGN.md §3 "Model comparison"): the CAA vector (Rimsky et al., arXiv
  * 2312.06681; studies/vectors.ts caaVector) of the same contrastive set built on A and on B at
  * each layer's hook, and their cosine per layer. Cost: 2 · |layers| · (|positive| + |negative|) forwards.
+ * @param set.turn the chat turn each text is rendered in (default: as typed).
  * @param hookTemplate default "blocks.{l}.hook_resid_post".
  * @param layers default every layer.
  * @param onProgress after each layer (done/total = layers).
@@ -168,7 +169,7 @@ export interface SteeringTransfer {
  *   for an empty set, an unknown hook or a layer outside the model.
  */
 export async function steeringTransfer(
-  a: Engine, b: Engine, set: { positive: readonly string[]; negative: readonly string[]; position?: 'last' | { marker: string } },
+  a: Engine, b: Engine, set: { positive: readonly string[]; negative: readonly string[]; position?: 'last' | { marker: string }; turn?: ChatTurn },
   opts: { hookTemplate?: string; layers?: number[] } = {}, onProgress?: (p: Progress) => void, signal?: AbortSignal,
 ): Promise<SteeringTransfer> {
   assertComparable(a, b, 'weights');
@@ -179,7 +180,7 @@ export async function steeringTransfer(
   const cosine = new Float32Array(layers.length), normRatio = new Float32Array(layers.length);
   for (let i = 0; i < layers.length; i++) {
     signal?.throwIfAborted();
-    const req = { positive: set.positive, negative: set.negative, position: set.position, hook: hookTemplate.replace('{l}', String(layers[i])) };
+    const req = { positive: set.positive, negative: set.negative, position: set.position, ...(set.turn ? { turn: set.turn } : {}), hook: hookTemplate.replace('{l}', String(layers[i])) };
     const va = await caaVector(a, req), vb = await caaVector(b, req);
     vectorsA.push(va); vectorsB.push(vb);
     let ab = 0, aa = 0, bb = 0;

@@ -23,7 +23,7 @@
  * Structure after studies/sweep.ts: progress after each cell, cancel between cells, one result.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, ResolvedFuture } from '../prompt';
+import { chatTurn, type ChatTurn, type FutureInput, type ResolvedFuture } from '../prompt';
 import { logSumExp } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
@@ -51,6 +51,8 @@ export interface PatchingRequest {
   /** With the chat template: the system prompt and tools of both prompts (PromptInput). */
   system?: string;
   tools?: Record<string, unknown>[];
+  /** With the chat template: the template's enable_thinking for both prompts (PromptInput.enableThinking). */
+  enableThinking?: boolean;
   /** Tokens teacher-forced after both prompts (PromptInput.forcedIds: the futures' shared prefix, studies/shared_prefix.ts). */
   forcedIds?: readonly number[];
   good: FutureInput;
@@ -321,9 +323,8 @@ export async function patchRuns(
  * @param what the analysis in the length message ("activation patching").
  * @throws Error for prompts of different token lengths, or a bad prompt or future.
  */
-export function readPromptPair(engine: Engine, req: { clean: string; corrupt: string; chatTemplate?: boolean; system?: string; tools?: Record<string, unknown>[]; forcedIds?: readonly number[]; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
-  const chat = req.chatTemplate ?? false;
-  const turn = { chatTemplate: chat, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}), ...(req.forcedIds ? { forcedIds: req.forcedIds } : {}) };
+export function readPromptPair(engine: Engine, req: ChatTurn & { clean: string; corrupt: string; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
+  const turn = { ...chatTurn(req), ...(req.forcedIds ? { forcedIds: req.forcedIds } : {}) };
   const cleanIds = engine.encodePrompt({ prompt: req.clean, ...turn });
   const corruptIds = engine.encodePrompt({ prompt: req.corrupt, ...turn });
   if (cleanIds.length !== corruptIds.length) {

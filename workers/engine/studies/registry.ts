@@ -10,7 +10,7 @@
  * the same row runs in the worker and the runner (cli/commands.ts).
  */
 import type { Engine } from '../engine';
-import type { PromptInput } from '../prompt';
+import { promptWith, type PromptInput } from '../prompt';
 import type { Progress } from '../progress';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
@@ -57,7 +57,7 @@ export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadS
     ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
     interventions: (p, specs, maxNewTokens, on = engine) =>
-      specInterventions(on, { prompt: p.prompt, chatTemplate: p.chatTemplate, ...(p.system !== undefined ? { system: p.system } : {}), ...(p.tools ? { tools: p.tools } : {}) }, specs, { maxNewTokens, loadSae: opts.loadSae }),
+      specInterventions(on, promptWith(p.prompt, p), specs, { maxNewTokens, loadSae: opts.loadSae }),
   };
 }
 

@@ -80,6 +80,8 @@ export interface ReportRequest {
   /** With the chat template: the system prompt and tools of every prompt of the report (an agent's decision point: tool-call futures name a tool). */
   system?: string;
   tools?: Record<string, unknown>[];
+  /** With the chat template: the template's enable_thinking for every prompt (PromptInput.enableThinking). */
+  enableThinking?: boolean;
   good: FutureInput;
   bad: FutureInput;
   /** |Δ| (nats) the lens margin must reach to count as visible (default 0.1). */
@@ -256,7 +258,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   const L = engine.spec.nLayers;
   const threshold = req.threshold ?? 0.1;
   if (!(threshold >= 0)) throw new Error(`threshold ${threshold}: give |Δ| in nats, ≥ 0`);
-  const turn = { chatTemplate: req.chatTemplate, ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools ? { tools: req.tools } : {}) };
+  const turn = chatTurn(req);
   const prompts: ReportPrompt[] = [{ clean: req.clean, corrupt: req.corrupt }, ...(req.set ?? []), ...(req.labelled ? labelledPairs(req.labelled) : [])];
   const win = req.window;
   const stages = win ? 3 : 2;

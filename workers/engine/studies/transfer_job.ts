@@ -9,14 +9,14 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../prompt';
-import { promptWith } from '../prompt';
+import { chatTurn, promptWith } from '../prompt';
 import type { Progress } from '../progress';
 import { steeringTransfer, transferIntervention } from './compare';
 
 export interface TransferRequest extends PromptInput {
   good: FutureInput;
   bad: FutureInput;
-  /** The contrastive set (CAA: mean of positive activations − mean of negative ones, at the last token). */
+  /** The contrastive set (CAA: mean of positive activations − mean of negative ones, at the last token), each text rendered in the request's chat turn like the prompt. */
   positive: readonly string[];
   negative: readonly string[];
   /** Steering strength α applied with each vector (default 4). */
@@ -61,7 +61,7 @@ export async function transferJob(a: Engine, b: Engine, req: TransferRequest, on
     const r = await e.analyse({ ...input, interventions });
     return r.finalMargin[r.ids.length - 1];
   };
-  const st = await steeringTransfer(a, b, { positive: req.positive, negative: req.negative }, { hookTemplate: req.hookTemplate }, (p) => onProgress?.({ done: 2 * p.done, total }), signal);
+  const st = await steeringTransfer(a, b, { positive: req.positive, negative: req.negative, turn: chatTurn(req) }, { hookTemplate: req.hookTemplate }, (p) => onProgress?.({ done: 2 * p.done, total }), signal);
   let done = 2 * L;
   const marginA = await margin(a), marginB = await margin(b);
   onProgress?.({ done: (done += 2), total });

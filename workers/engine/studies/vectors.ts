@@ -7,6 +7,7 @@
  *   mean activation over the positive texts minus the mean over the negative texts at one position.
  */
 import type { Engine } from '../engine';
+import { promptWith, type ChatTurn } from '../prompt';
 import type { SteeringVector } from '../steering/vector';
 import { hookWidth } from '../model/hook_width';
 import type { Progress } from '../progress';
@@ -37,13 +38,15 @@ export interface CaaRequest {
    */
   position?: 'last' | { marker: string };
   head?: number;
+  /** The chat turn each text is rendered in (prompt.ts promptWith: chat template, system prompt, tools); default: each text as typed. */
+  turn?: ChatTurn;
   /** Called after each text's forward pass. */
   onProgress?: (p: Progress) => void;
 }
 
-/** The activation rows [T, width] of `hook` for one prompt, and the prompt ids. */
-async function activations(engine: Engine, prompt: string, hook: string): Promise<{ ids: number[]; rows: Float32Array }> {
-  const ids = engine.encodePrompt({ prompt });
+/** The activation rows [T, width] of `hook` for one prompt (in `turn`'s chat turn, when given), and the prompt ids. */
+async function activations(engine: Engine, prompt: string, hook: string, turn: ChatTurn = {}): Promise<{ ids: number[]; rows: Float32Array }> {
+  const ids = engine.encodePrompt(promptWith(prompt, turn));
   const { captured } = await engine.run(ids, { capture: [hook], logits: 'last' });
   return { ids, rows: captured.get(hook)! };
 }
@@ -85,16 +88,18 @@ export async function actAdd(engine: Engine, req: ActAddRequest): Promise<Steeri
 
 /**
  * The token index read for a text under a CAA position rule, and the text to encode.
+ * @param turn the chat turn the text is rendered in (the marker's prefix is rendered in it too, so
+ *   the first token after the shared rendering is the answer token).
  * @throws Error when the marker is missing, repeated, first, or last in the text.
  */
-export function caaPosition(engine: Engine, text: string, position: CaaRequest['position']): { prompt: string; index: (ids: number[]) => number } {
+export function caaPosition(engine: Engine, text: string, position: CaaRequest['position'], turn: ChatTurn = {}): { prompt: string; index: (ids: number[]) => number } {
   if (position === undefined || position === 'last') return { prompt: text, index: (ids) => ids.length - 1 };
   const { marker } = position;
   const at = text.indexOf(marker);
   if (marker === '' || at < 0 || text.indexOf(marker, at + 1) >= 0) throw new Error(`"${text}": mark the answer token with exactly one "${marker}"`);
   const before = text.slice(0, at), after = text.slice(at + marker.length);
   if (before === '' || after === '') throw new Error(`"${text}": the marker needs text before it and the answer token after it`);
-  const prefix = engine.encodePrompt({ prompt: before });
+  const prefix = engine.encodePrompt(promptWith(before, turn));
   return {
     prompt: before + after,
     // First token not shared with the prefix's encoding: the answer token (or the token it merged into).
@@ -122,8 +127,8 @@ export async function caaVector(engine: Engine, req: CaaRequest): Promise<CaaVec
   let done = 0;
   for (const [texts, acc] of [[req.positive, meanPos], [req.negative, meanNeg]] as const) {
     for (const text of texts) {
-      const { prompt, index } = caaPosition(engine, text, req.position);
-      const { ids, rows } = await activations(engine, prompt, req.hook);
+      const { prompt, index } = caaPosition(engine, text, req.position, req.turn);
+      const { ids, rows } = await activations(engine, prompt, req.hook, req.turn);
       const t = index(ids);
       for (let i = 0; i < len; i++) acc[i] += rows[t * width + offset + i] / texts.length;
       req.onProgress?.({ done: ++done, total });

@@ -6,7 +6,7 @@
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
 import type { Engine } from '../../engine';
-import type { FutureInput, PromptInput } from '../../prompt';
+import { chatTurn, type FutureInput, type PromptInput } from '../../prompt';
 import type { Intervention } from '../../model/intervention';
 import { hookWidth } from '../../model/hook_width';
 import { patchingGrid, type PatchHook } from '../patching';
@@ -131,7 +131,7 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       }
       if (req.patchCell && metrics.includes('patch_recovery')) {
         const c = req.patchCell;
-        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, chatTemplate, system: input.system, tools: input.tools, good, bad, hook: c.hook, only: { layer: c.layer, col: c.position }, interventions });
+        const g = await patchingGrid(engine, { clean: p.prompt, corrupt: p.corrupt!, ...chatTurn(input), good, bad, hook: c.hook, only: { layer: c.layer, col: c.position }, interventions });
         all.patch_recovery = g.recovery.find((r) => !Number.isNaN(r)) ?? null;
       }
       row.metrics = Object.fromEntries(metrics.map((m) => [m, all[m] ?? null]));
@@ -146,9 +146,12 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
   return { columns: req.values.columns, metrics, rows, total: prompts.length, cancelled, visibleThreshold, sinkEps };
 }
 
-/** One prompt of the study as the engine reads it: the chat turn with the template's system prompt and tools. */
+/** One prompt of the study as the engine reads it: the chat turn with the template's system prompt, tools and enable_thinking. */
 export function promptOf(p: BatchPrompt, t: StudyTemplate, chatTemplate: boolean | undefined): PromptInput {
-  return { prompt: p.prompt, chatTemplate, ...(p.system !== undefined ? { system: p.system } : {}), ...(t.tools?.length ? { tools: t.tools } : {}) };
+  return {
+    prompt: p.prompt, chatTemplate, ...(p.system !== undefined ? { system: p.system } : {}), ...(t.tools?.length ? { tools: t.tools } : {}),
+    ...(t.enableThinking !== undefined ? { enableThinking: t.enableThinking } : {}),
+  };
 }
 
 /** A prompt's two futures as the engine reads them (text, ids or a tool call). @throws Error for a bad id list or call. */

@@ -27,6 +27,8 @@ export interface StudyTemplate {
   tools?: ToolSpec[];
   /** The prompts are user turns of the chat template, whatever the chat-template toggle says (a study of tools or a system prompt is one). */
   chatTemplate?: boolean;
+  /** With the chat template: its enable_thinking for every prompt (PromptInput.enableThinking; the file's "enable_thinking"); absent: not passed. */
+  enableThinking?: boolean;
   /**
    * The corrupted variant of the prompt (patch_recovery: the clean prompt's value at the chosen
    * cell is patched into it), e.g. the prompt with the names swapped; same token length.
@@ -107,7 +109,7 @@ function futureField(v: unknown, k: 'good' | 'bad'): { value: string; mode?: str
 
 /**
  * Parses a template file: JSON {"prompt", "good", "bad", "corrupt"?, "x"?, "y"?, "description"?,
- * "system"?, "tools"?, "chat_template"?}; a future is text or {"mode", "value"} (the experiment's form,
+ * "system"?, "tools"?, "chat_template"?, "enable_thinking"?}; a future is text or {"mode", "value"} (the experiment's form,
  * both filled from the row, so "value": "{safe_call}" with "mode": "{safe_mode}" lets rows differ).
  * @throws Error for invalid JSON, a missing or non-text field, a bad future or tool list.
  */
@@ -119,13 +121,14 @@ export function parseTemplate(text: string): StudyTemplate {
   if (typeof r.prompt !== 'string' || r.prompt.length === 0) throw new Error('template: "prompt" must be non-empty text');
   const good = futureField(r.good, 'good'), bad = futureField(r.bad, 'bad');
   for (const k of ['x', 'y', 'description', 'corrupt', 'system']) if (r[k] !== undefined && typeof r[k] !== 'string') throw new Error(`template: "${k}" must be text`);
-  if (r.chat_template !== undefined && typeof r.chat_template !== 'boolean') throw new Error('template: "chat_template" must be true or false');
+  for (const k of ['chat_template', 'enable_thinking']) if (r[k] !== undefined && typeof r[k] !== 'boolean') throw new Error(`template: "${k}" must be true or false`);
   const tools = r.tools === undefined ? undefined : toolsInput(r.tools, 'template: "tools"');
   return {
     prompt: r.prompt, good: good.value, bad: bad.value,
     ...(good.mode ? { goodMode: good.mode } : {}), ...(bad.mode ? { badMode: bad.mode } : {}),
     ...(r.x ? { x: r.x as string } : {}), ...(r.y ? { y: r.y as string } : {}), ...(r.description ? { description: r.description as string } : {}), ...(r.corrupt ? { corrupt: r.corrupt as string } : {}),
     ...(r.system ? { system: r.system as string } : {}), ...(tools ? { tools } : {}), ...(r.chat_template !== undefined ? { chatTemplate: r.chat_template as boolean } : {}),
+    ...(r.enable_thinking !== undefined ? { enableThinking: r.enable_thinking as boolean } : {}),
   };
 }
 

@@ -129,6 +129,7 @@ export class BranchExplorer {
     const tree: BranchTree = {
       version: 1, model: modelLabel, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false,
       ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools?.length ? { tools: req.tools } : {}),
+      ...(req.enableThinking !== undefined ? { enableThinking: req.enableThinking } : {}),
       promptIds, promptTokens: engine.tokenStrings(promptIds), good: req.good.text ?? '', bad: req.bad.text ?? '',
       maxNewTokens: req.maxNewTokens,
       promptStats: { logProbs: [...nan], margins: [...nan], entropy: [...nan], top: promptIds.map(() => ({ ids: [], tokens: [], logProbs: [] })) },

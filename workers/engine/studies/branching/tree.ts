@@ -6,7 +6,7 @@
  * a prompt token and a fork from a generated token are the same thing. Plain JSON: exported,
  * restored, and sent between the worker and the UI as it is.
  */
-import type { PromptInput } from '../../prompt';
+import { promptWith, type PromptInput } from '../../prompt';
 
 /** How a node's continuation was drawn. */
 export interface DrawSettings {
@@ -57,6 +57,8 @@ export interface BranchTree {
   /** With the chat template: the system prompt and tools the prompt was rendered with (PromptInput); absent: none. */
   system?: string;
   tools?: Record<string, unknown>[];
+  /** With the chat template: the enable_thinking the prompt was rendered with (PromptInput.enableThinking); absent: the template's default. */
+  enableThinking?: boolean;
   promptIds: number[];
   promptTokens: string[];
   /** The experiment's futures as written (the margins are of these). */
@@ -135,6 +137,7 @@ export function validateTree(x: unknown): BranchTree {
   if (!ps || (['logProbs', 'margins', 'entropy', 'top'] as const).some((k) => !Array.isArray(ps[k]) || ps[k].length !== t.promptIds.length)) throw new Error('promptStats must hold one entry per prompt token');
   if (t.system !== undefined && typeof t.system !== 'string') throw new Error('system must be text (the system prompt the tree\'s prompt was rendered with)');
   if (t.tools !== undefined && (!Array.isArray(t.tools) || t.tools.some((x) => typeof x !== 'object' || x === null || Array.isArray(x)))) throw new Error('tools must be a list of tool objects (the tools the tree\'s prompt was rendered with)');
+  if (t.enableThinking !== undefined && typeof t.enableThinking !== 'boolean') throw new Error('enableThinking must be true or false (the enable_thinking the tree\'s prompt was rendered with)');
   if (t.nodes.length === 0 || t.nodes[0].parent !== null) throw new Error('the tree has no trunk (its first node must have parent null)');
   const seen = new Map<number, TreeNode>();
   for (const n of t.nodes) {
@@ -152,7 +155,7 @@ export function validateTree(x: unknown): BranchTree {
   return t;
 }
 
-/** The prompt a tree was grown from (its text, chat template, system prompt and tools), as the engine reads it. */
+/** The prompt a tree was grown from (its text, chat template, system prompt, tools and enable_thinking), as the engine reads it. */
 export function treePrompt(tree: BranchTree): PromptInput {
-  return { prompt: tree.prompt, chatTemplate: tree.chatTemplate, ...(tree.system !== undefined ? { system: tree.system } : {}), ...(tree.tools ? { tools: tree.tools } : {}) };
+  return promptWith(tree.prompt, tree);
 }
