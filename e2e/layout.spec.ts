@@ -517,3 +517,30 @@ test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prom
     await expect(page.getByTestId('model-select').locator('option:checked')).toContainText('mixtral-tiny');
   });
 });
+
+test('issue 29 leftover: at 1280×800 the steering transfer\'s set picker is a whole button beside the set\'s name (a native file input was cut to “No fi…osen”)', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('tab-compare').click();
+  await page.getByTestId('b-load-local').click();
+  await expect(page.getByTestId('model-b-badge')).toHaveAttribute('data-status', 'ready', { timeout: 120_000 });
+  await settled(page);
+  const transfer = page.getByTestId('transfer');
+  await expect(transfer).toBeVisible();
+  // every control of its settings row shows its whole text, and no native file input is drawn
+  const cut = async () => transfer.locator('.settings').evaluate((row) => [...row.querySelectorAll('button, select, input, label, span')]
+    .filter((el) => el.getBoundingClientRect().width > 1 && getComputedStyle(el).display !== 'none')
+    .flatMap((el) => [
+      ...(el.scrollWidth > el.clientWidth + 1 ? [`${el.tagName.toLowerCase()} “${(el.textContent || (el as HTMLInputElement).value || '').trim().slice(0, 30)}” cuts its text off`] : []),
+      ...(el instanceof HTMLInputElement && el.type === 'file' ? ['a native file input is drawn'] : []),
+    ]));
+  expect.soft(await cut(), 'before a set is opened').toEqual([]);
+  await expect(page.getByTestId('transfer-set-source')).toHaveText('no set loaded');
+  // picking a file loads the set and names it beside the button
+  await page.getByTestId('transfer-set-file').setInputFiles('public/probes/he_she.json');
+  await expect(page.getByTestId('transfer-set-source')).toHaveText('from he_she.json');
+  expect.soft(await cut(), 'with the set opened').toEqual([]);
+  await transfer.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/layout-transfer-set-1280.png` });
+});
