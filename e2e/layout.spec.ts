@@ -209,12 +209,24 @@ async function layoutFaults(page: Page): Promise<string[]> {
       }
       if (right > W + 1) faults.push(`${name(el)} runs ${Math.round(right - W)}px past the window`);
     }
+    // A control's part drawn inside its scrolling boxes (a prompt scrolled up inside the side column is not under a banner above it).
+    const drawn = (el: Element) => {
+      let q = { left: 0, top: 0, right: 0, bottom: 0, ...el.getBoundingClientRect().toJSON() };
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        q = { left: Math.max(q.left, b.left), top: Math.max(q.top, b.top), right: Math.min(q.right, b.right), bottom: Math.min(q.bottom, b.bottom) };
+      }
+      return q;
+    };
     const controls = [...document.querySelectorAll('input, textarea, select, button, [role="tab"]')].filter((el) => shown(el) && !el.closest('[role="alert"]'));
     for (const b of document.querySelectorAll('[role="alert"]')) {
       if (!shown(b)) continue;
       const r = b.getBoundingClientRect();
       for (const c of controls) {
-        const q = c.getBoundingClientRect();
+        const q = drawn(c);
+        if (q.right - q.left < 1 || q.bottom - q.top < 1) continue;
         if (q.left < r.right && q.right > r.left && q.top < r.bottom && q.bottom > r.top) {
           // Overlap only counts where the banner is drawn over the control (it is the topmost thing there).
           const x = (Math.max(q.left, r.left) + Math.min(q.right, r.right)) / 2;
