@@ -19,6 +19,7 @@ import { SteeringPanel } from './components/SteeringPanel';
 import { DeviceLostBanner } from './components/DeviceLostBanner';
 import { ViewInterventionsLine } from './components/ViewInterventionsLine';
 import { droppedFiles, openDrop } from './actions/drop';
+import { useSideColumn } from './components/useSideColumn';
 
 /** The view's component (views/registry.ts). */
 function ActiveView({ view }: { view: ViewName }) {
@@ -41,6 +42,8 @@ export function App() {
   const [poster, setPoster] = useState<'off' | 'on' | 'kiosk'>(() => (new URLSearchParams(location.search).has('poster') ? 'kiosk' : 'off'));
   const [dragging, setDragging] = useState(false);
   const started = useRef(false);
+  const side = useRef<HTMLDivElement | null>(null);
+  useSideColumn(side, poster === 'off');
   useEffect(() => {
     if (started.current) return;
     started.current = true;
@@ -70,23 +73,26 @@ export function App() {
         <div className="row"><BackendBadge /><ModelBBadge /><ThemeToggle /></div>
       </header>
       <ModelPicker />
-      <div className="progress-dock"><Progress /></div>
       <ExperimentBar onPoster={() => { enterPosterFullscreen(); setPoster('on'); }} />
       <div className="status-stack">
         <DeviceLostBanner />
         <ErrorBanner />
       </div>
       <main>
-        <section className="experiment" aria-label="experiment">
-          <PromptEditor />
-          <FuturesEditor />
-          <div className="row">
-            <AnalyseButton />
-            {noModel && <span className="muted">Load a model first.</span>}
-          </div>
-          <PromptTokens />
-          <SteeringPanel />
-        </section>
+        {/* the experiment beside the views, the running job's line at its foot (useSideColumn) */}
+        <div className="side-column" ref={side}>
+          <section className="experiment" aria-label="experiment">
+            <PromptEditor />
+            <FuturesEditor />
+            <div className="row">
+              <AnalyseButton />
+              {noModel && <span className="muted">Load a model first.</span>}
+            </div>
+            <PromptTokens />
+            <SteeringPanel />
+          </section>
+          <div className="progress-dock"><Progress /></div>
+        </div>
         <section className="views">
           <nav className="tabs" role="tablist">
             {VIEWS.filter((v) => !('shownFor' in v) || v.shownFor(info) || view === v.name).map((v) => (

@@ -144,15 +144,19 @@ test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wi
   await expect(page.getByTestId('patching-readout-layer')).toHaveText('L3 · blocks.4.hook_resid_pre');
 });
 
-test('poster mode at 1280×800: Reset and Leave are on screen and nothing is wider than the window (issue 29 item 7)', async ({ page }) => {
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.goto('/index.html?poster');
-  await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
-  await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
-  await settled(page);
-  for (const id of ['poster-reset', 'poster-exit', 'poster-counter', 'poster-title']) await expect(page.getByTestId(id), id).toBeInViewport({ ratio: 1 });
-  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
-  await page.screenshot({ path: `${SHOTS}/poster-1280x800.png` });
+test('poster mode at 1280×800 and 1920×1080: Reset and Leave are on screen, nothing is wider than the window (issue 29 item 7), and the final-margin numbers are in view without scrolling', async ({ page }) => {
+  for (const [width, height] of [[1280, 800], [1920, 1080]]) {
+    await page.setViewportSize({ width, height });
+    await page.goto('/index.html?poster');
+    await expect(page.getByTestId('poster')).toHaveAttribute('data-slides', '6', { timeout: 60_000 });
+    await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: 120_000 });
+    await settled(page);
+    for (const id of ['poster-reset', 'poster-exit', 'poster-counter', 'poster-title']) await expect(page.getByTestId(id), id).toBeInViewport({ ratio: 1 });
+    // the slide's numbers, whole, inside the view's box as it opens (they lay below the fold, the box scrolled to 0)
+    for (const id of ['final-margin-last', 'sequence-margin']) await expect.soft(page.getByTestId(id), `${id} at ${width}×${height}`).toBeInViewport({ ratio: 1 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    await page.screenshot({ path: `${SHOTS}/poster-${width}x${height}.png` });
+  }
 });
 
 /** Expert routes: types the prompt and the two futures, opens the tab and runs the routes. */
@@ -205,12 +209,24 @@ async function layoutFaults(page: Page): Promise<string[]> {
       }
       if (right > W + 1) faults.push(`${name(el)} runs ${Math.round(right - W)}px past the window`);
     }
+    // A control's part drawn inside its scrolling boxes (a prompt scrolled up inside the side column is not under a banner above it).
+    const drawn = (el: Element) => {
+      let q = { left: 0, top: 0, right: 0, bottom: 0, ...el.getBoundingClientRect().toJSON() };
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        q = { left: Math.max(q.left, b.left), top: Math.max(q.top, b.top), right: Math.min(q.right, b.right), bottom: Math.min(q.bottom, b.bottom) };
+      }
+      return q;
+    };
     const controls = [...document.querySelectorAll('input, textarea, select, button, [role="tab"]')].filter((el) => shown(el) && !el.closest('[role="alert"]'));
     for (const b of document.querySelectorAll('[role="alert"]')) {
       if (!shown(b)) continue;
       const r = b.getBoundingClientRect();
       for (const c of controls) {
-        const q = c.getBoundingClientRect();
+        const q = drawn(c);
+        if (q.right - q.left < 1 || q.bottom - q.top < 1) continue;
         if (q.left < r.right && q.right > r.left && q.top < r.bottom && q.bottom > r.top) {
           // Overlap only counts where the banner is drawn over the control (it is the topmost thing there).
           const x = (Math.max(q.left, r.left) + Math.min(q.right, r.right)) / 2;
@@ -297,6 +313,65 @@ test('issue 29 item 7: at 1280×800 every registered view, filled, fits the wind
 const overlaps = (a: { x: number; y: number; width: number; height: number }, b: { x: number; y: number; width: number; height: number }) =>
   a.x + 1 < b.x + b.width && b.x + 1 < a.x + a.width && a.y + 1 < b.y + b.height && b.y + 1 < a.y + a.height;
 
+/**
+ * What the running job's progress line does wrong on the page now, read in the page: each button, input, select,
+ * textarea or tab whose visible part (clipped by its scrolling ancestors) lies under the line, and each element of the
+ * line whose text is cut off (scrollWidth > clientWidth). Each entry names the element.
+ */
+async function progressLineFaults(page: Page): Promise<string[]> {
+  return page.getByTestId('progress').evaluate((line) => {
+    const name = (el: Element) => `${el.tagName.toLowerCase()}${el.getAttribute('data-testid') ? `[${el.getAttribute('data-testid')}]` : ''} “${(el.textContent ?? (el as HTMLInputElement).value ?? '').trim().slice(0, 30)}”`;
+    const l = line.getBoundingClientRect();
+    const faults: string[] = [];
+    for (const c of document.querySelectorAll('input, textarea, select, button, [role="tab"]')) {
+      if (line.contains(c) || c.closest('.visually-hidden, [hidden]') || (c.closest('details:not([open])') && !c.closest('summary'))) continue;
+      let r = { left: 0, top: 0, right: 0, bottom: 0, ...c.getBoundingClientRect().toJSON() };
+      for (let a = c.parentElement; a && a !== document.body; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        r = { left: Math.max(r.left, b.left), top: Math.max(r.top, b.top), right: Math.min(r.right, b.right), bottom: Math.min(r.bottom, b.bottom) };
+      }
+      if (r.right - r.left < 1 || r.bottom - r.top < 1) continue; // scrolled out of its box: not drawn
+      if (r.left < l.right && r.right > l.left && r.top < l.bottom && r.bottom > l.top) faults.push(`the line lies over ${name(c)}`);
+    }
+    for (const el of [line, ...line.querySelectorAll('*')]) {
+      if (el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0) faults.push(`${name(el)} cuts its text off (${el.scrollWidth} > ${el.clientWidth} px)`);
+    }
+    return faults;
+  });
+}
+
+test('issue 29 leftover: at 1280×800, while a job runs, the progress line lies over no button or input (scrolled to the top, 400 px, the end; Analyse pressed and queued stays in view) and its words are whole', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('tab-patching').click();
+  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
+  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
+  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  await page.getByTestId('run-patching').click();
+  const line = page.getByTestId('progress');
+  await expect(line).toBeVisible();
+  // the time left is the longest text the line shows (a trial read “about 12 s l…”)
+  await expect(page.getByTestId('progress-detail')).toContainText(/left/, { timeout: 60_000 });
+  for (const y of [0, 400, 100_000]) {
+    await page.evaluate((top) => window.scrollTo(0, top), y);
+    expect.soft(await progressLineFaults(page), `scrolled to ${y}`).toEqual([]);
+    await expect.soft(line, `the line in view, scrolled to ${y}`).toBeInViewport({ ratio: 1 });
+  }
+  // At the default scroll the Analyse button sat at the window's foot, under the line: pressed now it queues, and stays whole in view.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.getByTestId('analyse').click();
+  await expect(page.getByTestId('queued')).toBeVisible();
+  await expect.soft(page.getByTestId('analyse')).toBeInViewport({ ratio: 1 });
+  expect.soft(await progressLineFaults(page), 'with Analyse queued').toEqual([]);
+  await page.screenshot({ path: `${SHOTS}/layout-progress-queued-1280.png` });
+  await page.getByTestId('drop-queued').click();
+  await page.getByTestId('cancel-job').click();
+  await settled(page);
+});
+
 test('issue 29 leftovers a, b: during a job the progress line covers no Experiment button (1280 and 1440 wide) and no heading scrolled to the top of the window, and the end of the page scrolls clear of it', async ({ page }) => {
   test.setTimeout(180_000);
   await page.setViewportSize({ width: 1280, height: 800 });
@@ -317,14 +392,14 @@ test('issue 29 leftovers a, b: during a job the progress line covers no Experime
       const box = await b.boundingBox();
       expect.soft(box && overlaps(lineBox, box), `${width}px: the progress line lies over “${await b.textContent()}”`).toBe(false);
     }
-    // a. Each heading, scrolled to 4 px below the window's top edge as a reader would, is not under the line (in tall views too, while the job runs).
+    // a. Each heading, scrolled toward 4 px below the window's top edge as a reader would (as far as the page scrolls), is not under the line (in tall views too, while the job runs).
     let atTop = 0;
     for (const view of ['patching', 'mechanisms', 'side-effects', 'vectors']) {
       await page.getByTestId(`tab-${view}`).click();
-      for (const h of await page.locator('main h2, main h3, main legend').all()) {
+      // the views' headings (the experiment's scroll inside the side column, which ends above the line)
+      for (const h of await page.locator('main .views h2, main .views h3, main .views legend').all()) {
         if (!(await h.isVisible())) continue;
-        const top = await h.evaluate((el) => { window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 4); return el.getBoundingClientRect().top; });
-        if (top > 8) continue; // too near the page's end to reach the top
+        await h.evaluate((el) => { window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 4); });
         atTop++;
         const [hb, lb] = await Promise.all([h.boundingBox(), line.boundingBox()]);
         expect.soft(overlaps(hb!, lb!), `${width}px: the progress line covers the heading “${await h.textContent()}” (${view}) scrolled to the top`).toBe(false);
@@ -332,12 +407,11 @@ test('issue 29 leftovers a, b: during a job the progress line covers no Experime
       }
     }
     await expect(line, 'the job still runs').toBeVisible();
-    expect(atTop, 'headings scrolled to the top of the window').toBeGreaterThanOrEqual(2);
+    expect(atTop, 'headings scrolled toward the top of the window').toBeGreaterThanOrEqual(2);
     await page.getByTestId('tab-patching').click();
-    // Scrolled to the end, the page's last 24 px of content lie clear of the line (nothing stays under it for good).
+    // Scrolled to the end, nothing lies under the line (nothing stays under it for good).
     await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
-    const [main, lb] = await Promise.all([page.locator('main').boundingBox(), line.boundingBox()]);
-    expect.soft(overlaps({ ...main!, y: main!.y + main!.height - 24, height: 24 }, lb!), `${width}px: scrolled to the end, the progress line covers the page's last content`).toBe(false);
+    expect.soft(await progressLineFaults(page), `${width}px: scrolled to the end`).toEqual([]);
     await page.screenshot({ path: `${SHOTS}/layout-progress-end-${width}.png` });
     await page.getByTestId('cancel-job').click();
     await settled(page);
@@ -454,4 +528,31 @@ test('issue 29 leftover c: at 1280×800 the Expert routes map of a 29-token prom
     // f. The Model dropdown names the loaded folder's model, not the bundled one it showed before.
     await expect(page.getByTestId('model-select').locator('option:checked')).toContainText('mixtral-tiny');
   });
+});
+
+test('issue 29 leftover: at 1280×800 the steering transfer\'s set picker is a whole button beside the set\'s name (a native file input was cut to “No fi…osen”)', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await open(page);
+  await page.getByTestId('tab-compare').click();
+  await page.getByTestId('b-load-local').click();
+  await expect(page.getByTestId('model-b-badge')).toHaveAttribute('data-status', 'ready', { timeout: 120_000 });
+  await settled(page);
+  const transfer = page.getByTestId('transfer');
+  await expect(transfer).toBeVisible();
+  // every control of its settings row shows its whole text, and no native file input is drawn
+  const cut = async () => transfer.locator('.settings').evaluate((row) => [...row.querySelectorAll('button, select, input, label, span')]
+    .filter((el) => el.getBoundingClientRect().width > 1 && getComputedStyle(el).display !== 'none')
+    .flatMap((el) => [
+      ...(el.scrollWidth > el.clientWidth + 1 ? [`${el.tagName.toLowerCase()} “${(el.textContent || (el as HTMLInputElement).value || '').trim().slice(0, 30)}” cuts its text off`] : []),
+      ...(el instanceof HTMLInputElement && el.type === 'file' ? ['a native file input is drawn'] : []),
+    ]));
+  expect.soft(await cut(), 'before a set is opened').toEqual([]);
+  await expect(page.getByTestId('transfer-set-source')).toHaveText('no set loaded');
+  // picking a file loads the set and names it beside the button
+  await page.getByTestId('transfer-set-file').setInputFiles('public/probes/he_she.json');
+  await expect(page.getByTestId('transfer-set-source')).toHaveText('from he_she.json');
+  expect.soft(await cut(), 'with the set opened').toEqual([]);
+  await transfer.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/layout-transfer-set-1280.png` });
 });

@@ -4,7 +4,7 @@
  */
 import { useStore } from '../store';
 import { classifyDrop, needsJsonKeys, type DropTarget } from '../lib/drop_kind';
-import { loadModel, nestedModelRefusal, sourceFromFiles } from './model';
+import { loadModel, openModelFolder } from './model';
 import { loadSae, saeSourceFromFiles } from './sae';
 import { importVectorFile } from './vectors';
 import { openExperimentFile } from './experiment';
@@ -35,12 +35,7 @@ export async function openDrop(files: DroppedFile[]): Promise<DropTarget> {
   const one = files[0]?.file;
   switch (target.kind) {
     case 'refused': s.setFailure({ what: 'Could not open the dropped files', why: target.why }); break;
-    case 'model': {
-      const why = nestedModelRefusal(files);
-      if (why) s.setFailure({ what: 'Could not open the dropped folder', why });
-      else await loadModel(sourceFromFiles(files));
-      break;
-    }
+    case 'model': await openModelFolder(files, loadModel, 'Could not open the dropped folder'); break;
     case 'sae': s.setView('sae'); await loadSae(saeSourceFromFiles(files)); break;
     case 'vector': s.setView('vectors'); await importVectorFile(one); break;
     case 'experiment': await openExperimentFile(one); break;

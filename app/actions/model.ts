@@ -154,24 +154,44 @@ export function nestedModelRefusal(files: readonly { path: string }[]): string |
   return `${parts[0][0]} is not a model folder (no config.json or .gguf file at its top level) but holds ${inside.length === 1 ? 'one' : inside.length}: ${inside.join(', ')}. Open one of them.`;
 }
 
-/** The source for files chosen with `<input type=file webkitdirectory>`. */
-export function sourceFromFileList(list: FileList): ModelSource {
-  return sourceFromFiles(Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file })));
-}
-
 /** The source for a folder's files, each with its path in the folder (`folder/name`): picked or dropped. */
 export function sourceFromFiles(files: { path: string; file: File }[]): ModelSource {
   const folder = files[0]?.path.split('/')[0] ?? 'folder';
   return { kind: 'files', label: `${folder} (local folder)`, files: topLevel(files) };
 }
 
-/** The source for a folder opened with the File System Access API (its top-level files). */
-export async function sourceFromDirectory(dir: FileSystemDirectoryHandle): Promise<ModelSource> {
+/**
+ * The files of a folder opened with the File System Access API (showDirectoryPicker), each with
+ * its path in the folder: the top level and one level down (`folder/name`, `folder/sub/name`), as
+ * far as nestedModelRefusal looks; sourceFromFiles keeps only the top level.
+ */
+export async function directoryFiles(dir: FileSystemDirectoryHandle): Promise<{ path: string; file: File }[]> {
+  const entries = (d: FileSystemDirectoryHandle) => (d as unknown as { values(): AsyncIterable<FileSystemHandle> }).values();
   const files: { path: string; file: File }[] = [];
-  for await (const entry of (dir as unknown as { values(): AsyncIterable<FileSystemHandle> }).values()) {
+  for await (const entry of entries(dir)) {
     if (entry.kind === 'file') files.push({ path: `${dir.name}/${entry.name}`, file: await (entry as FileSystemFileHandle).getFile() });
+    else for await (const inner of entries(entry as FileSystemDirectoryHandle)) {
+      if (inner.kind === 'file') files.push({ path: `${dir.name}/${entry.name}/${inner.name}`, file: await (inner as FileSystemFileHandle).getFile() });
+    }
   }
-  return { kind: 'files', label: `${dir.name} (local folder)`, files };
+  return files;
+}
+
+/**
+ * Opens a folder's files as the model, however the folder came (the folder input, the directory
+ * picker, a drop): one check and one message for all of them. A parent of model folders is refused
+ * before any load, naming the model folders inside (nestedModelRefusal), the banner headed `what`.
+ * @param files the folder's files, each with its path in the folder (`folder/name`, `folder/sub/name`).
+ * @param load the load to run (model A's, or model B's).
+ * @returns whether the model loaded (false when refused or the load failed).
+ */
+export async function openModelFolder(files: { path: string; file: File }[], load: (source: ModelSource) => Promise<boolean>, what = 'Could not open the folder'): Promise<boolean> {
+  const why = nestedModelRefusal(files);
+  if (why) {
+    useStore.getState().setFailure({ what, why });
+    return false;
+  }
+  return load(sourceFromFiles(files));
 }
 
 /**

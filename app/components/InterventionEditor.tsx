@@ -132,6 +132,7 @@ export function InterventionEditor() {
   if (!d || !info) return null;
   const hooks = steerableHooks(info.hookNames);
   const perHead = isPerHead(d.hook);
+  const heads = /attn\.hook_[kv]$/.test(d.hook) ? info.nKvHeads : info.nHeads;
   const width = vectorWidth(d.hook, info, perHead && d.head !== null);
   const vector = vectors.find((v) => v.id === d.vectorId);
   const set = (patch: Partial<InterventionDraft>) => update(d.id, patch);
@@ -149,6 +150,8 @@ export function InterventionEditor() {
       <legend>Intervention #{n}</legend>
       <label>Hook
         <select data-testid="editor-hook" value={d.hook} onChange={(e) => set({ hook: e.target.value, head: isPerHead(e.target.value) ? d.head : null })}>
+          {/* its own hook, kept after loading a model without it (lib/intervention_fit.ts): shown as set, never the first hook in its place */}
+          {!hooks.includes(d.hook) && <option value={d.hook} data-testid="editor-hook-missing">{d.hook} (not in {info.label})</option>}
           {hooks.map((h) => <option key={h} value={h}>{h}</option>)}
         </select>
       </label>
@@ -205,7 +208,8 @@ export function InterventionEditor() {
         <label>Head
           <select data-testid="editor-head" value={d.head ?? ''} onChange={(e) => set({ head: e.target.value === '' ? null : Number(e.target.value) })}>
             <option value="">all heads (whole row)</option>
-            {Array.from({ length: /attn\.hook_[kv]$/.test(d.hook) ? info.nKvHeads : info.nHeads }, (_, h) => <option key={h} value={h}>head {h}</option>)}
+            {Array.from({ length: heads }, (_, h) => <option key={h} value={h}>head {h}</option>)}
+            {d.head !== null && d.head >= heads && <option value={d.head} data-testid="editor-head-missing">head {d.head} (not in {info.label})</option>}
           </select>
         </label>
       )}

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { useStore } from '../store';
 import { loadProbeExample, loadProbeFile, PROBE_EXAMPLES } from '../actions/probe';
+import { FilePickButton } from './FilePickButton';
 
 /**
  * Where the labelled prompt set comes from — a shipped example or a file (.json, .jsonl, .csv) —
@@ -18,10 +19,9 @@ export function LabelledSetSource({ prefix }: { prefix: string }) {
         </select>
       </label>
       <button type="button" className="small" data-testid={`${prefix}-load-example`} onClick={() => void loadProbeExample(example)}>Load</button>
-      <label className="file-pick">Open a set (.json, .jsonl, .csv)
-        <input type="file" data-testid={`${prefix}-file`} accept=".json,.jsonl,.ndjson,.csv" onChange={(e) => { const f = e.target.files?.[0]; if (f) void loadProbeFile(f); e.target.value = ''; }} />
-      </label>
-      <span className="muted" data-testid={`${prefix}-source`}>{source ? `from ${source}` : ''}</span>
+      {/* a button and the set's name, as the other file pickers (a native file input was cut to “No fi…osen”) */}
+      <FilePickButton label="Open a set (.json, .jsonl, .csv)…" accept=".json,.jsonl,.ndjson,.csv" testId={`${prefix}-file`} onFile={(f) => void loadProbeFile(f)} />
+      <span className="muted" data-testid={`${prefix}-source`}>{source ? `from ${source}` : 'no set loaded'}</span>
     </div>
   );
 }

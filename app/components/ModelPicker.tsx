@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { useStore } from '../store';
-import { loadHubModel, loadModel, localModelSource, nestedModelRefusal, sourceFromDirectory, sourceFromFileList } from '../actions/model';
+import { directoryFiles, loadHubModel, loadModel, localModelSource, openModelFolder } from '../actions/model';
 import { CATALOG, CPU_BACKEND } from '../../workers/shared';
 import type { BackendChoice, CatalogEntry } from '../../workers/protocol';
 import { ModelCatalog } from './ModelCatalog';
@@ -90,7 +90,7 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
     } catch {
       return; // the user closed the dialog
     }
-    await load(await sourceFromDirectory(dir));
+    await openModelFolder(await directoryFiles(dir), load);
   };
 
   const loadHub = (id: string, rev: string) => {
@@ -135,9 +135,7 @@ export function ModelPicker({ slot = 'A' }: { slot?: 'A' | 'B' } = {}) {
           aria-label={isB ? 'model B folder' : 'model folder'}
           onChange={(e) => {
             const list = e.currentTarget.files;
-            const why = list && list.length ? nestedModelRefusal(Array.from(list, (f) => ({ path: f.webkitRelativePath || f.name }))) : null;
-            if (why) useStore.getState().setFailure({ what: 'Could not open the folder', why });
-            else if (list && list.length) void load(sourceFromFileList(list));
+            if (list && list.length) void openModelFolder(Array.from(list, (file) => ({ path: file.webkitRelativePath || file.name, file })), load);
             e.currentTarget.value = '';
           }}
         />

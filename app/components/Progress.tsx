@@ -30,7 +30,7 @@ export function Progress() {
     const t = setInterval(() => setNow(performance.now()), 200);
     return () => clearInterval(t);
   }, [job]);
-  // No space is reserved for it: it floats in the progress dock (styles.css), so a job starting or ending moves nothing.
+  // It sits at the foot of the side column (styles.css .side-column), so a job starting or ending moves nothing in the views.
   if (!job) return null;
   let detail = '';
   let fraction: number | null = null;
@@ -59,17 +59,15 @@ export function Progress() {
     if (shown) detail += ` · ${duration(shown.seconds)} left`;
   }
   const waiting = `Other actions wait for it (their buttons are disabled${job.kind === 'load' ? '; one model load at a time' : ''})${job.kind === 'load' ? '' : '; Analyse queues behind it'}.`;
-  // short enough to stay whole beside a long count; the whole sentence is its title
-  const waitingShort = job.kind === 'load' ? 'Other actions wait for it.' : 'Other actions wait; Analyse queues.';
   return (
     <div className="progress" role="status" data-testid="progress" data-job={job.kind}>
       <span className="spinner" aria-hidden="true" />
       <strong>{job.label}</strong>
-      {detail && <span className="detail" data-testid="progress-detail" title={detail}>{detail}</span>}
+      {detail && <span className="detail" data-testid="progress-detail">{detail}</span>}
       {fraction === null ? <progress aria-label={job.label} /> : <progress aria-label={job.label} value={fraction} max={1} />}
       <span className="muted">{seconds.toFixed(1)} s</span>
       {job.cancellable && <button type="button" data-testid="cancel-job" onClick={cancelRunning}>Cancel</button>}
-      <span className="muted waiting" data-testid="progress-waiting" title={waiting}>{waitingShort}</span>
+      <span className="muted waiting" data-testid="progress-waiting">{waiting}</span>
       {queued && (
         <span className="queued" data-testid="queued">
           Queued: {queued.label} — runs when this ends, on the experiment as edited then.{' '}

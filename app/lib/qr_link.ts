@@ -40,6 +40,13 @@ function withoutDefaults(e: Experiment): Experiment {
   return { ...e, interventions } as Experiment;
 }
 
+/** The names of the vectors experiment `e` runs with: those of its enabled interventions, and the sweep's when the Dose–response view is open. */
+function usedVectors(e: Experiment): Set<string> {
+  const at = e.interventions.flatMap((d) => (d.enabled && d.vector !== null ? [d.vector] : []));
+  if (e.view.name === 'dose' && e.view.sweep?.vector != null) at.push(e.view.sweep.vector);
+  return new Set(at.map((i) => e.vectors[i]?.name).filter((n): n is string => n !== undefined));
+}
+
 /**
  * The short link (`#q=`, lib/link_delta.ts) of experiment `e` after `prefix` (origin, path and
  * query), without the vectors' contrastive texts (qrExperiment) and the interventions' default
@@ -47,14 +54,17 @@ function withoutDefaults(e: Experiment): Experiment {
  * values (the entries keep their names, which a scan then lists to build or import:
  * actions/experiment.ts restoreExperiment), then, if still too dense, whole (the interventions keep
  * every setting but their vector) — the sparsest of these when none fits.
- * @returns the link and the names of the vectors whose values it leaves out.
+ * @returns the link, and the names of the vectors it leaves out that the scanned experiment would
+ *   miss: used by an enabled intervention or by the open Dose–response view's sweep (a library
+ *   vector nothing uses is left out without a word: the scan steers the same without it).
  */
 export function posterQrLink(e: Experiment, prefix: string): { url: string; omitted: string[] } {
   const light = withoutDefaults(qrExperiment(e));
   const full = experimentHash(light, { short: true });
-  const first = { url: prefix + full.hash, omitted: full.missing };
+  const used = usedVectors(e);
+  const first = { url: prefix + full.hash, omitted: full.missing.filter((n) => used.has(n)) };
   if (!light.vectors.length || qrVersion(first.url) <= QR_MAX_VERSION) return first;
-  const names = light.vectors.map((v) => v.name);
+  const names = light.vectors.map((v) => v.name).filter((n) => used.has(n));
   const named = { ...light, vectors: light.vectors.map((v) => ({ name: v.name, hook: null, model: null, dModel: v.dModel, provenance: { method: v.provenance.method, position: '', positive: [], negative: [] }, createdAt: '', values: null })) };
   const second = { url: prefix + experimentHash(named, { short: true }).hash, omitted: names };
   if (qrVersion(second.url) <= QR_MAX_VERSION) return second;

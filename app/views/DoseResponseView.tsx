@@ -72,7 +72,7 @@ function SweepRunning({ previous }: { previous: boolean }) {
     <p className="running-note" role="status" data-testid="sweep-running">
       <span className="spinner" aria-hidden="true" />
       Running the sweep: {steps?.total ? `${steps.done} of ${steps.total} forward passes` : 'starting'}
-      {previous ? '; the charts below are the last sweep’s until it ends' : ''} (Cancel on the progress line above).
+      {previous ? '; the charts below are the last sweep’s until it ends' : ''} (Cancel on the progress line under the experiment).
     </p>
   );
 }

@@ -240,7 +240,7 @@ export function SideEffectsView() {
         {built && 'why' in built && <p className="stale-note" role="alert" data-testid="side-form-error">{built.why}</p>}
         {error && <p className="stale-note" role="alert">{error}</p>}
       </form>
-      {study.running && <p className="running-note" role="status"><span className="spinner" aria-hidden="true" />Running: every prompt and control text once unsteered, then once per layer and dose (Cancel on the progress line above).</p>}
+      {study.running && <p className="running-note" role="status"><span className="spinner" aria-hidden="true" />Running: every prompt and control text once unsteered, then once per layer and dose (Cancel on the progress line under the experiment).</p>}
       {study.run && r && runReq ? (
         <>
           <div className="view-head">

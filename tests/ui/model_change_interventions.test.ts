@@ -39,6 +39,7 @@ vi.mock('../../app/actions/worker', () => ({
 const { useStore } = await import('../../app/store');
 const { loadModel } = await import('../../app/actions/model');
 const { InterventionList } = await import('../../app/components/InterventionList');
+const { InterventionEditor } = await import('../../app/components/InterventionEditor');
 const dom = domPerTest(useStore);
 
 const STORIES = { kind: 'url' as const, url: 'models/stories260K/', label: 'stories260K' };
@@ -93,6 +94,32 @@ describe('interventions after loading another model', () => {
     expect(await loadModel(STORIES)).toBe(true);
     expect(useStore.getState().interventions).toEqual(before);
     expect(useStore.getState().experimentNotice).toBeNull();
+  });
+
+  it('the editor of one whose layer or head is gone shows its own hook and head, marked as not in this model, never the first of the list (it showed hook_embed)', async () => {
+    const { b } = await setUp();
+    const h = useStore.getState().addIntervention({ ...base, enabled: true, hook: 'blocks.1.attn.hook_q', type: 'ablate', mode: 'zero', head: 6, vectorId: null });
+    await act(async () => { await loadModel(folder('qwen2-tiny')); }); // layers 0..2, heads 0..3
+    expect(byId(h).enabled).toBe(false);
+    act(() => useStore.getState().selectIntervention(b));
+    act(() => dom.root.render(createElement(InterventionEditor)));
+    const hook = dom.host.querySelector('[data-testid="editor-hook"]') as HTMLSelectElement;
+    expect(hook.value).toBe('blocks.3.hook_resid_post');
+    expect(hook.options[hook.selectedIndex].textContent).toBe('blocks.3.hook_resid_post (not in qwen2-tiny (local folder))');
+    expect(byId(b).hook).toBe('blocks.3.hook_resid_post'); // nothing set by showing it
+    // the head of another: head 6 of stories260K's 8, qwen2-tiny has 4
+    act(() => useStore.getState().selectIntervention(h));
+    const head = dom.host.querySelector('[data-testid="editor-head"]') as HTMLSelectElement;
+    expect((dom.host.querySelector('[data-testid="editor-hook"]') as HTMLSelectElement).value).toBe('blocks.1.attn.hook_q');
+    expect(head.value).toBe('6');
+    expect(head.options[head.selectedIndex].textContent).toBe('head 6 (not in qwen2-tiny (local folder))');
+    expect(byId(h).head).toBe(6);
+    // picking a hook of this model replaces it, and the mark goes
+    act(() => useStore.getState().selectIntervention(b));
+    const again = dom.host.querySelector('[data-testid="editor-hook"]') as HTMLSelectElement;
+    act(() => { again.value = 'blocks.2.hook_resid_post'; again.dispatchEvent(new Event('change', { bubbles: true })); });
+    expect(byId(b).hook).toBe('blocks.2.hook_resid_post');
+    expect(dom.host.querySelector('[data-testid="editor-hook-missing"]')).toBeNull();
   });
 
   it('the row says why it was switched off; ticking it again uses it and the reason goes', async () => {

@@ -42,6 +42,6 @@ describe('the fork-points progress line', () => {
     act(() => vi.advanceTimersByTime(1000));
     at({ done: 7, scored: 0, tokens: 443 });
     expect(detail()).toMatch(/· about 8[0-2] s left$/);
-    expect(dom.host.querySelector('[data-testid="progress-waiting"]')!.textContent).toBe('Other actions wait; Analyse queues.');
+    expect(dom.host.querySelector('[data-testid="progress-waiting"]')!.textContent).toBe('Other actions wait for it (their buttons are disabled); Analyse queues behind it.');
   });
 });

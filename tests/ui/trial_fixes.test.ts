@@ -22,7 +22,7 @@ const { useStore } = await import('../../app/store');
 const { MechanismsView } = await import('../../app/views/MechanismsView');
 const { ModelPicker } = await import('../../app/components/ModelPicker');
 const { openDrop } = await import('../../app/actions/drop');
-const { nestedModelRefusal } = await import('../../app/actions/model');
+const { nestedModelRefusal, openModelFolder } = await import('../../app/actions/model');
 const { sparseTicks } = await import('../../app/lib/sparse_ticks');
 const { ChatTurnEditor } = await import('../../app/components/ChatTurnEditor');
 const { ColorLegend } = await import('../../app/components/ColorLegend');
@@ -67,6 +67,28 @@ describe('fresh-user trial fixes', () => {
     expect(useStore.getState().failure).toEqual({ what: 'Could not open the dropped folder', why });
     expect(useStore.getState().job).toBeNull();
     expect(useStore.getState().lastLoad).toBe(before);
+  });
+
+  it('a parent of model folders opened with the directory picker (a stubbed handle) is refused with the folder input\'s check and message, before any load', async () => {
+    const file = (name: string) => ({ kind: 'file', name, getFile: async () => new File(['{}'], name) });
+    const folder = (name: string, entries: object[]) => ({ kind: 'directory', name, values: async function* () { yield* entries; } });
+    const parent = folder('fixtures-moe', [file('README.md'), file('tokenizer_cases.json'),
+      ...['mixtral-tiny', 'olmoe-tiny', 'qwen2_moe-tiny'].map((m) => folder(m, [file('config.json'), file('model.safetensors')]))]);
+    vi.stubGlobal('showDirectoryPicker', async () => parent);
+    const why = 'fixtures-moe is not a model folder (no config.json or .gguf file at its top level) but holds 3: mixtral-tiny, olmoe-tiny, qwen2_moe-tiny. Open one of them.';
+    act(() => useStore.setState({ localModels: ['stories260K'] }));
+    act(() => dom.root.render(createElement(ModelPicker)));
+    const before = useStore.getState().lastLoad;
+    await act(async () => { (q('open-folder') as HTMLButtonElement).click(); await new Promise((r) => setTimeout(r, 20)); });
+    expect(useStore.getState().failure).toEqual({ what: 'Could not open the folder', why });
+    expect(useStore.getState().job).toBeNull();
+    expect(useStore.getState().lastLoad).toBe(before);
+    // the folder input's path: the same check and the same words
+    act(() => useStore.getState().setFailure(null));
+    vi.unstubAllGlobals();
+    const picked = ['README.md', 'mixtral-tiny/config.json', 'olmoe-tiny/config.json', 'qwen2_moe-tiny/config.json'].map((n) => ({ path: `fixtures-moe/${n}`, file: new File(['{}'], n) }));
+    await act(async () => { expect(await openModelFolder(picked, async () => { throw new Error('no load may start'); })).toBe(false); });
+    expect(useStore.getState().failure).toEqual({ what: 'Could not open the folder', why });
   });
 
   it('the Model dropdown names a folder’s model with the one suffix its source carries', () => {

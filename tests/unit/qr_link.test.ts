@@ -58,6 +58,26 @@ describe('the QR code of poster mode\'s first slide', () => {
     expect(settings(back)).toEqual(settings(e));
   });
 
+  it('a vector no enabled intervention uses is left out without a word (issue 29: slide 1 named it anyway); one an enabled intervention uses is named', () => {
+    const e = steered(64, [2, 3]);
+    const withValues = (x: Experiment) => PREFIX + experimentHash({ ...x, vectors: x.vectors.map((v) => ({ ...v, provenance: { ...v.provenance, positive: [], negative: [] } })) }, { short: true }).hash;
+    // both interventions switched off, then none at all: the vector stays in the library, its values too dense for the code
+    for (const x of [{ ...e, interventions: e.interventions.map((d) => ({ ...d, enabled: false })) }, { ...e, interventions: [] }]) {
+      expect(qrVersion(withValues(x))).toBeGreaterThan(QR_MAX_VERSION);
+      const { url, omitted } = posterQrLink(x, PREFIX);
+      expect(omitted).toEqual([]);
+      expect(qrVersion(url)).toBeLessThanOrEqual(QR_MAX_VERSION);
+      expect(experimentFromHash(url.slice(PREFIX.length))!.vectors.every((v) => v.values === null)).toBe(true);
+    }
+    // a second vector, used by the one enabled intervention: only it is named
+    const other = { ...e.vectors[0], name: 'ActAdd love − hate' };
+    const two: Experiment = { ...e, vectors: [e.vectors[0], other], interventions: [{ ...e.interventions[0], enabled: false }, { ...e.interventions[1], vector: 1 }] };
+    expect(posterQrLink(two, PREFIX).omitted).toEqual(['ActAdd love − hate']);
+    // the open Dose–response view's sweep runs with its vector: named though no intervention uses it
+    const dose: Experiment = { ...e, interventions: [], view: { ...e.view, name: 'dose', sweep: { layers: 'all', doses: '-4,0,4', site: 'hook_resid_post', type: 'add', vector: 0 } } };
+    expect(posterQrLink(dose, PREFIX).omitted).toEqual(['CAA happy vs sad (TinyStories)']);
+  });
+
   it('interventions without a vector read back field for field, their default fields left out of the link', () => {
     const base = readExperiment(JSON.stringify(LINK_BASE));
     const e: Experiment = { ...base, interventions: [
