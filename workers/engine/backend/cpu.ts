@@ -230,6 +230,7 @@ export class CpuBackend implements Backend {
     a.set(data);
     return this.t(a, shape);
   }
+  adopt(data: Float32Array, shape: readonly number[]): Tensor { return this.t(data, shape); }
   zeros(shape: readonly number[]): Tensor { return this.t(this.alloc(shapeSize(shape)).fill(0), shape); }
   async read(t: Tensor): Promise<Float32Array> {
     if (t instanceof CpuQuantTensor) {
