@@ -103,6 +103,26 @@ describe.each(FIXTURES)('%s-tiny', (arch) => {
   });
 });
 
+it('every get() decodes a new array from the file (the CPU backend keeps it as the tensor, Backend.adopt): writing one changes no other', async () => {
+  const ts = fixtureTensors('llama');
+  const dir = folder('fresh-arrays', 'llama', { 'model.safetensors': encodeSafetensors(withDtype(ts, 'BF16')) });
+  const bytes = new Uint8Array(fs.readFileSync(path.join(dir, 'model.safetensors')));
+  const header = parseSafetensors(bytes);
+  const src = await openCheckpoint(new NodeFiles(dir));
+  expect(src.freshArrays).toBe(true);
+  for (const t of ts) {
+    // the file's BF16 halves, widened here bit by bit: each is the high half of a float32 word
+    const e = header.tensors.get(t.name)!, dv = new DataView(bytes.buffer, header.dataStart + e.begin, e.end - e.begin);
+    const want = new Float32Array(new Uint32Array(t.data.length).map((_, i) => dv.getUint16(2 * i, true) << 16).buffer);
+    const first = src.get(t.name).data;
+    expect(Buffer.compare(Buffer.from(first.buffer), Buffer.from(want.buffer)), t.name).toBe(0);
+    first.fill(NaN);
+    const second = src.get(t.name).data;
+    expect(second).not.toBe(first);
+    expect(Buffer.compare(Buffer.from(second.buffer), Buffer.from(want.buffer)), t.name).toBe(0);
+  }
+});
+
 it('a shard that lacks a tensor its index names is refused, naming both', async () => {
   const ts = fixtureTensors('llama');
   const dir = folder('bad-index', 'llama', {

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { quantise } from '../../workers/engine/backend/quant';
+import { stackTransposed, transpose } from '../../workers/engine/ops/linear_backward.cpu';
 import { NodeFiles } from '../../workers/engine/io/node_files';
 import { loadTransformer } from '../../workers/engine/model/load';
 import { backward } from '../../workers/engine/model/backward';
@@ -83,6 +84,24 @@ describe('CPU backward ops against float64 definitions', () => {
       for (const t of [dyt, x, xq]) b.release(t);
     }
     b.release(wt); b.release(wq);
+  });
+
+  it('stackTransposed and transpose copy every element across tile edges (sides below, at and past 64; ragged last tiles)', () => {
+    const nIn = 131, outs = [64, 1, 70];
+    const ws = outs.map((o) => randn(o * nIn));
+    const total = 135, t = stackTransposed(ws, outs, nIn, new Float32Array(nIn * total).fill(NaN));
+    let c0 = 0, bad = 0;
+    outs.forEach((o, k) => {
+      for (let r = 0; r < o; r++) for (let i = 0; i < nIn; i++) if (t[i * total + c0 + r] !== ws[k][r * nIn + i]) bad++;
+      c0 += o;
+    });
+    expect(bad).toBe(0);
+    for (const [rows, cols] of [[1, 1], [3, 200], [65, 64], [129, 63]]) {
+      const m = randn(rows * cols), mt = transpose(m, rows, cols);
+      let wrong = 0;
+      for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) if (mt[c * rows + r] !== m[r * cols + c]) wrong++;
+      expect(wrong, `[${rows}, ${cols}]`).toBe(0);
+    }
   });
 
   it('linearBackwardSum: Σ_k dy_k·W_k over q/k/v-like parts (one Q8_0) on both paths, a changed weight list, and shapes refused', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as fs from 'node:fs';
-import { decodeTensor, parseSafetensors, SafetensorsError } from '../../workers/engine/io/safetensors';
+import { decodeTensor, parseSafetensors, SafetensorsError, type SafetensorsDtype } from '../../workers/engine/io/safetensors';
 import { sharedPath } from '../shared';
 
 /** Builds a safetensors file from a header object and a data section. */
@@ -69,5 +69,28 @@ describe('safetensors reader validates before trusting a byte', () => {
     expect(Array.from(decodeTensor(f16, 'F16'))).toEqual([1, -2, 0.5, 2 ** -24]);
     const bf16 = new Uint8Array(new Uint16Array([0x3f80, 0xc000, 0x4049]).buffer);
     expect(Array.from(decodeTensor(bf16, 'BF16'))).toEqual([1, -2, 3.140625]);
+  });
+
+  it('decodes bytes at an odd offset (DataView) to the same values as aligned bytes (typed views), into a new array', () => {
+    // values written bit by bit here: BF16 = the high half of the float32 word, F16 from the IEEE layout
+    const f32 = Float32Array.of(1.5, -0.375, 3e38, -7e-39, 0);
+    const bits = new Uint32Array(f32.buffer);
+    const cases: [SafetensorsDtype, number, (dv: DataView, i: number) => void, number[]][] = [
+      ['F32', 4, (dv, i) => dv.setFloat32(4 * i, f32[i], true), Array.from(f32)],
+      ['BF16', 2, (dv, i) => dv.setUint16(2 * i, bits[i] >>> 16, true), Array.from(f32, (_, i) => new Float32Array(Uint32Array.of(bits[i] & 0xffff0000).buffer)[0])],
+      ['F16', 2, (dv, i) => dv.setUint16(2 * i, [0x3e00, 0xb600, 0x7bff, 0x8001, 0][i], true), [1.5, -0.375, 65504, -(2 ** -24), 0]],
+      ['F64', 8, (dv, i) => dv.setFloat64(8 * i, [0.1, -2, 1e-3, 5, 0][i], true), [0.1, -2, 1e-3, 5, 0].map(Math.fround)],
+    ];
+    for (const [dtype, size, put, want] of cases) {
+      for (const offset of [0, 1, size]) {
+        const file = new Uint8Array(offset + size * want.length);
+        const dv = new DataView(file.buffer, offset);
+        want.forEach((_, i) => put(dv, i));
+        const raw = file.subarray(offset);
+        const got = decodeTensor(raw, dtype);
+        expect(Array.from(got), `${dtype} at offset ${offset}`).toEqual(want);
+        expect(got.buffer).not.toBe(file.buffer);
+      }
+    }
   });
 });

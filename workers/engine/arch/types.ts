@@ -10,6 +10,11 @@ export interface WeightSource {
   has(name: string): boolean;
   /** @throws Error naming the tensor when it is absent. */
   get(name: string): { data: Float32Array; shape: number[] };
+  /**
+   * True when get() returns a new array on every call that nothing else holds (decoded from the
+   * file's bytes): the loader then hands it to the backend without a copy (Backend.adopt).
+   */
+  readonly freshArrays?: boolean;
   names(): string[];
   /**
    * The tensor in block-quantised storage when the checkpoint holds it that way (a GGUF Q8_0 /
@@ -20,9 +25,10 @@ export interface WeightSource {
 
 /**
  * Uploads a weight; `name` is the checkpoint tensor it came from (named in errors, e.g. an f16 range
- * check); `quant`, when the checkpoint stores it block-quantised (then `data` is empty).
+ * check); `quant`, when the checkpoint stores it block-quantised (then `data` is empty); `owned`, when
+ * `data` is a new array nobody else holds, which the backend may keep as the tensor's storage.
  */
-export type Upload = (data: Float32Array, shape: number[], name?: string, quant?: QuantizedMatrix) => Tensor;
+export type Upload = (data: Float32Array, shape: number[], name?: string, quant?: QuantizedMatrix, owned?: boolean) => Tensor;
 
 /**
  * One architecture family, declared as what differs from the shared block (STYLE.md: TransformerLens

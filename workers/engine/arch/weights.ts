@@ -11,6 +11,8 @@ export interface HostTensor {
   name?: string;
   /** Set (and `data` empty) when the checkpoint stores the matrix block-quantised (GGUF Q8_0 / Q4_0). */
   quant?: QuantizedMatrix;
+  /** `data` came straight from a WeightSource with freshArrays: nothing else holds it (Upload's `owned`). */
+  owned?: boolean;
 }
 
 /** @throws Error when t is block-quantised: layout changes need float weights. */
@@ -94,11 +96,12 @@ export class WeightReader {
       throw new Error(`tensor "${name}" has shape [${t.shape}], config.json implies [${shape}]`);
     }
     this.used.add(name);
-    return { ...t, name };
+    return { ...t, name, owned: !q && this.src.freshArrays === true };
   }
 
+  /** Uploads a host tensor; one marked `owned` is handed over (read it no more after this). */
   upload(t: HostTensor): Tensor {
-    return this.up(t.data, t.shape, t.name, t.quant);
+    return this.up(t.data, t.shape, t.name, t.quant, t.owned);
   }
 
   /** Uploads tensor `name` as stored. @throws Error when absent or of another shape. */

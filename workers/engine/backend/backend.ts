@@ -189,6 +189,13 @@ export interface Backend {
   /** Copies host data into a new tensor. Throws if data.length ≠ product(shape). */
   upload(data: Float32Array, shape: readonly number[]): Tensor;
   /**
+   * upload() for an array the caller hands over: the CPU backend keeps `data` itself as the tensor's
+   * storage (no copy, no second allocation: a 1B model's 4.9 GB of weights are mapped once), WebGPU
+   * copies it to the device as upload() does. The caller must not read or write `data` afterwards.
+   * Throws if data.length ≠ product(shape).
+   */
+  adopt(data: Float32Array, shape: readonly number[]): Tensor;
+  /**
    * Stores a block-quantised weight [out, in] (Q8_0/Q4_0, backend/quant.ts) in its packed form; only
    * linear() accepts the result (as its weight), dequantising inside the matmul; read() dequantises.
    */

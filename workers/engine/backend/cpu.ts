@@ -60,10 +60,12 @@ abstract class ArenaStorage<H extends Float32Array | Uint32Array> {
 class CpuTensor extends ArenaStorage<Float32Array> implements Tensor {
   readonly size: number;
 
-  constructor(readonly shape: readonly number[], data: Float32Array, arena: WasmGemm | null) {
+  /** @param data the values on the JS heap, or a block of the arena that already holds them. */
+  constructor(readonly shape: readonly number[], data: Float32Array | Resident, arena: WasmGemm | null) {
     const size = shapeSize(shape);
     if (data.length !== size) throw new Error(`tensor data has ${data.length} values, shape [${shape}] needs ${size}`);
-    super(data, arena);
+    super(data instanceof Float32Array ? data : null, arena);
+    if (!(data instanceof Float32Array)) this.resident = data;
     this.size = size;
   }
 
@@ -230,6 +232,7 @@ export class CpuBackend implements Backend {
     a.set(data);
     return this.t(a, shape);
   }
+  adopt(data: Float32Array, shape: readonly number[]): Tensor { return this.t(data, shape); }
   zeros(shape: readonly number[]): Tensor { return this.t(this.alloc(shapeSize(shape)).fill(0), shape); }
   async read(t: Tensor): Promise<Float32Array> {
     if (t instanceof CpuQuantTensor) {
@@ -460,10 +463,13 @@ export class CpuBackend implements Backend {
   private stackOf(ws: readonly Tensor[], outs: readonly number[], nIn: number): CpuTensor {
     const hit = this.transposed.get(ws[0])?.find((st) => st.parts.length === ws.length && st.parts.every((p, k) => p === ws[k]));
     if (hit) return hit.t;
-    const values = ws.map((w) => (w instanceof CpuQuantTensor ? dequantise(w.q) : d(w)));
     const total = outs.reduce((a, b) => a + b, 0);
+    // written straight into an arena block where one fits (no heap copy to allocate and move), the weights' views taken after it grew
+    const block = this.arena?.allocate(nIn * total) ?? null;
+    const values = ws.map((w) => (w instanceof CpuQuantTensor ? dequantise(w.q) : d(w)));
+    const data = block ? stackTransposed(values, outs, nIn, this.arena!.data(block)) : stackTransposed(values, outs, nIn);
     // not a live tensor of the caller's: freed with its weights
-    const st: TransposedStack = { parts: [...ws], t: new CpuTensor([nIn, total], stackTransposed(values, outs, nIn), this.arena) };
+    const st: TransposedStack = { parts: [...ws], t: new CpuTensor([nIn, total], block ?? data, this.arena) };
     for (const w of new Set(ws)) this.transposed.set(w, [...(this.transposed.get(w) ?? []), st]);
     return st.t;
   }

@@ -164,18 +164,29 @@ export class WasmGemm {
     return this.f32;
   }
 
-  /** Moves `data` (floats, or the u32 words of a quantised matrix) into the arena. @returns its block, or null when the arena cannot grow. */
-  place(data: Float32Array | Uint32Array): Resident | null {
-    const size = align(data.length * 4);
+  /**
+   * A block of `length` floats (or u32 words) in the arena, its old contents left as they are (the
+   * caller writes every value, through data() taken after this call: it may grow the memory).
+   * @returns the block, or null when the arena cannot grow.
+   */
+  allocate(length: number): Resident | null {
+    const size = align(length * 4);
     let offset = this.free.get(size)?.pop();
     if (offset === undefined) {
       if (!this.reserve(this.top + size)) return null;
       offset = this.top;
       this.top += size;
     }
-    if (data instanceof Float32Array) this.view().set(data, offset / 4);
-    else new Uint32Array(this.memory.buffer, offset, data.length).set(data);
-    return { offset, length: data.length };
+    return { offset, length };
+  }
+
+  /** Moves `data` (floats, or the u32 words of a quantised matrix) into the arena. @returns its block, or null when the arena cannot grow. */
+  place(data: Float32Array | Uint32Array): Resident | null {
+    const r = this.allocate(data.length);
+    if (!r) return null;
+    if (data instanceof Float32Array) this.view().set(data, r.offset / 4);
+    else new Uint32Array(this.memory.buffer, r.offset, data.length).set(data);
+    return r;
   }
 
   /** The floats of a resident block (a view, valid until the next growth; take it again after). */

@@ -475,6 +475,11 @@ export class WebGpuBackend implements Backend, KernelHost {
     return this.uploadAs(data, shape, 'f32');
   }
 
+  /** upload(): the device holds its own copy, so the host array is not kept. */
+  adopt(data: Float32Array, shape: readonly number[]): Tensor {
+    return this.upload(data, shape);
+  }
+
   /**
    * Uploads a weight stored as IEEE binary16 (half the memory and bandwidth; values rounded to
    * nearest even). Kernels unpack with unpack2x16float and compute in float32, so this needs no

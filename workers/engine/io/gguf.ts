@@ -22,6 +22,7 @@
 import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
 import type { HFConfig, WeightSource } from '../arch/types';
 import { checkConfigNumber } from '../arch/config';
+import { firstNonFinite } from '../analysis/finite';
 import { fromF16Bits } from '../backend/f16';
 import { dequantise, fromGgmlBlocks, GGML_BLOCK_BYTES, permuteRows, QK, type QuantFormat, type QuantizedMatrix } from '../backend/quant';
 import type { ModelFiles } from './model_files';
@@ -294,7 +295,7 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
         order.forEach((src, i) => out.set(data.subarray(src * w, (src + 1) * w), i * w));
         data = out;
       }
-      const bad = data.findIndex((x) => !Number.isFinite(x));
+      const bad = firstNonFinite(data);
       if (bad >= 0) throw new Error(`${label}: tensor "${e.name}" holds ${data[bad]} at index ${bad}: weights must be finite`);
       // convert_hf_to_gguf.py added normShift to every weight whose HF name ends in "norm.weight"
       if (family.normShift && name.endsWith('norm.weight')) for (let i = 0; i < data.length; i++) data[i] -= family.normShift;

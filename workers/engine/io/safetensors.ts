@@ -167,25 +167,43 @@ const f16Table = (() => {
   return t;
 })();
 
+/** Whether this machine stores typed-array elements little-endian (as safetensors does): then aligned bytes are read through a typed view. */
+const HOST_LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 /**
  * Decodes one tensor's raw little-endian bytes to float32 (F16 and BF16 are widened exactly; F64 rounded).
+ * The result is a new array (no view of `raw`). Bytes at an offset aligned to the element size are
+ * read through a typed view of `raw` (BF16: each half shifted into the high 16 bits of the float's
+ * word, written through a Uint32 view of the result; F32: one copy), others through a DataView.
  * @param raw exactly entry.end − entry.begin bytes.
  * @throws Error for a non-float dtype (weights must be F32, F16, BF16 or F64).
  */
 export function decodeTensor(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
   if (!FLOAT_DTYPES.includes(dtype)) throw new Error(`dtype ${dtype} cannot be read as float weights (expected one of ${FLOAT_DTYPES.join(', ')})`);
-  const n = raw.length / DTYPE_BYTES[dtype];
+  const size = DTYPE_BYTES[dtype];
+  const n = raw.length / size;
   const out = new Float32Array(n);
-  const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  if (dtype === 'F64') {
-    for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true);
-  } else if (dtype === 'F32') {
-    for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
-  } else if (dtype === 'F16') {
-    for (let i = 0; i < n; i++) out[i] = f16Table[dv.getUint16(i * 2, true)];
+  const aligned = HOST_LITTLE_ENDIAN && raw.byteOffset % size === 0;
+  if (dtype === 'F32' && aligned) {
+    out.set(new Float32Array(raw.buffer, raw.byteOffset, n));
+  } else if (dtype === 'BF16' && aligned) {
+    const h = new Uint16Array(raw.buffer, raw.byteOffset, n), u = new Uint32Array(out.buffer);
+    for (let i = 0; i < n; i++) u[i] = h[i] << 16;
+  } else if (dtype === 'F16' && aligned) {
+    const h = new Uint16Array(raw.buffer, raw.byteOffset, n);
+    for (let i = 0; i < n; i++) out[i] = f16Table[h[i]];
   } else {
-    const u = new Uint32Array(out.buffer);
-    for (let i = 0; i < n; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+    const dv = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    if (dtype === 'F64') {
+      for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true);
+    } else if (dtype === 'F32') {
+      for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
+    } else if (dtype === 'F16') {
+      for (let i = 0; i < n; i++) out[i] = f16Table[dv.getUint16(i * 2, true)];
+    } else {
+      const u = new Uint32Array(out.buffer);
+      for (let i = 0; i < n; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+    }
   }
   return out;
 }

@@ -106,20 +106,22 @@ export const F16_MAX = 65504;
 function weightUploader(backend: Backend, dtype: WeightDtype): Upload {
   const up = floatUploader(backend, dtype);
   // a matrix the checkpoint stores quantised (GGUF) is uploaded as stored, whatever dtype says
-  return (data, shape, name, quant) => (quant ? backend.uploadQuant(quant) : up(data, shape, name));
+  return (data, shape, name, quant, owned) => (quant ? backend.uploadQuant(quant) : up(data, shape, name, undefined, owned));
 }
 
 function floatUploader(backend: Backend, dtype: WeightDtype): Upload {
-  if (dtype === 'f32') return (data, shape) => backend.upload(data, shape);
+  // an array the source handed over (a decoded safetensors tensor) becomes the tensor itself on the CPU
+  const f32 = (data: Float32Array, shape: readonly number[], owned?: boolean) => (owned ? backend.adopt(data, shape) : backend.upload(data, shape));
+  if (dtype === 'f32') return (data, shape, _name, _quant, owned) => f32(data, shape, owned);
   if (isQuantFormat(dtype)) {
-    return (data, shape, name) => (quantisedTensor(name, shape) ? backend.uploadQuant(quantise(dtype, data, shape[0], shape[1])) : backend.upload(data, shape));
+    return (data, shape, name, _quant, owned) => (quantisedTensor(name, shape) ? backend.uploadQuant(quantise(dtype, data, shape[0], shape[1])) : f32(data, shape, owned));
   }
-  return (data, shape, name) => {
-    if (shape.length !== 2) return backend.upload(data, shape);
+  return (data, shape, name, _quant, owned) => {
+    if (shape.length !== 2) return f32(data, shape, owned);
     const i = data.findIndex((x) => Math.abs(x) > F16_MAX);
     if (i >= 0) throw new Error(`tensor "${name ?? `[${shape}]`}" holds ${data[i]} at index ${i}, beyond the binary16 range ±${F16_MAX}: load it with float32 weights`);
     if (backend instanceof WebGpuBackend) return backend.uploadF16(data, shape);
-    return backend.upload(unpackF16(packF16(data), data.length), shape);
+    return backend.adopt(unpackF16(packF16(data), data.length), shape);
   };
 }
 

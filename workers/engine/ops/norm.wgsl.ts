@@ -47,6 +47,28 @@ fn reduce_sum(li: u32, v: f32) -> f32 {
 /** Module header: the subgroups extension when the reduction uses it. */
 export const wgslReduceHeader = (r: Reduction): string => (r === 'subgroup' ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);' : '');
 
+/**
+ * The norms' statistics of one group of n values x[o .. o + n), each one workgroup-wide reduction
+ * (reduce_sum, wgslReduceSum) returned to every invocation, shared by the forward kernels here and
+ * the backward kernels (norm_backward.wgsl.ts); the module declares x: array<f32>.
+ * - rms_inv: 1/√(mean(x²) + eps) (RMSNorm's r);
+ * - layer_norm_stats: (μ, 1/√(σ² + eps)), σ² the biased variance of x − μ (LayerNorm's mean and r).
+ */
+export const WGSL_NORM_STATS = /* wgsl */ `
+fn rms_inv(li: u32, o: u32, n: u32, eps: f32) -> f32 {
+  var ss = 0.0;
+  for (var i = li; i < n; i = i + ${WG}u) { let v = x[o + i]; ss = ss + v * v; }
+  return 1.0 / sqrt(reduce_sum(li, ss) / f32(n) + eps);
+}
+fn layer_norm_stats(li: u32, o: u32, n: u32, eps: f32) -> vec2f {
+  var s = 0.0;
+  for (var i = li; i < n; i = i + ${WG}u) { s = s + x[o + i]; }
+  let mean = reduce_sum(li, s) / f32(n);
+  var v = 0.0;
+  for (var i = li; i < n; i = i + ${WG}u) { let c = x[o + i] - mean; v = v + c * c; }
+  return vec2f(mean, 1.0 / sqrt(reduce_sum(li, v) / f32(n) + eps));
+}`;
+
 /** One workgroup per group of g values: y = x·(1/√(mean(x²) + eps))·(w + offset). */
 const rmsSource = (r: Reduction): string => /* wgsl */ `
 ${wgslReduceHeader(r)}
@@ -57,14 +79,13 @@ struct P { groups: u32, g: u32, eps: f32, offset: f32 }
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
 ${wgslReduceSum(r)}
+${WGSL_NORM_STATS}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let gi = flat_group(wid, nwg);
   if (gi >= p.groups) { return; }
   let o = gi * p.g;
-  var ss = 0.0;
-  for (var i = li; i < p.g; i = i + ${WG}u) { let v = x[o + i]; ss = ss + v * v; }
-  let inv = 1.0 / sqrt(reduce_sum(li, ss) / f32(p.g) + p.eps);
+  let inv = rms_inv(li, o, p.g, p.eps);
   for (var i = li; i < p.g; i = i + ${WG}u) { y[o + i] = x[o + i] * inv * (w[i] + p.offset); }
 }`;
 
@@ -97,17 +118,15 @@ ${bias ? '@group(0) @binding(3) var<storage, read> b: array<f32>;' : ''}
 @group(0) @binding(${bias ? 4 : 3}) var<storage, read_write> y: array<f32>;
 ${WGSL_FLAT_GROUP}
 ${wgslReduceSum(r)}
+${WGSL_NORM_STATS}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let r = flat_group(wid, nwg);
   if (r >= p.rows) { return; }
   let o = r * p.d;
-  var s = 0.0;
-  for (var i = li; i < p.d; i = i + ${WG}u) { s = s + x[o + i]; }
-  let mean = reduce_sum(li, s) / f32(p.d);
-  var v = 0.0;
-  for (var i = li; i < p.d; i = i + ${WG}u) { let c = x[o + i] - mean; v = v + c * c; }
-  let inv = 1.0 / sqrt(reduce_sum(li, v) / f32(p.d) + p.eps);
+  let st = layer_norm_stats(li, o, p.d, p.eps);
+  let mean = st.x;
+  let inv = st.y;
   for (var i = li; i < p.d; i = i + ${WG}u) { y[o + i] = (x[o + i] - mean) * inv * w[i]${bias ? ' + b[i]' : ''}; }
 }`;
 }

@@ -1,10 +1,10 @@
 import type { Tensor } from '../backend/backend';
 import { grid, Params, type GpuTensor, type KernelHost, type Reduction } from '../backend/webgpu_host';
 import { reduction } from './linear_gemv.wgsl';
-import { NORM_WG as WG, wgslReduceHeader, wgslReduceSum } from './norm.wgsl';
+import { NORM_WG as WG, WGSL_NORM_STATS, wgslReduceHeader, wgslReduceSum } from './norm.wgsl';
 import { WGSL_FLAT_GROUP } from './wgsl_math';
 
-/** One workgroup per group of g values: Σx² and Σ dy·w'·x, then dx = r·w'·dy − x·r³/g·Σ dy·w'·x. */
+/** One workgroup per group of g values: r (rms_inv) and Σ dy·w'·x, then dx = r·w'·dy − x·r³/g·Σ dy·w'·x. */
 const rmsSource = (r: Reduction): string => /* wgsl */ `
 ${wgslReduceHeader(r)}
 struct P { groups: u32, g: u32, eps: f32, offset: f32 }
@@ -15,15 +15,15 @@ struct P { groups: u32, g: u32, eps: f32, offset: f32 }
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 ${WGSL_FLAT_GROUP}
 ${wgslReduceSum(r)}
+${WGSL_NORM_STATS}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let gi = flat_group(wid, nwg);
   if (gi >= p.groups) { return; }
   let o = gi * p.g;
-  var ss = 0.0;
+  let r = rms_inv(li, o, p.g, p.eps);
   var dot = 0.0;
-  for (var i = li; i < p.g; i = i + ${WG}u) { let v = x[o + i]; ss = ss + v * v; dot = dot + dy[o + i] * (w[i] + p.offset) * v; }
-  let r = 1.0 / sqrt(reduce_sum(li, ss) / f32(p.g) + p.eps);
+  for (var i = li; i < p.g; i = i + ${WG}u) { dot = dot + dy[o + i] * (w[i] + p.offset) * x[o + i]; }
   let c = r * r * r * reduce_sum(li, dot) / f32(p.g);
   for (var i = li; i < p.g; i = i + ${WG}u) { dx[o + i] = r * (w[i] + p.offset) * dy[o + i] - x[o + i] * c; }
 }`;
@@ -45,7 +45,7 @@ export function rmsNormBackwardGpu(host: KernelHost, x: Tensor, w: Tensor, eps: 
   return dx;
 }
 
-/** One workgroup per row: μ, then r, then mean(ĝ) and mean(ĝ·x̂) (ĝ = dy·w), then dx. */
+/** One workgroup per row: μ and r (layer_norm_stats), then mean(ĝ) and mean(ĝ·x̂) (ĝ = dy·w), then dx. */
 const layerSource = (r: Reduction): string => /* wgsl */ `
 ${wgslReduceHeader(r)}
 struct P { rows: u32, d: u32, eps: f32 }
@@ -56,18 +56,16 @@ struct P { rows: u32, d: u32, eps: f32 }
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 ${WGSL_FLAT_GROUP}
 ${wgslReduceSum(r)}
+${WGSL_NORM_STATS}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) li: u32) {
   let row = flat_group(wid, nwg);
   if (row >= p.rows) { return; }
   let o = row * p.d;
   let n = f32(p.d);
-  var s = 0.0;
-  for (var i = li; i < p.d; i = i + ${WG}u) { s = s + x[o + i]; }
-  let mean = reduce_sum(li, s) / n;
-  var v = 0.0;
-  for (var i = li; i < p.d; i = i + ${WG}u) { let c = x[o + i] - mean; v = v + c * c; }
-  let r = 1.0 / sqrt(reduce_sum(li, v) / n + p.eps);
+  let st = layer_norm_stats(li, o, p.d, p.eps);
+  let mean = st.x;
+  let r = st.y;
   var mg = 0.0;
   var mgx = 0.0;
   for (var i = li; i < p.d; i = i + ${WG}u) { let gi = dy[o + i] * w[i]; mg = mg + gi; mgx = mgx + gi * (x[o + i] - mean) * r; }
