@@ -130,6 +130,8 @@ export async function main(argv: string[]): Promise<number> {
     if (!spec) command.checkSpec?.(f as never, engine.spec);
     if (f['chat-template'] === true && !engine.info().hasChatTemplate) throw new Error(`--chat-template true: ${engine.label} has no chat template (its tokenizer_config.json has no chat_template); leave the flag out for plain-text prompts, or use a chat model`);
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
+    const notes = new Set<string>();
+    engine.onDecisionPoint((note) => { if (!notes.has(note)) process.stderr.write(`note: ${note}\n`); notes.add(note); });
     let prompt = '';
     if (command.prompt && f.prompt !== undefined) {
       prompt = f.prompt as string;
