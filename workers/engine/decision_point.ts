@@ -37,13 +37,14 @@ export interface DecisionPoint {
 const NOTE_CHARS = 12;
 
 /**
- * Encodes the prompt and resolves both futures after it (PromptCodec.encodePrompt, resolveFuture);
+ * Encodes the prompt and resolves both futures after it (`codec`: the PromptCodec, or the Engine
+ * that delegates to it: encodePrompt, resolveFuture);
  * when they are single branches whose first k ≥ 1 tokens agree, returns the prompt with those k ids
  * teacher-forced and the futures' remaining ids. Σ log p over the prefix is the same on both sides,
  * so the teacher-forced sequence margin is unchanged.
  * @throws Error for a bad prompt or future (PromptCodec.encodePrompt, resolveFuture).
  */
-export function decisionPoint(codec: PromptCodec, input: PromptInput, good: FutureInput, bad: FutureInput): DecisionPoint {
+export function decisionPoint(codec: Pick<PromptCodec, 'encodePrompt' | 'resolveFuture'>, input: PromptInput, good: FutureInput, bad: FutureInput): DecisionPoint {
   const ids = codec.encodePrompt(input);
   const g = codec.resolveFuture(ids, good, input, 'good'), b = codec.resolveFuture(ids, bad, input, 'bad');
   const k = sharedPrefixLength(g.sequences, b.sequences);

@@ -177,7 +177,7 @@ export class Engine {
    * @throws Error for a bad prompt or future (PromptCodec.encodePrompt, resolveFuture).
    */
   decisionPoint(p: PromptInput, good: FutureInput, bad: FutureInput): DecisionPoint {
-    const d = decisionPoint(this.prompts, p, good, bad);
+    const d = decisionPoint(this, p, good, bad);
     if (d.sharedPrefix) this.decisionPointCallback?.(d.sharedPrefix.note);
     return d;
   }
