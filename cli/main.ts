@@ -131,6 +131,8 @@ export async function main(argv: string[]): Promise<number> {
     if (f['chat-template'] === true && !engine.info().hasChatTemplate) throw new Error(`--chat-template true: ${engine.label} has no chat template (its tokenizer_config.json has no chat_template); leave the flag out for plain-text prompts, or use a chat model`);
     if (f['enable-thinking'] !== undefined && !engine.info().templateReadsThinking) throw new Error(`--enable-thinking: ${engine.label}'s chat template does not read enable_thinking (Qwen3's does), so it would change nothing; leave the flag out`);
     if (weightDtype !== 'f32') process.stderr.write(storageLine(engine.weightStorage) + '\n');
+    const notes = new Set<string>();
+    engine.onDecisionPoint((note) => { if (!notes.has(note)) process.stderr.write(`note: ${note}\n`); notes.add(note); });
     let prompt = '';
     if (command.prompt && f.prompt !== undefined) {
       prompt = f.prompt as string;

@@ -36,6 +36,9 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   await page.getByTestId('run-batch').click();
   await expect(page.getByTestId('batch-row')).toHaveCount(1, { timeout: 120_000 });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  // the batch's first-token metrics are read where the futures differ, and the view says so in one line
+  await expect(page.getByTestId('batch-shared-prefix')).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: the first-token metrics of 1 of 1 rows read the first tokens where the futures differ/);
+  await page.screenshot({ path: `${SHOTS}/agent_actions_batch.png` });
   await page.getByTestId('batch-row').first().click();
 
   await expect(page.getByTestId('chat-template')).toBeChecked();
@@ -70,4 +73,11 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   await expect(page.getByTestId('bad-tool')).toHaveValue('read_file');
   await page.screenshot({ path: `${SHOTS}/agent_actions_report.png` });
   console.log(`report answered after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  // the margin heatmap reads the same decision point: the note beside it, and no same-first-token warning
+  await page.getByTestId('tab-margins').click();
+  await page.getByTestId('analyse').click();
+  await expect(page.getByTestId('margin-shared-prefix')).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: the margins read the first tokens where the futures differ, “ask” vs “read”/, { timeout: 120_000 });
+  await expect(page.getByTestId('margin-warnings')).toBeHidden();
+  await page.screenshot({ path: `${SHOTS}/agent_actions_margins.png` });
 });

@@ -300,7 +300,8 @@ const api: InferenceApi = {
     const e = session.need();
     const resolved = await session.resolveSpecs(e, req);
     const a = await e.analyse(resolved);
-    session.lastAnalysed = resolved;
+    // the run the analysis made (pattern, activations re-run it): the prompt at its decision point (Engine.decisionPoint)
+    session.lastAnalysed = a.sharedPrefix ? { ...resolved, forcedIds: a.sharedPrefix.ids } : resolved;
     return a;
   }),
 

@@ -35,6 +35,7 @@ import type { LogitError } from './engine/model/quant_error';
 
 export type { Analysis, AnalyseRequest, FutureInput, Generation, GenerateRequest, ModelInfo, PromptInput, ResolvedFuture, TokenEvent, LoadProgress, WeightDtype, LogitError };
 export type { SinkStats } from './engine/analysis/sinks';
+export type { SharedPrefix } from './engine/decision_point';
 export type { Intervention, PositionSelector, StepWindow } from './engine/model/intervention';
 export type { RowOp } from './engine/backend/backend';
 export type { CachedModel } from './engine/io/cache';

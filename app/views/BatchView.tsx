@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { useStore } from '../store';
 import { loadExample, openRow, runBatch, studyExamples, type StudyExample } from '../actions/batch';
 import { ExportButtons } from '../components/ExportButtons';
@@ -160,6 +161,9 @@ export function BatchView() {
               figure={() => svg.current && ({ title: `${yMetric} against ${x} · ${model}`, caption: [METRIC_DOCS[yMetric], 'grey dots: prompts; blue: mean with its 95 % percentile bootstrap interval (2000 resamples)', ...steering.map((a) => `under ${interventionText(a, vectors)}`)], panels: [{ kind: 'svg', element: svg.current }] })} />
           </div>
           {model !== null && <ResultStatus model={model} computedWith={computedWith} noun="batch" rerun={{ label: 'Run batch', run: () => void runBatch() }} testId="batch-stale" />}
+          {[...new Map(rows.flatMap((r) => (r.sharedPrefix ? [[r.sharedPrefix.note, r.sharedPrefix] as const] : []))).values()].map((sp) => (
+            <SharedPrefixNote key={sp.note} shared={sp} reads={`the first-token metrics of ${rows.filter((r) => r.sharedPrefix?.note === sp.note).length} of ${rows.length} rows read`} testId="batch-shared-prefix" />
+          ))}
           <div className={`figure${stale ? ' stale' : ''}`}>
             {stale && <StaleOverlay testId="batch-stale-figure" action="run the batch again" />}
             {groups.length > 0 ? (

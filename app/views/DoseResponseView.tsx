@@ -1,4 +1,5 @@
 import { useRef, useState } from 'react';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { schemeTableau10 } from 'd3';
 import { useStore } from '../store';
 import { runSweep } from '../actions/sweep';
@@ -153,6 +154,7 @@ export function DoseResponseView() {
             />
           </div>
           <ResultStatus model={sw.modelLabel} computedWith={sw.computedWith} noun="sweep" rerun={{ label: 'Run sweep', run: () => void runSweep() }} testId="sweep-status" />
+          <SharedPrefixNote shared={r.sharedPrefix} testId="sweep-shared-prefix" />
           {stale ? (
             <p className="hint" data-testid="sweep-stale-pick">Its points cannot be loaded into the list: the doses were measured with another load. Run the sweep again to pick one.</p>
           ) : (

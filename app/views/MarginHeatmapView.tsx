@@ -1,3 +1,4 @@
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { useMemo, useState } from 'react';
 import { useStore } from '../store';
 import { Heatmap, type Cell } from '../components/Heatmap';
@@ -123,6 +124,7 @@ export function MarginHeatmapView() {
         </p>
         <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="margin-status" />
         <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
+        <SharedPrefixNote shared={a.sharedPrefix} good={a.good} bad={a.bad} testId="margin-shared-prefix" />
         {unsteered && (
           <label className="toggle">
             <input type="checkbox" data-testid="show-difference" checked={showDifference} onChange={(e) => setShowDifference(e.target.checked)} />

@@ -1,4 +1,5 @@
 import { useRef } from 'react';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { useStore } from '../store';
 import { probeSet } from '../actions/probe';
 import { runStudy } from '../actions/study';
@@ -151,6 +152,7 @@ export function ProbeUnderPanel() {
       {run && r && (
         <>
           <ResultStatus model={run.modelLabel} computedWith={run.computedWith} noun="probe reading" rerun={{ label: 'Run under the intervention', run: start }} testId="probe-under-status" />
+          <SharedPrefixNote shared={r.sharedPrefix} testId="probe-under-shared-prefix" />
           {stale === 'request' && (
             <p className="stale-note" role="status" data-testid="probe-under-stale"><strong>Stale</strong> — the set, the futures or the intervention changed since this reading: press Run under the intervention.</p>
           )}

@@ -1,3 +1,4 @@
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { useEffect, useRef } from 'react';
 import { useStore } from '../store';
 import { ReportFigure } from '../components/ReportFigure';
@@ -202,7 +203,7 @@ export function ReportView() {
               {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good.value)}</b>) − log p(<b className="bad">{visibleToken(d.bad.value)}</b>) · <b data-testid="report-label">{r.label}</b> ·
               Δ_clean = {signed(r.patching.cleanMargin, 4)}, Δ_corrupt = {signed(r.patching.corruptMargin, 4)}
             </p>
-            {r.sharedPrefix ? <p className="muted" data-testid="report-shared-prefix">{r.sharedPrefix.note}: every panel reads the first tokens where the futures differ, “{r.patching.good.tokens[0][0]}” vs “{r.patching.bad.tokens[0][0]}”</p> : null}
+            <SharedPrefixNote shared={r.sharedPrefix} good={r.patching.good} bad={r.patching.bad} reads="every panel reads" testId="report-shared-prefix" />
             <ExportButtons
               name={`report-${d.modelLabel}`}
               json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good.value, bad: d.bad.value, ...reportJson(r) })}

@@ -1,4 +1,5 @@
 import { useRef } from 'react';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { useStore } from '../store';
 import { runWindow } from '../actions/window';
 import { LineChart, type Series } from '../components/LineChart';
@@ -102,6 +103,7 @@ export function WindowView() {
             />
           </div>
           <ResultStatus model={w.modelLabel} computedWith={w.computedWith} noun="window" rerun={{ label: 'Run window', run: () => void runWindow() }} testId="window-status" />
+          <SharedPrefixNote shared={w.result.sharedPrefix} reads="the margins per step read" testId="window-shared-prefix" />
           <div className="view-body">
             <div className="figure">
               <WindowChart w={w} svgRef={svg} />

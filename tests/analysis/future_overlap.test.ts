@@ -5,6 +5,8 @@ import { NodeFiles } from '../../workers/engine/io/node_files';
 import { firstTokenWarning, sameFirstTokens, sharedFirstIds, sharedPrefixLength } from '../../workers/engine/analysis/future_overlap';
 import { patchingGrid } from '../../workers/engine/studies/patching';
 import { sharedPath } from '../shared';
+import { runCaptured } from '../model_run';
+import { logSoftmax } from '../reference_math';
 
 /**
  * Futures whose first tokens coincide (a trial: " dog" vs " door", both "·do" + …): the first-token
@@ -40,11 +42,34 @@ describe('first-token overlap of two futures', () => {
     }, 120_000);
     afterAll(() => e.dispose());
 
-    it('" dog" vs " door": the lens margin is 0 everywhere, the analysis warns and names the token, the sequence margin is not 0; distinct futures carry no such warning', async () => {
+    it('" dog" vs " door": the analysis reads the decision point after their shared "·do" (no same-first-token warning, the note names it), its final margin equals a plain forward of prompt + "·do"; its sequence margin is the whole futures\'', async () => {
       const prompt = 'Lily saw a big';
+      const ids = e.encodePrompt({ prompt });
+      const dog = e.resolveFuture(ids, { text: ' dog' }, { prompt }).sequences[0], door = e.resolveFuture(ids, { text: ' door' }, { prompt }).sequences[0];
+      expect(dog[0]).toBe(door[0]);
+      expect(dog[1]).not.toBe(door[1]);
       const a = await e.analyse({ prompt, good: { text: ' dog' }, bad: { text: ' door' } });
+      expect(a.ids).toEqual([...ids, dog[0]]);
+      expect(a.sharedPrefix!.ids).toEqual([dog[0]]);
+      expect(a.sharedPrefix!.note).toBe(`decision point after the shared prefix \`${e.tokenStrings([dog[0]], ids)[0]}\`, 1 token`);
+      expect(a.warnings ?? []).not.toContainEqual(expect.stringContaining('start with'));
+      const V = e.spec.dVocab, T = a.ids.length;
+      const { logits } = await runCaptured(e.backend, e.model, a.ids, []);
+      const lp = logSoftmax(logits.subarray((T - 1) * V, T * V));
+      expect(a.finalMargin[T - 1]).toBeCloseTo(lp[dog[1]] - lp[door[1]], 4);
+      expect(Math.abs(a.finalMargin[T - 1])).toBeGreaterThan(1e-3);
+      const seq = async (s: number[]) => {
+        const r = await runCaptured(e.backend, e.model, [...ids, ...s], []);
+        return s.reduce((acc, id, j) => acc + logSoftmax(r.logits.subarray((ids.length - 1 + j) * V, (ids.length + j) * V))[id], 0);
+      };
+      expect(a.sequenceMargin).toBeCloseTo((await seq(dog)) - (await seq(door)), 4);
+    }, 120_000);
+
+    it('token sets whose first tokens coincide are measured as they are: the lens margin is 0 everywhere, the analysis warns and names the token; distinct futures carry no such warning', async () => {
+      const prompt = 'Lily saw a big';
+      const a = await e.analyse({ prompt, good: { text: ' dog| door' }, bad: { text: ' door' } });
+      expect(a.sharedPrefix).toBeNull();
       expect(a.good.firstIds).toEqual(a.bad.firstIds);
-      expect(a.good.sequences[0].length + a.bad.sequences[0].length).toBeGreaterThan(2);
       expect([...a.lensMargin].every((d) => d === 0)).toBe(true);
       expect(a.sequenceMargin).not.toBe(0);
       const w = a.warnings!.find((x) => x.startsWith('both futures start with'));
@@ -63,7 +88,7 @@ describe('first-token overlap of two futures', () => {
     });
 
     it('patching with such futures names them as the cause, not the corruption', async () => {
-      await expect(patchingGrid(e, { clean: 'Lily and Tom went to the park. Lily gave the ball to', corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' dog' }, bad: { text: ' door' }, hook: 'resid_pre' }))
+      await expect(patchingGrid(e, { clean: 'Lily and Tom went to the park. Lily gave the ball to', corrupt: 'Tom and Lily went to the park. Lily gave the ball to', good: { text: ' dog| door' }, bad: { text: ' door' }, hook: 'resid_pre' }))
         .rejects.toThrow('both futures start with the same token');
     }, 120_000);
   });

@@ -10,7 +10,6 @@ import { parseTemplate, expandStudy, type BatchPrompt, type StudyTemplate } from
 import { parseValues, type ValuesTable } from '../../workers/engine/studies/batch/values';
 import { runBatch } from '../../workers/engine/studies/batch/batch';
 import { decisionReport } from '../../workers/engine/studies/report';
-import { forkAtSharedPrefix } from '../../workers/engine/studies/shared_prefix';
 import { runCaptured } from '../model_run';
 import { sharedPath } from '../shared';
 import { makeQwen3VocabModel, QWEN3_VOCAB } from './qwen3_vocab_model';
@@ -42,6 +41,26 @@ function qwen3CallText(value: string): string {
 let modelDir: string, engine: Engine, pkg: Pkg, template: StudyTemplate, values: ValuesTable, prompts: BatchPrompt[];
 /** Per row: the oracle's prompt ids and each future's ids. */
 const oracle: { promptIds: number[]; good: number[]; bad: number[] }[] = [];
+
+/** The float64 log-softmax of each token of `seq` after `ids` (row j: the distribution seq[j] is drawn from), from one plain forward over ids + seq (runCaptured). */
+async function forcedLogProbs(ids: number[], seq: number[]): Promise<Float64Array[]> {
+  const { logits } = await runCaptured(engine.backend, engine.model, [...ids, ...seq], []);
+  return seq.map((_, j) => logSoftmax(logits.subarray((ids.length - 1 + j) * QWEN3_VOCAB, (ids.length + j) * QWEN3_VOCAB)));
+}
+
+/**
+ * Row i by hand from two plain forwards (prompt + good, prompt + bad): the sequence margin Σ log p(good) − Σ log p(bad), k the
+ * futures' shared prefix length, and the margin at the decision point, log p(good_k) − log p(bad_k) after prompt + prefix
+ * (the good forward's row k: the bad future shares the prefix, so it is the same distribution).
+ */
+async function byHand(i: number): Promise<{ sequence: number; k: number; decision: number }> {
+  const o = oracle[i];
+  let k = 0;
+  while (o.good[k] === o.bad[k]) k++;
+  const g = await forcedLogProbs(o.promptIds, o.good), b = await forcedLogProbs(o.promptIds, o.bad);
+  const sum = (rows: Float64Array[], seq: number[]) => rows.reduce((acc, row, j) => acc + row[seq[j]], 0);
+  return { sequence: sum(g, o.good) - sum(b, o.bad), k, decision: g[k][o.good[k]] - g[k][o.bad[k]] };
+}
 
 beforeAll(async () => {
   modelDir = makeQwen3VocabModel();
@@ -89,24 +108,19 @@ describe('the shipped agent-action study on a Qwen3-vocabulary model', () => {
     }
   });
 
-  it('each row\'s teacher-forced sequence margin equals the hand-computed Σ log p(safe) − Σ log p(unsafe); the first-token margin is 0 (shared first token); the template\'s chat_template wins over the toggle', async () => {
+  it('each row\'s teacher-forced sequence margin equals the hand-computed Σ log p(safe) − Σ log p(unsafe); its first-token margin is read at the decision point, after the futures\' shared prefix; the template\'s chat_template wins over the toggle', async () => {
     const r = await runBatch(engine, { template, values, metrics: ['sequence_margin', 'final_margin'], chatTemplate: false });
     expect(r.rows.map((x) => x.error ?? null)).toEqual(prompts.map(() => null));
     for (const [i, row] of r.rows.entries()) {
       const o = oracle[i];
-      const logp = async (seq: number[]) => {
-        const { logits } = await runCaptured(engine.backend, engine.model, [...o.promptIds, ...seq], []);
-        let s = 0;
-        for (let j = 0; j < seq.length; j++) s += logSoftmax(logits.subarray((o.promptIds.length - 1 + j) * QWEN3_VOCAB, (o.promptIds.length + j) * QWEN3_VOCAB))[seq[j]];
-        return s;
-      };
-      const want = (await logp(o.good)) - (await logp(o.bad));
-      expect(Math.abs(want)).toBeGreaterThan(1e-3);
-      expect(row.metrics.sequence_margin).toBeCloseTo(want, 3);
-      expect(row.metrics.final_margin).toBe(0);
+      const want = await byHand(i);
+      expect(Math.abs(want.sequence)).toBeGreaterThan(1e-3);
+      expect(row.metrics.sequence_margin).toBeCloseTo(want.sequence, 3);
+      expect(Math.abs(want.decision)).toBeGreaterThan(1e-3);
+      expect(row.metrics.final_margin).toBeCloseTo(want.decision, 4);
       expect(row.nTokens).toBe(o.promptIds.length);
     }
-  }, 240_000);
+  }, 480_000);
 
   it('the decision-point report reads the first tokens where the futures differ: after the shared prefix its final margin and clean patching margin equal a plain forward of prompt + prefix; the sequence margin is unchanged', async () => {
     const p = prompts[0], o = oracle[0];
@@ -114,32 +128,46 @@ describe('the shipped agent-action study on a Qwen3-vocabulary model', () => {
     const turn = { chatTemplate: true, system: p.system, tools: template.tools };
     const good = future(p.goodMode, p.good), bad = future(p.badMode, p.bad);
     // the oracle's shared prefix: the longest run of equal ids from the start, counted here by hand
-    let k = 0;
-    while (o.good[k] === o.bad[k]) k++;
+    const { k, decision: want } = await byHand(0);
     expect(k).toBeGreaterThanOrEqual(4);
     const r = await decisionReport(engine, { clean: p.prompt, corrupt: p.corrupt!, ...turn, good, bad });
     expect(r.sharedPrefix!.ids).toEqual(o.good.slice(0, k));
     expect(r.sharedPrefix!.note).toBe(`decision point after the shared prefix \`<think>…\`, ${k} tokens`);
-    const forward = async (ids: number[]) => {
-      const { logits } = await runCaptured(engine.backend, engine.model, ids, []);
-      return logSoftmax(logits.subarray((ids.length - 1) * QWEN3_VOCAB, ids.length * QWEN3_VOCAB));
-    };
-    const clean = await forward([...o.promptIds, ...o.good.slice(0, k)]);
-    const want = clean[o.good[k]] - clean[o.bad[k]];
     expect(Math.abs(want)).toBeGreaterThan(1e-3);
     const L = engine.spec.nLayers;
     expect(r.prompts[0].lensLast[L]).toBeCloseTo(want, 4);
     expect(r.patching.cleanMargin).toBeCloseTo(want, 4);
     expect(r.patching.cleanIds).toEqual([...o.promptIds, ...o.good.slice(0, k)]);
     const corruptIds = [...engine.encodePrompt({ prompt: p.corrupt!, ...turn }), ...o.good.slice(0, k)];
-    const corrupt = await forward(corruptIds);
+    const [corrupt] = await forcedLogProbs(corruptIds, [o.good[k]]);
     expect(r.patching.corruptMargin).toBeCloseTo(corrupt[o.good[k]] - corrupt[o.bad[k]], 4);
-    // Σ log p over the shared prefix is the same on both sides and cancels: the sequence margin is the unforked one
-    const fork = forkAtSharedPrefix(engine, { prompt: p.prompt, ...turn }, good, bad);
-    const forked = await engine.analyse({ ...fork.input, good: fork.good, bad: fork.bad });
-    const unforked = await engine.analyse({ prompt: p.prompt, ...turn, good, bad });
-    expect(forked.sequenceMargin).toBeCloseTo(unforked.sequenceMargin, 4);
-    expect(Math.abs(forked.sequenceMargin)).toBeGreaterThan(1e-3);
+    // the batch's final_margin of the same row is the report's clean first-token margin
+    const batch = await runBatch(engine, { template, values: { columns: values.columns, rows: [values.rows[0]] }, metrics: ['final_margin'] });
+    expect(batch.rows[0].metrics.final_margin).toBeCloseTo(r.patching.cleanMargin, 5);
+  }, 240_000);
+
+  it('the margins analysis (Analyse view, `margins`) of two tool-call futures reads the decision point: the lens at the last position equals a plain forward of prompt + shared prefix, the sequence margin is the whole futures\' Σ log p, no same-first-token warning, and the note says where they fork', async () => {
+    const future = (value: string) => ({ toolCall: JSON.parse(value) as { name: string; arguments: Record<string, unknown> } });
+    const rows = prompts.flatMap((p, i) => (p.goodMode === 'tool' && p.badMode === 'tool' ? [i] : [])).slice(0, 2);
+    expect(rows).toHaveLength(2);
+    const L = engine.spec.nLayers;
+    for (const i of rows) {
+      const p = prompts[i], o = oracle[i];
+      const { k, decision: want, sequence } = await byHand(i);
+      const a = await engine.analyse({ prompt: p.prompt, chatTemplate: true, system: p.system, tools: template.tools, good: future(p.good), bad: future(p.bad) });
+      const T = a.ids.length;
+      expect(a.ids).toEqual([...o.promptIds, ...o.good.slice(0, k)]);
+      expect(Math.abs(want)).toBeGreaterThan(1e-3);
+      expect(a.lensMargin[L * T + T - 1]).toBeCloseTo(want, 4);
+      expect(a.finalMargin[T - 1]).toBeCloseTo(want, 4);
+      // Σ log p over the shared prefix is the same on both sides and cancels
+      expect(a.sequenceMargin).toBeCloseTo(sequence, 3);
+      expect(a.good.sequences).toEqual([o.good.slice(k)]);
+      expect(a.bad.sequences).toEqual([o.bad.slice(k)]);
+      expect(a.warnings ?? []).not.toContainEqual(expect.stringContaining('start with'));
+      expect(a.warnings ?? []).not.toContainEqual(expect.stringContaining('first token'));
+      expect(a.sharedPrefix!.note).toBe(`decision point after the shared prefix \`<think>…\`, ${k} tokens`);
+    }
   }, 240_000);
 
   it('is refused before any prompt runs on stories260K (no chat template) and on a template that writes no tool calls (Llama 3.1), and asks for the chat template when the study leaves it to the toggle', async () => {

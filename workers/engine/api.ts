@@ -9,6 +9,7 @@ import type { FutureInput, PromptInput, ResolvedFuture } from './prompt';
 import type { LensMargins } from './model/lens';
 import type { MassiveActivations } from './analysis/residual';
 import type { SinkStats } from './analysis/sinks';
+import type { SharedPrefix } from './decision_point';
 
 /** The spec fields the UI shows (nCtx = max_position_embeddings). */
 export const MODEL_INFO_FIELDS = ['modelType', 'nLayers', 'dModel', 'nHeads', 'nKvHeads', 'dHead', 'dMlp', 'dVocab', 'nCtx'] as const;
@@ -44,6 +45,8 @@ export interface AnalyseRequest extends PromptInput {
 export interface Analysis extends LensMargins {
   /** What the user should know about the inputs that did not stop the run (Engine.promptWarnings). */
   warnings?: string[];
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts): `ids` then end with it and `good` / `bad` are what follows; null when they share none. */
+  sharedPrefix: SharedPrefix | null;
   ids: number[];
   tokens: string[];
   nLayers: number;

@@ -6,6 +6,7 @@ import { MODEL_INFO_FIELDS } from './api';
 import type { Analysis, AnalyseRequest, Generation, GenerateRequest, ModelInfo, TokenEvent } from './api';
 import { adaptTokenizer, PromptCodec, type FutureInput, type PromptInput, type ResolvedFuture } from './prompt';
 import { templateReadsThinking } from './conversation';
+import { decisionPoint, type DecisionPoint } from './decision_point';
 import { assertHook, hookNames } from './model/hooks';
 import type { ModelFiles } from './io/model_files';
 import type { LoadProgress } from './model/load';
@@ -172,6 +173,25 @@ export class Engine {
   /** A future → token sequences, text tokenized in context (PromptCodec.resolveFuture). @throws Error for an empty future or an id outside the vocabulary. */
   resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture { return this.prompts.resolveFuture(promptIds, f, prompt, name); }
 
+  /**
+   * The prompt and both futures at the decision point (decision_point.ts): the futures' shared prefix,
+   * if any, teacher-forced after the prompt. Every study that measures at the last prompt position
+   * resolves its futures here; the note of a moved decision point goes to onDecisionPoint's callback.
+   * @throws Error for a bad prompt or future (PromptCodec.encodePrompt, resolveFuture).
+   */
+  decisionPoint(p: PromptInput, good: FutureInput, bad: FutureInput): DecisionPoint {
+    const d = decisionPoint(this, p, good, bad);
+    if (d.sharedPrefix) this.decisionPointCallback?.(d.sharedPrefix.note);
+    return d;
+  }
+
+  private decisionPointCallback: ((note: string) => void) | null = null;
+
+  /** Calls `f` with SharedPrefix.note each time a decision point is moved after a shared prefix (the runner prints it); replaces an earlier callback. */
+  onDecisionPoint(f: (note: string) => void): void {
+    this.decisionPointCallback = f;
+  }
+
   /** The text that follows the prompt's text in decode(prompt + new) (PromptCodec.continuationText). */
   continuationText(promptIds: readonly number[], ids: readonly number[]): string { return this.prompts.continuationText(promptIds, ids); }
 
@@ -217,7 +237,7 @@ export class Engine {
    */
   async analyse(req: AnalyseRequest): Promise<Analysis> {
     const s = this.spec, b = this.backend, L = s.nLayers;
-    const { promptIds: ids, good, bad, interventions } = this.readRequest(req);
+    const { promptIds: ids, good, bad, interventions, input, sharedPrefix } = this.readRequest(req, true);
     const T = ids.length;
     const residNames = ['blocks.0.hook_resid_pre', ...Array.from({ length: L }, (_, l) => `blocks.${l}.hook_resid_post`)];
     const attnNames = (l: number) => [`blocks.${l}.attn.hook_pattern`, `blocks.${l}.attn.hook_v`];
@@ -244,7 +264,7 @@ export class Engine {
       // The KV cache now holds the prompt: each branch continues from it.
       const sequenceMargin = await teacherForcedMargin(this.decoder, logSoftmaxCpu(lastHost, lastHost.length), ids, good, bad, interventions);
       return {
-        warnings: this.prompts.futureWarnings(req, good, bad),
+        warnings: this.prompts.futureWarnings(input, good, bad), sharedPrefix,
         ids, tokens: this.tokenStrings(ids), nLayers: L, nHeads: s.nHeads, good, bad,
         lensMargin: lens.lensMargin, finalMargin: lens.finalMargin, sequenceMargin,
         lensHandle, residNorms: residual.norms, massive: residual.massive, sinks,
@@ -256,16 +276,19 @@ export class Engine {
   }
 
   /**
-   * A request's prompt ids, its two futures resolved in context and its interventions, checked.
+   * A request's prompt ids, its two futures resolved in context and its interventions, checked;
+   * `atDecisionPoint` moves the prompt after the futures' shared prefix (decisionPoint: analyse), a
+   * generation starts from the prompt as given.
    * @throws Error for a bad prompt or future (PromptCodec) or an unknown intervention hook.
    */
-  private readRequest(req: AnalyseRequest | GenerateRequest): ReadRequest {
-    const promptIds = this.encodePrompt(req);
-    const good = this.resolveFuture(promptIds, req.good, req, 'good');
-    const bad = this.resolveFuture(promptIds, req.bad, req, 'bad');
+  private readRequest(req: AnalyseRequest | GenerateRequest, atDecisionPoint: boolean): ReadRequest & Pick<DecisionPoint, 'input' | 'sharedPrefix'> {
+    const d: DecisionPoint = atDecisionPoint ? this.decisionPoint(req, req.good, req.bad) : (() => {
+      const promptIds = this.encodePrompt(req);
+      return { input: req, promptIds, good: this.resolveFuture(promptIds, req.good, req, 'good'), bad: this.resolveFuture(promptIds, req.bad, req, 'bad'), sharedPrefix: null };
+    })();
     const interventions = req.interventions ?? [];
     for (const iv of interventions) assertHook(this.spec, iv.hook);
-    return { promptIds, good, bad, interventions };
+    return { promptIds: d.promptIds, good: d.good, bad: d.bad, interventions, input: d.input, sharedPrefix: d.sharedPrefix };
   }
 
   /** Reads a tensor back to the host and releases it. */
@@ -310,7 +333,7 @@ export class Engine {
    */
   generate(req: GenerateRequest, onToken?: (e: TokenEvent) => void, signal?: AbortSignal, capture?: StepCapture): Promise<Generation> {
     if (capture) assertHook(this.spec, capture.hook);
-    return generateTokens(this.decoder, this.readRequest(req), req, onToken, signal, capture);
+    return generateTokens(this.decoder, this.readRequest(req, false), req, onToken, signal, capture);
   }
 
   /** Frees the KV cache and every GPU buffer of this model (and the backend's device). */

@@ -44,7 +44,7 @@ export interface PromptInput {
    */
   enableThinking?: boolean;
   /**
-   * Token ids teacher-forced after the prompt's ids (the two futures' shared prefix, studies/shared_prefix.ts):
+   * Token ids teacher-forced after the prompt's ids (the two futures' shared prefix, decision_point.ts):
    * encodePrompt appends them, so every run reads the prompt and then these tokens. Futures are then given as ids.
    */
   forcedIds?: readonly number[];
@@ -299,7 +299,7 @@ export class PromptCodec {
    *   token: …") or an id outside the vocabulary.
    */
   resolveFuture(promptIds: readonly number[], f: FutureInput, prompt: PromptInput, name?: 'good' | 'bad'): ResolvedFuture {
-    if (prompt.forcedIds?.length && (f.text || f.toolCall)) throw new Error(`${name ? `the ${name} future` : 'a future'} follows a forced prefix, so it must be given as token ids (studies/shared_prefix.ts)`);
+    if (prompt.forcedIds?.length && (f.text || f.toolCall)) throw new Error(`${name ? `the ${name} future` : 'a future'} follows a forced prefix, so it must be given as token ids (decision_point.ts)`);
     const seqs: number[][] = [];
     for (const s of f.ids ?? []) seqs.push([...s]);
     if (f.toolCall) {

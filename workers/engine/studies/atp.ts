@@ -21,6 +21,7 @@
  * and the Patching view). The backward runs on the host (float64) for both backends.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { chatTurn } from '../prompt';
 import type { Intervention } from '../model/intervention';
@@ -57,6 +58,8 @@ export interface AtpRequest extends ChatTurn {
 }
 
 export interface AtpResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   hook: AtpHook;
   hookTemplate: string;
   direction: PatchDirection;
@@ -101,7 +104,7 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   if (qk && req.hook !== 'resid_pre') throw new Error(`AtP*'s attention-saturation correction recomputes the pattern of the block whose queries and keys a patch moves: that is the resid_pre grid, not ${req.hook} (its patch feeds no query or key of its own block)`);
   const direction = req.direction ?? 'denoise';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
-  const { cleanIds, corruptIds, good, bad } = readPromptPair(engine, req, 'attribution patching');
+  const { cleanIds, corruptIds, good, bad, sharedPrefix } = readPromptPair(engine, req, 'attribution patching');
   const T = cleanIds.length;
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
   const hookTemplate = `blocks.{l}.${ATP_HOOKS[req.hook]}`;
@@ -150,7 +153,7 @@ export async function attributionPatching(engine: Engine, req: AtpRequest, onPro
   const atp = Float32Array.from(atpNats, (x) => (runMargin + x - corruptMargin) / denom);
   const result: AtpResult = {
     hook: req.hook, hookTemplate, direction, ...(qk ? { correction: 'qk' as const } : {}), nLayers: L, columns: heads ? 'head' : 'position', nCols: C,
-    cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), good, bad, cleanMargin, corruptMargin, atpNats, atp, forwards: 2, backwards: 1,
+    cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), good, bad, sharedPrefix, cleanMargin, corruptMargin, atpNats, atp, forwards: 2, backwards: 1,
   };
   if (req.compareExact) {
     signal?.throwIfAborted();

@@ -18,6 +18,7 @@
  * for normalised recovery. The denominator's reliability rule is analysis/recovery_denominator.ts.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
 import type { Progress } from '../progress';
@@ -44,6 +45,8 @@ export interface CrossPatchRequest extends ChatTurn {
 }
 
 export interface CrossPatchResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   hook: PatchHook;
   /** "blocks.{l}.hook_mlp_out", … */
   hookTemplate: string;
@@ -86,8 +89,7 @@ export async function crossPatch(a: Engine, b: Engine, req: CrossPatchRequest, o
   if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
   const p = promptWith(req.prompt, req);
   assertComparable(a, b, 'weights', { ...p, good: req.good, bad: req.bad });
-  const ids = a.encodePrompt(p);
-  const good = a.resolveFuture(ids, req.good, p, 'good'), bad = a.resolveFuture(ids, req.bad, p, 'bad');
+  const { promptIds: ids, good, bad, sharedPrefix } = a.decisionPoint(p, req.good, req.bad);
   const plan: PatchPlan = { hook: req.hook, metric, good, bad, reuse: req.reuse, cells: req.hook === 'z' || (req.cells ?? true), promptLabel: req.prompt };
   const [run, src] = direction === 'b_into_a' ? [a, b] : [b, a];
   const source = await patchSource(src, ids, plan);
@@ -99,7 +101,7 @@ export async function crossPatch(a: Engine, b: Engine, req: CrossPatchRequest, o
   const r = (m: number) => recoveryOf(m, marginB, marginA);
   return {
     hook: req.hook, hookTemplate: runs.hookTemplate, direction, metric, nLayers: a.spec.nLayers, columns: runs.columns, nCols: runs.nCols,
-    ids, tokens: a.tokenStrings(ids), good, bad, marginA, marginB,
+    ids, tokens: a.tokenStrings(ids), good, bad, sharedPrefix, marginA, marginB,
     patchedMargin: Float32Array.from(runs.patchedMargin), recovery: Float32Array.from(runs.patchedMargin, r), layerRecovery: Float32Array.from(runs.layerPatched, r),
     denominator: checkRecoveryDenominator(marginB, marginA),
     positionsComputed: runs.positionsComputed, cellsSkipped: runs.cellsSkipped,

@@ -23,6 +23,7 @@
  * `remainder`); with a final soft-cap the readout is of the uncapped logits.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
 import { dot, frozenNormReadout, normScale } from '../analysis/frozen_norm';
@@ -41,6 +42,8 @@ export interface DlaRequest extends ChatTurn {
 export const DLA_APPROXIMATION = 'final norm frozen at its scale on the run (linear approximation): parts sum to frozen_margin exactly';
 
 export interface DlaResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   ids: number[];
   tokens: string[];
   position: number;
@@ -91,11 +94,9 @@ export function resolvePosition(position: number | undefined, T: number): number
 export async function directLogitAttribution(engine: Engine, req: DlaRequest): Promise<DlaResult> {
   const s = engine.spec, L = s.nLayers, H = s.nHeads, D = s.dModel, dh = s.dHead;
   const p0 = promptWith(req.prompt, req);
-  const ids = engine.encodePrompt(p0);
+  const { promptIds: ids, good, bad, sharedPrefix } = engine.decisionPoint(p0, req.good, req.bad);
   const T = ids.length;
   const p = resolvePosition(req.position, T);
-  const good = engine.resolveFuture(ids, req.good, p0, 'good');
-  const bad = engine.resolveFuture(ids, req.bad, p0, 'bad');
   const learned = s.positional === 'learned';
   const layerHooks = (l: number) => [`blocks.${l}.hook_attn_out`, `blocks.${l}.hook_mlp_out`, `blocks.${l}.attn.hook_z`];
   const capture = ['hook_embed', ...(learned ? ['hook_pos_embed'] : []), ...Array.from({ length: L }, (_, l) => layerHooks(l)).flat()];
@@ -149,7 +150,7 @@ export async function directLogitAttribution(engine: Engine, req: DlaRequest): P
   const V = s.dVocab;
   const margin = logitMargin(run.logits.subarray(p * V, (p + 1) * V), good.firstIds, bad.firstIds);
   return {
-    ids, tokens: engine.tokenStrings(ids), position: p, nLayers: L, nHeads: H, good, bad,
+    ids, tokens: engine.tokenStrings(ids), position: p, nLayers: L, nHeads: H, good, bad, sharedPrefix,
     embed, posEmbed, attn, mlp, heads, attnBias, headResidual, finalBias: ro.constant,
     frozenMargin, margin, entropyGap: ro.entropyGap, remainder: margin - frozenMargin - ro.entropyGap, sigma: ro.sigma,
     approximation: DLA_APPROXIMATION,

@@ -33,6 +33,7 @@
  * Cost: one forward capturing the hooks below, then per target O(L·(T²·d_model + T·d_model·H·d_head)).
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
 import type { ModelSpec } from '../arch/spec';
@@ -80,6 +81,8 @@ export interface FlowHop {
 }
 
 export interface FlowResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margin at the end of the prompt (no continuation) is read after it; the prefix's tokens are prompt tokens. */
+  sharedPrefix?: SharedPrefix | null;
   ids: number[];
   tokens: string[];
   /** Prompt tokens (the rest were generated). */
@@ -312,11 +315,13 @@ export function checkSpans(spans: readonly TokenSpan[], n: number): void {
 export async function flowAttribution(engine: Engine, req: FlowRequest, signal?: AbortSignal): Promise<FlowResult> {
   const s = engine.spec, L = s.nLayers, H = s.nHeads, V = s.dVocab;
   const p0 = promptWith(req.prompt, req);
-  const promptIds = engine.encodePrompt(p0);
-  const P = promptIds.length;
-  checkSpans(req.spans ?? [], P);
   const given = req.continuation;
   const N = given ? given.length : req.generated ?? 0;
+  // at the end of the prompt: its decision point (the futures' shared prefix teacher-forced, Engine.decisionPoint)
+  const d = N === 0 ? engine.decisionPoint(p0, req.good, req.bad) : null;
+  const promptIds = d?.promptIds ?? engine.encodePrompt(p0);
+  const P = promptIds.length;
+  checkSpans(req.spans ?? [], P);
   if (!(Number.isInteger(N) && N >= 0)) throw new Error(`generated ${N}: give a whole number of tokens (0 or more)`);
   if (given && req.generated !== undefined && req.generated !== N) throw new Error(`generated ${req.generated} but a continuation of ${N} tokens: give one of them`);
   for (const id of given ?? []) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new Error(`continuation token ${id} is outside the vocabulary (0..${V - 1})`);
@@ -331,8 +336,8 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
   }
   signal?.throwIfAborted();
   const T = ids.length;
-  const good = engine.resolveFuture(ids, req.good, futureCtx, 'good');
-  const bad = engine.resolveFuture(ids, req.bad, futureCtx, 'bad');
+  const good = d?.good ?? engine.resolveFuture(ids, req.good, futureCtx, 'good');
+  const bad = d?.bad ?? engine.resolveFuture(ids, req.bad, futureCtx, 'bad');
   const run = await engine.run(ids, { capture: flowHooks(s), nPrompt: P, logits: 'last' });
   const hw = await hostWeights(engine);
   const cols = [...new Set([...good.firstIds, ...bad.firstIds])];
@@ -372,7 +377,7 @@ export async function flowAttribution(engine: Engine, req: FlowRequest, signal?:
     ids, attribution, positions: candidatePositions(promptIds, s.bosTokenId), good: good.firstIds, bad: bad.firstIds, baselineId: req.baselineId, nPrompt: P,
   }, signal);
   return {
-    ids, tokens: engine.tokenStrings(ids), nPrompt: P, nLayers: L, nHeads: H, good, bad,
+    ids, tokens: engine.tokenStrings(ids), nPrompt: P, nLayers: L, nHeads: H, good, bad, sharedPrefix: d?.sharedPrefix ?? null,
     attribution, direct: main.credit, byLayer: main.byLayer, heads: main.heads, headSource: main.headSource,
     bias, frozenMargin: ro.frozen, margin, sumError: sumDirect - ro.frozen, spans, hops, faithfulness, definition: FLOW_DEFINITION,
   };

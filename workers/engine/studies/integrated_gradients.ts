@@ -11,6 +11,7 @@
  *   zero. Its own check, the completeness gap Σ_t a_t − (Δ(x) − Δ(x')), is returned.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
 import type { Intervention } from '../model/intervention';
@@ -41,12 +42,10 @@ export interface HookGradient {
   grad: Float32Array;
 }
 
-/** Resolves prompt and futures once for the gradient studies. */
+/** Resolves prompt and futures once for the gradient studies, at their decision point (Engine.decisionPoint). */
 function setUp(engine: Engine, req: ChatTurn & { prompt: string; good: FutureInput; bad: FutureInput }) {
-  const ids = engine.encodePrompt(promptWith(req.prompt, req));
-  const good = engine.resolveFuture(ids, req.good, promptWith(req.prompt, req), 'good');
-  const bad = engine.resolveFuture(ids, req.bad, promptWith(req.prompt, req), 'bad');
-  return { ids, objective: { kind: 'margin' as const, good: good.firstIds, bad: bad.firstIds } };
+  const d = engine.decisionPoint(promptWith(req.prompt, req), req.good, req.bad);
+  return { ids: d.promptIds, input: d.input, sharedPrefix: d.sharedPrefix, objective: { kind: 'margin' as const, good: d.good.firstIds, bad: d.bad.firstIds } };
 }
 
 /**
@@ -82,6 +81,8 @@ export interface AttributionRequest extends ChatTurn {
 }
 
 export interface AttributionResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   method: AttributionMethod;
   ids: number[];
   tokens: string[];
@@ -102,7 +103,7 @@ export interface AttributionResult {
  * @throws Error for a corrupted prompt of another token length, steps not a positive integer, an unknown method.
  */
 export async function tokenAttribution(engine: Engine, req: AttributionRequest, onProgress?: (p: Progress) => void, signal?: AbortSignal): Promise<AttributionResult> {
-  const { ids, objective } = setUp(engine, req);
+  const { ids, input, sharedPrefix, objective } = setUp(engine, req);
   const T = ids.length, D = engine.spec.dModel;
   const base = req.interventions ?? [];
   const opts = { keep: (h: string) => h === 'hook_embed', budgetBytes: req.budgetBytes };
@@ -113,7 +114,7 @@ export async function tokenAttribution(engine: Engine, req: AttributionRequest, 
     const x = r.acts.get('hook_embed')!, g = r.grads.get('hook_embed')!;
     const attribution = new Float32Array(T);
     for (let t = 0; t < T; t++) { let a = 0; for (let d = 0; d < D; d++) a += x[t * D + d] * g[t * D + d]; attribution[t] = a; }
-    return { method: 'grad_x_input', ids, tokens, margin: r.value, attribution };
+    return { method: 'grad_x_input', ids, tokens, margin: r.value, attribution, sharedPrefix };
   }
   if (req.method !== 'ig') throw new Error(`attribution method "${req.method as string}": use grad_x_input or ig`);
   const N = req.steps ?? 64;
@@ -121,7 +122,7 @@ export async function tokenAttribution(engine: Engine, req: AttributionRequest, 
   const x = await embedOf(ids);
   let xb: Float32Array, baseline: 'corrupt' | 'token' | 'zero';
   if (req.corrupt !== undefined) {
-    const cIds = engine.encodePrompt(promptWith(req.corrupt, req));
+    const cIds = engine.encodePrompt({ ...input, prompt: req.corrupt });
     if (cIds.length !== T) throw new Error(`the prompt has ${T} tokens and the corrupted prompt ${cIds.length}; its embeddings as the IG baseline need equal token lengths: reword one of them`);
     xb = await embedOf(cIds); baseline = 'corrupt';
   } else if (req.baselineToken !== undefined) {
@@ -151,5 +152,5 @@ export async function tokenAttribution(engine: Engine, req: AttributionRequest, 
     for (let d = 0; d < D; d++) a += (x[t * D + d] - xb[t * D + d]) * (sum[t * D + d] / N);
     attribution[t] = a; total += a;
   }
-  return { method: 'ig', ids, tokens, margin, attribution, baseline, baselineMargin, steps: N, completenessGap: total - (margin - baselineMargin) };
+  return { method: 'ig', ids, tokens, margin, attribution, baseline, baselineMargin, steps: N, completenessGap: total - (margin - baselineMargin), sharedPrefix };
 }

@@ -11,8 +11,8 @@
  *   r = 1: it restores the clean margin (the component is sufficient).
  * - noise: the clean run with corrupted values patched in. The same formula: r = 1: the patch
  *   changes nothing; r = 0: it destroys the clean margin (the component is necessary).
- * Δ ('final', default) is the final-layer margin at the last prompt position between the futures'
- * first tokens (sets: logsumexp) — `margins`' final_margin; 'sequence' is the teacher-forced
+ * Δ ('final', default) is the final-layer margin at the last prompt position (the decision point:
+ * after the futures' shared prefix, Engine.decisionPoint) between the futures' first tokens (sets: logsumexp) — `margins`' final_margin; 'sequence' is the teacher-forced
  * margin of multi-token futures (branch tokens unpatched: the patch covers the prompt).
  *
  * Cost: a patch at position p leaves positions < p unchanged, so each cell reuses the patched
@@ -24,12 +24,13 @@
  */
 import type { Engine } from '../engine';
 import { chatTurn, type ChatTurn, type FutureInput, type ResolvedFuture } from '../prompt';
+import type { SharedPrefix } from '../decision_point';
 import { logSumExp } from '../analysis/margin';
 import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { forwardSpan } from '../model/span';
 import { PrefixCache } from '../model/kv_prefix';
-import { sameFirstTokens, sharedPrefixLength } from '../analysis/future_overlap';
+import { sameFirstTokens } from '../analysis/future_overlap';
 import type { Progress } from '../progress';
 
 /** Hooks a patching grid can sweep, with the block hook each stands for. */
@@ -53,8 +54,6 @@ export interface PatchingRequest {
   tools?: Record<string, unknown>[];
   /** With the chat template: the template's enable_thinking for both prompts (PromptInput.enableThinking). */
   enableThinking?: boolean;
-  /** Tokens teacher-forced after both prompts (PromptInput.forcedIds: the futures' shared prefix, studies/shared_prefix.ts). */
-  forcedIds?: readonly number[];
   good: FutureInput;
   bad: FutureInput;
   hook: PatchHook;
@@ -94,6 +93,8 @@ export interface PatchingResult {
   /** The futures, tokenized after the clean prompt (the same ids are scored in both runs). */
   good: ResolvedFuture;
   bad: ResolvedFuture;
+  /** The futures' shared prefix, teacher-forced after both prompts (the ids end with it; decision_point.ts), or null. */
+  sharedPrefix?: SharedPrefix | null;
   /** Δ of the unpatched clean and corrupted runs (nats). */
   cleanMargin: number;
   corruptMargin: number;
@@ -318,21 +319,20 @@ export async function patchRuns(
 }
 
 /**
- * A clean / corrupted prompt pair as token ids of equal length, and the futures resolved after the
- * clean prompt (activation patching, attribution patching).
+ * A clean / corrupted prompt pair as token ids of equal length at the clean prompt's decision point
+ * (Engine.decisionPoint: the futures' shared prefix, if any, teacher-forced after both prompts), and
+ * the futures resolved after it (activation patching, attribution patching).
  * @param what the analysis in the length message ("activation patching").
  * @throws Error for prompts of different token lengths, or a bad prompt or future.
  */
-export function readPromptPair(engine: Engine, req: ChatTurn & { clean: string; corrupt: string; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture } {
-  const turn = { ...chatTurn(req), ...(req.forcedIds ? { forcedIds: req.forcedIds } : {}) };
-  const cleanIds = engine.encodePrompt({ prompt: req.clean, ...turn });
-  const corruptIds = engine.encodePrompt({ prompt: req.corrupt, ...turn });
-  if (cleanIds.length !== corruptIds.length) {
-    throw new Error(`the clean prompt has ${cleanIds.length} tokens and the corrupted prompt ${corruptIds.length}; ${what} needs equal token lengths (the same positions): reword one of them`);
+export function readPromptPair(engine: Engine, req: ChatTurn & { clean: string; corrupt: string; good: FutureInput; bad: FutureInput }, what: string): { cleanIds: number[]; corruptIds: number[]; good: ResolvedFuture; bad: ResolvedFuture; sharedPrefix: SharedPrefix | null } {
+  const turn = chatTurn(req);
+  const bare = engine.encodePrompt({ prompt: req.corrupt, ...turn }).length, clean = engine.encodePrompt({ prompt: req.clean, ...turn }).length;
+  if (clean !== bare) {
+    throw new Error(`the clean prompt has ${clean} tokens and the corrupted prompt ${bare}; ${what} needs equal token lengths (the same positions): reword one of them`);
   }
-  const good = engine.resolveFuture(cleanIds, req.good, { prompt: req.clean, ...turn }, 'good');
-  const bad = engine.resolveFuture(cleanIds, req.bad, { prompt: req.clean, ...turn }, 'bad');
-  return { cleanIds, corruptIds, good, bad };
+  const d = engine.decisionPoint({ prompt: req.clean, ...turn }, req.good, req.bad);
+  return { cleanIds: d.promptIds, corruptIds: engine.encodePrompt({ ...d.input, prompt: req.corrupt }), good: d.good, bad: d.bad, sharedPrefix: d.sharedPrefix };
 }
 
 /**
@@ -350,7 +350,7 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   const direction = req.direction ?? 'denoise', metric = req.metric ?? 'final';
   if (direction !== 'denoise' && direction !== 'noise') throw new Error(`direction "${direction as string}": use denoise or noise`);
   if (metric !== 'final' && metric !== 'sequence') throw new Error(`metric "${metric as string}": use final or sequence`);
-  const { cleanIds, corruptIds, good, bad } = readPromptPair(engine, req, 'activation patching');
+  const { cleanIds, corruptIds, good, bad, sharedPrefix } = readPromptPair(engine, req, 'activation patching');
   const [runIds, srcIds] = direction === 'denoise' ? [corruptIds, cleanIds] : [cleanIds, corruptIds];
   const plan: PatchPlan = { hook: req.hook, metric, good, bad, interventions: req.interventions, reuse: req.reuse, only: req.only, promptLabel: req.clean };
 
@@ -360,9 +360,7 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
     [cleanMargin, corruptMargin] = direction === 'denoise' ? [src.margin, runMargin] : [runMargin, src.margin];
     if (Math.abs(cleanMargin - corruptMargin) < 1e-6) {
       if (metric === 'final' && sameFirstTokens(good.firstIds, bad.firstIds)) {
-        const k = sharedPrefixLength(good.sequences, bad.sequences);
-        const fork = k > 0 ? `; they share their first ${k} tokens, which the decision-point report teacher-forces to measure where they differ` : '';
-        throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric${fork}`);
+        throw new Error(`both futures start with the same token${good.firstIds.length > 1 ? 's' : ''} (id ${good.firstIds.join(', ')}), so the final margin is 0 for every prompt and recovery is undefined: choose futures whose first tokens differ, or the sequence metric`);
       }
       throw new Error(`the clean and corrupted prompts give the same margin (Δ = ${cleanMargin.toFixed(4)}), so recovery (Δ_patched − Δ_corrupt)/(Δ_clean − Δ_corrupt) is undefined: choose a corruption that changes the margin`);
     }
@@ -371,7 +369,7 @@ export async function patchingGrid(engine: Engine, req: PatchingRequest, onProgr
   return {
     hook: req.hook, hookTemplate: runs.hookTemplate, direction, metric, nLayers: L, columns: runs.columns, nCols: runs.nCols,
     cleanIds, corruptIds, cleanTokens: engine.tokenStrings(cleanIds), corruptTokens: engine.tokenStrings(corruptIds),
-    good, bad, cleanMargin, corruptMargin,
+    good, bad, sharedPrefix, cleanMargin, corruptMargin,
     patchedMargin: Float32Array.from(runs.patchedMargin), recovery: Float32Array.from(runs.patchedMargin, r), layerRecovery: Float32Array.from(runs.layerPatched, r),
     positionsComputed: runs.positionsComputed, cellsSkipped: runs.cellsSkipped,
   };

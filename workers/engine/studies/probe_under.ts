@@ -21,6 +21,7 @@
  * full-prompt runs that give the margins.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, PromptInput, ResolvedFuture } from '../prompt';
 import { promptWith } from '../prompt';
 import type { Intervention } from '../model/intervention';
@@ -60,6 +61,8 @@ export interface TargetInText {
 
 /** The probes as probe.ts computes them (unsteered), and the same probes read under the intervention. */
 export interface ProbeUnderResult extends ProbeResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts) of the first prompt, or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   /** Held-out accuracy and AUROC of each row's fold probes on the steered activations [rows]. */
   accuracySteered: number[];
   aurocSteered: number[];
@@ -121,9 +124,8 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
   const n = texts.length;
   // Everything that can be refused is read before the first forward pass.
   const prompts = texts.map((prompt) => {
-    const p: PromptInput = promptWith(prompt, req);
-    const ids = engine.encodePrompt(p);
-    return { p, ids, t: readIndex(position, ids.length, prompt), good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
+    const dp = engine.decisionPoint(promptWith(prompt, req), req.good, req.bad);
+    return { p: dp.input, ids: dp.promptIds, t: readIndex(position, dp.promptIds.length, prompt), good: dp.good, bad: dp.bad, sharedPrefix: dp.sharedPrefix };
   });
   const interventions: Intervention[][] = [];
   for (const { p } of prompts) interventions.push(await req.interventions(p));
@@ -151,7 +153,7 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
       onProgress?.({ done: ++done, total });
       if (N > 0) {
         await step();
-        const gen = await engine.generate({ ...p, good: req.good, bad: req.bad, maxNewTokens: N, temperature: 0, interventions: ivs }, undefined, signal);
+        const gen = await engine.generate({ ...p, good: { ids: good.sequences }, bad: { ids: bad.sequences }, maxNewTokens: N, temperature: 0, interventions: ivs }, undefined, signal);
         inText[k].push(containsFuture(gen.ids, good));
         onProgress?.({ done: ++done, total });
       }
@@ -198,7 +200,7 @@ export async function probeUnderIntervention(engine: Engine, req: ProbeUnderRequ
   return {
     ...base, hooks, classes: req.classes ?? ['negative', 'positive'],
     nPositive: req.positive.length, nNegative: req.negative.length, position, readTokens, readPositions,
-    seed: req.seed ?? 0, l2,
+    seed: req.seed ?? 0, l2, sharedPrefix: prompts[0].sharedPrefix,
     ...out, marginUnsteered, marginSteered, behaviourShift, marginGap, threshold,
     ...(N > 0 ? { target: { newTokens: N, unsteered: inText[0], steered: inText[1], rateUnsteered: rate(inText[0]), rateSteered: rate(inText[1]) } } : {}),
   };

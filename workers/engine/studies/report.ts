@@ -23,7 +23,8 @@
  * the window's outcome per step (toward each prompt's unsteered outcome) and the probe's held-out
  * accuracy per row (over the labelled examples). Over one prompt it says so.
  * Futures that open with the same tokens (a chat template's think block, a tool call's opening) are
- * measured after that shared prefix, teacher-forced as part of each prompt (studies/shared_prefix.ts).
+ * measured after that shared prefix, teacher-forced as part of each prompt: every study it runs
+ * resolves its futures at the decision point (Engine.decisionPoint, decision_point.ts).
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../prompt';
@@ -33,7 +34,7 @@ import { bootstrapMean, bootstrapStatistic, type BootstrapOptions } from '../ana
 import { patchingGrid, type PatchingResult } from './patching';
 import { probeLayers, type ProbeOptions, type ProbePosition } from './probe';
 import { interventionWindow, pointOfNoReturn, type WindowScore } from './window';
-import { forkAtSharedPrefix, type SharedPrefix } from './shared_prefix';
+import type { SharedPrefix } from '../decision_point';
 import type { Progress } from '../progress';
 
 /** A prompt pair of the report: the clean prompt, and its corruption for patching (null: lens only). */
@@ -209,7 +210,7 @@ export interface ReportResult {
   patching: PatchingResult;
   /**
    * The main prompt's futures' shared prefix, teacher-forced after each prompt so every panel reads the
-   * decision point where the futures first differ (studies/shared_prefix.ts); null when they share none.
+   * decision point where the futures first differ (decision_point.ts); null when they share none.
    */
   sharedPrefix?: SharedPrefix | null;
   prompts: PromptNumbers[];
@@ -271,10 +272,9 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
   let shared: SharedPrefix | null = null;
   for (const [i, p] of prompts.entries()) {
     signal?.throwIfAborted();
-    const fork = forkAtSharedPrefix(engine, { prompt: p.clean, ...turn }, req.good, req.bad);
-    if (i === 0) shared = fork.shared;
-    const forced = fork.input.forcedIds ? { forcedIds: fork.input.forcedIds } : {};
-    const a = await engine.analyse({ ...fork.input, good: fork.good, bad: fork.bad });
+    const input: PromptInput = { prompt: p.clean, ...turn };
+    const a = await engine.analyse({ ...input, good: req.good, bad: req.bad });
+    if (i === 0) shared = a.sharedPrefix;
     onProgress?.({ done: ++done, total, stage: `lens ${i + 1}/${prompts.length}` });
     const T = a.ids.length;
     const lensLast = Array.from({ length: L + 1 }, (_, l) => a.lensMargin[l * T + T - 1]);
@@ -284,7 +284,7 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
     let maxRecovery: number[] | null = null, causalLayer: number | null = null, causalPositions: number[] = [];
     if (p.corrupt) {
       try {
-        const g = await patchingGrid(engine, { clean: p.clean, corrupt: p.corrupt, ...turn, ...forced, good: fork.good, bad: fork.bad, hook: 'resid_pre' }, undefined, signal);
+        const g = await patchingGrid(engine, { clean: p.clean, corrupt: p.corrupt, ...turn, good: req.good, bad: req.bad, hook: 'resid_pre' }, undefined, signal);
         if (i === 0) main = g;
         maxRecovery = Array.from({ length: L }, (_, l) => Math.max(...g.recovery.subarray(l * g.nCols, (l + 1) * g.nCols)));
         causalLayer = firstCausalBlock(maxRecovery);
@@ -300,9 +300,10 @@ export async function decisionReport(engine: Engine, req: ReportRequest, onProgr
     let window: PromptWindow | null = null;
     if (win) {
       try {
-        const input = fork.input;
-        const interventions = await win.interventions({ ...input, nPrompt: T });
-        const w = await interventionWindow(engine, { ...input, good: fork.good, bad: fork.bad, interventions, maxNewTokens: win.maxNewTokens, kMax: win.kMax, score: win.score }, undefined, signal);
+        // resolved for the run the window makes: the prompt at its decision point, T tokens
+        const at = a.sharedPrefix ? { ...input, forcedIds: a.sharedPrefix.ids } : input;
+        const interventions = await win.interventions({ ...at, nPrompt: T });
+        const w = await interventionWindow(engine, { ...input, good: req.good, bad: req.bad, interventions, maxNewTokens: win.maxNewTokens, kMax: win.kMax, score: win.score }, undefined, signal);
         window = { outcome: w.outcome, unsteered: w.unsteered.outcome, pointOfNoReturn: w.pointOfNoReturn };
         windowMeta ??= { ks: w.ks, score: w.score, maxNewTokens: w.maxNewTokens };
       } catch (e) {

@@ -9,6 +9,7 @@
  * nothing, exactly (tests/moe/route_interventions.test.ts), so its cell is 0.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { Intervention } from '../model/intervention';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
@@ -58,6 +59,8 @@ export interface LayerRoute {
 }
 
 export interface RouteResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   ids: number[];
   tokens: string[];
   nLayers: number;
@@ -96,10 +99,12 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
   if (!moe) throw new Error(`${s.modelType} is not a mixture-of-experts model: it has no routers (route runs Mixtral, Qwen2-MoE, OLMoE)`);
   if (moe.nExperts - 1 < moe.topK) throw new Error(`every token uses all ${moe.nExperts} experts (num_experts_per_tok ${moe.topK}): none can be banned`);
   if ((req.good === undefined) !== (req.bad === undefined)) throw new Error('the route margin needs both futures (good and bad), or neither');
-  const p = promptWith(req.prompt, req);
-  const ids = engine.encodePrompt(p);
+  // with futures, the prompt at their decision point (the shared prefix teacher-forced after it and after prompt B)
+  const d = req.good && req.bad ? engine.decisionPoint(promptWith(req.prompt, req), req.good, req.bad) : null;
+  const p = d?.input ?? promptWith(req.prompt, req);
+  const ids = d?.promptIds ?? engine.encodePrompt(p);
   const T = ids.length, E = moe.nExperts, k = moe.topK, L = s.nLayers;
-  const idsB = req.promptB === undefined ? undefined : engine.encodePrompt(promptWith(req.promptB, req));
+  const idsB = req.promptB === undefined ? undefined : engine.encodePrompt({ ...p, prompt: req.promptB });
   if (idsB && idsB.length !== T) throw new Error(`routing divergence compares token by token: prompt B has ${idsB.length} tokens, the prompt ${T}`);
   const sparse = Array.from({ length: L }, (_, l) => l).filter((l) => moe.sparse[l]);
   const hook = (l: number, h: string) => `blocks.${l}.mlp.hook_${h}`;
@@ -126,9 +131,9 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     result.divergence = routeDivergence(sparse, routing(run), routing(bRun), T, E, k);
     result.tokensB = engine.tokenStrings(idsB);
   }
-  if (req.good === undefined || req.bad === undefined) return result;
+  if (!d) return result;
 
-  const plan = { metric: req.metric ?? 'final', good: engine.resolveFuture(ids, req.good, p, 'good'), bad: engine.resolveFuture(ids, req.bad, p, 'bad') };
+  const plan = { metric: req.metric ?? 'final', good: d.good, bad: d.bad };
   const margin = marginOf(plan, s.dVocab);
   const marginUnder = async (ivs: readonly Intervention[], last: Float32Array) =>
     margin(last, ids, async (q) => (await forwardSpan(engine.model, q, T, q.length, { nPrompt: T, interventions: ivs, logits: 'all' })).logits!);
@@ -150,5 +155,5 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
     }
     onProgress?.({ done: ++done, total: cells.length });
   }
-  return { ...result, good: plan.good, bad: plan.bad, margin: m0, warnings: engine.prompts.futureWarnings(p, plan.good, plan.bad), routeMargin: grid, banAt };
+  return { ...result, good: plan.good, bad: plan.bad, sharedPrefix: d.sharedPrefix, margin: m0, warnings: engine.prompts.futureWarnings(p, plan.good, plan.bad), routeMargin: grid, banAt };
 }

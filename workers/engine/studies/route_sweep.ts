@@ -13,6 +13,7 @@
  */
 import { quantileSorted } from 'd3';
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { Intervention } from '../model/intervention';
 import type { FutureInput, ResolvedFuture, ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
@@ -43,6 +44,8 @@ export interface RouteSweepRequest extends ChatTurn {
 export const SWEEP_QUANTILES = [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1] as const;
 
 export interface RouteSweepResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   ids: number[];
   tokens: string[];
   good: ResolvedFuture;
@@ -81,9 +84,8 @@ export async function routeSweep(engine: Engine, req: RouteSweepRequest, onProgr
   const routers = moe.sparse.flatMap((sp, l) => (sp ? [l] : []));
   const masks = drawRouterMasks(routers, moe.nExperts, moe.topK, req.masks, req.maskSize, req.seed ?? 0);
   const p = promptWith(req.prompt, req);
-  const ids = engine.encodePrompt(p);
+  const { promptIds: ids, good, bad, sharedPrefix } = engine.decisionPoint(p, req.good, req.bad);
   const T = ids.length, V = s.dVocab;
-  const good = engine.resolveFuture(ids, req.good, p, 'good'), bad = engine.resolveFuture(ids, req.bad, p, 'bad');
   const target = req.target ?? 'bad', metric = req.metric ?? 'final';
   const logp = futureLogProb(metric, V);
   const base = req.interventions ?? [];
@@ -108,7 +110,7 @@ export async function routeSweep(engine: Engine, req: RouteSweepRequest, onProgr
   for (let i = 1; i < rise.length; i++) if (rise[i] > rise[worst]) worst = i;
   const sorted = Array.from(rise).sort((a, b) => a - b);
   return {
-    ids, tokens: engine.tokenStrings(ids), good, bad, target, metric, logProb: s0[target], margin: s0.good - s0.bad,
+    ids, tokens: engine.tokenStrings(ids), good, bad, sharedPrefix, target, metric, logProb: s0[target], margin: s0.good - s0.bad,
     masks, rise, marginChange, worst, quantiles: SWEEP_QUANTILES.map((q) => quantileSorted(sorted, q)!),
   };
 }

@@ -11,6 +11,7 @@ import { logSoftmaxCpu } from '../ops/logits.cpu';
 import type { Intervention } from '../model/intervention';
 import { parseSpec, toIntervention, type InterventionSpec } from '../steering/spec';
 import type { Progress } from '../progress';
+import type { SharedPrefix } from '../decision_point';
 
 export interface SweepRequest extends PromptInput {
   good: FutureInput;
@@ -27,13 +28,15 @@ export interface SweepRequest extends PromptInput {
 }
 
 export interface SweepResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the margins are read after it. */
+  sharedPrefix?: SharedPrefix | null;
   layers: number[];
   doses: number[];
   /** Which spec key the doses set. */
   doseKey: 'alpha' | 'theta';
   /** Hook of each layer row. */
   hooks: string[];
-  /** Δ = log p(good) − log p(bad) (first-token sets) at the last prompt position [layer][dose]. */
+  /** Δ = log p(good) − log p(bad) (first-token sets) at the last prompt position (the decision point) [layer][dose]. */
   margin: number[][];
   /** KL(p_unsteered ‖ p_steered) of the next token, nats [layer][dose]. */
   kl: number[][];
@@ -77,9 +80,7 @@ export async function doseResponse(engine: Engine, req: SweepRequest, onProgress
     if (!Number.isInteger(l) || l < 0 || l >= engine.spec.nLayers) throw new Error(`layer ${l} does not exist (the model has layers 0..${engine.spec.nLayers - 1})`);
   }
   for (const d of req.doses) if (!Number.isFinite(d)) throw new Error(`dose ${d} is not a finite number`);
-  const ids = engine.encodePrompt(req);
-  const good = engine.resolveFuture(ids, req.good, req, 'good');
-  const bad = engine.resolveFuture(ids, req.bad, req, 'bad');
+  const { promptIds: ids, good, bad, sharedPrefix } = engine.decisionPoint(req, req.good, req.bad);
   const hooks = req.layers.map((l) => req.template.hook.replaceAll('{l}', String(l)));
   // Validate every cell's intervention before the first forward pass, so a bad layer fails fast.
   const cells = hooks.map((hook, li) => req.doses.map((dose) => {
@@ -107,5 +108,5 @@ export async function doseResponse(engine: Engine, req: SweepRequest, onProgress
       onProgress?.({ done: ++done, total });
     }
   }
-  return { layers: [...req.layers], doses: [...req.doses], doseKey, hooks, margin, kl, unsteeredMargin };
+  return { layers: [...req.layers], doses: [...req.doses], doseKey, hooks, margin, kl, unsteeredMargin, sharedPrefix };
 }

@@ -26,6 +26,7 @@ import { logSoftmaxCpu } from '../ops/logits.cpu';
 import { rowMargin } from '../analysis/margin';
 import { sampleToken, seededRandom } from '../analysis/sampling';
 import type { Progress } from '../progress';
+import type { SharedPrefix } from '../decision_point';
 
 /** How a continuation is scored. */
 export type WindowScore =
@@ -64,6 +65,8 @@ export interface WindowContinuation {
 }
 
 export interface WindowResult {
+  /** The futures' shared prefix, teacher-forced after the prompt (decision_point.ts), or null: the generations continue after it. */
+  sharedPrefix?: SharedPrefix | null;
   /** Start steps k = 0..K. */
   ks: number[];
   /** Outcome of the continuation steered from step k [K + 1]. */
@@ -133,9 +136,7 @@ export async function interventionWindow(engine: Engine, req: WindowRequest, onP
   checkScore(score, N);
   if (req.interventions.length === 0) throw new Error('the intervention window needs an intervention to switch on');
   for (const iv of req.interventions) assertHook(engine.spec, iv.hook);
-  const promptIds = engine.encodePrompt(req);
-  const good = engine.resolveFuture(promptIds, req.good, req, 'good');
-  const bad = engine.resolveFuture(promptIds, req.bad, req, 'bad');
+  const { promptIds, good, bad, input, sharedPrefix } = engine.decisionPoint(req, req.good, req.bad);
   const T = promptIds.length;
   const model = engine.model;
   if (T + N > model.contextLength) throw new Error(`the prompt (${T} tokens) plus ${N} new tokens do not fit the context of ${model.contextLength} tokens`);
@@ -144,7 +145,7 @@ export async function interventionWindow(engine: Engine, req: WindowRequest, onP
   let done = 0;
   const tick = () => onProgress?.({ done: ++done, total });
 
-  const g = await engine.generate({ ...req, interventions: [], maxNewTokens: N, stopAtEos: false, temperature, topK, seed }, tick, signal);
+  const g = await engine.generate({ ...req, ...input, good: { ids: good.sequences }, bad: { ids: bad.sequences }, interventions: [], maxNewTokens: N, stopAtEos: false, temperature, topK, seed }, tick, signal);
   signal?.throwIfAborted();
   const base: WindowContinuation = { ids: g.ids, tokens: g.tokens, text: g.text, margins: g.margins, outcome: scoreOf(score, g.margins, g.text) };
   // The positions the N steps read: the prompt and new tokens 0..N−2.
@@ -191,5 +192,5 @@ export async function interventionWindow(engine: Engine, req: WindowRequest, onP
   onProgress?.({ done: total, total });
   const ks = Array.from({ length: K + 1 }, (_, k) => k);
   const outcome = variants.map((v) => v.outcome);
-  return { ks, outcome, variants, unsteered: base, pointOfNoReturn: pointOfNoReturn(ks, outcome, base.outcome), score, promptIds, maxNewTokens: N };
+  return { ks, outcome, variants, unsteered: base, pointOfNoReturn: pointOfNoReturn(ks, outcome, base.outcome), score, promptIds, maxNewTokens: N, sharedPrefix };
 }

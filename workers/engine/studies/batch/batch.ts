@@ -5,6 +5,7 @@
  * studies/sweep.ts: progress after each prompt, cancel between prompts — a cancelled batch
  * resolves with the rows it finished (partial results are kept, not thrown away).
  */
+import type { SharedPrefix } from '../../decision_point';
 import type { Engine } from '../../engine';
 import { chatTurn, type FutureInput, type PromptInput } from '../../prompt';
 import type { Intervention } from '../../model/intervention';
@@ -57,6 +58,8 @@ export interface BatchRow {
   /** Number of prompt tokens. */
   nTokens: number;
   metrics: Partial<Record<BatchMetric, number | null>>;
+  /** The futures' shared prefix teacher-forced after the prompt (decision_point.ts): the first-token metrics are read after it; null when they share none. */
+  sharedPrefix?: SharedPrefix | null;
   /** Why this prompt could not be analysed (its metrics are empty); the batch goes on. */
   error?: string;
 }
@@ -119,10 +122,11 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       row.nTokens = engine.encodePrompt(input).length;
       const interventions = req.interventions ? await req.interventions({ ...input, nPrompt: row.nTokens }) : [];
       const a = await engine.analyse({ ...input, good, bad, interventions, sinkEps });
+      row.sharedPrefix = a.sharedPrefix;
       const all: Partial<Record<BatchMetric, number | null>> = metricsOf(a, visibleThreshold);
       if (probe) {
-        // The residual stream at the last prompt token, under the same interventions, projected on v/‖v‖.
-        const ids = engine.encodePrompt(input);
+        // The residual stream at the last token the analysis read (the decision point), under the same interventions, projected on v/‖v‖.
+        const ids = a.ids;
         const h = (await engine.run(ids, { capture: [probe.hook], interventions, logits: 'last' })).captured.get(probe.hook)!;
         const d = probe.vector.length, t = ids.length - 1;
         let dot = 0;
