@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CpuBackend } from '../../workers/engine/backend/cpu';
 import { Engine } from '../../workers/engine/engine';
 import { assertFiniteRun, locateNonFinite } from '../../workers/engine/model/span';
-import { firstNonFinite, NonFiniteError } from '../../workers/engine/model/non_finite';
+import { firstNonFinite } from '../../workers/engine/analysis/finite';
+import { NonFiniteError } from '../../workers/engine/model/non_finite';
 import { toIntervention } from '../../workers/engine/steering/spec';
 import { memory, withConfig, withTensors } from '../hardening/model_variants';
 

@@ -1,3 +1,4 @@
+import { firstNonFinite } from '../analysis/finite';
 import type { WeightSource } from '../arch/types';
 import type { ModelFiles } from './model_files';
 import { readJson } from './model_files';
@@ -71,7 +72,7 @@ export async function openCheckpoint(files: ModelFiles, onProgress?: (loaded: nu
       } catch (err) {
         throw new Error(`${files.label}/${shard}: tensor "${name}": ${(err as Error).message}`);
       }
-      const bad = data.findIndex((x) => !Number.isFinite(x));
+      const bad = firstNonFinite(data);
       if (bad >= 0) throw new Error(`${files.label}/${shard}: tensor "${name}" holds ${data[bad]} at index ${bad} (shape [${e.shape}], ${e.dtype}): weights must be finite`);
       return { data, shape: e.shape };
     },

@@ -19,6 +19,7 @@
  * nothing is copied or re-quantised.
  */
 import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
+import { firstNonFinite } from '../analysis/finite';
 import type { HFConfig, WeightSource } from '../arch/types';
 import { checkConfigNumber } from '../arch/config';
 import { fromF16Bits } from '../backend/f16';
@@ -327,7 +328,7 @@ export async function openGguf(files: ModelFiles, onProgress?: (loaded: number, 
         order.forEach((src, i) => out.set(data.subarray(src * w, (src + 1) * w), i * w));
         data = out;
       }
-      const bad = data.findIndex((x) => !Number.isFinite(x));
+      const bad = firstNonFinite(data);
       if (bad >= 0) throw new Error(`${label}: tensor "${e.name}" holds ${data[bad]} at index ${bad}: weights must be finite`);
       return { data, shape: e.shape };
     },

@@ -12,7 +12,8 @@ import { hookInfo, hookNames } from './hooks';
 import { activeAtStep, selectRows, type Intervention } from './intervention';
 import { RunContext } from './run_context';
 import type { LogitRows, Transformer } from './transformer';
-import { firstNonFinite, NonFiniteError, type NonFiniteSite } from './non_finite';
+import { firstNonFinite } from '../analysis/finite';
+import { NonFiniteError, type NonFiniteSite } from './non_finite';
 
 /** Options of a span of positions run through the model. */
 export interface SpanOptions {

@@ -8,6 +8,7 @@
  * .npz's size, so a caller can refuse it against a memory budget (see estimate.ts).
  */
 import { unzipSync } from 'fflate';
+import { firstNonFinite } from '../analysis/finite';
 import { formatBytes } from '../io/bytes';
 import type { ModelFiles } from '../io/model_files';
 import { decodeTensor, parseHeader, parseSafetensors, readHeaderLength } from '../io/safetensors';
@@ -92,7 +93,7 @@ function assemble(cfg: SaeConfig, label: string, file: string, get: (name: strin
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
       throw new Error(`${label}: ${file}: "${name}" has shape [${t.shape.join(', ')}], expected [${shape.join(', ')}] (d_in = ${cfg.dIn}, d_sae = ${cfg.dSae})`);
     }
-    const bad = t.data.findIndex((x) => !Number.isFinite(x));
+    const bad = firstNonFinite(t.data);
     if (bad >= 0) throw new Error(`${label}: ${file}: "${name}"[${bad}] is ${t.data[bad]}; SAE weights must be finite`);
     out[name] = t.data;
   }
