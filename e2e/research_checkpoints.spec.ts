@@ -40,7 +40,7 @@ interface Case {
  * forward's cost is linear in the tokens and was most of the case (a 64-token analysis 199 s at load
  * 13, 16 tokens 57 s at load 19; docs/performance.md "e2e budget"), and 16 positions still check
  * RoPE, the q/k norms, GQA and the causal mask at every position against the CPU. Its timeouts
- * allow for a 2-core machine shared with other work (the case took 5.1–5.7 min here at load 13–20).
+ * allow for a 2-core machine shared with other work (the case took 3.2 min here at load 1.7–9.7, 5.1–5.7 min at load 13–20).
  */
 const CASES: Case[] = [
   { model: 'smollm2-135m', storage: 'gguf-q4_0', weights: 'f32', tokens: 64, timeouts: { test: 240_000, load: 180_000, analyse: 120_000 } },
