@@ -1,5 +1,6 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { startMockHub, type MockHub } from '../tools/mock-hub';
 import { researchFolder, researchSafetensors, type ResearchStorage } from '../tools/research_storage';
@@ -7,13 +8,13 @@ import type { ResearchModel } from '../tools/research_configs';
 import { Engine } from '../workers/engine/engine';
 import { CpuBackend } from '../workers/engine/backend/cpu';
 import { NodeFiles } from '../workers/engine/io/node_files';
-import { analyseWith, open } from './app_page';
+import { analyseWith, open, settled } from './app_page';
 import { promptOfLength, RESEARCH_FUTURES } from '../tools/research_prompt';
 
 /**
  * Research-size checkpoints (random weights, real configs: tools/research_checkpoints.ts) loaded in
  * Chromium the way a user loads a Hub model — the Hub form with the mock Hub's URL as the endpoint
- * (tools/mock-hub.ts) — and analysed with a 64-token prompt. The lens heatmap's numbers are checked
+ * (tools/mock-hub.ts) — and analysed with a prompt of a fixed token count. The lens heatmap's numbers are checked
  * against a plain forward of the same files in Node on the CPU backend (Engine.run, no lens code):
  * the final-layer margins logit_good − logit_bad at every position, and the lens margins of one
  * middle layer recomputed here from its captured residual, the checkpoint's own final norm and
@@ -21,17 +22,29 @@ import { promptOfLength, RESEARCH_FUTURES } from '../tools/research_prompt';
  */
 
 const SHOTS = '.artifacts/screenshots';
-const T = 64;
+
+/** One checkpoint under test: its storage, the Weights chosen in the UI, the prompt's token count and the time allowed (ms). */
+interface Case {
+  model: ResearchModel;
+  storage: ResearchStorage;
+  weights: 'f32' | 'f16' | 'q8_0' | 'q4_0';
+  tokens: number;
+  timeouts: { test: number; load: number; analyse: number };
+}
+
 /**
  * The checkpoints under test. SmolLM2-135M as GGUF Q4_0 (the smallest file and the fastest load and
  * analysis on SwiftShader of the storages bench/load.ts measured), float32 elsewhere as the UI's
- * default Weights. Qwen3-0.6B (BF16 safetensors, kept binary16 on the GPU) takes about 2.5 minutes
- * here (bench/load.ts --research --browser: docs/performance.md), over this suite's budget on a
- * 2-core CI machine, so it runs only with BP_E2E_QWEN3=1 (and in the benchmark).
+ * default Weights, with the issue's 64-token prompt. Qwen3-0.6B as BF16 safetensors kept binary16 on
+ * the GPU (the load a user of the real checkpoint makes) with a 16-token prompt: on SwiftShader the
+ * forward's cost is linear in the tokens and was most of the case (a 64-token analysis 199 s at load
+ * 13, 16 tokens 57 s at load 19; docs/performance.md "e2e budget"), and 16 positions still check
+ * RoPE, the q/k norms, GQA and the causal mask at every position against the CPU. Its timeouts
+ * allow for a 2-core machine shared with other work (the case took 3.2 min here at load 1.7–9.7, 5.1–5.7 min at load 13–20).
  */
-const CASES: { model: ResearchModel; storage: ResearchStorage; weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' }[] = [
-  { model: 'smollm2-135m', storage: 'gguf-q4_0', weights: 'f32' },
-  ...(process.env.BP_E2E_QWEN3 === '1' ? [{ model: 'qwen3-0.6b' as const, storage: 'bf16' as const, weights: 'f16' as const }] : []),
+const CASES: Case[] = [
+  { model: 'smollm2-135m', storage: 'gguf-q4_0', weights: 'f32', tokens: 64, timeouts: { test: 240_000, load: 180_000, analyse: 120_000 } },
+  { model: 'qwen3-0.6b', storage: 'bf16', weights: 'f16', tokens: 16, timeouts: { test: 720_000, load: 420_000, analyse: 240_000 } },
 ];
 
 let hub: MockHub;
@@ -78,7 +91,7 @@ interface Expected { text: string; ids: number[]; good: number; bad: number; fin
  * hook_resid_post, RMSNorm with model.norm.weight and the embedding rows of the two tokens, read
  * from `safetensorsDir`'s binary16 file: a GGUF folder's float32 embedding and norms hold the same values).
  */
-async function expected(dir: string, safetensorsDir: string, goodText: string, badText: string): Promise<Expected> {
+async function expected(dir: string, safetensorsDir: string, T: number, goodText: string, badText: string): Promise<Expected> {
   const engine = await Engine.load(new NodeFiles(dir), new CpuBackend(), undefined, { contextLength: 256 });
   try {
     const { text, ids } = promptOfLength(engine.prompts, T);
@@ -119,10 +132,13 @@ function close(shown: number | undefined, want: number): boolean {
 }
 
 for (const c of CASES) {
-  test(`${c.model} (${c.storage}) loads from the mock Hub in Chromium and its lens heatmap for a 64-token prompt equals a CPU forward`, async ({ page }) => {
-    test.setTimeout(240_000);
+  const T = c.tokens;
+  test(`${c.model} (${c.storage}) loads from the mock Hub in Chromium and its lens heatmap for a ${T}-token prompt equals a CPU forward`, async ({ page }) => {
+    test.setTimeout(c.timeouts.test);
+    const tStart = Date.now();
     const dir = researchFolder(c.model, c.storage);
-    const want = await expected(dir, researchSafetensors(c.model), RESEARCH_FUTURES.good, RESEARCH_FUTURES.bad);
+    const want = await expected(dir, researchSafetensors(c.model), T, RESEARCH_FUTURES.good, RESEARCH_FUTURES.bad);
+    const tExpected = Date.now();
     hub.setRepo(`research/${c.model}`, { revisions: { main: dir } });
     await open(page);
     await page.getByTestId('weight-dtype').selectOption(c.weights);
@@ -132,12 +148,15 @@ for (const c of CASES) {
     await page.getByTestId('hub-endpoint').fill(hub.url);
     const t0 = Date.now();
     await page.getByTestId('load-hub').click();
-    await expect(page.getByTestId('model-info')).toContainText(`research/${c.model}@main`, { timeout: 180_000 });
-    await expect(page.getByTestId('progress')).toBeHidden({ timeout: 180_000 });
+    await expect(page.getByTestId('model-info')).toContainText(`research/${c.model}@main`, { timeout: c.timeouts.load });
+    await expect(page.getByTestId('progress')).toBeHidden({ timeout: c.timeouts.load });
     const tLoaded = Date.now();
     await expect(page.getByTestId('backend-badge')).toHaveAttribute('data-kind', 'webgpu');
-    await analyseWith(page, { prompt: want.text, ...RESEARCH_FUTURES });
-    console.log(`${c.model} (${c.storage}, ${c.weights} on WebGPU): loaded in ${((tLoaded - t0) / 1e3).toFixed(1)} s, first heatmap ${((Date.now() - tLoaded) / 1e3).toFixed(1)} s later`);
+    await analyseWith(page, { prompt: want.text, ...RESEARCH_FUTURES }, { wait: false });
+    await expect(page.getByTestId('final-margin-last')).toBeVisible({ timeout: c.timeouts.analyse });
+    await settled(page);
+    const s = (a: number, b: number) => `${((b - a) / 1e3).toFixed(1)} s`;
+    console.log(`${c.model} (${c.storage}, ${c.weights} on WebGPU, ${T} tokens): CPU reference ${s(tStart, tExpected)}, page ${s(tExpected, t0)}, loaded in ${s(t0, tLoaded)}, first heatmap ${s(tLoaded, Date.now())} later; load average ${os.loadavg()[0].toFixed(1)}`);
     await expect(page.getByTestId('margin-heatmap')).toBeVisible();
     await expect(page.getByTestId('token-strip').locator('li')).toHaveCount(T);
     await expect(page.getByTestId('good-resolved')).toHaveAttribute('data-first-ids', String(want.good));

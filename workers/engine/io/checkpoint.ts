@@ -1,8 +1,8 @@
+import { firstNonFinite } from '../analysis/finite';
 import type { WeightSource } from '../arch/types';
 import type { ModelFiles } from './model_files';
 import { readJson } from './model_files';
 import { assertSafeRelativePath } from './safe_names';
-import { firstNonFinite } from '../analysis/finite';
 import { decodeTensor, parseSafetensors, type SafetensorsHeader } from './safetensors';
 
 /**

@@ -20,9 +20,9 @@
  * nothing is copied or re-quantised.
  */
 import { gguf, GGMLQuantizationType, type GGUFParseOutput } from '@huggingface/gguf';
+import { firstNonFinite } from '../analysis/finite';
 import type { HFConfig, WeightSource } from '../arch/types';
 import { checkConfigNumber } from '../arch/config';
-import { firstNonFinite } from '../analysis/finite';
 import { fromF16Bits } from '../backend/f16';
 import { dequantise, fromGgmlBlocks, GGML_BLOCK_BYTES, permuteRows, QK, type QuantFormat, type QuantizedMatrix } from '../backend/quant';
 import type { ModelFiles } from './model_files';

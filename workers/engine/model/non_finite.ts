@@ -1,8 +1,8 @@
 /**
  * Non-finite values (NaN, ±Inf) never reach the user as results (issue #8): the error a refused run
- * throws and where it names the fault. A leaf: the span runner (model/span.ts) locates the site.
+ * throws and where it names the fault (the scan itself: analysis/finite.ts). A leaf: the span runner
+ * (model/span.ts) locates the site.
  */
-
 /** Where a non-finite value first appeared in a forward pass. */
 export interface NonFiniteSite {
   /** Hook name (TransformerLens), e.g. blocks.2.hook_attn_out; 'logits' when every hook was finite. */
