@@ -54,7 +54,7 @@ export { fill as fillTemplate, parseTemplate } from './engine/studies/batch/temp
 export { formatOfName, parseValues } from './engine/studies/batch/values';
 
 // Branch trees
-export { pathOf } from './engine/studies/branching/tree';
+export { pathOf, treePrompt } from './engine/studies/branching/tree';
 export type { TreePath } from './engine/studies/branching/tree';
 
 // The nnsight export and results files (docs/results-format.md)

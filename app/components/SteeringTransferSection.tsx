@@ -7,18 +7,20 @@ import { ResultStatus } from './ResultStatus';
 import { probeSet } from '../actions/probe';
 import { runStudy } from '../actions/study';
 import { futureInput } from '../lib/futures';
+import { chatTurnOf } from '../lib/experiment_request';
+import { useChatTurn } from './useExperimentRequest';
 import { fixed, signed } from '../lib/format';
 import { blockName, blockShort } from '../lib/layer_names';
 import { waitingFor } from '../lib/job_rules';
 import type { StudyRequest, TransferResult } from '../../workers/protocol';
 
-/** The request of the steering transfer for the experiment's prompt and futures and the Probes view's set; null when a future does not parse or the set lacks a class. */
+/** The request of the steering transfer for the experiment's prompt, chat turn and futures and the Probes view's set; null when a future does not parse or the set lacks a class. */
 function transferRequest(alpha: number): StudyRequest<'steeringTransfer'> | null {
   const s = useStore.getState();
   try {
     const set = probeSet();
     if (!set.positive.length || !set.negative.length) return null;
-    return { prompt: s.prompt, chatTemplate: s.chatTemplate, good: futureInput(s.good), bad: futureInput(s.bad), positive: set.positive, negative: set.negative, alpha };
+    return { prompt: s.prompt, ...chatTurnOf(s), good: futureInput(s.good), bad: futureInput(s.bad), positive: set.positive, negative: set.negative, alpha };
   } catch {
     return null;
   }
@@ -44,7 +46,7 @@ export function SteeringTransferSection() {
   const info = useStore((s) => s.info);
   const job = useStore((s) => s.job);
   const probe = useStore((s) => s.probeSettings);
-  useStore((s) => s.prompt); useStore((s) => s.good); useStore((s) => s.bad); useStore((s) => s.chatTemplate);
+  useStore((s) => s.prompt); useStore((s) => s.good); useStore((s) => s.bad); useChatTurn();
   const [alpha, setAlpha] = useState(4);
   // Build waits for both classes of the set: said beside it (a trial pressed a dead button with the default example only picked, not loaded).
   const set = probe.positive.trim() !== '' && probe.negative.trim() !== '';

@@ -5,7 +5,7 @@ import { SignedBars } from '../components/SignedBars';
 import { quotedToken, signed, visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import type { BranchTree, StudyRequest } from '../../workers/protocol';
-import type { TreePath } from '../../workers/shared';
+import { treePrompt, type TreePath } from '../../workers/shared';
 
 type Span = { label: string; start: number; end: number };
 
@@ -31,7 +31,8 @@ export function sentenceSpans(tokens: readonly string[], bos: boolean): Span[] {
 /**
  * The recursive flow of one fork point's decision (studies/flow.ts with the branch's own tokens as
  * the continuation): the margin between the chosen token and the most likely other one at that
- * position, handed back through the branch's earlier new tokens to the prompt's sentences. Runs
+ * position, handed back through the branch's earlier new tokens to the prompt's sentences, on the
+ * tree's own prompt as it was rendered (its chat template, system prompt and tools). Runs
  * the `flow` study, the runner's `flow` (unsteered, as the Attribution view).
  */
 export function ForkFlow({ tree, path, position }: { tree: BranchTree; path: TreePath; position: number }) {
@@ -43,7 +44,7 @@ export function ForkFlow({ tree, path, position }: { tree: BranchTree; path: Tre
   const alt = top?.ids.find((id) => id !== chosen);
   const bos = /^<.*>$/.test(tree.promptTokens[0] ?? '');
   const req: StudyRequest<'flow'> | undefined = position >= T && alt !== undefined ? {
-    prompt: tree.prompt, chatTemplate: tree.chatTemplate, good: { ids: [[chosen]] }, bad: { ids: [[alt]] },
+    ...treePrompt(tree), good: { ids: [[chosen]] }, bad: { ids: [[alt]] },
     spans: sentenceSpans(tree.promptTokens, bos), continuation: path.ids.slice(T, position), faithfulness: false,
   } : undefined;
   const flow = useStudy('flow', req);

@@ -21,11 +21,11 @@ const draft = (patch: Partial<InterventionDraft>): InterventionDraft => ({
   vectorId: 'v1', source: '', head: null, positions: [4], steps: null, ...patch,
 });
 const now = (patch: Partial<Current> = {}): Current => ({
-  model: 'stories260K', identity: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false,
+  model: 'stories260K', identity: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, system: undefined, tools: [],
   good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, interventions: [draft({})], ...patch,
 });
 /** An analysis of now() under its interventions. */
-const analysed = () => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
+const analysed = () => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, system: undefined, tools: [], good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
 
 describe('a result is stale when the experiment differs from what was analysed', () => {
   it('nothing changed: up to date', () => {
@@ -95,11 +95,11 @@ describe('a run on the prompt pair (patching grid, decision-point report) is sta
   const F32 = 'stories260K · float32 · WebGPU';
   /** The fresh-user trial: a grid of the cat/dog pair, futures " mat" vs " dog", float32 on WebGPU. */
   const run = (patch: Partial<PairRun> = {}): PairRun => ({
-    modelLabel: 'stories260K', computedWith: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    modelLabel: 'stories260K', computedWith: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false, system: undefined, tools: [],
     good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, ...patch,
   });
   const pairNow = (patch: Partial<PairNow> = {}): PairNow => ({
-    model: 'stories260K', identity: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    model: 'stories260K', identity: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false, system: undefined, tools: [],
     good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, windowSteering: [], ...patch,
   });
 
