@@ -88,9 +88,14 @@ export function firstTokenInContext(engine: Engine, prefixIds: readonly number[]
   return engine.resolveFuture(prefixIds, { text }, { prompt }).sequences[0][0];
 }
 
-/** A future as a tree names it (BranchTree.good): its text as written, else its tokens as they read, alternatives joined by " | ". */
+/**
+ * A future as a tree names it (BranchTree.good): a text future as written, a tool call alone as
+ * name(arguments JSON), else its tokens as they read, alternatives joined by " | ".
+ */
 export function futureName(input: FutureInput, resolved: ResolvedFuture): string {
-  return input.text !== undefined && !input.ids && !input.toolCall ? input.text : resolved.tokens.map((t) => t.join('')).join(' | ');
+  if (input.text !== undefined && !input.ids && !input.toolCall) return input.text;
+  if (input.toolCall && !input.ids && !input.text) return `${input.toolCall.name}(${JSON.stringify(input.toolCall.arguments)})`;
+  return resolved.tokens.map((t) => t.join('')).join(' | ');
 }
 
 /** The sequences of two resolutions are the same ids. */

@@ -78,8 +78,8 @@ export interface BranchTree {
   promptIds: number[];
   promptTokens: string[];
   /**
-   * The futures as the views name them: a text future as written; an id or tool-call future as its
-   * tokens read (alternatives joined by " | "). The margins are of `futures`, never re-read from these.
+   * The futures as the views name them: a text future as written, a tool call as name(arguments),
+   * an id future as its tokens read (alternatives joined by " | "). The margins are of `futures`, never re-read from these.
    */
   good: string;
   bad: string;
