@@ -8,6 +8,7 @@ import { queueAfterJob, runJob } from './job';
 import { analyseAction } from '../lib/job_rules';
 import { inOrder, messageOf } from './worker';
 import { currentIdentity } from './identity';
+import { turnOf } from '../lib/stale';
 
 /** The analysis request of the experiment as edited. @throws Error for a future that does not parse. */
 function request(): AnalyseRequest {
@@ -41,7 +42,7 @@ async function analyseNow(): Promise<void> {
     const analysis = await inOrder((w) => w.analyse(applied.length ? { ...req, specs, specLabels } : req));
     const s = useStore.getState();
     const computedWith = atStart || currentIdentity();
-    s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false, good: st.good, bad: st.bad, steering: applied, baseline });
+    s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, ...turnOf(st), good: st.good, bad: st.bad, steering: applied, baseline });
     s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
     s.setExperimentNotice(keptAfterAnalyse(s.experimentNotice, s.restoring));
     const h = s.selectedHead;

@@ -284,7 +284,7 @@ export function saveToLink(): string[] {
 export function followExperiment(): () => void {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const unsubscribe = useStore.subscribe((s, prev) => {
-    const changed = s.prompt !== prev.prompt || s.chatTemplate !== prev.chatTemplate || s.good !== prev.good || s.bad !== prev.bad
+    const changed = s.prompt !== prev.prompt || s.chatTemplate !== prev.chatTemplate || s.system !== prev.system || s.tools !== prev.tools || s.good !== prev.good || s.bad !== prev.bad
       || s.generation !== prev.generation || s.interventions !== prev.interventions || s.vectors !== prev.vectors || s.view !== prev.view
       || s.showTables !== prev.showTables || s.showDifference !== prev.showDifference || s.sweepSettings !== prev.sweepSettings || s.lastLoad !== prev.lastLoad
       || s.sinkEps !== prev.sinkEps || s.heatmapScale !== prev.heatmapScale

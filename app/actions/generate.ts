@@ -8,6 +8,7 @@ import { relabelJob, runJob } from './job';
 import { inOrder } from './worker';
 import { frameBatcher } from '../lib/frame_batch';
 import { currentIdentity } from './identity';
+import { turnOf } from '../lib/stale';
 
 /**
  * Generates with the experiment's settings, streaming tokens and margins into the store. With
@@ -29,7 +30,7 @@ export async function generate(): Promise<void> {
     const show = () => {
       if (shown) return;
       shown = true;
-      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, maxNewTokens: g.maxNewTokens, steering: applied });
+      useStore.getState().startGeneration({ modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), prompt: s.prompt, ...turnOf(s), maxNewTokens: g.maxNewTokens, steering: applied });
       if (applied.length) useStore.getState().startSteeredRun();
     };
     const run = async (name: RunName, r: GenerateRequest & SpecRequest) => {

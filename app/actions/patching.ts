@@ -6,6 +6,8 @@ import { futureInput } from '../lib/futures';
 import { runJob } from './job';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
+import { sameTurn, turnOf } from '../lib/stale';
+import { chatTurnOf } from '../lib/experiment_request';
 import { EXAMPLE_FUTURES, EXAMPLE_PAIR, followingPair, promptMismatch } from '../lib/patching_prompts';
 
 /**
@@ -27,7 +29,7 @@ export async function runPatching(): Promise<void> {
     s.setJobSteps({ done: 0, total: 1 });
     const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.patching(req, onProgress));
-    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad });
+    useStore.getState().setPatching({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean: set.clean, corrupt: set.corrupt, ...turnOf(s), good: s.good, bad: s.bad });
   }, { cancellable: true });
 }
 
@@ -68,7 +70,7 @@ export function pickExamplePair(): string {
  * Opens one cell of the grid on display as an intervention: a `patch` at that hook and position
  * (or head, at every position; 'all': the whole layer) whose source is the other prompt. The run it belongs to is the
  * patched prompt — the corrupted one when denoising — so the experiment's prompt becomes that
- * prompt; the futures stay. The intervention is added at the end of the list and opened in the editor.
+ * prompt, in the grid's chat turn (template, system prompt, tools); the futures stay. The intervention is added at the end of the list and opened in the editor.
  * @returns what changed, for the view to say; null when no grid is on display.
  */
 export function openPatchCell(layer: number, col: number | 'all'): { id: number; promptChanged: boolean; text: string } | null {
@@ -83,11 +85,8 @@ export function openPatchCell(layer: number, col: number | 'all'): { id: number;
     enabled: true, hook, type: 'patch', dose: 1, rotateBy: 'theta', mode: 'project', vectorId: null,
     source, head: heads && col !== 'all' ? col : null, positions: heads || col === 'all' ? 'all' : [col], steps: null,
   };
-  const promptChanged = s.prompt !== run || s.chatTemplate !== p.chatTemplate;
-  if (promptChanged) {
-    s.setPrompt(run);
-    s.setChatTemplate(p.chatTemplate);
-  }
+  const promptChanged = s.prompt !== run || !sameTurn(s, p);
+  if (promptChanged) useStore.setState({ prompt: run, ...chatTurnOf(p) });
   const id = s.addIntervention(draft);
   const where = col === 'all' ? 'every position' : heads ? `head ${col}, every position` : `position ${col}`;
   return { id, promptChanged, text: `patch ${hook} (${where}) from the ${r.direction === 'denoise' ? 'clean' : 'corrupted'} prompt` };

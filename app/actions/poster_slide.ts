@@ -1,5 +1,5 @@
 import { useStore, type AppState } from '../store';
-import { staleParts, type Current } from '../lib/stale';
+import { staleParts, turnOf, type Current } from '../lib/stale';
 import { loadStaleness, loadedNow } from '../lib/model_identity';
 import { analyse } from './analyse';
 import { generate } from './generate';
@@ -9,7 +9,7 @@ import { captureActivations } from './activations';
 /** The experiment as edited and the load ready now, as lib/stale.ts compares results with them. */
 function current(s: AppState): Current {
   const now = loadedNow(s);
-  return { model: now.label, identity: now.identity, prompt: s.prompt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad, interventions: s.interventions };
+  return { model: now.label, identity: now.identity, prompt: s.prompt, ...turnOf(s), good: s.good, bad: s.bad, interventions: s.interventions };
 }
 
 /** What of the open view's results no longer answers the experiment as edited (lib/stale.ts rules; missing counts as stale). */
@@ -31,7 +31,7 @@ export function slideStaleness(s: AppState): SlideStaleness {
   let view = false;
   if (s.view === 'generation') {
     const g = s.gen;
-    view = !g || staleParts({ ...g, chatTemplate: now.chatTemplate, good: now.good, bad: now.bad }, now).length > 0;
+    view = !g || staleParts({ ...g, good: now.good, bad: now.bad }, now).length > 0;
   } else if (s.view === 'dose') {
     const w = s.sweep;
     view = !!s.sweepSettings.vectorId && (!w || loadStaleness(w.modelLabel, w.computedWith, loadedNow(s)) !== null

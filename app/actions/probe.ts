@@ -7,6 +7,7 @@ import { runJob } from './job';
 import { inOrder, messageOf } from './worker';
 import { currentIdentity } from './identity';
 import { chatTurnOf } from '../lib/experiment_request';
+import { turnOf } from '../lib/stale';
 
 /** Example probe sets shipped in public/ (file, menu name). */
 export const PROBE_EXAMPLES: { file: string; name: string }[] = [
@@ -14,8 +15,8 @@ export const PROBE_EXAMPLES: { file: string; name: string }[] = [
   { file: 'steering/happy_sad.json', name: 'happy vs sad (story mood)' },
 ];
 
-/** One prompt per non-empty line. */
-const lines = (text: string) => text.split(/\r?\n/).map((t) => t.trim()).filter(Boolean);
+/** A set's prompts as edited: one per non-empty line, trimmed. */
+export const setLines = (text: string) => text.split(/\r?\n/).map((t) => t.trim()).filter(Boolean);
 
 /** Puts a labelled set into the probe view's editor. */
 function showSet(source: string, text: string): void {
@@ -62,7 +63,7 @@ export function probePosition(text: string): ProbeRequest['position'] {
  */
 export function probeSet(): ReportLabelledSet & { classes: [string, string]; source: string } {
   const set = useStore.getState().probeSettings;
-  return { positive: lines(set.positive), negative: lines(set.negative), classes: set.classes, position: probePosition(set.position), source: set.source || 'pasted' };
+  return { positive: setLines(set.positive), negative: setLines(set.negative), classes: set.classes, position: probePosition(set.position), source: set.source || 'pasted' };
 }
 
 /**
@@ -77,7 +78,7 @@ export async function runProbe(): Promise<void> {
     s.setJobSteps({ done: 0, total: positive.length + negative.length + (s.info?.nLayers ?? 0) + 1 });
     const onProgress = Comlink.proxy((p: Progress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.probe(req, onProgress));
-    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), source, positive: [...positive], negative: [...negative], chatTemplate: s.chatTemplate });
+    useStore.getState().setProbe({ result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), source, positive: [...positive], negative: [...negative], ...turnOf(s) });
   }, { cancellable: true });
 }
 

@@ -8,6 +8,7 @@ import { probeSet } from './probe';
 import { windowSetup } from './window';
 import { inOrder } from './worker';
 import { currentIdentity } from './identity';
+import { turnOf } from '../lib/stale';
 
 /** The report's request as the Report view is set up now, with its progress total and what the display records. */
 function reportSetup(): { req: ReportJob; total: number; setup: ReturnType<typeof windowSetup> | null; set: ReturnType<typeof probeSet> | null } {
@@ -41,7 +42,7 @@ export async function runReport(): Promise<void> {
     const onProgress = Comlink.proxy((p: ReportProgress) => useStore.getState().setJobSteps(p));
     const result = await inOrder((w) => w.report(req, onProgress));
     useStore.getState().setReport({
-      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean, corrupt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad,
+      result, modelLabel: s.modelLabel ?? '', computedWith: currentIdentity(), clean, corrupt, ...turnOf(s), good: s.good, bad: s.bad,
       steering: setup ? setup.steering.map((a) => `${a.draft.type} at ${a.draft.hook}`).join(', ') : null, windowSteering: setup?.steering ?? null, scoreLabel: setup?.scoreLabel ?? null,
       setSource: set ? set.source : null,
     });

@@ -1,11 +1,13 @@
 import { useMemo } from 'react';
 import { useStore, type AppState } from '../store';
 import type { AnalysisResult } from '../store/results';
-import { pairStaleParts, staleParts, staleText, type PairRun, type StaleNames, type StalePart } from '../lib/stale';
+import { pairStaleParts, setStaleParts, staleParts, staleText, type PairRun, type SetRun, type StaleNames, type StalePart } from '../lib/stale';
 import { windowApplied } from '../actions/window';
+import { setLines } from '../actions/probe';
 import { reloadedSince } from '../lib/model_identity';
 import { AnalyseButton } from './AnalyseButton';
 import { useWaitingFor } from './useWaitingFor';
+import { useChatTurn } from './useExperimentRequest';
 
 /** The model ready now; null while none is (loading, or the last load failed). */
 const readyModel = (s: AppState) => (s.modelStatus === 'ready' ? s.modelLabel : null);
@@ -17,30 +19,40 @@ export function useStaleParts(r: AnalysisResult | null): StalePart[] {
   const model = useStore(readyModel);
   const identity = useStore(readyIdentity);
   const prompt = useStore((s) => s.prompt);
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const good = useStore((s) => s.good);
   const bad = useStore((s) => s.bad);
   const interventions = useStore((s) => s.interventions);
-  return useMemo(() => (r ? staleParts(r, { model, identity, prompt, chatTemplate, good, bad, interventions }) : []), [r, model, identity, prompt, chatTemplate, good, bad, interventions]);
+  return useMemo(() => (r ? staleParts(r, { model, identity, prompt, ...turn, good, bad, interventions }) : []), [r, model, identity, prompt, turn, good, bad, interventions]);
 }
 
 /**
  * What changed since a run on the Patching view's prompt pair (a patching grid, the decision-point
- * report): the load, the pair or chat template, the futures, and the interventions of its window.
+ * report): the load, the pair or its chat turn, the futures, and the interventions of its window.
  */
 export function usePairStaleParts(r: PairRun | null): StalePart[] {
   const model = useStore(readyModel);
   const identity = useStore(readyIdentity);
   const pair = useStore((s) => s.patchingSettings);
-  const chatTemplate = useStore((s) => s.chatTemplate);
+  const turn = useChatTurn();
   const good = useStore((s) => s.good);
   const bad = useStore((s) => s.bad);
   const interventions = useStore((s) => s.interventions);
   const chosen = useStore((s) => s.windowSettings.interventionId);
   return useMemo(() => (r ? pairStaleParts(r, {
-    model, identity, clean: pair.clean, corrupt: pair.corrupt, chatTemplate, good, bad,
+    model, identity, clean: pair.clean, corrupt: pair.corrupt, ...turn, good, bad,
     windowSteering: r.windowSteering ? windowApplied(interventions, chosen) : [],
-  }) : []), [r, model, identity, pair, chatTemplate, good, bad, interventions, chosen]);
+  }) : []), [r, model, identity, pair, turn, good, bad, interventions, chosen]);
+}
+
+/** What changed since a run over the Probes view's labelled set (the probes): the load, a prompt of the set, or the chat turn it rendered with. */
+export function useSetStaleParts(r: SetRun | null): StalePart[] {
+  const model = useStore(readyModel);
+  const identity = useStore(readyIdentity);
+  const positive = useStore((s) => s.probeSettings.positive);
+  const negative = useStore((s) => s.probeSettings.negative);
+  const turn = useChatTurn();
+  return useMemo(() => (r ? setStaleParts(r, { model, identity, positive: setLines(positive), negative: setLines(negative), ...turn }) : []), [r, model, identity, positive, negative, turn]);
 }
 
 /** A prompt as a label: quoted, the first 60 characters. */

@@ -8,6 +8,7 @@ import { probeSet } from '../actions/probe';
 import { runStudy } from '../actions/study';
 import { futureInput } from '../lib/futures';
 import { chatTurnOf } from '../lib/experiment_request';
+import { useChatTurn } from './useExperimentRequest';
 import { fixed, signed } from '../lib/format';
 import { blockName, blockShort } from '../lib/layer_names';
 import { waitingFor } from '../lib/job_rules';
@@ -45,7 +46,7 @@ export function SteeringTransferSection() {
   const info = useStore((s) => s.info);
   const job = useStore((s) => s.job);
   const probe = useStore((s) => s.probeSettings);
-  useStore((s) => s.prompt); useStore((s) => s.good); useStore((s) => s.bad); useStore((s) => s.chatTemplate);
+  useStore((s) => s.prompt); useStore((s) => s.good); useStore((s) => s.bad); useChatTurn();
   const [alpha, setAlpha] = useState(4);
   // Build waits for both classes of the set: said beside it (a trial pressed a dead button with the default example only picked, not loaded).
   const set = probe.positive.trim() !== '' && probe.negative.trim() !== '';

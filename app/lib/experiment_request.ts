@@ -27,6 +27,6 @@ export function experimentRequest(s: ExperimentFields): ExperimentRequest {
 export type ChatTurnFields = Pick<ExperimentFields, 'chatTemplate' | 'system' | 'tools' | 'enableThinking'>;
 
 /** The chat turn of the store's state `s` (for actions that read the store once). */
-export function chatTurnOf(s: ChatTurnFields): ChatTurnFields {
+export function chatTurnOf(s: Omit<ChatTurnFields, 'enableThinking'> & { enableThinking?: boolean }): ChatTurnFields {
   return { chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking };
 }

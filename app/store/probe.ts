@@ -2,6 +2,7 @@ import type { StateCreator } from 'zustand';
 import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { ProbeResult } from '../../workers/protocol';
+import type { SetRun } from '../lib/stale';
 
 /** The probe set and settings as edited in the probe view (texts one per line). */
 export interface ProbeSettings {
@@ -26,16 +27,12 @@ export interface ProbeSettings {
   underGenerate: number;
 }
 
-/** Probes on display, with what they were run on. */
-export interface ProbeDisplay {
+/** Probes on display, with what they were run on: the set's prompts and their chat turn (lib/stale.ts setStaleParts compares them with the set now). */
+export interface ProbeDisplay extends SetRun {
   result: ProbeResult;
-  modelLabel: string;
-  /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
-  computedWith: string;
   source: string;
   positive: string[];
   negative: string[];
-  chatTemplate: boolean;
 }
 
 /** The probes slice: the set being edited and the result on display. */

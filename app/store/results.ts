@@ -3,6 +3,7 @@ import type { AppState } from './index';
 import type { Analysis, Generation, ResolvedFuture, SweepResult, TokenEvent } from '../../workers/protocol';
 import type { InterventionDraft } from './steering';
 import type { FutureDraft } from './experiment';
+import type { TurnRun } from '../lib/stale';
 
 /** An intervention a result was computed under, with its place in the list at the time (#n). */
 export interface AppliedIntervention {
@@ -10,14 +11,13 @@ export interface AppliedIntervention {
   draft: InterventionDraft;
 }
 
-/** The analysis on display, with the model it came from. */
-export interface AnalysisResult {
+/** The analysis on display, with the model it came from and the prompt and chat turn it read. */
+export interface AnalysisResult extends TurnRun {
   analysis: Analysis;
   modelLabel: string;
   /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
   computedWith: string;
   prompt: string;
-  chatTemplate: boolean;
   /** The futures as they were written when it was analysed. */
   good: FutureDraft;
   bad: FutureDraft;
@@ -56,7 +56,7 @@ export type RunName = 'unsteered' | 'steered';
  * A generation without interventions (the fields of GenerationRun) and, when interventions were
  * on, the same request under them (same seed), run after it.
  */
-export interface GenerationResult extends GenerationRun {
+export interface GenerationResult extends GenerationRun, TurnRun {
   modelLabel: string;
   /** The model load it was computed with (store modelIdentity: model · weight storage · backend). */
   computedWith: string;

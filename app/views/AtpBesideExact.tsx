@@ -11,13 +11,14 @@ import { BLOCK_AXIS, hookShort, RESID_AXIS } from '../lib/layer_names';
 import { waitingFor } from '../lib/job_rules';
 import { atpAgreement, futureInput } from '../../workers/shared';
 import type { PatchingDisplay } from '../store/patching';
+import { chatTurnOf } from '../lib/experiment_request';
 import type { StudyRequest } from '../../workers/protocol';
 
-/** The AtP request that matches the exact grid on display (its pair, hook, direction and futures). */
+/** The AtP request that matches the exact grid on display (its pair, chat turn, hook, direction and futures). */
 function atpRequestFor(p: PatchingDisplay, correction: boolean): StudyRequest<'attributionPatching'> {
   const r = p.result;
   return {
-    clean: p.clean, corrupt: p.corrupt, chatTemplate: p.chatTemplate, good: futureInput(p.good), bad: futureInput(p.bad),
+    clean: p.clean, corrupt: p.corrupt, ...chatTurnOf(p), good: futureInput(p.good), bad: futureInput(p.bad),
     hook: r.hook, direction: r.direction, ...(correction && r.hook === 'resid_pre' ? { correction: 'qk' as const } : {}),
   };
 }
@@ -80,7 +81,7 @@ export function AtpBesideExact({ p }: { p: PatchingDisplay }) {
       </div>
       {!canRun && <p className="warn" data-testid="atp-metric-note">AtP estimates the final-layer margin at the last prompt token; this grid measures the teacher-forced sequence margin. Run patching with the final-layer metric to compare.</p>}
       {!thresholdOk && <p className="warn" data-testid="atp-threshold-bad">The threshold must be a number ≥ 0 (in units of r); the cells are not flagged until it is.</p>}
-      {atp.run && atp.stale !== null && <p className="muted" data-testid="atp-stale">The AtP grid on record was computed for another pair, hook, direction or model: run AtP again to compare it with this grid.</p>}
+      {atp.run && atp.stale !== null && <p className="muted" data-testid="atp-stale">The AtP grid on record was computed for another pair, chat turn, hook, direction or model: run AtP again to compare it with this grid.</p>}
       {a && agreement && (
         <>
           <p className="muted" data-testid="atp-caption" data-rho={agreement.rankCorrelation} data-flagged={agreement.disagreements.length}>

@@ -24,6 +24,15 @@ const COLOURS: { value: NodeColour; title: string }[] = [
   { value: 'mean_entropy', title: 'mean entropy (nats)' },
 ];
 
+/** Longest name of a future shown beside the tree (a tool call's name(arguments) runs long): the rest is cut with "…", the caption's title holds it whole. */
+const FUTURE_CHARS = 32;
+
+/** A tree's future name (BranchTree.good) as the caption and legend show it: visible spaces, at most FUTURE_CHARS characters. */
+function futureShort(name: string): string {
+  const v = visibleToken(name);
+  return v.length > FUTURE_CHARS ? `${v.slice(0, FUTURE_CHARS - 1)}…` : v;
+}
+
 /** Where two paths first differ (their fork), or the shorter length when one continues the other. */
 function forkOf(a: TreePath, b: TreePath): number {
   let t = 0;
@@ -310,7 +319,7 @@ export function BranchView() {
         <>
           <ResultStatus model={tree.model} testId="branch-status" />
           <div className="view-head">
-            <p className="muted" data-testid="branch-caption">{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{visibleToken(tree.good)}</b>) − log p(<b className="bad">{visibleToken(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
+            <p className="muted" data-testid="branch-caption" title={`good: ${tree.good}\nbad: ${tree.bad}`}>{tree.model} · “{tree.prompt}” · Δ = log p(<b className="good">{futureShort(tree.good)}</b>) − log p(<b className="bad">{futureShort(tree.bad)}</b>) · {tree.nodes.length} branch{tree.nodes.length === 1 ? '' : 'es'}</p>
             <ExportButtons name={`branch-tree-${tree.model}`} json={() => tree}
               csv={() => [['node', 'parent', 'start', 'position', 'id', 'token', 'log p of the token (nats)', 'margin Δ of the futures (nats)', 'entropy (nats)'], ...tree.nodes.flatMap((n) => n.ids.map((id, i) => [n.id, n.parent ?? '', n.start, n.start + i, id, n.tokens[i], n.logProbs[i], n.margins[i], n.entropy[i]]))]}
               figure={() => svg.current && ({ title: `Branch tree · ${tree.model}`, caption: [`prompt: “${tree.prompt}” · Δ = log p(“${tree.good}”) − log p(“${tree.bad}”)`, `nodes coloured by ${COLOURS.find((c) => c.value === colour)!.title} (for margins red < 0 < blue, as in the margin heatmap; range ${fixed(scale.domain[0], 2)} … ${fixed(scale.domain[1], 2)}); edges: the forced token and its probability`], panels: [{ kind: 'svg', element: svg.current, scale: { color: scale.color, domain: scale.domain, title: COLOURS.find((c) => c.value === colour)!.title, ...(colour === 'mean_entropy' ? {} : { lowNote: `← favours ${visibleToken(tree.bad)}`, highNote: `favours ${visibleToken(tree.good)} →` }) } }] })} />
@@ -322,7 +331,7 @@ export function BranchView() {
               </select>
             </label>
             <ColorLegend color={scale.color} domain={scale.domain} title={COLOURS.find((c) => c.value === colour)!.title} width={220}
-              {...(colour === 'mean_entropy' ? {} : { lowNote: `← favours ${visibleToken(tree.bad)}`, highNote: `favours ${visibleToken(tree.good)} →` })} testId="branch-legend" />
+              {...(colour === 'mean_entropy' ? {} : { lowNote: `← favours ${futureShort(tree.bad)}`, highNote: `favours ${futureShort(tree.good)} →` })} testId="branch-legend" />
           </div>
           <BranchTreeChart tree={tree} colour={colour} selected={node} compare={compare} onSelect={select} onCompare={toggle} svgRef={svg} />
           <p className="hint">Click a branch to show its tokens; shift-click two to compare them. Selected: node {node}{tree.nodes.find((n) => n.id === node)?.parent != null ? `, ${tree.nodes.find((n) => n.id === node)!.forwarded} positions computed for it (the shared prefix came from the KV cache)` : ''} · value {fixed(nodeValue(tree.nodes.find((n) => n.id === node) ?? tree.nodes[0], colour), 3)}.</p>

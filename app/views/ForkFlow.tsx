@@ -31,7 +31,8 @@ export function sentenceSpans(tokens: readonly string[], bos: boolean): Span[] {
 /**
  * The recursive flow of one fork point's decision (studies/flow.ts with the branch's own tokens as
  * the continuation): the margin between the chosen token and the most likely other one at that
- * position, handed back through the branch's earlier new tokens to the prompt's sentences. Runs
+ * position, handed back through the branch's earlier new tokens to the prompt's sentences, on the
+ * tree's own prompt as it was rendered (its chat template, system prompt and tools). Runs
  * the `flow` study, the runner's `flow` (unsteered, as the Attribution view).
  */
 export function ForkFlow({ tree, path, position }: { tree: BranchTree; path: TreePath; position: number }) {

@@ -17,6 +17,7 @@ import { DenominatorWarning } from '../components/DenominatorWarning';
 import { EXAMPLE_PAIR, pairFor } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
 import { AtpBesideExact } from './AtpBesideExact';
+import { useChatTurn } from '../components/useExperimentRequest';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'resid_pre', title: 'blocks.{l}.hook_resid_pre (layer × position)' },
@@ -25,8 +26,9 @@ const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'z', title: 'blocks.{l}.attn.hook_z (layer × head)' },
 ];
 
-/** Token counts of the clean and corrupted prompts as the worker tokenizes them (null while unknown). */
-function useLengths(clean: string, corrupt: string, chatTemplate: boolean): { clean: number; corrupt: number } | null {
+/** Token counts of the clean and corrupted prompts as the worker tokenizes them in the experiment's chat turn (null while unknown). */
+function useLengths(clean: string, corrupt: string): { clean: number; corrupt: number } | null {
+  const turn = useChatTurn();
   const ready = useStore((s) => s.modelStatus === 'ready');
   const [n, setN] = useState<{ clean: number; corrupt: number } | null>(null);
   useEffect(() => {
@@ -34,12 +36,12 @@ function useLengths(clean: string, corrupt: string, chatTemplate: boolean): { cl
     if (!ready || !clean || !corrupt) return;
     let live = true;
     const t = setTimeout(() => {
-      void Promise.all([inOrder((w) => w.tokenize({ prompt: clean, chatTemplate })), inOrder((w) => w.tokenize({ prompt: corrupt, chatTemplate }))])
+      void Promise.all([inOrder((w) => w.tokenize({ prompt: clean, ...turn })), inOrder((w) => w.tokenize({ prompt: corrupt, ...turn }))])
         .then(([a, b]) => { if (live) setN({ clean: a.ids.length, corrupt: b.ids.length }); })
         .catch(() => undefined);
     }, 250);
     return () => { live = false; clearTimeout(t); };
-  }, [ready, clean, corrupt, chatTemplate]);
+  }, [ready, clean, corrupt, turn]);
   return n;
 }
 
@@ -48,7 +50,6 @@ function PatchingForm() {
   const set = useStore((s) => s.patchingSettings);
   const update = useStore((s) => s.setPatchingSettings);
   const prompt = useStore((s) => s.prompt);
-  const chatTemplate = useStore((s) => s.chatTemplate);
   const job = useStore((s) => s.job);
   const info = useStore((s) => s.info);
   const follows = useStore((s) => s.patchingFollowsPrompt);
@@ -57,7 +58,7 @@ function PatchingForm() {
   useEffect(() => { followExperimentPrompt(); }, [prompt, follows]);
   const [exampleNote, setExampleNote] = useState<string | null>(null);
   const edit = (patch: Partial<PatchingSettings>) => { setFollows(false); update(patch); setExampleNote(null); };
-  const n = useLengths(set.clean, set.corrupt, chatTemplate);
+  const n = useLengths(set.clean, set.corrupt);
   const differ = n !== null && n.clean !== n.corrupt;
   const same = set.corrupt === set.clean && set.clean.trim() !== '';
   return (
@@ -195,7 +196,7 @@ export function PatchingView() {
             </p>
             <ExportButtons
               name={`patching-${r.hook}-${r.direction}-${p.modelLabel}`}
-              json={() => ({ model: p.modelLabel, clean: p.clean, corrupt: p.corrupt, goodText: p.good.value, badText: p.bad.value, chatTemplate: p.chatTemplate, ...r, recovery: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.recovery.subarray(l * r.nCols, (l + 1) * r.nCols))), patchedMargin: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.patchedMargin.subarray(l * r.nCols, (l + 1) * r.nCols))) })}
+              json={() => ({ model: p.modelLabel, clean: p.clean, corrupt: p.corrupt, goodText: p.good.value, badText: p.bad.value, chatTemplate: p.chatTemplate, system: p.system ?? null, tools: p.tools, ...r, recovery: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.recovery.subarray(l * r.nCols, (l + 1) * r.nCols))), patchedMargin: Array.from({ length: r.nLayers }, (_, l) => Array.from(r.patchedMargin.subarray(l * r.nCols, (l + 1) * r.nCols))) })}
               csv={() => [['layer', r.columns, 'label', 'patched margin Δ (nats)', 'recovery r'], ...Array.from({ length: r.nLayers }, (_, l) => Array.from({ length: r.nCols }, (_, c) => [rowLabels[l], c, cols[c], r.patchedMargin[l * r.nCols + c], r.recovery[l * r.nCols + c]])).flat(), ...Array.from({ length: r.nLayers }, (_, l) => [rowLabels[l], 'all', 'all', '', r.layerRecovery[l]])]}
               figure={() => ({
                 title: `Activation patching · ${p.modelLabel} · ${r.hookTemplate} · ${r.direction}`,

@@ -5,7 +5,7 @@ import { LabelledSetSource } from '../components/LabelledSetSource';
 import { LineChart, type Series } from '../components/LineChart';
 import { DataTable } from '../components/DataTable';
 import { ExportButtons } from '../components/ExportButtons';
-import { ResultStatus } from '../components/ResultStatus';
+import { ResultStatus, StaleOverlay, useSetStaleParts } from '../components/ResultStatus';
 import { fixed } from '../lib/format';
 import { residName, residShort, RESID_AXIS } from '../lib/layer_names';
 import type { ProbeDisplay } from '../store/probe';
@@ -90,6 +90,7 @@ export function ProbeView() {
   const [row, setRow] = useState<number | null>(null);
   const [sent, setSent] = useState<string | null>(null);
   const r = p?.result;
+  const stale = useSetStaleParts(p);
   const nLayers = r ? r.hooks.length - 1 : info?.nLayers ?? 0;
   const pickRow = row ?? r?.firstLayer95 ?? 0;
   const label = (i: number) => residShort(i);
@@ -100,7 +101,7 @@ export function ProbeView() {
         <p className="muted">
           Where the difference between two sets of prompts becomes <b>linearly readable</b>: at one token of each prompt, the residual stream of every layer
           (embed, then the output of each block L0, L1, …) is classified by an L2 logistic regression, scored on held-out folds. The control curve is the same
-          probe on shuffled labels (it should stay at 0.5: a probe that beats it there memorises). Uses the experiment's chat-template setting.
+          probe on shuffled labels (it should stay at 0.5: a probe that beats it there memorises). Uses the experiment's chat turn (template, system prompt, tools).
         </p>
       </header>
       <ProbeForm />
@@ -125,9 +126,10 @@ export function ProbeView() {
               })}
             />
           </div>
-          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} noun="probe" rerun={{ label: 'Run probes', run: () => void runProbe() }} testId="probe-status" />
+          <ResultStatus model={p.modelLabel} computedWith={p.computedWith} stale={stale} names={{ prompt: 'the prompt set or its chat turn' }} noun="probe" rerun={{ label: 'Run probes', run: () => void runProbe() }} testId="probe-status" />
           <div className="view-body">
-            <div className="figure">
+            <div className={`figure${stale.some((x) => x !== 'model') ? ' stale' : ''}`}>
+              {stale.some((x) => x !== 'model') && <StaleOverlay testId="probe-stale" action="run the probes again" />}
               <ProbeChart p={p} svgRef={svg} />
             </div>
           </div>

@@ -64,7 +64,7 @@ const q = (id: string) => dom.host.querySelector(`[data-testid="${id}"]`);
 describe('a stale patching grid', () => {
   beforeEach(() => {
     setUp();
-    useStore.getState().setPatching({ result: grid, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, good: MAT, bad: DOG });
+    useStore.getState().setPatching({ result: grid, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, system: undefined, tools: [], good: MAT, bad: DOG });
     act(() => dom.root.render(createElement(PatchingView)));
   });
 
@@ -109,7 +109,7 @@ describe('a stale decision-point report', () => {
     const list = [intervention()];
     useStore.setState({ interventions: list });
     useStore.getState().setReport({
-      result: report, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, good: MAT, bad: DOG,
+      result: report, modelLabel: 'stories260K', computedWith: F32, clean: CLEAN, corrupt: CORRUPT, chatTemplate: false, system: undefined, tools: [], good: MAT, bad: DOG,
       steering: 'add at blocks.1.hook_resid_post', windowSteering: windowApplied(list, null), scoreLabel: 'mean margin over all 12 steps', setSource: null,
     });
     act(() => dom.root.render(createElement(ReportView)));

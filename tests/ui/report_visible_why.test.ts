@@ -35,7 +35,7 @@ const result = (patch: Partial<ReportResult> = {}, finalSign: 1 | -1 = 1): Repor
   ...patch,
 });
 const display = (r: ReportResult): ReportDisplay => ({
-  result: r, modelLabel: 'stories260K', computedWith: '', clean: 'c', corrupt: 'k', chatTemplate: false,
+  result: r, modelLabel: 'stories260K', computedWith: '', clean: 'c', corrupt: 'k', chatTemplate: false, system: undefined, tools: [],
   good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, steering: null, windowSteering: null, scoreLabel: null, setSource: null,
 });
 

@@ -29,7 +29,7 @@ const token = (step: number): TokenEvent => ({ step, id: 100 + step, token: ` t$
 function streamTokens(n: number, perFrame: number) {
   const s = useStore.getState();
   act(() => s.setJob({ kind: 'generate', label: 'Generating', startedAt: 0, cancellable: true }));
-  act(() => s.startGeneration({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: s.prompt, maxNewTokens: n, steering: [] }));
+  act(() => s.startGeneration({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: s.prompt, chatTemplate: false, system: undefined, tools: [], maxNewTokens: n, steering: [] }));
   for (let i = 0; i < n; i += perFrame) act(() => useStore.getState().addTokens(Array.from({ length: Math.min(perFrame, n - i) }, (_, k) => token(i + k))));
 }
 

@@ -11,7 +11,7 @@ const node = (id: number, parent: number | null, margins: number[]): TreeNode =>
 });
 
 const tree: BranchTree = {
-  version: 1, model: 'm', prompt: 'p', chatTemplate: false, promptIds: [1, 2, 3, 4], promptTokens: ['a', 'b', 'c', 'd'], good: ' Tom', bad: ' Lily', maxNewTokens: 2,
+  version: 2, model: 'm', prompt: 'p', chatTemplate: false, promptIds: [1, 2, 3, 4], promptTokens: ['a', 'b', 'c', 'd'], good: ' Tom', bad: ' Lily', futures: { good: { input: { text: ' Tom' } }, bad: { input: { text: ' Lily' } } }, maxNewTokens: 2,
   promptStats: { logProbs: [], margins: [], entropy: [], top: [] },
   nodes: [node(0, null, [1, 3]), node(1, 0, [-3])],
 };

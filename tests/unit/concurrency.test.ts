@@ -59,7 +59,7 @@ const flush = () => new Promise((r) => setTimeout(r, 0));
 const pending = (method: string) => calls.filter((c) => c.method === method);
 const now = () => {
   const s = useStore.getState();
-  return { model: s.modelStatus === 'ready' ? s.modelLabel : null, identity: s.modelStatus === 'ready' ? s.modelIdentity : null, prompt: s.prompt, chatTemplate: s.chatTemplate, good: s.good, bad: s.bad, interventions: s.interventions };
+  return { model: s.modelStatus === 'ready' ? s.modelLabel : null, identity: s.modelStatus === 'ready' ? s.modelIdentity : null, prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, good: s.good, bad: s.bad, interventions: s.interventions };
 };
 
 beforeEach(() => {

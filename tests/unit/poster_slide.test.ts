@@ -25,11 +25,11 @@ const initial = useStore.getState();
 
 /** The analysis on display, computed with `computedWith` for PROMPT, the futures and `steering`. */
 const result = (computedWith: string, steering: InterventionDraft[] = []): AnalysisResult => ({
-  analysis: {} as AnalysisResult['analysis'], modelLabel: 'stories260K', computedWith, prompt: PROMPT, chatTemplate: false,
+  analysis: {} as AnalysisResult['analysis'], modelLabel: 'stories260K', computedWith, prompt: PROMPT, chatTemplate: false, system: undefined, tools: [],
   good, bad, steering: steering.map((d, i) => ({ n: i + 1, draft: d })), baseline: null,
 });
 const generation = (computedWith: string, prompt = PROMPT): GenerationResult => ({
-  modelLabel: 'stories260K', computedWith, prompt, maxNewTokens: 8, steering: [], events: [], final: null, steered: null,
+  modelLabel: 'stories260K', computedWith, prompt, chatTemplate: false, system: undefined, tools: [], maxNewTokens: 8, steering: [], events: [], final: null, steered: null,
 });
 const sweep = (computedWith: string): SweepDisplay => ({
   result: {} as SweepDisplay['result'], modelLabel: 'stories260K', computedWith, prompt: PROMPT, good: good.value, bad: bad.value,

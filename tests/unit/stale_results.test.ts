@@ -7,10 +7,11 @@ import { appliedInterventions } from '../../app/lib/specs';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadStaleness, loadStaleText, loadedNow, modelIdentity, reloadedSince } from '../../app/lib/model_identity';
-import { pairStaleParts, staleParts, staleText, steeringName, steeringNow, type Current, type PairNow, type PairRun } from '../../app/lib/stale';
+import { pairStaleParts, setStaleParts, staleParts, staleText, steeringName, steeringNow, type Current, type PairNow, type PairRun } from '../../app/lib/stale';
 import { windowApplied } from '../../app/actions/window';
 import { futureKey } from '../../app/lib/futures';
 import { placeFromSweep } from '../../app/actions/steering';
+import { openPatchCell } from '../../app/actions/patching';
 
 /**
  * When a result on display stops answering the experiment as edited, how its interventions are
@@ -21,11 +22,11 @@ const draft = (patch: Partial<InterventionDraft>): InterventionDraft => ({
   vectorId: 'v1', source: '', head: null, positions: [4], steps: null, ...patch,
 });
 const now = (patch: Partial<Current> = {}): Current => ({
-  model: 'stories260K', identity: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false,
+  model: 'stories260K', identity: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, system: undefined, tools: [],
   good: { mode: 'text', value: ' Tom' }, bad: { mode: 'text', value: ' Lily' }, interventions: [draft({})], ...patch,
 });
 /** An analysis of now() under its interventions. */
-const analysed = () => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
+const analysed = () => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', prompt: 'Lily gave the ball to', chatTemplate: false, system: undefined, tools: [], good: now().good, bad: now().bad, steering: appliedInterventions(now().interventions) });
 
 describe('a result is stale when the experiment differs from what was analysed', () => {
   it('nothing changed: up to date', () => {
@@ -91,15 +92,59 @@ describe('a result is stale when the same model is loaded again with other weigh
   });
 });
 
+describe('the chat turn (template, system prompt, tools) is part of the prompt a result read', () => {
+  const TOOL = { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } };
+  const turn = { chatTemplate: true, system: 'Be brief.', tools: [TOOL] };
+  const ran = () => ({ ...analysed(), ...turn });
+  const pairRan = (): PairRun => ({ modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', clean: 'a', corrupt: 'b', ...turn, good: now().good, bad: now().bad });
+  const pairAt = (patch: Partial<PairNow>): PairNow => ({ model: 'stories260K', identity: 'stories260K · float32 · WebGPU', clean: 'a', corrupt: 'b', ...turn, good: now().good, bad: now().bad, windowSteering: [], ...patch });
+
+  it('a system prompt or tools edited, added or removed makes an analysis and a pair run stale ("prompt")', () => {
+    expect(staleParts(ran(), now(turn))).toEqual([]);
+    for (const edit of [{ system: 'Answer in French.' }, { system: undefined }, { tools: [] }, { tools: [TOOL, { ...TOOL, function: { name: 'send' } }] }]) {
+      expect(staleParts(ran(), now({ ...turn, ...edit })), JSON.stringify(edit)).toEqual(['prompt']);
+      expect(pairStaleParts(pairRan(), pairAt(edit)), JSON.stringify(edit)).toEqual(['prompt']);
+    }
+    expect(pairStaleParts(pairRan(), pairAt({}))).toEqual([]);
+  });
+
+  it('an empty system prompt is none, and with the template off in both the system prompt and tools are not read', () => {
+    expect(staleParts({ ...ran(), system: undefined }, now({ ...turn, system: '' }))).toEqual([]);
+    const off = { chatTemplate: false, system: 'Be brief.', tools: [TOOL] };
+    expect(staleParts({ ...analysed(), ...off }, now({ chatTemplate: false, system: undefined, tools: [] }))).toEqual([]);
+  });
+
+  it('a probe run over a labelled set: a prompt of either class or the chat turn', () => {
+    const probeRan = { modelLabel: 'stories260K', computedWith: 'stories260K · float32 · WebGPU', positive: ['x', 'y'], negative: ['z'], ...turn };
+    const at = (patch: object = {}) => ({ model: 'stories260K', identity: 'stories260K · float32 · WebGPU', positive: ['x', 'y'], negative: ['z'], ...turn, ...patch });
+    expect(setStaleParts(probeRan, at())).toEqual([]);
+    expect(setStaleParts(probeRan, at({ tools: [] }))).toEqual(['prompt']);
+    expect(setStaleParts(probeRan, at({ system: 'other' }))).toEqual(['prompt']);
+    expect(setStaleParts(probeRan, at({ negative: ['z', 'w'] }))).toEqual(['prompt']);
+    expect(setStaleParts(probeRan, at({ identity: 'stories260K · Q8_0 · CPU' }))).toEqual(['load']);
+  });
+
+  it('opening a patch cell makes the grid\'s chat turn the experiment\'s, with its patched prompt', () => {
+    useStore.setState({ prompt: 'other', chatTemplate: false, system: undefined, tools: [], interventions: [] });
+    useStore.getState().setPatching({ ...pairRan(), result: { direction: 'denoise', hookTemplate: 'blocks.{l}.hook_resid_pre', columns: 'position' } as never });
+    const opened = openPatchCell(1, 0);
+    expect(opened?.promptChanged).toBe(true);
+    const s = useStore.getState();
+    expect({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools }).toEqual({ prompt: 'b', ...turn });
+    expect(s.interventions.at(-1)).toMatchObject({ type: 'patch', hook: 'blocks.1.hook_resid_pre', source: 'a', positions: [0] });
+    expect(openPatchCell(1, 0)?.promptChanged).toBe(false);
+  });
+});
+
 describe('a run on the prompt pair (patching grid, decision-point report) is stale when its own inputs differ', () => {
   const F32 = 'stories260K · float32 · WebGPU';
   /** The fresh-user trial: a grid of the cat/dog pair, futures " mat" vs " dog", float32 on WebGPU. */
   const run = (patch: Partial<PairRun> = {}): PairRun => ({
-    modelLabel: 'stories260K', computedWith: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    modelLabel: 'stories260K', computedWith: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false, system: undefined, tools: [],
     good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, ...patch,
   });
   const pairNow = (patch: Partial<PairNow> = {}): PairNow => ({
-    model: 'stories260K', identity: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false,
+    model: 'stories260K', identity: F32, clean: 'The cat sat on the mat.', corrupt: 'The cat sat on the dog.', chatTemplate: false, system: undefined, tools: [],
     good: { mode: 'text', value: ' mat' }, bad: { mode: 'text', value: ' dog' }, windowSteering: [], ...patch,
   });
 

@@ -20,7 +20,7 @@ import { sampleToken, seededRandom } from '../../analysis/sampling';
 import { entropy, topIds } from '../../analysis/distribution';
 import { logSoftmaxCpu } from '../../ops/logits.cpu';
 import { contextMessage } from '../../model/transformer';
-import { nodeOf, pathOf, treePrompt, type BranchTree, type DrawSettings, type TopTokens, type TreeNode, type TreePath } from './tree';
+import { nodeOf, pathOf, treePrompt, TREE_VERSION, type BranchTree, type DrawSettings, type TopTokens, type TreeFuture, type TreeNode, type TreePath } from './tree';
 
 export interface ExploreRequest extends PromptInput {
   good: FutureInput;
@@ -88,20 +88,32 @@ export function firstTokenInContext(engine: Engine, prefixIds: readonly number[]
   return engine.resolveFuture(prefixIds, { text }, { prompt }).sequences[0][0];
 }
 
+/**
+ * A future as a tree names it (BranchTree.good): a text future as written, a tool call alone as
+ * name(arguments JSON), else its tokens as they read, alternatives joined by " | ".
+ */
+export function futureName(input: FutureInput, resolved: ResolvedFuture): string {
+  if (input.text !== undefined && !input.ids && !input.toolCall) return input.text;
+  if (input.toolCall && !input.ids && !input.text) return `${input.toolCall.name}(${JSON.stringify(input.toolCall.arguments)})`;
+  return resolved.tokens.map((t) => t.join('')).join(' | ');
+}
+
+/** The sequences of two resolutions are the same ids. */
+const sameSequences = (a: readonly number[][], b: readonly number[][]) => a.length === b.length && a.every((s, i) => s.length === b[i].length && s.every((id, j) => id === b[i][j]));
+
 export class BranchExplorer {
   private readonly kv: PrefixCache;
   private readonly shapes = new Map<number, RunShape>();
   /** Token and computing node of each KV-cache row this explorer wrote (valid while kv.validRows covers them). */
   private rowIds: number[] = [];
   private rowOwner: number[] = [];
-  private readonly good: ResolvedFuture;
-  private readonly bad: ResolvedFuture;
-
-  private constructor(private readonly engine: Engine, readonly tree: BranchTree, private readonly req: ExploreRequest) {
+  private constructor(private readonly engine: Engine, readonly tree: BranchTree, private readonly req: ExploreRequest, private readonly good: ResolvedFuture, private readonly bad: ResolvedFuture) {
     this.kv = new PrefixCache(engine.model);
-    const p = tree.promptIds;
-    this.good = engine.resolveFuture(p, req.good, req, 'good');
-    this.bad = engine.resolveFuture(p, req.bad, req, 'bad');
+  }
+
+  /** The token sequences the margins are of (the tree's futures resolved after its prompt). */
+  get futureIds(): { good: number[][]; bad: number[][] } {
+    return { good: this.good.sequences.map((s) => [...s]), bad: this.bad.sequences.map((s) => [...s]) };
   }
 
   /** Absolute end position (exclusive) of every path. */
@@ -126,16 +138,20 @@ export class BranchExplorer {
     const T = promptIds.length;
     if (T + req.maxNewTokens > engine.model.contextLength) throw new Error(`prompt plus new tokens: ${contextMessage(T + req.maxNewTokens, engine.spec.nCtx, engine.model.contextLength)}`);
     const nan = promptIds.map(() => NaN);
+    const good = engine.resolveFuture(promptIds, req.good, req, 'good');
+    const bad = engine.resolveFuture(promptIds, req.bad, req, 'bad');
+    const kept = (input: FutureInput, r: ResolvedFuture): TreeFuture => ({ input: structuredClone(input), sequences: r.sequences.map((s) => [...s]) });
     const tree: BranchTree = {
-      version: 1, model: modelLabel, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false,
+      version: TREE_VERSION, model: modelLabel, prompt: req.prompt, chatTemplate: req.chatTemplate ?? false,
       ...(req.system !== undefined ? { system: req.system } : {}), ...(req.tools?.length ? { tools: req.tools } : {}),
       ...(req.enableThinking !== undefined ? { enableThinking: req.enableThinking } : {}),
-      promptIds, promptTokens: engine.tokenStrings(promptIds), good: req.good.text ?? '', bad: req.bad.text ?? '',
+      promptIds, promptTokens: engine.tokenStrings(promptIds), good: futureName(req.good, good), bad: futureName(req.bad, bad),
+      futures: { good: kept(req.good, good), bad: kept(req.bad, bad) },
       maxNewTokens: req.maxNewTokens,
       promptStats: { logProbs: [...nan], margins: [...nan], entropy: [...nan], top: promptIds.map(() => ({ ids: [], tokens: [], logProbs: [] })) },
       nodes: [],
     };
-    const x = new BranchExplorer(engine, tree, req);
+    const x = new BranchExplorer(engine, tree, req, good, bad);
     const shape: RunShape = { interventions: draw.steered ? [...interventions] : [], nPrompt: T };
     const root: TreeNode = { id: 0, parent: null, start: T, ids: [], tokens: [], logProbs: [], margins: [], entropy: [], top: [], settings: { ...draw }, stop: 'length', forwarded: 0 };
     tree.nodes.push(root);
@@ -159,13 +175,24 @@ export class BranchExplorer {
 
   /**
    * Re-opens an exported tree (validated with validateTree) on this engine: no model run until the
-   * next fork, which recomputes the path it forks from (steered nodes under `interventions`).
-   * @throws Error when the tree's prompt does not tokenize to its promptIds on this model.
+   * next fork, which recomputes the path it forks from (steered nodes under `interventions`). The
+   * futures are the tree's own, as they were given (text, ids or a tool call); a tree read from a
+   * version-1 file gets their sequences recorded here.
+   * @throws Error when the tree's prompt does not tokenize to its promptIds on this model, or a
+   *   future does not resolve to the sequences the tree recorded for it.
    */
   static restore(engine: Engine, tree: BranchTree, interventions: readonly Intervention[] = [], topK = 5): BranchExplorer {
     const ids = engine.encodePrompt(tree);
     if (ids.join() !== tree.promptIds.join()) throw new Error(`the tree's prompt tokenizes differently on ${engine.label}: was it made with another model (${tree.model})?`);
-    const x = new BranchExplorer(engine, tree, { ...treePrompt(tree), good: { text: tree.good }, bad: { text: tree.bad }, maxNewTokens: tree.maxNewTokens, topK });
+    const req: ExploreRequest = { ...treePrompt(tree), good: tree.futures.good.input, bad: tree.futures.bad.input, maxNewTokens: tree.maxNewTokens, topK };
+    const resolved = (which: 'good' | 'bad'): ResolvedFuture => {
+      const f = tree.futures[which];
+      const r = engine.resolveFuture(tree.promptIds, f.input, req, which);
+      if (f.sequences && !sameSequences(f.sequences, r.sequences)) throw new Error(`the tree's ${which} future resolves to other tokens on ${engine.label} than it recorded: was it made with another model (${tree.model})?`);
+      f.sequences = r.sequences.map((s) => [...s]);
+      return r;
+    };
+    const x = new BranchExplorer(engine, tree, req, resolved('good'), resolved('bad'));
     for (const n of tree.nodes) x.shapes.set(n.id, x.shapeFor(n, interventions));
     return x;
   }

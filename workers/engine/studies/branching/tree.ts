@@ -5,8 +5,12 @@
  * trunk's end. Positions are absolute (prompt tokens 0..T−1, new token k at T + k), so a fork from
  * a prompt token and a fork from a generated token are the same thing. Plain JSON: exported,
  * restored, and sent between the worker and the UI as it is.
+ *
+ * File versions: 2 keeps each future as the request gave it (text, token ids or a tool call) with
+ * the token sequences it resolved to; 1 kept only a future's text (an id or tool-call future was
+ * written as ""). validateTree reads both and gives version 2.
  */
-import { promptWith, type PromptInput } from '../../prompt';
+import { promptWith, type FutureInput, type PromptInput } from '../../prompt';
 
 /** How a node's continuation was drawn. */
 export interface DrawSettings {
@@ -49,8 +53,22 @@ export interface TreeNode {
   forwarded: number;
 }
 
+/** The version validateTree gives and BranchExplorer writes. */
+export const TREE_VERSION = 2;
+
+/** One of a tree's futures: as the request gave it, and the token sequences it resolved to after the tree's prompt. */
+export interface TreeFuture {
+  /** The future as written: text (alternatives "|"), token-id sequences, or a tool call (prompt.ts FutureInput). */
+  input: FutureInput;
+  /**
+   * Its token sequences after the prompt (ResolvedFuture.sequences), the ids the margins are of;
+   * absent only in a tree read from a version-1 file until BranchExplorer.restore resolves them.
+   */
+  sequences?: number[][];
+}
+
 export interface BranchTree {
-  version: 1;
+  version: 2;
   model: string;
   prompt: string;
   chatTemplate: boolean;
@@ -61,9 +79,14 @@ export interface BranchTree {
   enableThinking?: boolean;
   promptIds: number[];
   promptTokens: string[];
-  /** The experiment's futures as written (the margins are of these). */
+  /**
+   * The futures as the views name them: a text future as written, a tool call as name(arguments),
+   * an id future as its tokens read (alternatives joined by " | "). The margins are of `futures`, never re-read from these.
+   */
   good: string;
   bad: string;
+  /** The futures the margins Δ = log p(good) − log p(bad) are of, as given (version 2). */
+  futures: { good: TreeFuture; bad: TreeFuture };
   /** Every path ends at absolute position promptIds.length + maxNewTokens − 1 (or earlier at eos). */
   maxNewTokens: number;
   /**
@@ -125,14 +148,47 @@ export function forkEdge(n: TreeNode): { token: string; id: number; prob: number
   return { token: n.tokens[0] ?? '', id: n.ids[0], prob: Math.exp(n.logProbs[0]) };
 }
 
+const isIdList = (x: unknown): x is number[] => Array.isArray(x) && x.length > 0 && x.every((id) => Number.isInteger(id) && id >= 0);
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** A version-2 file's future, checked. @throws Error naming the future and what is wrong with it. */
+function checkFuture(which: 'good' | 'bad', x: unknown): TreeFuture {
+  const where = `futures.${which}`;
+  if (!isObject(x) || !isObject(x.input)) throw new Error(`${where} must be an object with the future as given in "input"`);
+  const f = x.input;
+  const kinds = (['text', 'ids', 'toolCall'] as const).filter((k) => f[k] !== undefined);
+  if (kinds.length === 0) throw new Error(`${where}.input must hold text, ids or a toolCall (their alternatives together form the future)`);
+  if (f.text !== undefined && (typeof f.text !== 'string' || f.text === '')) throw new Error(`${where}.input.text must be non-empty text`);
+  if (f.ids !== undefined && (!Array.isArray(f.ids) || f.ids.length === 0 || !f.ids.every(isIdList))) throw new Error(`${where}.input.ids must be a list of token-id sequences (non-negative integers)`);
+  if (f.toolCall !== undefined && (!isObject(f.toolCall) || typeof f.toolCall.name !== 'string' || !isObject(f.toolCall.arguments))) throw new Error(`${where}.input.toolCall must be {"name": text, "arguments": object}`);
+  if (x.sequences !== undefined && (!Array.isArray(x.sequences) || x.sequences.length === 0 || !x.sequences.every(isIdList))) throw new Error(`${where}.sequences must be the token-id sequences the future resolved to`);
+  return x as unknown as TreeFuture;
+}
+
+/** A version-1 file's future (text only), as version 2 holds it. @throws Error when it has no text: version 1 wrote an id or tool-call future as "". */
+function textFuture(which: 'good' | 'bad', text: unknown): TreeFuture {
+  if (typeof text !== 'string' || text === '') throw new Error(`this version-1 tree has no ${which} future: version 1 kept only text futures and wrote an id or tool-call future as "", so its margins cannot be continued; grow the tree again (version 2 keeps every future)`);
+  return { input: { text } };
+}
+
 /**
- * Checks a tree read from a file before it is shown (restoring an export).
- * @throws Error saying what is wrong: not a version-1 tree, a node whose parent is missing or comes
- *   later, a fork outside its parent's span, arrays of unequal length.
+ * Checks a tree read from a file before it is shown (restoring an export); a version-1 tree is
+ * given as version 2, its text futures as `futures` (their sequences resolved by BranchExplorer.restore).
+ * @throws Error saying what is wrong: not a version-1 or -2 tree, a future that is missing or
+ *   malformed, a node whose parent is missing or comes later, a fork outside its parent's span,
+ *   arrays of unequal length.
  */
 export function validateTree(x: unknown): BranchTree {
-  const t = x as BranchTree;
-  if (typeof t !== 'object' || t === null || t.version !== 1 || !Array.isArray(t.nodes) || !Array.isArray(t.promptIds)) throw new Error('not a Branchpoint branch tree (version 1 JSON with promptIds and nodes)');
+  const raw = x as Omit<BranchTree, 'version'> & { version: unknown };
+  if (typeof raw !== 'object' || raw === null || (raw.version !== 1 && raw.version !== TREE_VERSION) || !Array.isArray(raw.nodes) || !Array.isArray(raw.promptIds)) {
+    throw new Error('not a Branchpoint branch tree (version 1 or 2 JSON with promptIds and nodes)');
+  }
+  if (typeof raw.good !== 'string' || typeof raw.bad !== 'string') throw new Error('good and bad must be text (the futures as the views name them)');
+  const futures = raw.version === 1
+    ? { good: textFuture('good', raw.good), bad: textFuture('bad', raw.bad) }
+    : isObject(raw.futures) ? { good: checkFuture('good', raw.futures.good), bad: checkFuture('bad', raw.futures.bad) } : null;
+  if (!futures) throw new Error('a version-2 tree must hold its futures ("futures": {"good", "bad"})');
+  const t: BranchTree = { ...raw, version: TREE_VERSION, futures };
   const ps = t.promptStats;
   if (!ps || (['logProbs', 'margins', 'entropy', 'top'] as const).some((k) => !Array.isArray(ps[k]) || ps[k].length !== t.promptIds.length)) throw new Error('promptStats must hold one entry per prompt token');
   if (t.system !== undefined && typeof t.system !== 'string') throw new Error('system must be text (the system prompt the tree\'s prompt was rendered with)');
