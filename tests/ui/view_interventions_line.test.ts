@@ -36,6 +36,20 @@ describe('the interventions line of every view', () => {
     expect(p.className).toContain('warn');
   });
 
+  it('a view that runs with the interventions says so when none is enabled (its "steered" run is the unsteered one)', () => {
+    useStore.setState({ interventions: [{ ...add, id: 1, enabled: false }] });
+    act(() => dom.root.render(createElement(ViewInterventionsLine, { view: 'margins' })));
+    const p = dom.host.querySelector('[data-testid="view-interventions"]')!;
+    expect(p.textContent).toContain('None is enabled now: the run is unsteered.');
+    act(() => useStore.setState({ interventions: [{ ...add, id: 1 }] }));
+    expect(p.textContent).toContain('(1 enabled now.)');
+    expect(p.textContent).not.toContain('None is enabled');
+    act(() => dom.root.render(createElement(ViewInterventionsLine, { view: 'patching' })));
+    act(() => useStore.setState({ interventions: [] }));
+    expect(dom.host.textContent).toContain('Runs without the interventions of the list');
+    expect(dom.host.textContent).not.toContain('None is enabled');
+  });
+
   it('App draws the line above the active view', async () => {
     const { readFileSync } = await import('node:fs');
     expect(readFileSync('app/App.tsx', 'utf8')).toMatch(/<ViewInterventionsLine view=\{view\} \/>\s*<ActiveView view=\{view\} \/>/);
