@@ -1,7 +1,7 @@
 /**
- * The nnsight export's golden scripts (tests/nnsight/golden/*.py): the script generated for three
+ * The nnsight export's golden scripts (tests/nnsight/golden/*.py): the script generated for four
  * experiments (tests/nnsight/experiments: lens with a patching grid, a dose–response sweep, a steered
- * generation's intervention window). `npx tsx tools/nnsight_golden.ts` lists them; `--write` rewrites
+ * generation's intervention window, a chat turn with a system prompt and a tool). `npx tsx tools/nnsight_golden.ts` lists them; `--write` rewrites
  * them after a deliberate change to the generator. tests/nnsight/nnsight_script.test.ts fails when a
  * generated script differs from its golden file.
  */
@@ -21,11 +21,12 @@ export interface GoldenCase {
   golden: string;
 }
 
-/** The three cases. */
+/** The four cases. */
 export const GOLDEN_CASES: readonly GoldenCase[] = ([
   { name: 'lens', patching: { corrupt: 'The little boy saw a dog. Then', hook: 'resid_pre', direction: 'denoise' } },
   { name: 'sweep' },
   { name: 'steer' },
+  { name: 'chat' },
 ] satisfies Omit<GoldenCase, 'experiment' | 'golden'>[]).map((c) => ({ ...c, experiment: path.join(DIR, 'experiments', `${c.name}.json`), golden: path.join(DIR, 'golden', `${c.name}.py`) }));
 
 /** The script a case generates now. */

@@ -100,6 +100,42 @@ describe('nnsight script', () => {
     expect(nnsightScript({ ...load('lens'), model: { kind: 'hub', repo: 'org/model', revision: 'main' } })).not.toContain('os.path.isdir(MODEL_ID)');
   });
 
+  withPython('renders the chat turn as the workbench does: system prompt, tools, enable_thinking only when set, then ids without a second BOS', () => {
+    /** The script's encode(PROMPT) run by Python against a recording tokenizer: what it asks apply_chat_template and the tokenizer. */
+    const calls = (e: Experiment): { template: Record<string, unknown>; tokenize: Record<string, unknown> } => {
+      const script = nnsightScript(e);
+      const constants = script.slice(script.indexOf('\nREMOTE = ') + 1, script.indexOf('if not str(nnsight.__version__)'));
+      const encode = script.slice(script.indexOf('\ndef encode(text):'), script.indexOf('\ndef first_ids('));
+      const stub = [
+        'calls = {}',
+        'class Ids:',
+        '    input_ids = [7, 8]',
+        'class Tok:',
+        '    def apply_chat_template(self, messages, **kw):',
+        '        calls["template"] = dict(kw, messages=messages)',
+        '        return "RENDERED"',
+        '    def __call__(self, text, **kw):',
+        '        calls["tokenize"] = dict(kw, text=text)',
+        '        return Ids()',
+        'tok = Tok()',
+      ].join('\n');
+      const file = path.join(tmp, 'encode.py');
+      fs.writeFileSync(file, `import json, os, sys\n${constants}\n${stub}\n${encode}\nassert encode(PROMPT) == [7, 8]\nprint(json.dumps(calls))\n`);
+      return JSON.parse(execFileSync(PYTHON, [file], { encoding: 'utf8' })) as { template: Record<string, unknown>; tokenize: Record<string, unknown> };
+    };
+    const chat = load('chat');
+    expect(chat.system && chat.tools.length && chat.enableThinking === false && chat.chatTemplate).toBeTruthy();
+    expect(calls(chat)).toEqual({
+      template: { messages: [{ role: 'system', content: chat.system }, { role: 'user', content: chat.prompt }], tools: JSON.parse(JSON.stringify(chat.tools)), add_generation_prompt: true, tokenize: false, enable_thinking: false },
+      tokenize: { text: 'RENDERED', add_special_tokens: false },
+    });
+    // no system prompt, no tools, enable_thinking unset: the user turn alone, tools=None, the variable not passed
+    const bare: Experiment = { ...chat, tools: [] };
+    delete bare.system;
+    delete bare.enableThinking;
+    expect(calls(bare).template).toEqual({ messages: [{ role: 'user', content: chat.prompt }], tools: null, add_generation_prompt: true, tokenize: false });
+  });
+
   it('says in its header that REMOTE = False on the small model is the parity check before NDIF', () => {
     const script = nnsightScript(load('lens'));
     expect(script).toMatch(/^REMOTE = False/m);

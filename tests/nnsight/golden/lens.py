@@ -35,6 +35,10 @@ OUT = "branchpoint-results.json"
 EXPERIMENT = json.loads("{\"format\":\"branchpoint-experiment\",\"version\":3,\"title\":\"Where does “she” win?\",\"note\":\"Girl → “she” by +4 nats, but only in the final layer (L4): L0–L3 look the same for a boy (next slide).\",\"model\":{\"kind\":\"bundled\",\"name\":\"stories260K\"},\"prompt\":\"The little girl saw a dog. Then\",\"chatTemplate\":false,\"tools\":[],\"good\":{\"mode\":\"text\",\"value\":\" she\"},\"bad\":{\"mode\":\"text\",\"value\":\" he\"},\"generation\":{\"maxNewTokens\":32,\"temperature\":0,\"topK\":0,\"seed\":0},\"vectors\":[],\"interventions\":[],\"saes\":[],\"view\":{\"name\":\"margins\",\"showDifference\":false,\"showTables\":false,\"sinkEps\":0.3,\"heatmapScale\":\"robust\",\"selection\":null}}")
 PROMPT = "The little girl saw a dog. Then"
 CHAT_TEMPLATE = False
+# With CHAT_TEMPLATE: the chat turn around the prompt (apply_chat_template's messages, tools, enable_thinking; None: not passed).
+SYSTEM = None
+TOOLS = json.loads("[]")
+ENABLE_THINKING = None
 # First-token alternatives of each future: a string is tokenised, a number is a token id.
 GOOD = [" she"]
 BAD = [" he"]
@@ -69,8 +73,14 @@ N_LAYERS = model.config.num_hidden_layers
 
 
 def encode(text):
+    """The prompt's ids as the workbench reads them: with the chat template, the chat turn (system
+    prompt, tools, enable_thinking when set) rendered to text and tokenised without special tokens
+    (the template writes its own BOS); without it, the text with the tokenizer's special tokens."""
     if CHAT_TEMPLATE:
-        return list(tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True))
+        messages = ([{"role": "system", "content": SYSTEM}] if SYSTEM else []) + [{"role": "user", "content": text}]
+        thinking = {} if ENABLE_THINKING is None else {"enable_thinking": ENABLE_THINKING}
+        rendered = tok.apply_chat_template(messages, tools=TOOLS or None, add_generation_prompt=True, tokenize=False, **thinking)
+        return list(tok(rendered, add_special_tokens=False).input_ids)
     return list(tok(text).input_ids)
 
 

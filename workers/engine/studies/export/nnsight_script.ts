@@ -58,12 +58,27 @@ export function nnsightModelId(e: Experiment): { id: string; revision: string | 
 
 /**
  * A future's first-token alternatives: ids as numbers, text as strings the script tokenises.
- * @throws Error for a tool-call future (the script renders no chat template).
+ * @throws Error for a tool-call future (the script scores first tokens of text or ids, not a rendered tool call).
  */
 function firstTokens(f: Experiment['good']): (string | number)[] {
   const input = futureInput(f);
-  if ('toolCall' in input) throw new Error(`the tool-call future "${input.toolCall.name}" is not exported to the nnsight script (its tokens depend on the chat template the script does not render): give the future as text or ids`);
+  if ('toolCall' in input) throw new Error(`the tool-call future "${input.toolCall.name}" is not exported to the nnsight script (its tokens are the chat template's rendering of the call, which the script does not compute): give the future as text or ids`);
   return 'ids' in input ? input.ids.map((s) => s[0]) : input.text.split('|').filter((s) => s !== '');
+}
+
+/**
+ * The script's chat-turn constants: SYSTEM (the system prompt, or None), TOOLS (the tools offered,
+ * apply_chat_template's `tools`) and ENABLE_THINKING (the template variable, None: not passed), as
+ * promptConversation / PromptCodec build the turn (an empty system prompt is no system message; no
+ * tools pass tools=None). Strings and tools go through json.loads of a JSON string literal.
+ */
+function chatTurnLines(e: Experiment): string[] {
+  return [
+    '# With CHAT_TEMPLATE: the chat turn around the prompt (apply_chat_template\'s messages, tools, enable_thinking; None: not passed).',
+    `SYSTEM = ${e.system === undefined ? 'None' : `json.loads(${JSON.stringify(JSON.stringify(e.system))})`}`,
+    `TOOLS = json.loads(${JSON.stringify(JSON.stringify(e.tools))})`,
+    `ENABLE_THINKING = ${pyLiteral(e.enableThinking ?? null)}`,
+  ];
 }
 
 /** An enabled intervention as the script writes it: α·vector added at blocks[layer]'s input (pre) or output (post). */
@@ -182,6 +197,7 @@ if MODEL_ID == ${pyLiteral(m.id)} and not os.path.isdir(MODEL_ID):
     `EXPERIMENT = json.loads(${JSON.stringify(JSON.stringify(e))})`,
     `PROMPT = ${pyLiteral(e.prompt)}`,
     `CHAT_TEMPLATE = ${pyLiteral(e.chatTemplate)}`,
+    ...chatTurnLines(e),
     '# First-token alternatives of each future: a string is tokenised, a number is a token id.',
     `GOOD = ${pyLiteral(firstTokens(e.good))}`,
     `BAD = ${pyLiteral(firstTokens(e.bad))}`,
@@ -242,8 +258,14 @@ N_LAYERS = model.config.num_hidden_layers
 
 
 def encode(text):
+    """The prompt's ids as the workbench reads them: with the chat template, the chat turn (system
+    prompt, tools, enable_thinking when set) rendered to text and tokenised without special tokens
+    (the template writes its own BOS); without it, the text with the tokenizer's special tokens."""
     if CHAT_TEMPLATE:
-        return list(tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True))
+        messages = ([{"role": "system", "content": SYSTEM}] if SYSTEM else []) + [{"role": "user", "content": text}]
+        thinking = {} if ENABLE_THINKING is None else {"enable_thinking": ENABLE_THINKING}
+        rendered = tok.apply_chat_template(messages, tools=TOOLS or None, add_generation_prompt=True, tokenize=False, **thinking)
+        return list(tok(rendered, add_special_tokens=False).input_ids)
     return list(tok(text).input_ids)
 
 

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""A system prompt and a tool around the user turn - a Branchpoint experiment as an nnsight script.
+
+Written by Branchpoint against nnsight 0.7.0 (LanguageModel, .trace, .session, .generate,
+.save); it warns when another version is installed. It computes, with the workbench's definitions
+(margin = log p(good) - log p(bad) over first-token sets, in nats):
+  lens    logit-lens margins [n_layers+1][n_tokens] of the (steered) prompt
+  patch   the activation-patching recovery grid [n_layers][n_tokens] (when PATCH is set)
+  sweep   the dose-response margins [layer][dose] (when SWEEP is set)
+  window  the intervention window: the outcome of steering from step k (when STEERING is not empty)
+and writes them to OUT as a Branchpoint results file (docs/results-format.md); open it in the
+workbench with Open results...
+
+PARITY CHECK FIRST: run this script with REMOTE = False on the small model the experiment was made
+with, and compare its results with the workbench's (`branchpoint results --experiment FILE --out R.json`,
+or the app's views). Only when they agree, set REMOTE = True and MODEL_ID to the large model, and queue
+it on NDIF.
+"""
+import json
+import math
+import os
+import sys
+
+import torch
+import nnsight
+from nnsight import LanguageModel
+
+REMOTE = False  # True: run on NDIF (nnsight.CONFIG.set_default_api_key("...") first)
+MODEL_ID = "Qwen/Qwen3-0.6B"
+REVISION = None
+NNSIGHT_VERSION = "0.7.0"
+OUT = "branchpoint-results.json"
+
+# The experiment as the workbench saved it (copied into the results file).
+EXPERIMENT = json.loads("{\"format\":\"branchpoint-experiment\",\"version\":3,\"title\":\"A system prompt and a tool around the user turn\",\"note\":\"Qwen3 chat turn: system prompt, one tool, enable_thinking false (the empty think block).\",\"model\":{\"kind\":\"hub\",\"repo\":\"Qwen/Qwen3-0.6B\",\"revision\":\"main\"},\"prompt\":\"What is in notes.txt?\",\"chatTemplate\":true,\"system\":\"You are a careful assistant. Say \\\"I don't know\\\" when unsure.\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"Read a file from the workspace.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"Path of the file.\"}},\"required\":[\"path\"]}}}],\"enableThinking\":false,\"good\":{\"mode\":\"text\",\"value\":\"<tool_call>\"},\"bad\":{\"mode\":\"text\",\"value\":\"I\"},\"generation\":{\"maxNewTokens\":32,\"temperature\":0,\"topK\":0,\"seed\":0},\"vectors\":[],\"interventions\":[],\"saes\":[],\"view\":{\"name\":\"margins\",\"showDifference\":false,\"showTables\":false,\"sinkEps\":0.3,\"heatmapScale\":\"robust\",\"selection\":null}}")
+PROMPT = "What is in notes.txt?"
+CHAT_TEMPLATE = True
+# With CHAT_TEMPLATE: the chat turn around the prompt (apply_chat_template's messages, tools, enable_thinking; None: not passed).
+SYSTEM = json.loads("\"You are a careful assistant. Say \\\"I don't know\\\" when unsure.\"")
+TOOLS = json.loads("[{\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"Read a file from the workspace.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"Path of the file.\"}},\"required\":[\"path\"]}}}]")
+ENABLE_THINKING = False
+# First-token alternatives of each future: a string is tokenised, a number is a token id.
+GOOD = ["<tool_call>"]
+BAD = ["I"]
+# Enabled interventions: alpha * vector added to the residual stream at blocks[layer] input ("pre") or output ("post").
+STEERING = []
+PATCH = None
+SWEEP = None
+WINDOW = None
+
+if not str(nnsight.__version__).startswith(NNSIGHT_VERSION):
+    print(f"warning: written for nnsight {NNSIGHT_VERSION}; this is {nnsight.__version__}", file=sys.stderr)
+
+model = LanguageModel(MODEL_ID, revision=REVISION or "main", device_map="auto", dispatch=not REMOTE)
+tok = model.tokenizer
+# Where the blocks, the final norm and the unembedding are (HF module names per model_type).
+PATHS = {"gpt2": ("transformer.h", "transformer.ln_f", "lm_head"), "gpt_neox": ("gpt_neox.layers", "gpt_neox.final_layer_norm", "embed_out")}
+
+
+def envoy(path):
+    node = model
+    for name in path.split("."):
+        node = getattr(node, name)
+    return node
+
+
+layers_path, norm_path, head_path = PATHS.get(model.config.model_type, ("model.layers", "model.norm", "lm_head"))
+LAYERS, NORM, HEAD = envoy(layers_path), envoy(norm_path), envoy(head_path)
+N_LAYERS = model.config.num_hidden_layers
+
+
+def encode(text):
+    """The prompt's ids as the workbench reads them: with the chat template, the chat turn (system
+    prompt, tools, enable_thinking when set) rendered to text and tokenised without special tokens
+    (the template writes its own BOS); without it, the text with the tokenizer's special tokens."""
+    if CHAT_TEMPLATE:
+        messages = ([{"role": "system", "content": SYSTEM}] if SYSTEM else []) + [{"role": "user", "content": text}]
+        thinking = {} if ENABLE_THINKING is None else {"enable_thinking": ENABLE_THINKING}
+        rendered = tok.apply_chat_template(messages, tools=TOOLS or None, add_generation_prompt=True, tokenize=False, **thinking)
+        return list(tok(rendered, add_special_tokens=False).input_ids)
+    return list(tok(text).input_ids)
+
+
+def first_ids(alternatives):
+    ids = []
+    for a in alternatives:
+        i = a if isinstance(a, int) else tok(a, add_special_tokens=False).input_ids[0]
+        if i not in ids:
+            ids.append(i)
+    return ids
+
+
+def positions(spec, n):
+    """The absolute positions a steering spec covers among n positions."""
+    if spec in ("all", "prompt", "generated"):
+        lo = 0 if spec != "generated" else len(PROMPT_IDS)
+        hi = n if spec != "prompt" else len(PROMPT_IDS)
+        return list(range(lo, min(hi, n)))
+    if isinstance(spec, dict):
+        return list(range(spec["start"], min(spec["end"], n)))
+    return [p for p in spec if p < n]
+
+
+PROMPT_IDS = encode(PROMPT)
+T = len(PROMPT_IDS)
+GOOD_IDS, BAD_IDS = first_ids(GOOD), first_ids(BAD)
+N_GEN = WINDOW["max_new_tokens"] if WINDOW else 0
+# Each intervention as (layer, "pre"/"post", alpha * vector, its positions among prompt + generated
+# tokens), in the order the forward pass reaches them (nnsight reads modules in execution order).
+STEER = sorted(((s["layer"], s["at"], [s["alpha"] * x for x in s["vector"]], positions(s["positions"], T + N_GEN)) for s in STEERING), key=lambda s: (s[0], s[1] != "pre"))
+results = {
+    "format": "branchpoint-results",
+    "version": 1,
+    "model": MODEL_ID,
+    "where_ran": "NDIF remote" if REMOTE else "nnsight local",
+    "produced_by": f"nnsight {nnsight.__version__}",
+    "experiment": EXPERIMENT,
+}
+
+# lens: the residual stream before block 0 and after every block, through the final norm and the
+# unembedding (the logit lens), with the enabled interventions applied.
+with model.session(remote=REMOTE):
+    with model.trace(PROMPT_IDS):
+        rows = list().save()
+        for l in range(N_LAYERS):
+            h = LAYERS[l].input
+            for (sl, at, vec, pos) in STEER:
+                pos = [p for p in pos if p < T]
+                if sl == l and at == "pre" and pos:
+                    h[0, pos] += torch.tensor(vec, dtype=h.dtype, device=h.device)
+            if l == 0:
+                logp = HEAD(NORM(h))[0].float().log_softmax(-1)
+                rows.append((torch.logsumexp(logp[:, GOOD_IDS], -1) - torch.logsumexp(logp[:, BAD_IDS], -1)).cpu())
+            o = LAYERS[l].output
+            h = o[0] if isinstance(o, tuple) else o
+            for (sl, at, vec, pos) in STEER:
+                pos = [p for p in pos if p < T]
+                if sl == l and at == "post" and pos:
+                    h[0, pos] += torch.tensor(vec, dtype=h.dtype, device=h.device)
+            logp = HEAD(NORM(h))[0].float().log_softmax(-1)
+            rows.append((torch.logsumexp(logp[:, GOOD_IDS], -1) - torch.logsumexp(logp[:, BAD_IDS], -1)).cpu())
+        logp = HEAD.output[0].float().log_softmax(-1)
+        final = (torch.logsumexp(logp[:, GOOD_IDS], -1) - torch.logsumexp(logp[:, BAD_IDS], -1)).cpu().save()
+results["lens"] = {
+    "ids": PROMPT_IDS,
+    "tokens": tok.convert_ids_to_tokens(PROMPT_IDS),
+    "lens_margin": [r.tolist() for r in rows],
+    "final_margin": final.tolist(),
+}
+
+# patch: r = (margin_patched - margin_corrupt) / (margin_clean - margin_corrupt) at the last position,
+# the residual entering one block (hook_resid_pre) at one position patched from the source run into the target run.
+if PATCH:
+    CORRUPT_IDS = encode(PATCH["corrupt"])
+    if len(CORRUPT_IDS) != T:
+        sys.exit(f"the corrupted prompt has {len(CORRUPT_IDS)} tokens, the clean one {T}: patching needs equal lengths")
+    source_ids, target_ids = (PROMPT_IDS, CORRUPT_IDS) if PATCH["direction"] == "denoise" else (CORRUPT_IDS, PROMPT_IDS)
+    with model.session(remote=REMOTE):
+        ends = list().save()
+        for ids in (PROMPT_IDS, CORRUPT_IDS):
+            with model.trace(ids):
+                logp = HEAD.output[0, -1].float().log_softmax(-1)
+                ends.append(float(torch.logsumexp(logp[GOOD_IDS], -1) - torch.logsumexp(logp[BAD_IDS], -1)))
+        with model.trace(source_ids):
+            acts = list()
+            for l in range(N_LAYERS):
+                acts.append(LAYERS[l].input.clone())
+        patched = list().save()
+        for l in range(N_LAYERS):
+            row = list()
+            for t in range(T):
+                with model.trace(target_ids):
+                    LAYERS[l].input[0, t] = acts[l][0, t]
+                    logp = HEAD.output[0, -1].float().log_softmax(-1)
+                    row.append(float(torch.logsumexp(logp[GOOD_IDS], -1) - torch.logsumexp(logp[BAD_IDS], -1)))
+            patched.append(row)
+    clean, corrupt = ends[0], ends[1]
+    d = clean - corrupt
+    results["patch"] = {
+        "hook": "blocks.{l}.hook_resid_pre", "direction": PATCH["direction"], "metric": "final",
+        "clean": PROMPT, "corrupt": PATCH["corrupt"], "clean_tokens": tok.convert_ids_to_tokens(PROMPT_IDS),
+        "clean_margin": clean, "corrupt_margin": corrupt,
+        "recovery": [[(p - corrupt) / d if d != 0 else None for p in row] for row in patched],
+    }
+
+# sweep: the margin at the last prompt position with dose * vector added at every prompt position of one block.
+if SWEEP:
+    sweep_layers = SWEEP["layers"] if SWEEP["layers"] is not None else list(range(N_LAYERS))
+    with model.session(remote=REMOTE):
+        margins = list().save()
+        for l in sweep_layers:
+            row = list()
+            for dose in SWEEP["doses"]:
+                with model.trace(PROMPT_IDS):
+                    if SWEEP["at"] == "pre":
+                        h = LAYERS[l].input
+                    else:
+                        o = LAYERS[l].output
+                        h = o[0] if isinstance(o, tuple) else o
+                    h[0] += dose * torch.tensor(SWEEP["vector"], dtype=h.dtype, device=h.device)
+                    logp = HEAD.output[0, -1].float().log_softmax(-1)
+                    row.append(float(torch.logsumexp(logp[GOOD_IDS], -1) - torch.logsumexp(logp[BAD_IDS], -1)))
+            margins.append(row)
+    results["sweep"] = {
+        "layers": sweep_layers, "doses": SWEEP["doses"], "hooks": [f"blocks.{l}.hook_resid_{SWEEP['at']}" for l in sweep_layers],
+        "margin": [list(r) for r in margins], "unsteered_margin": results["lens"]["final_margin"][-1],
+    }
+
+# window: greedy generation of N tokens with the interventions switched on from step k (step 0 = the
+# prompt pass, step s >= 1 the forward of generated token s), k = 0..N-1, and without them (k = N);
+# the outcome is the mean margin over the N steps.
+if WINDOW:
+    N = WINDOW["max_new_tokens"]
+    with model.session(remote=REMOTE):
+        outcomes = list().save()
+        for k in range(N + 1):
+            with model.generate(PROMPT_IDS, max_new_tokens=N, do_sample=False) as tracer:
+                steps = list()
+                for step in tracer.iter[:N]:
+                    offset = 0 if step == 0 else T + step - 1
+                    width = T if step == 0 else 1
+                    for l in range(N_LAYERS):
+                        for (sl, at, vec, pos) in STEER:
+                            local = [p - offset for p in pos if offset <= p < offset + width]
+                            if sl == l and step >= k and local:
+                                if at == "pre":
+                                    h = LAYERS[l].input
+                                else:
+                                    o = LAYERS[l].output
+                                    h = o[0] if isinstance(o, tuple) else o
+                                h[0, local] += torch.tensor(vec, dtype=h.dtype, device=h.device)
+                    logp = HEAD.output[0, -1].float().log_softmax(-1)
+                    steps.append(float(torch.logsumexp(logp[GOOD_IDS], -1) - torch.logsumexp(logp[BAD_IDS], -1)))
+                outcomes.append(sum(steps) / len(steps))
+    ks = list(range(N))
+    unsteered = outcomes[N]
+    flips = [k for k in ks if unsteered != 0 and (outcomes[k] > 0) != (unsteered > 0) and outcomes[k] != 0]
+    results["window"] = {
+        "max_new_tokens": N, "ks": ks, "outcome": [outcomes[k] for k in ks],
+        "unsteered_outcome": unsteered, "point_of_no_return": flips[-1] if flips else None,
+    }
+
+with open(OUT, "w", encoding="utf-8") as f:
+    json.dump(results, f, allow_nan=False)
+print(f"wrote {OUT} ({', '.join(k for k in ('lens', 'patch', 'sweep', 'window') if k in results)}; {results['where_ran']})")
