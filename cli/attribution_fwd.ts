@@ -5,7 +5,7 @@
  */
 import { custom, int, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
-import { chatTurn } from './chat_turn';
+import { chatTurn, futureOfFlag } from './chat_turn';
 import { STUDIES, type StudyContext } from '../workers/engine/studies/registry';
 import type { TokenSpan } from '../workers/engine/studies/flow';
 
@@ -43,7 +43,7 @@ const grid = (flat: ArrayLike<number>, width: number): number[][] => Array.from(
 
 /** `branchpoint dla`. */
 export async function dlaCommand(study: StudyContext, f: Values<typeof DLA_FLAGS>): Promise<unknown> {
-  const r = await STUDIES.dla.run(study, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, position: f.position });
+  const r = await STUDIES.dla.run(study, { ...chatTurn(f), good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), position: f.position });
   return {
     tokens: r.tokens, position: r.position, approximation: r.approximation,
     components: { embed: r.embed, pos_embed: r.posEmbed, attn: Array.from(r.attn), mlp: Array.from(r.mlp), final_bias: r.finalBias },
@@ -54,7 +54,7 @@ export async function dlaCommand(study: StudyContext, f: Values<typeof DLA_FLAGS
 
 /** `branchpoint flow`. */
 export async function flowCommand(study: StudyContext, f: Values<typeof FLOW_FLAGS>): Promise<unknown> {
-  const r = await STUDIES.flow.run(study, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, spans: f.spans, generated: f.generated, baselineId: f.baseline });
+  const r = await STUDIES.flow.run(study, { ...chatTurn(f), good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), spans: f.spans, generated: f.generated, baselineId: f.baseline });
   return {
     tokens: r.tokens.slice(0, r.nPrompt), generated_tokens: r.tokens.slice(r.nPrompt), definition: r.definition,
     attribution: Array.from(r.attribution), spans: r.spans, bias: r.bias, frozen_margin: r.frozenMargin, margin: r.margin,

@@ -7,7 +7,7 @@ import { hookGradient } from '../workers/engine/studies/integrated_gradients';
 import { gridRows } from '../workers/engine/studies/report_json';
 import { text, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, GOOD, PROMPT, SYSTEM, TOOLS } from './shared_flags';
-import { chatTurn } from './chat_turn';
+import { chatTurn, futureOfFlag } from './chat_turn';
 
 export const GRAD_FLAGS = {
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
@@ -21,6 +21,6 @@ export const GRAD_ABOUT = `grad prints {hook, margin, tokens, grad: [n_tokens][w
 
 /** `branchpoint grad`: the gradient of the margin at one hook. */
 export async function gradCommand(engine: Engine, f: GradFlags): Promise<unknown> {
-  const r = await hookGradient(engine, { ...chatTurn(f), good: { text: f.good }, bad: { text: f.bad }, hook: f.hook });
+  const r = await hookGradient(engine, { ...chatTurn(f), good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), hook: f.hook });
   return { hook: r.hook, margin: r.margin, tokens: r.tokens, grad: gridRows(r.grad, r.width) };
 }

@@ -61,6 +61,29 @@ describe('runner flags --system, --tools and tool-call futures', () => {
     expect(prompt.endsWith('<|im_start|>user\nFree up disk space.<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
   }, 240_000);
 
+  it('dla, flow and grad score a tool-call --bad as the tokens the template writes for the call, as margins does (not as its JSON text)', async () => {
+    const model = makeQwen3VocabModel();
+    const turn = ['--prompt', 'Free up disk space.', '--good', ' ok', '--chat-template', 'true', '--tools', toolsFile, '--system', 'Be careful.'];
+    /** One runner command's JSON output. */
+    const run = async (argv: string[]): Promise<Record<string, unknown>> => {
+      const out: string[] = [];
+      const o = vi.spyOn(process.stdout, 'write').mockImplementation((s) => { out.push(String(s)); return true; });
+      const e = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      const code = await main(argv);
+      o.mockRestore();
+      e.mockRestore();
+      expect(code, argv.join(' ')).toBe(0);
+      return JSON.parse(out.join('')) as Record<string, unknown>;
+    };
+    const margins = await run(['margins', '--model', model, ...turn, '--bad', CALL]);
+    const final = (margins.final_margin as number[]).at(-1)!;
+    // scored as its JSON text instead, dla/flow/grad read other first tokens (the bug this guards: the margin moves)
+    for (const cmd of [['dla'], ['flow'], ['grad', '--hook', 'blocks.0.hook_resid_post']]) {
+      const r = await run([cmd[0], '--model', model, ...turn, '--bad', CALL, ...cmd.slice(1)]);
+      expect(r.margin as number, cmd[0]).toBeCloseTo(final, 3);
+    }
+  }, 240_000);
+
   it('dla, flow and grad take --system and --tools too: refused without the chat template; dla renders them into the prompt it decomposes', async () => {
     for (const cmd of ['dla', 'flow', 'grad']) {
       const argv = [cmd, '--model', 'm', '--prompt', 'Free up disk space.', '--good', ' ok', '--bad', ' no', ...(cmd === 'grad' ? ['--hook', 'blocks.0.hook_resid_post'] : [])];
