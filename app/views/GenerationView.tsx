@@ -6,6 +6,8 @@ import { cancelRunning } from '../actions/job';
 import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { ResultStatus } from '../components/ResultStatus';
+import { useChatTurn } from '../components/useExperimentRequest';
+import { sameTurn } from '../lib/stale';
 import { fixed, signed, quotedToken, visibleToken } from '../lib/format';
 import type { GenerationSettings } from '../store/experiment';
 import type { GenerationRun } from '../store/results';
@@ -122,6 +124,7 @@ export function GenerationView() {
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
   const prompt = useStore((s) => s.prompt);
+  const turn = useChatTurn();
   const maxNewTokens = useStore((s) => s.generation.maxNewTokens);
   const svg = useRef<SVGSVGElement | null>(null);
   const generating = job?.kind === 'generate';
@@ -153,7 +156,7 @@ export function GenerationView() {
           <button type="button" data-testid="cancel-generate" disabled={!generating} onClick={cancelRunning}>Cancel</button>
         </span>
       </form>
-      {gen ? <ResultStatus model={gen.modelLabel} computedWith={gen.computedWith} stale={gen.prompt !== prompt ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" /> : <p className="placeholder">Generate to watch the margin move token by token.</p>}
+      {gen ? <ResultStatus model={gen.modelLabel} computedWith={gen.computedWith} stale={gen.prompt !== prompt || !sameTurn(gen, turn) ? ['prompt'] : []} computedFor={gen.prompt} noun="generation" rerun={{ label: 'Generate', run: () => void generate() }} testId="generation-status" /> : <p className="placeholder">Generate to watch the margin move token by token.</p>}
       {gen && steered ? (
         <>
           <div className="compare" data-testid="generation-compare">

@@ -101,7 +101,7 @@ describe('the chat turn (template, system prompt, tools) is part of the prompt a
 
   it('a system prompt or tools edited, added or removed makes an analysis and a pair run stale ("prompt")', () => {
     expect(staleParts(ran(), now(turn))).toEqual([]);
-    for (const edit of [{ system: 'Answer in French.' }, { system: undefined }, { tools: [] }, { tools: [TOOL, { ...TOOL, function: { name: 'send' } }] }]) {
+    for (const edit of [{ system: 'Answer in French.' }, { system: undefined }, { tools: [] }, { tools: [TOOL, { ...TOOL, function: { name: 'send' } }] }, { enableThinking: false }, { enableThinking: true }]) {
       expect(staleParts(ran(), now({ ...turn, ...edit })), JSON.stringify(edit)).toEqual(['prompt']);
       expect(pairStaleParts(pairRan(), pairAt(edit)), JSON.stringify(edit)).toEqual(['prompt']);
     }
