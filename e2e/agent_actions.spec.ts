@@ -1,7 +1,6 @@
 import { test, expect } from '@playwright/test';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { makeQwen3VocabModel } from '../tests/tokenizers/qwen3_vocab_model';
+import { openQwen3VocabModel } from './qwen3_vocab';
 
 /**
  * The shipped agent-action study in the UI (issue #27) on the Qwen3-vocabulary tiny model (real
@@ -19,14 +18,7 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   test.setTimeout(240_000);
   fs.mkdirSync(SHOTS, { recursive: true });
   const t0 = Date.now();
-  const folder = makeQwen3VocabModel();
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.goto('/index.html');
-  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await page.getByTestId('folder-input').setInputFiles(folder);
-  await expect(page.getByTestId('model-info')).toContainText(path.basename(folder), { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await openQwen3VocabModel(page);
 
   await page.getByTestId('tab-batch').click();
   await page.getByTestId('example-agent_actions').click();

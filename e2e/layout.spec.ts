@@ -104,9 +104,7 @@ test('at 1440×900 a job\'s progress line shifts nothing, and a patching grid wi
   await open(page);
   await page.getByTestId('tab-patching').click();
   // 40 tokens: 41 columns of ≥ 16 px do not fit beside the readout, so the grid scrolls sideways.
-  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
-  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
-  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  await fillLongPair(page);
   // The progress line starting and ending moves nothing (it floats; trials saw the page jump ~55 px).
   const top = () => page.locator('main').evaluate((el) => el.getBoundingClientRect().top + window.scrollY);
   const before = await top();
@@ -342,14 +340,19 @@ async function progressLineFaults(page: Page): Promise<string[]> {
   });
 }
 
+/** A patching pair long enough that its run shows the progress line for a while (the layout checks look at it during the run). */
+async function fillLongPair(page: Page): Promise<void> {
+  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
+  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
+  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+}
+
 test('issue 29 leftover: at 1280×800, while a job runs, the progress line lies over no button or input (scrolled to the top, 400 px, the end; Analyse pressed and queued stays in view) and its words are whole', async ({ page }) => {
   test.setTimeout(120_000);
   await page.setViewportSize({ width: 1280, height: 800 });
   await open(page);
   await page.getByTestId('tab-patching').click();
-  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
-  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
-  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  await fillLongPair(page);
   await page.getByTestId('run-patching').click();
   const line = page.getByTestId('progress');
   await expect(line).toBeVisible();
@@ -377,9 +380,7 @@ test('issue 29 leftovers a, b: during a job the progress line covers no Experime
   await page.setViewportSize({ width: 1280, height: 800 });
   await open(page);
   await page.getByTestId('tab-patching').click();
-  const tail = ' They played with a big red ball and ran around the green trees. Then Lily gave the ball to';
-  await page.getByTestId('patching-clean').fill(`Lily and Tom went to the park.${tail}`);
-  await page.getByTestId('patching-corrupt').fill(`Lily and dad went to the park.${tail}`);
+  await fillLongPair(page);
   const line = page.getByTestId('progress');
   for (const [width, height] of [[1280, 800], [1440, 900]]) {
     await page.setViewportSize({ width, height });
