@@ -41,4 +41,14 @@ describe('the enable_thinking box of the chat turn', () => {
     act(() => box().click());
     expect(useStore.getState().enableThinking).toBe(false);
   });
+
+  it('a tokenizer without a chat template: the toggle is disabled and says why beside it (not only in a tooltip), and the chat-turn editor is not drawn', () => {
+    act(() => useStore.setState({ modelStatus: 'ready', info: { label: 'stories260K', hasChatTemplate: false, templateReadsThinking: false } as never, chatTemplate: false }));
+    act(() => dom.root.render(createElement(PromptEditor)));
+    expect(dom.host.querySelector<HTMLInputElement>('[data-testid="chat-template"]')!.disabled).toBe(true);
+    expect(dom.host.querySelector('[data-testid="chat-template-why"]')?.textContent).toContain("stories260K's tokenizer has no chat template");
+    expect(dom.host.querySelector('[data-testid="enable-thinking"]')).toBeNull();
+    act(() => useStore.setState({ info: { label: 'qwen3', hasChatTemplate: true, templateReadsThinking: true } as never }));
+    expect(dom.host.querySelector('[data-testid="chat-template-why"]')).toBeNull();
+  });
 });
