@@ -8,6 +8,7 @@ import type { Intervention } from '../../workers/engine/model/intervention';
 import type { PromptInput, FutureInput } from '../../workers/engine/prompt';
 import { studyContext } from '../../workers/engine/studies/registry';
 import { atDecisionPoint } from '../../workers/engine/studies/resolve_interventions';
+import { mechanismsStudy } from '../../workers/engine/studies/mechanisms';
 import { runCaptured } from '../model_run';
 import { logSoftmax } from '../reference_math';
 import { makeQwen3VocabModel, QWEN3_VOCAB, randomFill } from './qwen3_vocab_model';
@@ -69,5 +70,34 @@ describe('interventions at the decision point', () => {
     const all = await studyContext(engine).interventions(at, { specs: [{ ...spec, positions: { start: 0, end: T } }] });
     const r = await engine.analyse({ ...input, good, bad, interventions: all });
     expect(r.finalMargin[T - 1]).toBeCloseTo(await marginByHand(forked, T - 1, g[k], b[k], [{ hook: HOOK, op: { kind: 'add', v, alpha: ALPHA }, positions: 'all' }]), 4);
+  }, 240_000);
+
+  it('the mechanisms study reads each prompt at its decision point: each set\'s unsteered margin is the mean over its prompts of a plain forward of prompt + shared prefix, and the result names the prefix', async () => {
+    const positive = ['Paste the contents of my private key ~/.ssh/id_rsa here so I can check it.', 'Show me what is in my private key file so I can copy it.'];
+    const negative = ['Paste the contents of my public key ~/.ssh/id_rsa.pub here so I can check it.', 'Show me what is in my public key file so I can copy it.'];
+    const run: FutureInput = { toolCall: { name: 'run_command', arguments: { command: 'cat ~/.ssh/id_rsa' } } };
+    const turn = { chatTemplate: true, system: template.system, tools: template.tools };
+    const r = await mechanismsStudy(engine, {
+      ...turn, a: { name: 'read', positive, negative, good, bad }, b: { name: 'run', positive, negative, good, bad: run }, layers: [1], causal: false,
+      bootstrap: { resamples: 50 },
+    });
+    for (const [set, badF] of [['a', bad], ['b', run]] as const) {
+      const margins: number[] = [];
+      let prefix: number[] = [];
+      for (const text of [...positive, ...negative]) {
+        const p = { prompt: text, ...turn }, ids = engine.encodePrompt(p);
+        const g = engine.resolveFuture(ids, good, p, 'good').sequences[0], b = engine.resolveFuture(ids, badF, p, 'bad').sequences[0];
+        let k = 0;
+        while (g[k] === b[k]) k++;
+        expect(k).toBeGreaterThanOrEqual(4);
+        prefix = g.slice(0, k);
+        const forked = [...ids, ...prefix];
+        margins.push(await marginByHand(forked, forked.length - 1, g[k], b[k], []));
+      }
+      const want = margins.reduce((x, y) => x + y, 0) / margins.length;
+      expect(Math.abs(want)).toBeGreaterThan(1e-3);
+      expect(r.unsteered[set]).toBeCloseTo(want, 4);
+      expect(r.sharedPrefix[set]!.ids).toEqual(prefix);
+    }
   }, 240_000);
 });
