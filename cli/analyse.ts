@@ -9,6 +9,7 @@ import { sinkDivergence } from '../workers/engine/analysis/sinks';
 import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, EPS, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, SYSTEM, TEMPERATURE, TOOLS, TOP_K } from './shared_flags';
 import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
+import { atDecisionPoint, runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 const TOOL_FUTURE = ', or a tool call {"tool_call": {"name", "arguments"}} naming a tool of --tools';
 export const MARGINS_FLAGS = {
@@ -49,8 +50,10 @@ const rows = (flat: Float32Array, width: number): number[][] =>
 /** `margins`: lens margins [n_layers+1][n_tokens], final and sequence margins, residual norms. */
 export async function marginsCommand(engine: Engine, f: Values<typeof MARGINS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const turn = chatTurn(f);
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(turn).length, chatTemplate: turn.chatTemplate }, loadSae);
-  const r = await engine.analyse({ ...turn, good: futureOfFlag(f.good, 'good'), bad: futureOfFlag(f.bad, 'bad'), interventions });
+  const good = futureOfFlag(f.good, 'good'), bad = futureOfFlag(f.bad, 'bad');
+  // positions resolve against the run the analysis makes: the prompt at its decision point
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, atDecisionPoint(engine, turn, good, bad)), loadSae);
+  const r = await engine.analyse({ ...turn, good, bad, interventions });
   return {
     ids: r.ids, tokens: r.tokens,
     good: r.good, bad: r.bad,

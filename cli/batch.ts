@@ -87,7 +87,7 @@ export async function batchCommand(engine: Engine, f: BatchFlags, write: (line: 
   const r = await runBatch(engine, {
     template, values, metrics, chatTemplate,
     visibleThreshold: f['visible-threshold'], sinkEps: f.eps,
-    interventions: f.intervention.length ? (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, chatTemplate }) : undefined,
+    interventions: f.intervention.length ? (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, chatTemplate, ...(p.forcedIds ? { forcedIds: p.forcedIds } : {}) }) : undefined,
     probe, patchCell,
   }, (row) => write(JSON.stringify(flatRow(row, values.columns, metrics))));
   write(JSON.stringify({ aggregate: summarize(r.rows, metrics, f.by ?? template.x ?? null) }));

@@ -9,7 +9,7 @@ import { assertHook } from '../workers/engine/model/hooks';
 import { probeLayers, type ProbePosition } from '../workers/engine/studies/probe';
 import { probeUnderIntervention, type ProbeUnderResult } from '../workers/engine/studies/probe_under';
 import { DEFAULT_MOVE_THRESHOLD } from '../workers/engine/analysis/probe_shift';
-import { resolveInterventions } from '../workers/engine/studies/resolve_interventions';
+import { resolveInterventions, runShapeOf } from '../workers/engine/studies/resolve_interventions';
 import { parseSpec, type InterventionSpec } from '../workers/engine/steering/spec';
 import { parseLabelledSet } from '../workers/engine/io/prompt_set';
 import { bool, custom, int, num, text, type Values } from './flags';
@@ -139,7 +139,7 @@ export async function probeCommand(engine: Engine, f: ProbeFlags): Promise<unkno
     const generate = f.generate;
     under = await probeUnderIntervention(engine, {
       ...req, good: { text: futures.good }, bad: { text: futures.bad }, generate, threshold: f['move-threshold'],
-      interventions: (p) => resolveInterventions(engine, [spec], { nPrompt: engine.encodePrompt(p).length, chatTemplate, ...(generate > 0 ? { maxNewTokens: generate } : {}) }, {
+      interventions: (p) => resolveInterventions(engine, [spec], { ...runShapeOf(engine, p, generate > 0 ? generate : undefined), chatTemplate }, {
         loadVector: loadVectorFile, label: () => '--under', warn: (m) => process.stderr.write(`warning: ${m}\n`),
       }),
     }, onProgress);

@@ -76,7 +76,7 @@ export async function reportCommand(engine: Engine, f: ReportFlags & Values<type
   const N = f['max-new-tokens'];
   const window: ReportPairRequest['window'] = f.intervention.length && N !== undefined ? {
     maxNewTokens: N, kMax: f['k-max'], score: f.score,
-    interventions: (e, p) => interventionsFromArgs(e, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate }),
+    interventions: (e, p) => interventionsFromArgs(e, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate, ...(p.forcedIds ? { forcedIds: p.forcedIds } : {}) }),
   } : undefined;
   let labelled;
   if (f.set !== undefined) {

@@ -9,6 +9,7 @@ import type { PatchMetric } from '../workers/engine/studies/patching';
 import { oneOf, text, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, PROGRESS, PROMPT } from './shared_flags';
 import { interventionsFromArgs } from './steering';
+import { atDecisionPoint, runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 export const ROUTE_FLAGS = {
   prompt: PROMPT, good: GOOD.describe('the good future: with --bad, the route margin grid'), bad: BAD,
@@ -36,8 +37,8 @@ export function checkRoute(f: RouteFlags): void {
 /** `branchpoint route`. */
 export async function routeCommand(engine: Engine, f: RouteFlags, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const { prompt, 'chat-template': chatTemplate } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
   const futures = f.good !== undefined && f.bad !== undefined ? { good: { text: f.good }, bad: { text: f.bad } } : {};
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, atDecisionPoint(engine, { prompt, chatTemplate }, futures.good, futures.bad)), loadSae);
   const r = await routeStudy(engine, { prompt, chatTemplate, ...futures, promptB: f['prompt-b'], metric: f.metric, banAt: f['ban-at'], interventions }, f.progress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);
   if (f.progress) process.stderr.write('\n');
   const T = r.ids.length;

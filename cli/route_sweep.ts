@@ -11,6 +11,7 @@ import type { PatchMetric } from '../workers/engine/studies/patching';
 import { int, oneOf, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, PROGRESS, PROMPT, SEED } from './shared_flags';
 import { interventionsFromArgs } from './steering';
+import { atDecisionPoint, runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 export const ROUTE_SWEEP_FLAGS = {
   prompt: PROMPT, good: GOOD.required(), bad: BAD.required(),
@@ -40,7 +41,7 @@ export function checkRouteSweep(f: RouteSweepFlags, spec: ModelSpec): void {
 /** `branchpoint route-sweep`. */
 export async function routeSweepCommand(engine: Engine, f: RouteSweepFlags, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const { prompt, 'chat-template': chatTemplate } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, atDecisionPoint(engine, { prompt, chatTemplate }, { text: f.good }, { text: f.bad })), loadSae);
   const r = await routeSweep(engine, {
     prompt, chatTemplate, good: { text: f.good }, bad: { text: f.bad }, target: f.target, masks: f.masks, maskSize: f['mask-size'], seed: f.seed, metric: f.metric, interventions,
   }, f.progress ? (p) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined);

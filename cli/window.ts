@@ -7,6 +7,7 @@ import { interventionWindow, type WindowScore } from '../workers/engine/studies/
 import { custom, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, K_MAX, MAX_NEW_TOKENS, PROGRESS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
+import { atDecisionPoint, runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 /** --score: how a continuation is scored. */
 export const SCORE = custom(parseScore, 'mean:M, margin:S or contains:TEXT', 'mean:M|margin:S|contains:TEXT', 'mean:1', ['median:2', 'mean:', 'mean:x', 'mean:-1', 'margin:1e400', 'contains:']).describe('the outcome (default mean over all N steps)');
@@ -59,7 +60,7 @@ export function parseScore(text: string): WindowScore {
 export async function windowCommand(engine: Engine, f: WindowFlags): Promise<unknown> {
   checkWindowFlags(f);
   const { prompt, 'chat-template': chatTemplate, 'max-new-tokens': N } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens: N, chatTemplate });
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, atDecisionPoint(engine, { prompt, chatTemplate }, { text: f.good }, { text: f.bad }), N));
   const showProgress = f.progress;
   const r = await interventionWindow(engine, {
     prompt, chatTemplate, good: { text: f.good }, bad: { text: f.bad }, interventions, maxNewTokens: N, kMax: f['k-max'],

@@ -21,6 +21,7 @@ import { assertVectorFits, readVectorFile, writeVectorFile, type VectorFormat } 
 import { hookWidth } from './engine/model/hook_width';
 import type { BranchTokenEvent, DrawSettings, ExploreRequest, ForkPointsRequest, ForkProgress, ForkRequest, Progress, RestoreRequest, StudyApi } from './protocol';
 import { STUDIES, studyContext, type Study } from './engine/studies/registry';
+import { atDecisionPoint } from './engine/studies/resolve_interventions';
 import type { AnalyseRequest, BackendChoice, FutureInput, GenerateRequest, InferenceApi, LibraryVector, LoadOptions, LoadProgress, ModelInfo, ModelSource, PromptInput, SpecRequest, TokenEvent, VectorRequest } from './protocol';
 import { analyseSae, featureInfo } from './engine/studies/sae_features';
 import { assertSaeFits } from './engine/sae/estimate';
@@ -108,12 +109,13 @@ class Session {
 
   /**
    * The request with its specs resolved into engine interventions (after the request's own), for a
-   * run of this prompt and, when generating, this many new tokens.
+   * run of prompt `at` (default the request's; an analysis passes its decision point, atDecisionPoint)
+   * and, when generating, this many new tokens.
    */
-  async resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number): Promise<R> {
+  async resolveSpecs<R extends PromptInput & SpecRequest & { interventions?: AnalyseRequest['interventions'] }>(e: Engine, req: R, maxNewTokens?: number, at: PromptInput = req): Promise<R> {
     const { specs, specLabels, ...rest } = req;
     if (!specs?.length) return rest as R;
-    const resolved = await this.specInterventions(e, req, { specs, specLabels }, maxNewTokens);
+    const resolved = await this.specInterventions(e, at, { specs, specLabels }, maxNewTokens);
     return { ...rest, interventions: [...(req.interventions ?? []), ...resolved] } as R;
   }
 
@@ -298,7 +300,8 @@ const api: InferenceApi = {
 
   analyse: jobs.method({}, async (_, req: AnalyseRequest & SpecRequest) => {
     const e = session.need();
-    const resolved = await session.resolveSpecs(e, req);
+    // positions resolve against the run the analysis makes: the prompt at its decision point
+    const resolved = await session.resolveSpecs(e, req, undefined, atDecisionPoint(e, req, req.good, req.bad));
     const a = await e.analyse(resolved);
     // the run the analysis made (pattern, activations re-run it): the prompt at its decision point (Engine.decisionPoint)
     session.lastAnalysed = a.sharedPrefix ? { ...resolved, forcedIds: a.sharedPrefix.ids } : resolved;

@@ -12,6 +12,7 @@ import { LineChart, type Series } from '../components/LineChart';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { ResultStatus } from '../components/ResultStatus';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { blockShort, hookName, hookShort } from '../lib/layer_names';
 import { fixed, signed } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
@@ -216,6 +217,8 @@ export function MechanismsView() {
             <ExportButtons name={`mechanisms-${run!.modelLabel}`} json={() => ({ model: run!.modelLabel, request: run!.request, ...r })} csv={() => csvOf(r)} figure={figure} />
           </div>
           <ResultStatus model={run!.modelLabel} computedWith={run!.computedWith} noun="comparison" rerun={{ label: 'Compare behaviours', run: start }} testId="mech-status" />
+          <SharedPrefixNote shared={r.sharedPrefix.a} reads={`set A's margins read`} testId="mech-shared-prefix-a" />
+          {r.sharedPrefix.b?.note !== r.sharedPrefix.a?.note && <SharedPrefixNote shared={r.sharedPrefix.b} reads={`set B's margins read`} testId="mech-shared-prefix-b" />}
           {stale === 'request' && <p className="stale-note" role="status" data-testid="mech-stale">Computed with other sets, futures or settings than the form shows now: press Compare behaviours.</p>}
           {running && <p className="muted">Comparing…</p>}
           <ul className="mech-verdicts" data-testid="mech-verdicts">

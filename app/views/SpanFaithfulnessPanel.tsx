@@ -6,6 +6,7 @@ import type { ChatTurnFields } from '../lib/experiment_request';
 import { ExportButtons } from '../components/ExportButtons';
 import { FilePickButton } from '../components/FilePickButton';
 import { LineChart } from '../components/LineChart';
+import { SharedPrefixNote } from '../components/SharedPrefixNote';
 import { signed } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import { parseSpanSet, type SpanSetFileRow } from '../../workers/shared';
@@ -79,6 +80,7 @@ export function SpanFaithfulnessPanel({ prompt, good, bad, turn, spans }: { prom
       {r && study.stale && <p className="muted" data-testid="span-faithfulness-stale">These numbers are for an earlier prompt, set, span list or model: run again to update them.</p>}
       {r && (
         <>
+          <SharedPrefixNote shared={r.prompts.find((p) => p.sharedPrefix)?.sharedPrefix} reads={`the curves of ${r.prompts.filter((p) => p.sharedPrefix).length} of ${r.prompts.length} prompts read`} testId="span-shared-prefix" />
           <div className="table-scroll">
             <table className="data-table" data-testid="span-faithfulness-table" data-prompts={r.prompts.length}>
               <caption>Span values (nats of Δ){r.prompts.length > 1 ? `, mean [95 % interval] over ${r.prompts.length} prompts` : ''}; deletion and insertion areas (mean Δ over k)</caption>

@@ -95,6 +95,8 @@ export interface RunShape {
   maxNewTokens?: number;
   /** The prompt goes through the chat template; a patch source prompt is encoded the same way. */
   chatTemplate?: boolean;
+  /** Token ids teacher-forced after the prompt (PromptInput.forcedIds: the decision point's shared prefix), counted in nPrompt; a patch source prompt gets them too. */
+  forcedIds?: readonly number[];
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);

@@ -6,7 +6,8 @@
  *   probes' weight vectors (analysis/mechanisms.ts; the probe fitted on all examples, logistic.ts fitProbe);
  * - the cross-steering matrix: h += α·û_A at the read position of every prompt of a set (û_A the unit
  *   CAA direction of A), and ΔA, ΔB = the mean change of that set's margin log p(good) − log p(bad)
- *   (first tokens, at the last prompt position) with percentile-bootstrap intervals over its prompts
+ *   (first tokens, at the last prompt position: the decision point after the futures' shared prefix,
+ *   Engine.decisionPoint, where every prompt is read and steered) with percentile-bootstrap intervals over its prompts
  *   (analysis/bootstrap.ts); the same with û_B; selectivity |ΔB|/|ΔA| and |ΔA|/|ΔB|;
  * - natural_corr: the Pearson correlation of the two probes' scores over a common pool (both sets'
  *   prompts and an optional neutral control set, each read at its position, the control at its last token);
@@ -20,6 +21,7 @@
  * position: with the last token read, one position per (direction, layer) cell instead of a forward.
  */
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import type { FutureInput, ChatTurn } from '../prompt';
 import { chatTurn, promptWith } from '../prompt';
 import type { Progress } from '../progress';
@@ -106,6 +108,8 @@ export interface MechanismsResult {
   thresholds: MechanismThresholds;
   /** Mean unsteered margin of each set over its prompts (nats). */
   unsteered: { a: number; b: number };
+  /** Each set's decision point (its first prompt's): the futures' shared prefix teacher-forced after every prompt, or null. */
+  sharedPrefix: { a: SharedPrefix | null; b: SharedPrefix | null };
   /**
    * Cost: a cell is one (direction, set, layer) over that set's prompts, naively one full forward per
    * prompt. forwardEquivalentsPerCell = mean over cells of Σ_prompts (positions computed / prompt
@@ -169,14 +173,13 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
   // Encode everything and resolve the futures before the first forward pass: a bad prompt fails fast.
   const enc = sets.map((s) => {
     const texts = [...s.positive, ...s.negative];
-    const ids = texts.map((p) => engine.encodePrompt(promptWith(p, req)));
+    // Each prompt at its futures' decision point (Engine.decisionPoint: a shared prefix teacher-forced
+    // after it); text futures are tokenised after it: their first tokens per prompt.
+    const dps = texts.map((p) => engine.decisionPoint(promptWith(p, req), s.good, s.bad));
+    const ids = dps.map((x) => x.promptIds);
     const reads = ids.map((x, i) => readIndex(s.position ?? 'last', x.length, texts[i]));
-    // Text futures are tokenised after each prompt (PromptCodec.resolveFuture): their first tokens per prompt.
-    const futures = ids.map((x, i) => ({
-      good: engine.resolveFuture(x, s.good, promptWith(texts[i], req), 'good').firstIds,
-      bad: engine.resolveFuture(x, s.bad, promptWith(texts[i], req), 'bad').firstIds,
-    }));
-    return { texts, ids, reads, futures };
+    const futures = dps.map((x) => ({ good: x.good.firstIds, bad: x.bad.firstIds }));
+    return { texts, ids, reads, futures, sharedPrefix: dps[0]?.sharedPrefix ?? null };
   });
   const controlIds = control.map((p) => engine.encodePrompt(promptWith(p, req)));
   const pairsOf = (k: number) => sets[k].positive.flatMap((_, i) => (i < sets[k].negative.length ? [i] : []));
@@ -309,6 +312,7 @@ export async function mechanismsStudy(engine: Engine, req: MechanismsRequest, on
     verdict,
     thresholds: { ...MECHANISM_THRESHOLDS },
     unsteered: { a: mean(readA.margins), b: mean(readB.margins) },
+    sharedPrefix: { a: enc[0].sharedPrefix, b: enc[1].sharedPrefix },
     cost: { cells, forwardEquivalentsPerCell: feSteered / cells, naivePerCell: nPrompts / 2, overheadForwards: 2 * nPrompts + readC.ids.length, positionsComputed },
     interval: `means over each set's prompts with ${Math.round((bs.level ?? 0.95) * 100)} % percentile-bootstrap intervals (${bs.resamples ?? 2000} resamples)`,
   };

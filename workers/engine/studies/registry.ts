@@ -14,7 +14,7 @@ import { promptWith, type PromptInput } from '../prompt';
 import type { Progress } from '../progress';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
-import { specInterventions, type SpecRequest } from './resolve_interventions';
+import { atDecisionPoint, specInterventions, type SpecRequest } from './resolve_interventions';
 import { doseResponse, type SweepRequest } from './sweep';
 import { probeLayers, type ProbeRequest } from './probe';
 import { probeUnderIntervention, type ProbeUnderRequest } from './probe_under';
@@ -41,7 +41,7 @@ export interface StudyContext {
   engine: Engine;
   /** Aborted by cancel(): the study stops between forward passes. */
   signal: AbortSignal;
-  /** The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many new tokens) on `on` (default `engine`; model B for the two-model report). */
+  /** The interventions `specs` resolve to for a run of prompt `p` (its forcedIds counted: atDecisionPoint) and, when generating, this many new tokens, on `on` (default `engine`; model B for the two-model report). */
   interventions(p: PromptInput, specs: SpecRequest, maxNewTokens?: number, on?: Engine): Promise<Intervention[]>;
   /** Model B beside `engine` (model A), for the model comparison; absent when none is loaded. */
   modelB?: Engine;
@@ -57,7 +57,7 @@ export function studyContext(engine: Engine, opts: { signal?: AbortSignal; loadS
     ...(opts.modelB ? { modelB: opts.modelB } : {}),
     signal: opts.signal ?? new AbortController().signal,
     interventions: (p, specs, maxNewTokens, on = engine) =>
-      specInterventions(on, promptWith(p.prompt, p), specs, { maxNewTokens, loadSae: opts.loadSae }),
+      specInterventions(on, { ...promptWith(p.prompt, p), ...(p.forcedIds?.length ? { forcedIds: p.forcedIds } : {}) }, specs, { maxNewTokens, loadSae: opts.loadSae }),
   };
 }
 
@@ -134,7 +134,7 @@ export const STUDIES = {
     what: 'the intervention window',
     run: async (c, req: WindowJob, onProgress?: OnProgress) => {
       const { specs, specLabels, ...rest } = req;
-      const interventions = await c.interventions(rest, { specs, specLabels }, req.maxNewTokens);
+      const interventions = await c.interventions(atDecisionPoint(c.engine, promptWith(rest.prompt, rest), rest.good, rest.bad), { specs, specLabels }, req.maxNewTokens);
       return interventionWindow(c.engine, { ...rest, interventions }, onProgress, c.signal);
     },
   }),
@@ -172,7 +172,7 @@ export const STUDIES = {
     what: 'the expert routes',
     run: async (c, req: RouteJob, onProgress?: OnProgress) => {
       const { specs, specLabels, ...rest } = req;
-      return routeStudy(c.engine, { ...rest, interventions: await c.interventions(rest, { specs, specLabels }) }, onProgress, c.signal);
+      return routeStudy(c.engine, { ...rest, interventions: await c.interventions(atDecisionPoint(c.engine, promptWith(rest.prompt, rest), rest.good, rest.bad), { specs, specLabels }) }, onProgress, c.signal);
     },
   }),
   /**
@@ -185,7 +185,7 @@ export const STUDIES = {
     what: 'the router-mask sweep',
     run: async (c, req: RouteSweepJob, onProgress?: OnProgress) => {
       const { specs, specLabels, ...rest } = req;
-      return routeSweep(c.engine, { ...rest, interventions: await c.interventions(rest, { specs, specLabels }) }, onProgress, c.signal);
+      return routeSweep(c.engine, { ...rest, interventions: await c.interventions(atDecisionPoint(c.engine, promptWith(rest.prompt, rest), rest.good, rest.bad), { specs, specLabels }) }, onProgress, c.signal);
     },
   }),
   /**

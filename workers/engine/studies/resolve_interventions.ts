@@ -4,7 +4,7 @@
  * (activation patching, Heimersheim & Nanda arXiv 2404.15255) or, for patch_route, its chosen experts.
  */
 import type { Engine } from '../engine';
-import type { PromptInput } from '../prompt';
+import type { FutureInput, PromptInput } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
 import { isSaeFeatureRef, parseSpec, toIntervention, type InterventionSpec, type RunShape } from '../steering/spec';
@@ -24,8 +24,33 @@ export interface SpecRequest {
 }
 
 /**
+ * The prompt a study that measures at the decision point runs (Engine.decisionPoint,
+ * decision_point.ts): `p` with the futures' shared prefix teacher-forced after it (forcedIds), so
+ * that intervention positions resolve against the T tokens the run has — "the last token" is the
+ * decision point, and explicit positions and ranges may reach into the prefix. `p` as it is without
+ * both futures or when they share no prefix.
+ * @throws Error for a bad prompt or future (PromptCodec.encodePrompt, resolveFuture).
+ */
+export function atDecisionPoint(engine: Engine, p: PromptInput, good?: FutureInput, bad?: FutureInput): PromptInput {
+  return good && bad ? engine.decisionPoint(p, good, bad).input : p;
+}
+
+/**
+ * The run shape interventions are checked against for a run of prompt `p` (its forcedIds included:
+ * nPrompt = encodePrompt(p).length tokens) and, when generating, this many new tokens.
+ * @throws Error for a bad prompt (PromptCodec.encodePrompt).
+ */
+export function runShapeOf(engine: Engine, p: PromptInput, maxNewTokens?: number): RunShape {
+  return {
+    nPrompt: engine.encodePrompt(p).length, chatTemplate: p.chatTemplate,
+    ...(p.forcedIds?.length ? { forcedIds: p.forcedIds } : {}), ...(maxNewTokens !== undefined ? { maxNewTokens } : {}),
+  };
+}
+
+/**
  * The interventions `specs` resolve to for a run of prompt `p` (and, when generating, this many
- * new tokens): each spec parsed (parseSpec, named by its label) and resolved (resolveInterventions).
+ * new tokens): each spec parsed (parseSpec, named by its label) and resolved (resolveInterventions)
+ * against runShapeOf(p); a study at the decision point passes atDecisionPoint(p).
  * No specs: none, and nothing runs.
  * @throws Error naming the spec, as parseSpec and resolveInterventions do.
  */
@@ -33,8 +58,7 @@ export async function specInterventions(engine: Engine, p: PromptInput, specs: S
   if (!specs.specs?.length) return [];
   const label = (i: number) => specs.specLabels?.[i] ?? `intervention ${i + 1}`;
   const parsed = specs.specs.map((s, i) => parseSpec(s, label(i)));
-  const run = { nPrompt: engine.encodePrompt(p).length, chatTemplate: p.chatTemplate, ...(opts.maxNewTokens !== undefined ? { maxNewTokens: opts.maxNewTokens } : {}) };
-  return resolveInterventions(engine, parsed, run, { label, ...(opts.loadSae ? { loadSae: opts.loadSae } : {}) });
+  return resolveInterventions(engine, parsed, runShapeOf(engine, p, opts.maxNewTokens), { label, ...(opts.loadSae ? { loadSae: opts.loadSae } : {}) });
 }
 
 export interface ResolveOptions {
@@ -51,7 +75,8 @@ export interface ResolveOptions {
 /**
  * Resolves specs in order. Patch sources run the source prompt through the model (this
  * overwrites the KV cache, so call it before the analysis or generation that uses the result).
- * @param run prompt length and generation length of the run the interventions are for.
+ * @param run prompt length and generation length of the run the interventions are for (a patch
+ *   source gets run.forcedIds after it too, so its positions line up with a run at the decision point).
  * @throws Error with the spec's label for every problem toIntervention reports, a vector file
  *   that cannot be read or does not fit the hook, a patch source prompt that cannot be encoded
  *   or whose token length differs from the run's prompt (run.nPrompt), or an SAE that cannot be
@@ -79,7 +104,7 @@ export async function resolveInterventions(engine: Engine, specs: readonly Inter
         spec = { ...spec, vector: imported.vector };
       }
       if ((spec.type === 'patch' || spec.type === 'patch_route') && spec.source !== undefined) {
-        const ids = engine.encodePrompt({ prompt: spec.source, chatTemplate: run.chatTemplate });
+        const ids = engine.encodePrompt({ prompt: spec.source, chatTemplate: run.chatTemplate, ...(run.forcedIds ? { forcedIds: run.forcedIds } : {}) });
         if (ids.length !== run.nPrompt) throw new Error(`${spec.type} source "${spec.source}" has ${ids.length} tokens but the prompt has ${run.nPrompt}; ${spec.type === 'patch' ? 'activation' : 'routing'} patching needs prompts of equal token length (the same positions)`);
         const { captured } = await engine.run(ids, { capture: [spec.hook], logits: 'last' });
         const flat = captured.get(spec.hook)!;

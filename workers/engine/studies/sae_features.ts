@@ -7,6 +7,8 @@
  * - L0_t = #{i : f_i(x_t) > 0}; MSE_t = mean_d (x̂_t − x_t)² (per element, as SAELens reports it).
  * - Explained variance over the prompt: EV = 1 − Σ_t ‖x_t − x̂_t‖² / Σ_t ‖x_t − x̄‖², x̄ the mean
  *   over the prompt's positions (SAELens evals); per position, EV_t = 1 − ‖x_t − x̂_t‖² / ‖x_t − x̄‖².
+ * With both futures the run is the prompt at their decision point (Engine.decisionPoint: a shared
+ * prefix teacher-forced after it), so "the last position" is where the futures first differ.
  * - Direct logit attribution of feature i to the margin at the last position (linear approximation:
  *   the final norm's scale frozen at its value on h_final, later layers ignored):
  *   DLA_i = f_i · ⟨W_dec[i], g ⊙ u⟩ / rms(h_final), u = ∂Δ/∂logits · W_U = Σ_good p̃·W_U[good] − Σ_bad p̃·W_U[bad]
@@ -19,6 +21,7 @@
  */
 import type { Engine } from '../engine';
 import type { FutureInput, PromptInput } from '../prompt';
+import type { SharedPrefix } from '../decision_point';
 import { lensTopK } from '../model/lens';
 import { rowMargin } from '../analysis/margin';
 import { logSoftmaxCpu, topkCpu } from '../ops/logits.cpu';
@@ -80,6 +83,8 @@ export interface SaeAnalysis {
   maxPositions: Int32Array;
   /** f at those positions (0 where padded) [d_sae · maxK]. */
   maxValues: Float32Array;
+  /** With both futures: the shared prefix teacher-forced after the prompt (ids, tokens and every position include it), or null. */
+  sharedPrefix?: SharedPrefix | null;
   /** Present when both futures are given. */
   margin?: {
     /** Δ at the last position without the SAE. */
@@ -100,7 +105,9 @@ export interface SaeAnalysis {
  */
 export async function analyseSae(engine: Engine, sae: Sae, req: SaeAnalysisRequest): Promise<SaeAnalysis> {
   const { hookName: hook, dIn, dSae } = sae.cfg;
-  const ids = engine.encodePrompt(req);
+  // with both futures, the prompt at their decision point (the shared prefix teacher-forced, Engine.decisionPoint)
+  const d = req.good && req.bad ? engine.decisionPoint(req, req.good, req.bad) : null;
+  const ids = d?.promptIds ?? engine.encodePrompt(req);
   const T = ids.length;
   const topK = Math.min(req.topK ?? 8, dSae);
   const L = engine.spec.nLayers;
@@ -139,9 +146,10 @@ export async function analyseSae(engine: Engine, sae: Sae, req: SaeAnalysisReque
     topIndices: top.indices, topValues: top.values, l0, mse, explainedVariancePerToken: evTok,
     explainedVariance: varSum > 0 ? 1 - errSum / varSum : NaN, pinned, pinnedActs, maxK, maxPositions, maxValues,
   };
-  if (!req.good || !req.bad) return out;
+  if (!d) return out;
 
-  const good = engine.resolveFuture(ids, req.good, req, 'good'), bad = engine.resolveFuture(ids, req.bad, req, 'bad');
+  const { good, bad } = d;
+  out.sharedPrefix = d.sharedPrefix;
   const lp = logSoftmaxCpu(logits, logits.length);
   const clean = rowMargin(lp, good.firstIds, bad.firstIds);
   const marginOf = async (o: Parameters<Engine['run']>[1]) => {

@@ -7,7 +7,8 @@
  * groups; Petsiuk et al. 2018, arXiv 1806.07421):
  *   deletion(k):  the tokens of the top k spans replaced by the baseline token, Δ re-measured;
  *   insertion(k): the tokens of every span replaced, then those of the top k restored;
- * k = 0 … n_spans, one forward each. IG's baseline is the same token's embedding at every position
+ * k = 0 … n_spans, one forward each; Δ is read at the prompt's decision point (Engine.decisionPoint: the
+ * futures' shared prefix teacher-forced after it, kept in every run), where the attributions read it. IG's baseline is the same token's embedding at every position
  * (BOS kept), so deletion and IG remove a span the same way.
  *
  * Over a set (every prompt naming the same span labels, in the same order), each number — a span's
@@ -18,6 +19,7 @@
 import type { ChatTurn } from '../prompt';
 import { promptWith } from '../prompt';
 import type { Engine } from '../engine';
+import type { SharedPrefix } from '../decision_point';
 import { bootstrapMean, type BootstrapOptions, type MeanInterval } from '../analysis/bootstrap';
 import { checkSpans, flowAttribution, type TokenSpan } from './flow';
 import { tokenAttribution } from './integrated_gradients';
@@ -68,10 +70,12 @@ export interface SpanMethodRow {
 export interface SpanPromptResult {
   prompt: string;
   tokens: string[];
-  /** Δ on the prompt as it is (nats). */
+  /** Δ on the prompt as it is (nats), at its decision point. */
   margin: number;
   spans: TokenSpan[];
   methods: SpanMethodRow[];
+  /** The futures' shared prefix teacher-forced after the prompt (tokens and the curves' runs include it), or null. */
+  sharedPrefix: SharedPrefix | null;
 }
 
 /** One method over the set: means with bootstrap intervals. */
@@ -135,12 +139,11 @@ export async function spanFaithfulness(engine: Engine, req: SpanFaithfulnessRequ
     const where = req.rows.length > 1 ? `prompt ${i + 1} of the set` : 'the prompt';
     const good = row.good ?? req.good, bad = row.bad ?? req.bad;
     if (good === undefined || bad === undefined) throw new Error(`${where}: no ${good === undefined ? 'good' : 'bad'} future (give it in the row or for the whole set)`);
-    const ids = engine.encodePrompt(promptWith(row.prompt, req));
-    const tokens = engine.tokenStrings(ids);
-    engine.resolveFuture(ids, { text: good }, promptWith(row.prompt, req), 'good');
-    engine.resolveFuture(ids, { text: bad }, promptWith(row.prompt, req), 'bad');
+    // at the futures' decision point (Engine.decisionPoint), as flow and the gradient methods read it
+    const d = engine.decisionPoint(promptWith(row.prompt, req), { text: good }, { text: bad });
+    const ids = d.promptIds, tokens = engine.tokenStrings(ids);
     if (row.spans.length === 0) throw new Error(`${where}: no spans to rank (give at least one)`);
-    return { row, where, good, bad, ids, tokens, spans: row.spans.map((s) => resolveSpan(s, tokens, where)) };
+    return { row, where, good, bad, d, ids, tokens, spans: row.spans.map((s) => resolveSpan(s, tokens, where)) };
   });
   const labels = rows[0].spans.map((s) => s.label);
   for (const r of rows) {
@@ -167,13 +170,13 @@ export async function spanFaithfulness(engine: Engine, req: SpanFaithfulnessRequ
       const values = r.spans.map((s) => { let v = 0; for (let t = s.start; t < s.end; t++) v += attribution[t]; return v; });
       const c = await faithfulnessCurves(engine, {
         ids: r.ids, attribution: values, groups: r.spans.map((s) => Array.from({ length: s.end - s.start }, (_, j) => s.start + j)),
-        good: engine.resolveFuture(r.ids, base.good, base, 'good').firstIds, bad: engine.resolveFuture(r.ids, base.bad, base, 'bad').firstIds,
+        good: r.d.good.firstIds, bad: r.d.bad.firstIds,
         baselineId, steps: r.spans.length,
       }, signal);
       methods.push({ method, values, order: c.order, deletion: c.deletion, insertion: c.insertion, deletionArea: c.deletionArea, insertionArea: c.insertionArea });
       onProgress?.({ done: ++done, total });
     }
-    prompts.push({ prompt: r.row.prompt, tokens: r.tokens, margin, spans: r.spans, methods });
+    prompts.push({ prompt: r.row.prompt, tokens: r.tokens, margin, spans: r.spans, methods, sharedPrefix: r.d.sharedPrefix });
   }
   const opts = req.bootstrap ?? {};
   const at = (i: number) => ({ ...opts, seed: (opts.seed ?? 0) + i });

@@ -16,6 +16,7 @@ import { ANALYSIS_METRICS, BATCH_METRICS, metricsOf, type BatchMetric } from './
 import type { ValueRow, ValuesTable } from './values';
 import type { Progress } from '../../progress';
 import { futureInput } from '../../experiment';
+import { atDecisionPoint } from '../resolve_interventions';
 
 export interface BatchRequest {
   template: StudyTemplate;
@@ -37,7 +38,8 @@ export interface BatchRequest {
   /** Sink threshold ε (default 0.3, Gu et al. 2024). */
   sinkEps?: number;
   /**
-   * The interventions applied to one prompt, resolved by the caller for that prompt and its length.
+   * The interventions applied to one prompt, resolved by the caller for that prompt and its length
+   * (at the decision point: its forcedIds counted in nPrompt).
    * Explicit positions are absolute (counted from the first token, as everywhere): on rows of other
    * lengths they address the same index, and a row too short for one is refused with the resolver's
    * "position p is outside the run" as its error (the batch goes on).
@@ -120,7 +122,9 @@ export async function runBatch(engine: Engine, req: BatchRequest, onRow?: (r: Ba
       const input = promptOf(p, req.template, chatTemplate);
       const { good, bad } = futuresOf(p);
       row.nTokens = engine.encodePrompt(input).length;
-      const interventions = req.interventions ? await req.interventions({ ...input, nPrompt: row.nTokens }) : [];
+      // resolved for the run the analysis makes: the prompt at its decision point
+      const at = req.interventions ? atDecisionPoint(engine, input, good, bad) : input;
+      const interventions = req.interventions ? await req.interventions({ ...at, nPrompt: engine.encodePrompt(at).length }) : [];
       const a = await engine.analyse({ ...input, good, bad, interventions, sinkEps });
       row.sharedPrefix = a.sharedPrefix;
       const all: Partial<Record<BatchMetric, number | null>> = metricsOf(a, visibleThreshold);
