@@ -50,16 +50,24 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-/** A CPU backend that counts the elements of every weight uploaded (the engine's real parameter count) and of every zero-filled buffer (the KV cache). */
+/** A CPU backend that counts the elements of every weight uploaded or adopted (the engine's real parameter count) and of every zero-filled buffer (the KV cache). */
 class CountingBackend extends CpuBackend {
   uploaded = 0;
   /** Elements of 2-D weights (the matrices weightDtype 'f16' stores as halves). */
   matrices = 0;
   zeroed = 0;
-  override upload(data: Float32Array, shape: readonly number[]) {
+  private count(data: Float32Array, shape: readonly number[]) {
     this.uploaded += data.length;
     if (shape.length === 2) this.matrices += data.length;
+  }
+  override upload(data: Float32Array, shape: readonly number[]) {
+    this.count(data, shape);
     return super.upload(data, shape);
+  }
+  /** A decoded safetensors tensor the CPU backend keeps as its storage (Backend.adopt) is a weight too. */
+  override adopt(data: Float32Array, shape: readonly number[]) {
+    this.count(data, shape);
+    return super.adopt(data, shape);
   }
   override zeros(shape: readonly number[]) {
     this.zeroed += shape.reduce((a, b) => a * b, 1);
