@@ -142,7 +142,7 @@ export const USAGE_TITLE = 'branchpoint — logit-lens margins, attention sinks 
 
 /** Flags every command (or several) takes, after the commands in --help and docs/runner.md. */
 export const FLAG_SECTIONS: readonly { name: string; usage: string }[] = [
-  { name: 'Common flags', usage: ['Every command takes:', ...flagLines(COMMON_FLAGS, '  '), `${'  --help'.padEnd(30)}this text (also -h; anywhere on the line)`].join('\n') },
+  { name: 'Common flags', usage: ['Every command takes:', ...flagLines(COMMON_FLAGS, '  '), `${'  --help'.padEnd(30)}this text; after a command, that command's block (also -h; anywhere on the line)`].join('\n') },
   { name: 'Interventions', usage: interventionUsage(COMMANDS.filter((c) => 'intervention' in c.flags).map((c) => c.name)) },
   { name: 'Experiment files', usage: EXPERIMENT_USAGE },
   { name: 'Weight storage', usage: WEIGHTS_USAGE },
@@ -160,6 +160,15 @@ Futures: alternatives separated by "|" form a token set (" Tom| Tommy"); each pr
 A Hub model is checked against this machine's memory from its headers before it is downloaded.`,
   },
 ];
+
+/**
+ * `branchpoint <command> --help`: that command's block (as docs/runner.md has it) and where the rest is.
+ * @param c a row of COMMANDS.
+ */
+export function commandHelp(c: Command): string {
+  const common = Object.fromEntries(Object.entries(COMMON_FLAGS).filter(([name]) => name in c.schema));
+  return [c.usage, '', '  and the common flags:', ...flagLines(common), '', 'Interventions, experiment files, weight storage, futures and every other command: branchpoint --help'].join('\n');
+}
 
 /** The whole --help text, composed from the table. */
 export function usageText(): string {

@@ -12,7 +12,7 @@ import { architectureFor } from '../workers/engine/arch/registry';
 import { isGgufFolder } from '../workers/engine/model/load';
 import type { ModelSpec } from '../workers/engine/arch/spec';
 import { nearest, strictFlags, tokenize, UsageError, validateFlags, type RawFlags, type Schema } from './flags';
-import { COMMANDS, findCommand, usageText, type Command, type CommonValues } from './commands';
+import { COMMANDS, commandHelp, findCommand, usageText, type Command, type CommonValues } from './commands';
 import { applyExperimentFlags } from './experiment';
 import { saeLoader } from './sae';
 import { interventionSpecs } from './steering';
@@ -79,15 +79,15 @@ const SCHEMAS: ReadonlyMap<string, Schema> = new Map(COMMANDS.map((c) => [c.name
  * checks, before any model work: what main() does before it opens the model.
  * @returns the command and its values, or the exit code and message of a refusal.
  */
-export function parseCommandLine(argv: readonly string[]): { help: true } | { command: Command; f: Record<string, unknown> & CommonValues; given: (name: string) => boolean } | { code: 1 | 2; message: string; usage?: string } {
+export function parseCommandLine(argv: readonly string[]): { help: string } | { command: Command; f: Record<string, unknown> & CommonValues; given: (name: string) => boolean } | { code: 1 | 2; message: string; usage?: string } {
   let tokens;
   try {
     tokens = tokenize(argv);
   } catch (e) {
     return { code: 2, message: (e as Error).message, usage: USAGE };
   }
-  if (tokens.command === 'help' || tokens.help) return { help: true };
   const command = findCommand(tokens.command);
+  if (tokens.command === 'help' || tokens.help) return { help: command ? commandHelp(command) : USAGE };
   if (!command) {
     const near = nearest(tokens.command, COMMANDS.map((c) => c.name));
     return { code: 2, message: `unknown command "${tokens.command}"${near ? `; did you mean ${near}?` : ''} (commands: ${COMMANDS.map((c) => c.name).join(', ')}; branchpoint --help lists their flags)` };
@@ -105,7 +105,7 @@ export function parseCommandLine(argv: readonly string[]): { help: true } | { co
 export async function main(argv: string[]): Promise<number> {
   const p = parseCommandLine(argv);
   if ('help' in p) {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(p.help + '\n');
     return 0;
   }
   if ('code' in p) {

@@ -70,6 +70,26 @@ describe('runner arguments (issue #28)', () => {
       for (const name of Object.keys(c.schema)) expect(new RegExp(`^\\s+--${name} `, 'm').test(c.usage) || new RegExp(`^\\s+--${name} `, 'm').test(common), `${c.name} --${name}`).toBe(true);
     }
   });
+
+  it('<command> --help prints that command\'s block, its flags and the common ones, no other command\'s section, and a pointer to branchpoint --help', async () => {
+    const synopsis = (name: string) => new RegExp(`^  branchpoint ${name} `, 'm');
+    for (const c of COMMANDS) {
+      const r = parseCommandLine([c.name, '--help']);
+      expect('help' in r, c.name).toBe(true);
+      const text = (r as { help: string }).help;
+      expect(text, c.name).toMatch(synopsis(c.name));
+      for (const name of Object.keys(c.schema)) expect(text, `${c.name} --help lists --${name}`).toMatch(new RegExp(`^\\s+--${name} `, 'm'));
+      for (const other of COMMANDS) if (other !== c) expect(text, `${c.name} --help shows ${other.name}'s section`).not.toMatch(synopsis(other.name));
+      expect(text).not.toContain(FLAG_SECTIONS.find((s) => s.name === 'Interventions')!.usage.split('\n')[0]);
+      expect(text.trimEnd().endsWith('branchpoint --help'), c.name).toBe(true);
+    }
+    // through the binary, flags before the command's --help: the same text; --help alone: the whole usage
+    const own = await runCli(['attribute', '--model', MODEL, '--help']);
+    expect(own.code).toBe(0);
+    expect(own.out).toBe(`${(parseCommandLine(['attribute', '--help']) as { help: string }).help}\n`);
+    const all = await runCli(['--help']);
+    for (const c of COMMANDS) expect(all.out).toMatch(synopsis(c.name));
+  }, 60_000);
 });
 
 describe('--experiment says when its interventions steer the numbers', () => {

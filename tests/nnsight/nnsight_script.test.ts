@@ -5,7 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { GOLDEN_CASES, goldenScript } from '../../tools/nnsight_golden';
 import { runCli } from '../cli_run';
-import { readExperiment, type Experiment } from '../../workers/engine/experiment';
+import { futureInput, readExperiment, type Experiment } from '../../workers/engine/experiment';
+import { CpuBackend } from '../../workers/engine/backend/cpu';
+import { Engine } from '../../workers/engine/engine';
+import { NodeFiles } from '../../workers/engine/io/node_files';
+import { sharedPath } from '../shared';
 import { NNSIGHT_VERSION, NnsightExportError, nnsightScript } from '../../workers/engine/studies/export/nnsight_script';
 
 /**
@@ -75,7 +79,7 @@ describe('nnsight script', () => {
     execFileSync(PYTHON, ['-m', 'py_compile', file]);
     const k = pythonConstants(script);
     expect(k.PROMPT).toBe(odd.prompt);
-    expect(k.GOOD).toEqual([274, 317]);
+    expect(k.GOOD).toEqual([[274, 287], [317]]);
     expect(k.MODEL_ID).toBe('org/model');
     expect(k.REVISION).toBe('v1');
   });
@@ -105,7 +109,7 @@ describe('nnsight script', () => {
     const calls = (e: Experiment): { template: Record<string, unknown>; tokenize: Record<string, unknown> } => {
       const script = nnsightScript(e);
       const constants = script.slice(script.indexOf('\nREMOTE = ') + 1, script.indexOf('if not str(nnsight.__version__)'));
-      const encode = script.slice(script.indexOf('\ndef encode(text):'), script.indexOf('\ndef first_ids('));
+      const encode = script.slice(script.indexOf('\ndef prompt_text(text):'), script.indexOf('\ndef future_ids('));
       const stub = [
         'calls = {}',
         'class Ids:',
@@ -135,6 +139,58 @@ describe('nnsight script', () => {
     delete bare.enableThinking;
     expect(calls(bare).template).toEqual({ messages: [{ role: 'user', content: chat.prompt }], tools: null, add_generation_prompt: true, tokenize: false });
   });
+
+  withPython('measures at the decision point as Engine.decisionPoint does on stories260K: the shared prefix appended to the prompt ids, the first tokens where the futures part', async () => {
+    const e = await Engine.load(new NodeFiles(sharedPath('models', 'stories260K')), new CpuBackend());
+    try {
+      /** The script's prompt and future preparation run by Python against a tokenizer that answers with the workbench's ids (and records what it was asked). */
+      const prepared = (x: Experiment) => {
+        const alts = (f: Experiment['good']) => f.value.split('|').filter((a) => a !== '');
+        const asked = [[x.prompt, true], ...[...alts(x.good), ...alts(x.bad)].flatMap((a) => [[x.prompt + a, true], [a, false]])] as [string, boolean][];
+        const table = Object.fromEntries(asked.map(([t, sp]) => [JSON.stringify([t, sp]), [...e.tokenizer.encode(t, { add_special_tokens: sp })]]));
+        const dp = e.decisionPoint({ prompt: x.prompt }, futureInput(x.good), futureInput(x.bad));
+        const script = nnsightScript(x);
+        const constants = script.slice(script.indexOf('\nREMOTE = ') + 1, script.indexOf('if not str(nnsight.__version__)'));
+        const helpers = script.slice(script.indexOf('\ndef prompt_text(text):'), script.indexOf('\ndef positions('));
+        const prep = script.slice(script.indexOf('\n# The decision point'), script.indexOf('\nN_GEN = '));
+        const stub = [
+          `TABLE = json.loads(${JSON.stringify(JSON.stringify(table))})`,
+          `PREFIX_TEXT = json.loads(${JSON.stringify(JSON.stringify(dp.sharedPrefix?.text ?? ''))})`,
+          'class Ids:',
+          '    def __init__(self, ids):',
+          '        self.input_ids = ids',
+          'class Tok:',
+          '    def __call__(self, text, add_special_tokens=True):',
+          '        return Ids(list(TABLE[json.dumps([text, add_special_tokens], ensure_ascii=False, separators=(",", ":"))]))',
+          '    def decode(self, ids):',
+          '        return PREFIX_TEXT',
+          'tok = Tok()',
+        ].join('\n');
+        const file = path.join(tmp, 'prepare.py');
+        fs.writeFileSync(file, `import json, os, sys\n${constants}\n${stub}\n${helpers}\n${prep}\nprint(json.dumps({"prompt_ids": PROMPT_IDS, "t": T, "k": K, "good": GOOD_IDS, "bad": BAD_IDS}))\n`);
+        const lines = execFileSync(PYTHON, [file], { encoding: 'utf8' }).trim().split('\n');
+        return { dp, out: JSON.parse(lines.pop()!) as { prompt_ids: number[]; t: number; k: number; good: number[]; bad: number[] }, printed: lines };
+      };
+      const lens = load('lens');
+      // " dog" / " door" open with the same token on stories260K: the workbench moves the decision point after it
+      const { dp, out, printed } = prepared({ ...lens, prompt: 'The little girl saw a', good: { mode: 'text', value: ' dog' }, bad: { mode: 'text', value: ' door' } });
+      expect(dp.sharedPrefix?.ids.length).toBeGreaterThanOrEqual(1);
+      expect(out.prompt_ids).toEqual(dp.promptIds);
+      expect(out.t).toBe(dp.promptIds.length);
+      expect(out.k).toBe(dp.sharedPrefix!.ids.length);
+      expect(out.good).toEqual(dp.good.firstIds);
+      expect(out.bad).toEqual(dp.bad.firstIds);
+      expect(out.good).not.toEqual(out.bad);
+      expect(printed).toEqual([dp.sharedPrefix!.note]);
+      // a token set shares no prefix: the prompt as it is, the first tokens of every alternative, no note
+      const set = prepared({ ...lens, prompt: 'The little girl saw a', good: { mode: 'text', value: ' dog| doll' }, bad: { mode: 'text', value: ' door' } });
+      expect(set.dp.sharedPrefix).toBeNull();
+      expect(set.out).toEqual({ prompt_ids: set.dp.promptIds, t: set.dp.promptIds.length, k: 0, good: set.dp.good.firstIds, bad: set.dp.bad.firstIds });
+      expect(set.printed).toEqual([]);
+    } finally {
+      e.dispose();
+    }
+  }, 60_000);
 
   it('says in its header that REMOTE = False on the small model is the parity check before NDIF', () => {
     const script = nnsightScript(load('lens'));

@@ -3,7 +3,8 @@
 
 Written by Branchpoint against nnsight 0.7.0 (LanguageModel, .trace, .session, .generate,
 .save); it warns when another version is installed. It computes, with the workbench's definitions
-(margin = log p(good) - log p(bad) over first-token sets, in nats):
+(margin = log p(good) - log p(bad) over first-token sets, in nats, at the decision point: after
+the futures' shared prefix when both are single branches that open with the same tokens):
   lens    logit-lens margins [n_layers+1][n_tokens] of the (steered) prompt
   patch   the activation-patching recovery grid [n_layers][n_tokens] (when PATCH is set)
   sweep   the dose-response margins [layer][dose] (when SWEEP is set)
@@ -39,7 +40,7 @@ CHAT_TEMPLATE = False
 SYSTEM = None
 TOOLS = json.loads("[]")
 ENABLE_THINKING = None
-# First-token alternatives of each future: a string is tokenised, a number is a token id.
+# Alternatives of each future ("|"-separated: a token set): a string is tokenised after the prompt, a list is token ids.
 GOOD = [" happy"]
 BAD = [" sad"]
 # Enabled interventions: alpha * vector added to the residual stream at blocks[layer] input ("pre") or output ("post").
@@ -72,24 +73,56 @@ LAYERS, NORM, HEAD = envoy(layers_path), envoy(norm_path), envoy(head_path)
 N_LAYERS = model.config.num_hidden_layers
 
 
-def encode(text):
-    """The prompt's ids as the workbench reads them: with the chat template, the chat turn (system
-    prompt, tools, enable_thinking when set) rendered to text and tokenised without special tokens
-    (the template writes its own BOS); without it, the text with the tokenizer's special tokens."""
+def prompt_text(text):
+    """The text the tokenizer reads for a prompt and whether it adds special tokens, as the workbench:
+    with the chat template, the chat turn (system prompt, tools, enable_thinking when set) rendered to
+    text, without special tokens (the template writes its own BOS); without it, the text, with them."""
     if CHAT_TEMPLATE:
         messages = ([{"role": "system", "content": SYSTEM}] if SYSTEM else []) + [{"role": "user", "content": text}]
         thinking = {} if ENABLE_THINKING is None else {"enable_thinking": ENABLE_THINKING}
-        rendered = tok.apply_chat_template(messages, tools=TOOLS or None, add_generation_prompt=True, tokenize=False, **thinking)
-        return list(tok(rendered, add_special_tokens=False).input_ids)
-    return list(tok(text).input_ids)
+        return tok.apply_chat_template(messages, tools=TOOLS or None, add_generation_prompt=True, tokenize=False, **thinking), False
+    return text, True
 
 
-def first_ids(alternatives):
-    ids = []
+def encode(text):
+    """The prompt's ids as the workbench reads them (prompt_text, tokenised)."""
+    rendered, special = prompt_text(text)
+    return list(tok(rendered, add_special_tokens=special).input_ids)
+
+
+def future_ids(alternatives, prompt_ids):
+    """Each alternative's ids after the prompt, as the workbench resolves a future: text tokenised in
+    context (the prompt's text + the alternative, the prompt's ids cut off when they begin it; else the
+    alternative alone), ids as written."""
+    rendered, special = prompt_text(PROMPT)
+    n = len(prompt_ids)
+    seqs = []
     for a in alternatives:
-        i = a if isinstance(a, int) else tok(a, add_special_tokens=False).input_ids[0]
-        if i not in ids:
-            ids.append(i)
+        if isinstance(a, list):
+            seqs.append(list(a))
+            continue
+        full = list(tok(rendered + a, add_special_tokens=special).input_ids)
+        seqs.append(full[n:] if len(full) > n and full[:n] == prompt_ids else list(tok(a, add_special_tokens=False).input_ids))
+    return seqs
+
+
+def shared_prefix_length(good, bad):
+    """k: the leading ids two single-branch futures share, leaving each at least one; 0 for token sets."""
+    if len(good) != 1 or len(bad) != 1:
+        return 0
+    g, b = good[0], bad[0]
+    k = 0
+    while k < min(len(g), len(b)) - 1 and g[k] == b[k]:
+        k += 1
+    return k
+
+
+def first_ids(seqs):
+    """The distinct first ids of a future's alternatives: the token set a margin scores."""
+    ids = []
+    for s in seqs:
+        if s[0] not in ids:
+            ids.append(s[0])
     return ids
 
 
@@ -104,9 +137,22 @@ def positions(spec, n):
     return [p for p in spec if p < n]
 
 
+# The decision point (as the workbench's): when both futures are single branches whose first K >= 1
+# tokens agree, those K ids are appended to the prompt (teacher-forced) and every margin compares the
+# tokens where the futures part; token sets are scored at the prompt's end as they are.
 PROMPT_IDS = encode(PROMPT)
+GOOD_SEQS, BAD_SEQS = future_ids(GOOD, PROMPT_IDS), future_ids(BAD, PROMPT_IDS)
+K = shared_prefix_length(GOOD_SEQS, BAD_SEQS)
+PREFIX_IDS = GOOD_SEQS[0][:K]
+if K:
+    prefix_text = tok.decode(PREFIX_IDS)
+    cut = min([12] + [i for i in [prefix_text.find("\n")] if i > 0])
+    shown = prefix_text[:cut] + "…" if len(prefix_text) > cut else prefix_text
+    print(f"decision point after the shared prefix `{shown}`, {K} token{'' if K == 1 else 's'}")
+    PROMPT_IDS = PROMPT_IDS + PREFIX_IDS
+    GOOD_SEQS, BAD_SEQS = [GOOD_SEQS[0][K:]], [BAD_SEQS[0][K:]]
 T = len(PROMPT_IDS)
-GOOD_IDS, BAD_IDS = first_ids(GOOD), first_ids(BAD)
+GOOD_IDS, BAD_IDS = first_ids(GOOD_SEQS), first_ids(BAD_SEQS)
 N_GEN = WINDOW["max_new_tokens"] if WINDOW else 0
 # Each intervention as (layer, "pre"/"post", alpha * vector, its positions among prompt + generated
 # tokens), in the order the forward pass reaches them (nnsight reads modules in execution order).
@@ -154,7 +200,7 @@ results["lens"] = {
 # patch: r = (margin_patched - margin_corrupt) / (margin_clean - margin_corrupt) at the last position,
 # the residual entering one block (hook_resid_pre) at one position patched from the source run into the target run.
 if PATCH:
-    CORRUPT_IDS = encode(PATCH["corrupt"])
+    CORRUPT_IDS = encode(PATCH["corrupt"]) + PREFIX_IDS  # the shared prefix teacher-forced after both prompts
     if len(CORRUPT_IDS) != T:
         sys.exit(f"the corrupted prompt has {len(CORRUPT_IDS)} tokens, the clean one {T}: patching needs equal lengths")
     source_ids, target_ids = (PROMPT_IDS, CORRUPT_IDS) if PATCH["direction"] == "denoise" else (CORRUPT_IDS, PROMPT_IDS)
