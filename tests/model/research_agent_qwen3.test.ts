@@ -20,7 +20,7 @@ import { logSoftmax } from '../reference_math';
  * tokenised by the package's encoder; the margins come from two plain forwards through the engine's
  * single-run API (Engine.run over prompt + good and prompt + bad, from position 0) and a float64
  * log-softmax (tests/reference_math.ts). One load: the runner's engine is kept past its dispose.
- * 264 s at load 7 (122 s of CPU): the checkpoint 10 s (built once), the batch with the load 125 s, the two forwards 130 s.
+ * 200–265 s at load 7–11 (122 s of CPU): the batch with the load 80–125 s, the two forwards 120–130 s (the checkpoint: 10 s once).
  */
 const ROOT = path.join(__dirname, '..', '..');
 const STUDY = path.join(ROOT, 'public', 'studies');
