@@ -43,7 +43,7 @@ describe('fresh-user trial fixes', () => {
       pool: { a: 4, b: 4, control: 0 }, causal: { a: curve, b: { ...curve, firstBlock: null, curve: [0.2, 0.1, 0.3] }, similarity: 0.5 },
       verdict: [{ kind: 'independent', text: 'L1: independent' }],
       thresholds: { sharedCosine: 0.5, mutualSelectivity: 0.5, naturalCorrelation: 0.5, minReach: 0.05 }, unsteered: { a: 0.1, b: 0.2 },
-      cost: { cells: 4, forwardEquivalentsPerCell: 0.5, naivePerCell: 1, overheadForwards: 4, positionsComputed: 10 }, interval: '95 % bootstrap',
+      cost: { cells: 4, forwardEquivalentsPerCell: 0.5, naivePerCell: 1, overheadForwards: 4, positionsComputed: 10 }, interval: '95 % bootstrap', sharedPrefix: { a: null, b: null },
     };
     const behaviour = { name: 'x', positive: ['a'], negative: ['b'], good: { text: ' a' }, bad: { text: ' b' } };
     vi.stubGlobal('fetch', vi.fn(() => new Promise(() => undefined)));
