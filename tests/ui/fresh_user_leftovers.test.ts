@@ -81,7 +81,7 @@ describe('fresh-user trial leftovers', () => {
       pool: { a: 4, b: 4, control: 0 }, causal: { a: null, b: null, similarity: null },
       verdict: [{ kind: 'no reach', text: 'L1: no reach' }, { kind: 'independent', text: 'L2: independent' }],
       thresholds: { sharedCosine: 0.5, mutualSelectivity: 0.5, naturalCorrelation: 0.5, minReach: 0.05 }, unsteered: { a: 0.1, b: 0.2 },
-      cost: { cells: 8, forwardEquivalentsPerCell: 0.5, naivePerCell: 1, overheadForwards: 8, positionsComputed: 10 }, interval: '95 % bootstrap',
+      cost: { cells: 8, forwardEquivalentsPerCell: 0.5, naivePerCell: 1, overheadForwards: 8, positionsComputed: 10 }, interval: '95 % bootstrap', sharedPrefix: { a: null, b: null },
     };
     const behaviour = { name: 'x', positive: ['a'], negative: ['b'], good: { text: ' a' }, bad: { text: ' b' } };
     vi.stubGlobal('fetch', vi.fn(() => new Promise(() => undefined))); // the shipped sets never arrive: the view shows the result it holds
