@@ -105,7 +105,8 @@ export async function routeStudy(engine: Engine, req: RouteRequest, onProgress?:
   const ids = d?.promptIds ?? engine.encodePrompt(p);
   const T = ids.length, E = moe.nExperts, k = moe.topK, L = s.nLayers;
   const idsB = req.promptB === undefined ? undefined : engine.encodePrompt({ ...p, prompt: req.promptB });
-  if (idsB && idsB.length !== T) throw new Error(`routing divergence compares token by token: prompt B has ${idsB.length} tokens, the prompt ${T}`);
+  const kShared = d?.sharedPrefix?.ids.length ?? 0; // counted in both; the message gives the prompts as typed
+  if (idsB && idsB.length !== T) throw new Error(`routing divergence compares token by token: prompt B has ${idsB.length - kShared} tokens, the prompt ${T - kShared}`);
   const sparse = Array.from({ length: L }, (_, l) => l).filter((l) => moe.sparse[l]);
   const hook = (l: number, h: string) => `blocks.${l}.mlp.hook_${h}`;
   const base = req.interventions ?? [];
