@@ -32,7 +32,7 @@ export function PromptEditor() {
         <input type="checkbox" data-testid="chat-template" checked={chatTemplate} disabled={!hasTemplate} onChange={(e) => setChatTemplate(e.target.checked)} />
         Chat template
       </label>
-      {!hasTemplate && info && <span className="hint" data-testid="chat-template-why"> — {info.label}'s tokenizer has no chat template (an instruct model's has: system prompt, tools, tool-call futures)</span>}
+      {!hasTemplate && info && <span className="hint" data-testid="chat-template-why">{info.label}'s tokenizer has no chat template (an instruct model's has: system prompt, tools, tool-call futures)</span>}
       {chatTemplate && hasTemplate && <ChatTurnEditor />}
       <UnusedChatFields used={chatTemplate && hasTemplate} />
       {errorPlace(note, bannerWhy) === 'note' && <p className="note" role="alert" data-testid="prompt-note">{note}</p>}
