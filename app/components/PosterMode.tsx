@@ -177,8 +177,8 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
           <figcaption>{qr ? 'Scan to open this experiment' : 'This experiment\'s link is too long for a QR code: save it as a file to share it.'}</figcaption>
           {qr && omitted.length > 0 && (
             <p className="poster-qr-note" data-testid="poster-qr-omitted">
-              Without the vector{omitted.length > 1 ? 's' : ''} {omitted.map((n) => `“${n}”`).join(', ')} (its values would make the code too dense to scan):
-              the scan opens the prompt, futures and interventions; build or import it there, or share the experiment file.
+              Without the vector{omitted.length > 1 ? 's' : ''} {omitted.map((n) => `“${n}”`).join(', ')} ({omitted.length > 1 ? 'their' : 'its'} values would make the code too dense to scan):
+              the scan opens the prompt, futures and interventions; build or import {omitted.length > 1 ? 'them' : 'it'} there, or share the experiment file.
             </p>
           )}
         </figure>

@@ -54,7 +54,7 @@ function usedVectors(e: Experiment): Set<string> {
  * values (the entries keep their names, which a scan then lists to build or import:
  * actions/experiment.ts restoreExperiment), then, if still too dense, whole (the interventions keep
  * every setting but their vector) — the sparsest of these when none fits.
- * @returns the link, and the names of the vectors it leaves out that the scanned experiment would
+ * @returns the link, and the names (each once) of the vectors it leaves out that the scanned experiment would
  *   miss: used by an enabled intervention or by the open Dose–response view's sweep (a library
  *   vector nothing uses is left out without a word: the scan steers the same without it).
  */
@@ -62,9 +62,9 @@ export function posterQrLink(e: Experiment, prefix: string): { url: string; omit
   const light = withoutDefaults(qrExperiment(e));
   const full = experimentHash(light, { short: true });
   const used = usedVectors(e);
-  const first = { url: prefix + full.hash, omitted: full.missing.filter((n) => used.has(n)) };
+  const first = { url: prefix + full.hash, omitted: [...new Set(full.missing.filter((n) => used.has(n)))] };
   if (!light.vectors.length || qrVersion(first.url) <= QR_MAX_VERSION) return first;
-  const names = light.vectors.map((v) => v.name).filter((n) => used.has(n));
+  const names = [...new Set(light.vectors.map((v) => v.name).filter((n) => used.has(n)))];
   const named = { ...light, vectors: light.vectors.map((v) => ({ name: v.name, hook: null, model: null, dModel: v.dModel, provenance: { method: v.provenance.method, position: '', positive: [], negative: [] }, createdAt: '', values: null })) };
   const second = { url: prefix + experimentHash(named, { short: true }).hash, omitted: names };
   if (qrVersion(second.url) <= QR_MAX_VERSION) return second;

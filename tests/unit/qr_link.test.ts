@@ -78,6 +78,14 @@ describe('the QR code of poster mode\'s first slide', () => {
     expect(posterQrLink(dose, PREFIX).omitted).toEqual(['CAA happy vs sad (TinyStories)']);
   });
 
+  it('two vectors of one name (built at two layers), each used: the name is given once (fitapply 3: slide 1 named it twice)', () => {
+    const e = steered(64, [2, 3]);
+    const twin: Experiment = { ...e, vectors: [e.vectors[0], { ...e.vectors[0], hook: 'blocks.2.hook_resid_post' }], interventions: [e.interventions[0], { ...e.interventions[1], vector: 1 }] };
+    const { url, omitted } = posterQrLink(twin, PREFIX);
+    expect(omitted).toEqual(['CAA happy vs sad (TinyStories)']);
+    expect(qrVersion(url)).toBeLessThanOrEqual(QR_MAX_VERSION);
+  });
+
   it('interventions without a vector read back field for field, their default fields left out of the link', () => {
     const base = readExperiment(JSON.stringify(LINK_BASE));
     const e: Experiment = { ...base, interventions: [
