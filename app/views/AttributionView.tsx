@@ -130,7 +130,7 @@ export function AttributionView() {
               Δ = <span className="mono" data-testid="attribution-margin">{signed(f.margin, 3)}</span> nats at the last position
               {f.ids.length > f.nPrompt ? ` after ${f.ids.length - f.nPrompt} generated tokens` : ''} · Σ tokens + constants = {signed(f.frozenMargin, 3)} (frozen norms) · constants {signed(f.bias, 3)}
             </p>
-            <SharedPrefixNote shared={f.sharedPrefix} good={f.good} bad={f.bad} testId="attribution-shared-prefix" />
+            <SharedPrefixNote shared={f.sharedPrefix} testId="attribution-shared-prefix" />
             <ExportButtons
               name="attribution"
               json={() => ({ flow: f, dla: d })}

@@ -162,7 +162,7 @@ export function BatchView() {
           </div>
           {model !== null && <ResultStatus model={model} computedWith={computedWith} noun="batch" rerun={{ label: 'Run batch', run: () => void runBatch() }} testId="batch-stale" />}
           {[...new Map(rows.flatMap((r) => (r.sharedPrefix ? [[r.sharedPrefix.note, r.sharedPrefix] as const] : []))).values()].map((sp) => (
-            <SharedPrefixNote key={sp.note} shared={sp} reads={`the first-token metrics of ${rows.filter((r) => r.sharedPrefix?.note === sp.note).length} of ${rows.length} rows read`} testId="batch-shared-prefix" />
+            <SharedPrefixNote key={sp.note} shared={sp} tokens={false} reads={`the first-token metrics of ${rows.filter((r) => r.sharedPrefix?.note === sp.note).length} of ${rows.length} rows read`} testId="batch-shared-prefix" />
           ))}
           <div className={`figure${stale ? ' stale' : ''}`}>
             {stale && <StaleOverlay testId="batch-stale-figure" action="run the batch again" />}

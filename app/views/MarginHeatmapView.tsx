@@ -124,7 +124,7 @@ export function MarginHeatmapView() {
         </p>
         <ResultStatus model={r.modelLabel} computedWith={r.computedWith} stale={stale} computedFor={r.prompt} testId="margin-status" />
         <InputWarnings warnings={r.analysis.warnings} testId="margin-warnings" />
-        <SharedPrefixNote shared={a.sharedPrefix} good={a.good} bad={a.bad} testId="margin-shared-prefix" />
+        <SharedPrefixNote shared={a.sharedPrefix} testId="margin-shared-prefix" />
         {unsteered && (
           <label className="toggle">
             <input type="checkbox" data-testid="show-difference" checked={showDifference} onChange={(e) => setShowDifference(e.target.checked)} />

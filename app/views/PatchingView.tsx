@@ -211,7 +211,7 @@ export function PatchingView() {
           </div>
           <ResultStatus model={p.modelLabel} computedWith={p.computedWith} stale={stale} noun="patching grid" names={{ prompt: 'the prompt pair' }} rerun={{ label: 'Run patching', run: () => void runPatching() }} testId="patching-status" />
           <DenominatorWarning cleanMargin={r.cleanMargin} corruptMargin={r.corruptMargin} testId="patching-denominator" />
-          <SharedPrefixNote shared={r.sharedPrefix} good={r.good} bad={r.bad} testId="patching-shared-prefix" />
+          <SharedPrefixNote shared={r.sharedPrefix} testId="patching-shared-prefix" />
           {opened && openedAt > 0 && (
             <p className="note-ok" role="status" data-testid="patching-opened">
               Added #{openedAt}: {opened.text}, open in the editor.{opened.promptChanged && ' The prompt is now the patched run’s prompt.'} Press Analyse to see the margins under it.

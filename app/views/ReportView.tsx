@@ -203,7 +203,7 @@ export function ReportView() {
               {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good.value)}</b>) − log p(<b className="bad">{visibleToken(d.bad.value)}</b>) · <b data-testid="report-label">{r.label}</b> ·
               Δ_clean = {signed(r.patching.cleanMargin, 4)}, Δ_corrupt = {signed(r.patching.corruptMargin, 4)}
             </p>
-            <SharedPrefixNote shared={r.sharedPrefix} good={r.patching.good} bad={r.patching.bad} reads="every panel reads" testId="report-shared-prefix" />
+            <SharedPrefixNote shared={r.sharedPrefix} reads="every panel reads" testId="report-shared-prefix" />
             <ExportButtons
               name={`report-${d.modelLabel}`}
               json={() => ({ model: d.modelLabel, clean: d.clean, corrupt: d.corrupt, good: d.good.value, bad: d.bad.value, ...reportJson(r) })}

@@ -183,7 +183,7 @@ export function RoutesView() {
         </p>
       </header>
       {r?.warnings?.map((w) => <p key={w} className="note-warn" role="status" data-testid="routes-warning">{w}</p>)}
-      {r?.good && r.bad && <SharedPrefixNote shared={r.sharedPrefix} good={r.good} bad={r.bad} testId="routes-shared-prefix" />}
+      {r?.good && r.bad && <SharedPrefixNote shared={r.sharedPrefix} testId="routes-shared-prefix" />}
       <form className="row settings" onSubmit={(e) => { e.preventDefault(); if (!job) void runRoutes(); }}>
         <label>Ban each expert at
           <select data-testid="routes-ban-at" value={banAt} onChange={(e) => setBanAt(e.target.value as BanAt)}>

@@ -18,6 +18,8 @@ export interface SharedPrefix {
   text: string;
   /** "decision point after the shared prefix `<think>…`, k tokens". */
   note: string;
+  /** The display strings of the good and the bad future's first token after the prefix: where they differ. */
+  differ: [string, string];
 }
 
 /**
@@ -58,6 +60,6 @@ export function decisionPoint(codec: Pick<PromptCodec, 'encodePrompt' | 'resolve
   const rest = (f: ResolvedFuture) => codec.resolveFuture(promptIds, { ids: [f.sequences[0].slice(k)] }, forced);
   return {
     input: forced, promptIds, good: rest(g), bad: rest(b),
-    sharedPrefix: { ids: prefix, text, note: `decision point after the shared prefix \`${shown}\`, ${k} token${k === 1 ? '' : 's'}` },
+    sharedPrefix: { ids: prefix, text, note: `decision point after the shared prefix \`${shown}\`, ${k} token${k === 1 ? '' : 's'}`, differ: [g.tokens[0][k], b.tokens[0][k]] },
   };
 }
