@@ -50,6 +50,20 @@ describe('the interventions line of every view', () => {
     expect(dom.host.textContent).not.toContain('None is enabled');
   });
 
+  it('with none enabled, only views that run the enabled ones say the run is unsteered: the window runs the one picked, Attribution, Side effects, Mechanisms and SAE run none (fitapply 5)', () => {
+    useStore.setState({ interventions: [{ ...add, id: 1, enabled: false }] });
+    const text = (view: Parameters<typeof ViewInterventionsLine>[0]['view']) => {
+      act(() => dom.root.render(createElement(ViewInterventionsLine, { view })));
+      return dom.host.querySelector('[data-testid="view-interventions"]')!.textContent!;
+    };
+    expect(text('window')).toBe('Switches the one picked of the interventions (enabled or not), or every enabled one, on from each start step: the steps before run without them.');
+    for (const v of ['attribution', 'side-effects', 'mechanisms', 'sae', 'probe', 'branches'] as const) expect(text(v), v).not.toContain('None is enabled');
+    for (const v of ['margins', 'generation', 'batch'] as const) expect(text(v), v).toContain('(None is enabled now: the run is unsteered.)');
+    // the registry's 'applies' against what the view runs: these four send no interventions in their requests
+    for (const v of ['attribution', 'side-effects', 'mechanisms', 'sae'] as const) expect(VIEWS.find((x) => x.name === v)!.interventions.applies, v).toBe('no');
+    expect(VIEWS.find((x) => x.name === 'window')!.interventions.applies).toBe('option');
+  });
+
   it('App draws the line above the active view', async () => {
     const { readFileSync } = await import('node:fs');
     expect(readFileSync('app/App.tsx', 'utf8')).toMatch(/<ViewInterventionsLine view=\{view\} \/>\s*<ActiveView view=\{view\} \/>/);
