@@ -10,7 +10,7 @@ import { inOrder, worker } from './worker';
 import { loadCancels } from '../lib/job_rules';
 import { modelOf } from '../lib/experiment_state';
 import { loadedSaes, reattachSaes } from './sae_reload';
-import { switchOffMisfits } from '../lib/intervention_fit';
+import { recheckForModel } from '../lib/intervention_fit';
 
 /** The models shipped with the app under models/ (a manifest built with the app: tools/bundled_models.ts). */
 export function bundledModelNames(): string[] {
@@ -90,20 +90,33 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
 }
 
 /**
- * After another model was loaded: every enabled intervention that does not fit it or whose vector
- * was built on another model is switched off, its row saying why (lib/intervention_fit.ts), and the
- * experiment notice names them in one line. Nothing is removed; ticking one again uses it.
+ * After another model was loaded: the interventions are checked again against it
+ * (lib/intervention_fit.ts recheckForModel): every enabled one that does not fit it or whose vector
+ * was built on another model is switched off, its row saying why; each off one's reason is
+ * recomputed for this model, and one this check had switched off that fits again is ticked again.
+ * The notice names, for the model loaded now, the ones that do not fit and the ones ticked again
+ * (an earlier notice of this check is replaced or cleared). Nothing is removed.
  */
 export function checkInterventionsFit(info: ModelInfo): void {
   const s = useStore.getState();
-  const { list, off } = switchOffMisfits(s.interventions, s.vectors, info);
-  if (!off.length) return;
-  const n = off.map((id) => `#${list.findIndex((d) => d.id === id) + 1}`).join(', ');
+  const { list, off, back } = recheckForModel(s.interventions, s.vectors, info);
   useStore.setState({ interventions: list });
+  const nums = (ids: number[]) => ids.map((id) => `#${list.findIndex((d) => d.id === id) + 1}`).join(', ');
+  const plural = (ids: number[]) => (ids.length > 1 ? 's' : '');
+  if (!off.length && !back.length) {
+    if (s.experimentNotice?.fit) s.setExperimentNotice(null);
+    return;
+  }
+  const onAgain = back.length ? `Intervention${plural(back)} ${nums(back)} switched on again: ${back.length > 1 ? 'they fit' : 'it fits'} ${info.label}` : '';
+  if (!off.length) {
+    s.setExperimentNotice({ what: onAgain, why: 'switched off earlier for a model it did not fit; untick it to leave it off.', interventions: back, fit: true });
+    return;
+  }
   s.setExperimentNotice({
-    what: `Intervention${off.length > 1 ? 's' : ''} ${n} switched off for ${info.label}`,
-    why: `made for another model or not fitting this one (each row says why); tick ${off.length > 1 ? 'one' : 'it'} to use it anyway.`,
+    what: `Intervention${plural(off)} ${nums(off)} switched off for ${info.label}`,
+    why: `made for another model or not fitting this one (each row says why): edit its hook or vector in the editor, or load a model it fits.${onAgain ? ` ${onAgain}.` : ''}`,
     interventions: off,
+    fit: true,
   });
 }
 

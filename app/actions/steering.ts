@@ -10,10 +10,14 @@ import { pickVector } from '../lib/pick_vector';
 import { loadStaleText, loadedNow } from '../lib/model_identity';
 import { buildVector, loadDefaultSet } from './vectors';
 
-/** The library vector a new intervention at `hook` starts with (lib/pick_vector.ts: one built at that hook first). */
+/**
+ * The library vector a new intervention at `hook` starts with (lib/pick_vector.ts: one built at that
+ * hook first), never one built on another model than the loaded one (lib/intervention_fit.ts).
+ */
 function defaultVector(hook: string): string | null {
   const { vectors, info } = useStore.getState();
-  return pickVector(vectors, hook, info ? vectorWidth(hook, info, false) : null);
+  const ours = info ? vectors.filter((v) => v.model === null || v.model === info.label) : vectors;
+  return pickVector(ours, hook, info ? vectorWidth(hook, info, false) : null);
 }
 
 /** α an intervention with this library vector starts with: the vector's own (LibraryEntry.alpha), else 1. */
@@ -93,14 +97,19 @@ export function addDefaultIntervention(): void {
   useStore.getState().addIntervention(draft(defaultHook(), 'all'));
 }
 
-/** What Apply on a library row did: the intervention it set (added, or the one with that vector at that hook it replaced), where, and with which α. */
-export interface AppliedVector { id: number; replaced: boolean; hook: string; alpha: number }
+/**
+ * What Apply on a library row did: the intervention it set (added, or the one with that vector at
+ * that hook it replaced), where, and with which α; `refused` is why it was left switched off (it does
+ * not fit the loaded model: lib/intervention_fit.ts gateEnable), absent when it is on.
+ */
+export interface AppliedVector { id: number; replaced: boolean; hook: string; alpha: number; refused?: string }
 
 /**
  * Applies a library vector (Apply in its row): an `add` of it with its α (LibraryEntry.alpha) at the
  * hook it was computed at (the default hook when the file did not say), at all positions, every
  * step, opened in the editor. It replaces an `add` of that vector at that hook already in the list
- * (two would add their doses, α1 + α2), else it is added.
+ * (two would add their doses, α1 + α2), else it is added. One that does not fit the loaded model
+ * (a vector built on another, a layer it has not) is left switched off with its reason (`refused`).
  * @returns what it set, or null for a vector no longer in the library.
  */
 export function applyVector(vectorId: string): AppliedVector | null {
@@ -110,10 +119,16 @@ export function applyVector(vectorId: string): AppliedVector | null {
   const hook = v.hook ?? defaultHook();
   const point = draft(hook, 'all', { vectorId });
   const target = s.interventions.find((d) => d.hook === hook && d.vectorId === vectorId && d.type === 'add');
-  if (!target) return { id: s.addIntervention(point), replaced: false, hook, alpha: point.dose };
-  s.updateIntervention(target.id, point);
-  s.selectIntervention(target.id);
-  return { id: target.id, replaced: true, hook, alpha: point.dose };
+  let id: number;
+  if (target) {
+    id = target.id;
+    s.updateIntervention(id, point);
+    s.selectIntervention(id);
+  } else {
+    id = s.addIntervention(point);
+  }
+  const set = useStore.getState().interventions.find((d) => d.id === id)!;
+  return { id, replaced: target !== undefined, hook, alpha: point.dose, ...(set.enabled ? {} : { refused: set.offReason }) };
 }
 
 /** Types a sweep point can be loaded into: the sweep's own (a dose on a vector). */

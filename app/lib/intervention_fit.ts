@@ -36,17 +36,45 @@ export function misfitReason(d: InterventionDraft, vectors: readonly LibraryEntr
 }
 
 /**
- * The list after a model change: each enabled intervention that does not fit `m` (misfitReason)
- * switched off with `offReason` set; every other one unchanged.
- * @returns the new list and the ids switched off (empty when all fit).
+ * The one gate for switching an intervention on (Apply, + Add, a heatmap or sweep placement, a
+ * ticked row, an edit of an enabled one): `d` as it may be stored. One that does not fit the loaded
+ * model (misfitReason) is kept switched off with the reason in `offReason`, so nothing built for
+ * another model steers this one; one that is off keeps its reason only while it still applies.
+ * With no model loaded nothing is checked.
+ * @returns `d`, or a copy switched off / with its reason cleared or updated.
  */
-export function switchOffMisfits(list: readonly InterventionDraft[], vectors: readonly LibraryEntry[], m: FitModel): { list: InterventionDraft[]; off: number[] } {
-  const off: number[] = [];
+export function gateEnable(d: InterventionDraft, vectors: readonly LibraryEntry[], m: FitModel | null): InterventionDraft {
+  if (!m) return d;
+  if (d.enabled) {
+    const why = misfitReason(d, vectors, m);
+    return why ? { ...d, enabled: false, offReason: why, refused: true } : d;
+  }
+  if (d.offReason === undefined) return d;
+  const why = misfitReason(d, vectors, m);
+  return why ? (why === d.offReason ? d : { ...d, offReason: why }) : { ...d, offReason: undefined, refused: undefined };
+}
+
+/**
+ * The list after a model change, recomputed for model `m` as it is loaded now: each enabled
+ * intervention that does not fit (misfitReason) is switched off with `offReason` set and `autoOff`
+ * marked (this check unticked it); each off one's reason is recomputed for `m`, and one that fits
+ * again loses its reason, and is ticked again when this check had unticked it (the user's
+ * experiment as it was). One the user switched off stays off.
+ * @returns the new list, the ids that do not fit `m` (`off`, each off with its reason) and the ids
+ *   ticked again (`back`).
+ */
+export function recheckForModel(list: readonly InterventionDraft[], vectors: readonly LibraryEntry[], m: FitModel): { list: InterventionDraft[]; off: number[]; back: number[] } {
+  const off: number[] = [], back: number[] = [];
   const out = list.map((d) => {
-    const why = d.enabled ? misfitReason(d, vectors, m) : null;
-    if (!why) return d;
-    off.push(d.id);
-    return { ...d, enabled: false, offReason: why };
+    if (!d.enabled && d.offReason === undefined) return d;
+    const why = misfitReason(d, vectors, m);
+    if (why) {
+      off.push(d.id);
+      return d.enabled ? { ...d, enabled: false, offReason: why, autoOff: true } : { ...d, offReason: why };
+    }
+    if (d.enabled) return d;
+    if (d.autoOff) back.push(d.id);
+    return { ...d, enabled: d.autoOff === true, offReason: undefined, autoOff: undefined, refused: undefined };
   });
-  return { list: out, off };
+  return { list: out, off, back };
 }

@@ -19,6 +19,8 @@ export interface ExperimentNotice {
    * once every one of them is deleted the notice goes (removeIntervention).
    */
   interventions?: number[];
+  /** The notice of the check on loading another model (actions/model.ts checkInterventionsFit): recomputed, or cleared, on each model change. */
+  fit?: true;
 }
 
 /**

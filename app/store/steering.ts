@@ -3,6 +3,7 @@ import type { AppState } from './index';
 import { mergeSetter } from './merge_setter';
 import type { AblateMode, InterventionType, PositionSelector } from '../../workers/protocol';
 import type { ExperimentSae } from '../../workers/shared';
+import { gateEnable } from '../lib/intervention_fit';
 
 /**
  * An intervention as the user edits it (DESIGN.md §2 Interventions). It becomes the engine's JSON
@@ -47,6 +48,10 @@ export interface InterventionDraft {
    * it again. Session only: not part of the experiment file.
    */
   offReason?: string;
+  /** Switched off by the check on loading another model (not by the user): ticked again when a model it fits is loaded. Session only. */
+  autoOff?: boolean;
+  /** The user's last attempt to switch it on was refused (lib/intervention_fit.ts gateEnable): `offReason` says why. Session only. */
+  refused?: boolean;
 }
 
 /** The dose–response sweep as set up in its view. */
@@ -67,8 +72,13 @@ export interface SteeringSlice {
   /** Intervention open in the editor. */
   selectedIntervention: number | null;
   sweepSettings: SweepSettings;
-  /** Adds an intervention at the end of the list and opens it in the editor. @returns its id. */
+  /**
+   * Adds an intervention at the end of the list and opens it in the editor; one that does not fit
+   * the loaded model is added switched off with its reason (lib/intervention_fit.ts gateEnable).
+   * @returns its id.
+   */
   addIntervention(d: Omit<InterventionDraft, 'id'>): number;
+  /** Edits one; switching it on (or editing an enabled one) into a misfit leaves it off with its reason (gateEnable). */
   updateIntervention(id: number, patch: Partial<Omit<InterventionDraft, 'id'>>): void;
   removeIntervention(id: number): void;
   /** Moves an intervention one place up (-1) or down (+1): the order of application at a shared hook. */
@@ -90,10 +100,10 @@ export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> 
   sweepSettings: { layers: 'all', doses: '-8,-4,-2,0,2,4,8', site: 'hook_resid_post', type: 'add', vectorId: null },
   addIntervention: (d) => {
     const id = newInterventionId();
-    set((s) => ({ interventions: [...s.interventions, { ...d, id }], selectedIntervention: id }));
+    set((s) => ({ interventions: [...s.interventions, gateEnable({ ...d, id }, s.vectors, s.info)], selectedIntervention: id }));
     return id;
   },
-  updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? { ...d, ...patch } : d)) })),
+  updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? gateEnable({ ...d, ...patch }, s.vectors, s.info) : d)) })),
   removeIntervention: (id) => set((s) => {
     const interventions = s.interventions.filter((d) => d.id !== id);
     const named = s.experimentNotice?.interventions;

@@ -111,6 +111,7 @@ function Builder({ onDone }: { onDone: (r: LibraryAddition | null) => void }) {
 /** What Apply did, in words: where, with which α, and which intervention of the list it is. */
 function appliedNote(a: AppliedVector, v: LibraryEntry): string {
   const n = useStore.getState().interventions.findIndex((d) => d.id === a.id) + 1;
+  if (a.refused) return `Intervention #${n} is left switched off: ${a.refused}. Build or import a vector on the model loaded now, or load the model this vector was built on.`;
   return `${a.replaced ? 'Set' : 'Added'} intervention #${n}: add “${v.name}” at ${a.hook} with α = ${a.alpha}, all positions, every step${v.hook ? '' : ' (the file does not say its hook: change it in the editor)'}. Analyse or Generate to see it steered.`;
 }
 

@@ -122,7 +122,7 @@ describe('interventions after loading another model', () => {
     expect(dom.host.querySelector('[data-testid="editor-hook-missing"]')).toBeNull();
   });
 
-  it('the row says why it was switched off; ticking it again uses it and the reason goes', async () => {
+  it('the row says why it was switched off; ticking it on a model it does not fit is refused with the reason (fitapply 1)', async () => {
     const { a } = await setUp();
     await act(async () => { await loadModel(folder('qwen2-tiny')); });
     act(() => dom.root.render(createElement(InterventionList)));
@@ -130,8 +130,60 @@ describe('interventions after loading another model', () => {
     expect(row.getAttribute('data-enabled')).toBe('false');
     expect(dom.host.querySelector('[data-testid="intervention-1-off-reason"]')?.textContent).toContain('switched off on loading another model: its vector CAA happy/sad was built on stories260K');
     act(() => (dom.host.querySelector('[data-testid="intervention-1-enabled"]') as HTMLInputElement).click());
+    expect(byId(a).enabled).toBe(false);
+    expect((dom.host.querySelector('[data-testid="intervention-1-enabled"]') as HTMLInputElement).checked).toBe(false);
+    expect(dom.host.querySelector('[data-testid="intervention-1-off-reason"]')?.textContent).toBe(' · cannot be switched on: its vector CAA happy/sad was built on stories260K, not qwen2-tiny (local folder)');
+  });
+
+  it('Apply of a vector built on the previous model leaves it off and says why; + Add picks no vector of another model (fitapply 1)', async () => {
+    const { v, a } = await setUp();
+    useStore.getState().removeIntervention(a);
+    expect(await loadModel(folder('qwen2-tiny'))).toBe(true);
+    const { applyVector, addDefaultIntervention } = await import('../../app/actions/steering');
+    const applied = applyVector(v.id)!;
+    expect(byId(applied.id).enabled).toBe(false);
+    expect(applied.refused).toBe('its vector CAA happy/sad was built on stories260K, not qwen2-tiny (local folder)');
+    expect(byId(applied.id).offReason).toBe(applied.refused);
+    addDefaultIntervention();
+    const added = useStore.getState().interventions.at(-1)!;
+    expect(added.hook).toBe('blocks.1.hook_resid_post'); // qwen2-tiny's 3 layers: the one before the last
+    expect(added.vectorId).toBeNull();
+    // an edit of an enabled one into a layer the model has not is refused too
+    useStore.getState().updateIntervention(added.id, { hook: 'blocks.4.hook_resid_post' });
+    expect(byId(added.id).enabled).toBe(false);
+    expect(byId(added.id).offReason).toBe('layer 4 does not exist in qwen2-tiny (local folder) (layers 0..2)');
+  });
+
+  it('switching back: the reasons and the notice are recomputed for the model loaded now; rows this check switched off are ticked again, one the user switched off stays off (fitapply 2)', async () => {
+    const { a, b, c } = await setUp();
+    const d = useStore.getState().addIntervention({ ...base, enabled: false, hook: 'blocks.4.hook_resid_post', type: 'ablate', mode: 'zero', vectorId: null });
+    expect(await loadModel(folder('qwen2-tiny'))).toBe(true);
+    expect(byId(d).offReason).toBeUndefined(); // the user's own unticked row gets no reason
+    expect(await loadModel(folder('mixtral-tiny'))).toBe(true);
+    // #1's vector is 64 wide and mixtral-tiny is 64 wide too: still built on stories260K, now named for mixtral-tiny
+    expect(byId(a).offReason).toBe('its vector CAA happy/sad was built on stories260K, not mixtral-tiny (local folder)');
+    expect(byId(b).offReason).toBe('layer 3 does not exist in mixtral-tiny (local folder) (layers 0..2)');
+    expect(useStore.getState().experimentNotice!.what).toBe('Interventions #1, #2 switched off for mixtral-tiny (local folder)');
+    expect(await loadModel(STORIES)).toBe(true);
     expect(byId(a).enabled).toBe(true);
     expect(byId(a).offReason).toBeUndefined();
-    expect(dom.host.querySelector('[data-testid="intervention-1-off-reason"]')).toBeNull();
+    expect(byId(b).enabled).toBe(true);
+    expect(byId(b).offReason).toBeUndefined();
+    expect(byId(c).enabled).toBe(true);
+    expect(byId(d).enabled).toBe(false);
+    const n = useStore.getState().experimentNotice!;
+    expect(n.what).toBe('Interventions #1, #2 switched on again: they fit stories260K');
+    expect(n.what).not.toContain('qwen2');
+  });
+
+  it('a row the check switched off and the user then unticked is not ticked again; the notice goes when nothing is left to say (fitapply 2)', async () => {
+    const { a, b } = await setUp();
+    expect(await loadModel(folder('qwen2-tiny'))).toBe(true);
+    useStore.getState().updateIntervention(a, { enabled: false, offReason: undefined, autoOff: undefined, refused: undefined });
+    useStore.getState().removeIntervention(b);
+    expect(await loadModel(STORIES)).toBe(true);
+    expect(byId(a).enabled).toBe(false);
+    expect(byId(a).offReason).toBeUndefined();
+    expect(useStore.getState().experimentNotice).toBeNull();
   });
 });
