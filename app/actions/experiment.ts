@@ -5,7 +5,7 @@ import { download } from '../lib/export';
 import { posterQrLink } from '../lib/qr_link';
 import { analyse } from './analyse';
 import { generate } from './generate';
-import { bundledModelNames, listModels, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
+import { bundledModelNames, checkInterventionsFit, listModels, loadDefaultModel, loadHubModel, loadModel, localModelSource } from './model';
 import { runSweep } from './sweep';
 import { loadSae } from './sae';
 import { captureActivations } from './activations';
@@ -106,6 +106,10 @@ export async function restoreExperiment(e: Experiment, origin: string, opts: { r
   try {
     const { missing, pendingSaes } = applyExperiment(e);
     const ok = await ensureModel(e);
+    // the restored interventions pass the same fit gate as ones the user ticks: one that does not fit the model
+    // loaded now (a layer it lacks, a vector built on another model) is switched off, its row and the notice saying why
+    const info = useStore.getState().info;
+    if (ok && info) checkInterventionsFit(info);
     if (ok) await ensureModelB(e);
     if (missing.length) {
       useStore.getState().setExperimentNotice({ what: `The ${origin} does not carry every vector`, why: `Left out (too large for a link): ${missing.join(', ')}. The interventions using them have no vector; open the experiment file, or build or import the vector and pick it.` });

@@ -100,7 +100,8 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
 export function checkInterventionsFit(info: ModelInfo): void {
   const s = useStore.getState();
   const { list, off, back } = recheckForModel(s.interventions, s.vectors, info);
-  useStore.setState({ interventions: list });
+  // written only when a row changed: a new list on every load would read as an edit of the experiment (a poster slide's link, the share state)
+  if (list.some((d, i) => d !== s.interventions[i])) useStore.setState({ interventions: list });
   const nums = (ids: number[]) => ids.map((id) => `#${list.findIndex((d) => d.id === id) + 1}`).join(', ');
   const plural = (ids: number[]) => (ids.length > 1 ? 's' : '');
   if (!off.length && !back.length) {

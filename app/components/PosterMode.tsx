@@ -84,7 +84,12 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
     return () => { void releasePosterHold(slideLoaded.current); };
   }, [kiosk]);
   useEffect(() => {
-    if (!hashLink) return;
+    if (!hashLink) {
+      // A deck slide still restoring (its model loads can take a minute): its QR names it by its deck link
+      // at once, never the previous slide's; the full link, where short enough, follows once it is restored.
+      if (index >= deckStart) { setLink(deckLink(index - deckStart)); setOmitted([]); }
+      return;
+    }
     // The user's own experiment (slide 1 outside a kiosk) has no deck link: its QR holds its shortest link (#q=, its
     // difference from the default experiment), without the vectors' values when they would make it too dense; a deck
     // slide's holds its full link when short enough, else `#deck=n`.

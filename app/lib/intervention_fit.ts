@@ -60,8 +60,8 @@ export function gateEnable(d: InterventionDraft, vectors: readonly LibraryEntry[
  * marked (this check unticked it); each off one's reason is recomputed for `m`, and one that fits
  * again loses its reason, and is ticked again when this check had unticked it (the user's
  * experiment as it was). One the user switched off stays off.
- * @returns the new list, the ids that do not fit `m` (`off`, each off with its reason) and the ids
- *   ticked again (`back`).
+ * @returns the new list (a row it leaves as it was is the same object), the ids that do not fit `m`
+ *   (`off`, each off with its reason) and the ids ticked again (`back`).
  */
 export function recheckForModel(list: readonly InterventionDraft[], vectors: readonly LibraryEntry[], m: FitModel): { list: InterventionDraft[]; off: number[]; back: number[] } {
   const off: number[] = [], back: number[] = [];
@@ -70,7 +70,7 @@ export function recheckForModel(list: readonly InterventionDraft[], vectors: rea
     const why = misfitReason(d, vectors, m);
     if (why) {
       off.push(d.id);
-      return d.enabled ? { ...d, enabled: false, offReason: why, autoOff: true } : { ...d, offReason: why };
+      return d.enabled ? { ...d, enabled: false, offReason: why, autoOff: true } : why === d.offReason ? d : { ...d, offReason: why };
     }
     if (d.enabled) return d;
     if (d.autoOff) back.push(d.id);

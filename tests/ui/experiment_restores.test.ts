@@ -124,3 +124,23 @@ describe('a Batch example loads in one step (item 11)', () => {
     expect(useStore.getState().batchValuesName).toBe('d.values.jsonl');
   });
 });
+
+describe('a restored intervention passes the same fit gate as a ticked one (fitapply 1)', () => {
+  it('one at a layer the loaded model lacks comes back switched off, its row and the notice saying why; one that fits stays on as saved', async () => {
+    const saved = currentExperimentOf({ prompt: 'Once upon a time', vectors: [], saes: [], saeOrigins: {} });
+    const fits = saved.interventions[0];
+    const e = { ...saved, modelB: undefined, interventions: [fits, { ...fits, hook: 'blocks.7.hook_resid_post' }] };
+    useStore.setState(initial, true);
+    // stories260K loaded (5 layers: blocks.0..4), as the experiment names it
+    const hookNames = Array.from({ length: 5 }, (_, l) => [`blocks.${l}.hook_resid_pre`, `blocks.${l}.hook_resid_post`]).flat();
+    useStore.setState({
+      modelStatus: 'ready', modelLabel: 'stories260K', lastLoad: EVERY_FIELD.lastLoad,
+      info: { label: 'stories260K', nLayers: 5, dModel: 64, nHeads: 8, nKvHeads: 4, dHead: 8, dMlp: 172, hookNames } as never,
+    });
+    await restoreExperiment(e, 'file');
+    const [a, b] = useStore.getState().interventions;
+    expect(a).toMatchObject({ hook: 'blocks.1.hook_resid_post', enabled: true });
+    expect(b).toMatchObject({ hook: 'blocks.7.hook_resid_post', enabled: false, offReason: 'layer 7 does not exist in stories260K (layers 0..4)' });
+    expect(useStore.getState().experimentNotice?.what).toBe('Intervention #2 switched off for stories260K');
+  });
+});

@@ -52,18 +52,24 @@ describe('a margin-heatmap cell click (actions/steering.ts placeAtLensCell)', ()
   });
 });
 
+/** The loaded model's fields + Add and the fit gate read (lib/intervention_fit.ts misfitReason): a 5-layer model with its residual hooks. */
+const INFO = {
+  label: 'test-model', nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8,
+  hookNames: Array.from({ length: 5 }, (_, l) => [`blocks.${l}.hook_resid_pre`, `blocks.${l}.hook_resid_post`]).flat(),
+} as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+
 describe('+ Add (actions/steering.ts addDefaultIntervention)', () => {
   beforeEach(() => useStore.setState({ vectors: [], interventions: [], selectedIntervention: null }));
 
   it('starts at the default hook with the vector built there, not an empty vector', () => {
-    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    const info = INFO;
     useStore.setState({ info, vectors: [vec('caa', 'blocks.3.hook_resid_post'), vec('other', 'blocks.1.hook_resid_post')] });
     addDefaultIntervention();
     expect(useStore.getState().interventions[0]).toMatchObject({ hook: 'blocks.3.hook_resid_post', positions: 'all', vectorId: 'caa' });
   });
 
   it('made before any vector exists, picks up the vector built afterwards (the library is followed, not copied once)', () => {
-    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    const info = INFO;
     useStore.setState({ info });
     addDefaultIntervention();
     expect(useStore.getState().interventions[0].vectorId).toBeNull();
@@ -73,7 +79,7 @@ describe('+ Add (actions/steering.ts addDefaultIntervention)', () => {
   });
 
   it('keeps a vector already chosen, and does not take one of the wrong width', () => {
-    const info = { nLayers: 5, dModel: 64, dMlp: 172, nHeads: 8, nKvHeads: 4, dHead: 8 } as unknown as NonNullable<ReturnType<typeof useStore.getState>['info']>;
+    const info = INFO;
     useStore.setState({ info, vectors: [vec('first', 'blocks.3.hook_resid_post')] });
     addDefaultIntervention();
     useStore.setState({ vectors: [] });

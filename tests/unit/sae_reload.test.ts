@@ -15,7 +15,7 @@ const fakeWorker = new Proxy({}, {
     if (method === 'then') return undefined;
     return async (...args: unknown[]) => {
       calls.push({ method, args });
-      if (method === 'load') return { hasChatTemplate: false, nLayers: 5, dModel: 64, hookNames: [] };
+      if (method === 'load') return { label: 'stories260K', hasChatTemplate: false, nLayers: 5, dModel: 64, hookNames: ['blocks.2.hook_resid_post'] };
       if (method === 'loadSae') {
         if (saeFails) throw new Error('HTTP 404 from the SAE server');
         return { id: `sae${++saeCount}`, label: 'relu SAE', cfg: { hookName: 'blocks.2.hook_resid_post' } };
