@@ -104,6 +104,15 @@ export function addDefaultIntervention(): void {
  */
 export interface AppliedVector { id: number; replaced: boolean; hook: string; alpha: number; refused?: string }
 
+/** Writes `point` into `target` (opened in the editor) or, with none, adds it; the store's enable check applies either way. @returns the intervention's id. */
+function placeInto(target: InterventionDraft | undefined, point: Omit<InterventionDraft, 'id'>): number {
+  const s = useStore.getState();
+  if (!target) return s.addIntervention(point);
+  s.updateIntervention(target.id, point);
+  s.selectIntervention(target.id);
+  return target.id;
+}
+
 /**
  * Applies a library vector (Apply in its row): an `add` of it with its α (LibraryEntry.alpha) at the
  * hook it was computed at (the default hook when the file did not say), at all positions, every
@@ -119,14 +128,7 @@ export function applyVector(vectorId: string): AppliedVector | null {
   const hook = v.hook ?? defaultHook();
   const point = draft(hook, 'all', { vectorId });
   const target = s.interventions.find((d) => d.hook === hook && d.vectorId === vectorId && d.type === 'add');
-  let id: number;
-  if (target) {
-    id = target.id;
-    s.updateIntervention(id, point);
-    s.selectIntervention(id);
-  } else {
-    id = s.addIntervention(point);
-  }
+  const id = placeInto(target, point);
   const set = useStore.getState().interventions.find((d) => d.id === id)!;
   return { id, replaced: target !== undefined, hook, alpha: point.dose, ...(set.enabled ? {} : { refused: set.offReason }) };
 }
@@ -155,14 +157,7 @@ export function placeFromSweep(li: number, di: number): { id: number; replaced: 
   const point = draft(hook, 'all', { type: sw.type, dose: sw.result.doses[di], vectorId: sw.vectorId, rotateBy: 'theta' });
   const target = s.interventions.find((d) => d.id === sw.pickedId)
     ?? s.interventions.find((d) => d.hook === hook && d.vectorId === sw.vectorId && SWEEP_TYPES.includes(d.type));
-  let id: number;
-  if (target) {
-    id = target.id;
-    s.updateIntervention(id, point);
-    s.selectIntervention(id);
-  } else {
-    id = s.addIntervention(point);
-  }
+  const id = placeInto(target, point);
   s.setSweepPick(id);
   return { id, replaced: target !== undefined };
 }
