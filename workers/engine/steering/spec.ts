@@ -93,8 +93,15 @@ export interface RunShape {
   nPrompt: number;
   /** Generation length (max_new_tokens); absent for a prompt-only analysis. */
   maxNewTokens?: number;
-  /** The prompt goes through the chat template; a patch source prompt is encoded the same way. */
+  /**
+   * The run's chat turn (PromptInput's fields of the same names, workers/engine/prompt.ts): the prompt
+   * goes through the chat template, with this system prompt, these tools and this enable_thinking. A
+   * patch source prompt is encoded in the same turn, so its positions are the run's positions.
+   */
   chatTemplate?: boolean;
+  system?: string;
+  tools?: Record<string, unknown>[];
+  enableThinking?: boolean;
   /** Token ids teacher-forced after the prompt (PromptInput.forcedIds: the decision point's shared prefix), counted in nPrompt; a patch source prompt gets them too. */
   forcedIds?: readonly number[];
 }
