@@ -26,7 +26,8 @@
  * - alpha (add, add_norm_preserving): the dose α in h += α·v.
  * - theta (rotate, radians) or t (rotate, fraction of the angle between h and v; 1 = reach v̂).
  * - mode (ablate): 'zero' (h ← 0), 'mean' (h ← vector, a mean activation), 'project' (h ← h − (h·v̂)v̂).
- * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in.
+ * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in, encoded
+ *   in the run's chat turn (RunShape: chat template, system prompt, tools, enable_thinking, forcedIds).
  * - head (hooks [pos, heads·d_head]: attn.hook_q/k/v/z): act on this head only; vector has d_head
  *   values (patch rows keep the hook's full width; only the head's columns are replaced).
  * - positions: 'all' (default) | 'prompt' | 'generated' | [indices] | {start, end} (end exclusive).
