@@ -70,7 +70,7 @@ export async function marginsCommand(engine: Engine, f: Values<typeof MARGINS_FL
  */
 export async function sinksCommand(engine: Engine, f: Values<typeof SINKS_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const { prompt, 'chat-template': chatTemplate, eps } = f;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, chatTemplate }, loadSae);
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, { prompt, chatTemplate }), loadSae);
   const req = { prompt, chatTemplate, good: { ids: [[0]] }, bad: { ids: [[0]] }, sinkEps: eps };
   const r = await engine.analyse({ ...req, interventions });
   const out = {
@@ -93,8 +93,7 @@ export async function sinksCommand(engine: Engine, f: Values<typeof SINKS_FLAGS>
 export async function generateCommand(engine: Engine, f: Values<typeof GENERATE_FLAGS>, loadSae: (ref: string) => Promise<Sae>): Promise<unknown> {
   const { good, bad, 'max-new-tokens': maxNewTokens } = f;
   const turn = chatTurn(f);
-  const chatTemplate = turn.chatTemplate;
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(turn).length, maxNewTokens, chatTemplate }, loadSae);
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, turn, maxNewTokens), loadSae);
   const g = await engine.generate({
     ...turn, interventions,
     good: good ? futureOfFlag(good, 'good') : { ids: [[0]] }, bad: bad ? futureOfFlag(bad, 'bad') : { ids: [[0]] },

@@ -15,6 +15,7 @@ import type { ModelSpec } from '../workers/engine/arch/spec';
 import { custom, num, text, type Values } from './flags';
 import { CHAT_TEMPLATE, EPS, INTERVENTION } from './shared_flags';
 import { interventionsFromArgs, loadVectorFile } from './steering';
+import { runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 export const BATCH_FLAGS = {
   values: text('FILE', { nonEmpty: true }).required().describe('a CSV, TSV, JSONL or JSON table, one row per prompt'),
@@ -87,7 +88,7 @@ export async function batchCommand(engine: Engine, f: BatchFlags, write: (line: 
   const r = await runBatch(engine, {
     template, values, metrics, chatTemplate,
     visibleThreshold: f['visible-threshold'], sinkEps: f.eps,
-    interventions: f.intervention.length ? (p) => interventionsFromArgs(engine, f.intervention, { nPrompt: p.nPrompt, chatTemplate, ...(p.forcedIds ? { forcedIds: p.forcedIds } : {}) }) : undefined,
+    interventions: f.intervention.length ? (p) => interventionsFromArgs(engine, f.intervention, runShapeOf(engine, p)) : undefined,
     probe, patchCell,
   }, (row) => write(JSON.stringify(flatRow(row, values.columns, metrics))));
   write(JSON.stringify({ aggregate: summarize(r.rows, metrics, f.by ?? template.x ?? null) }));

@@ -9,6 +9,7 @@ import { pathOf, type DrawSettings } from '../workers/engine/studies/branching/t
 import { int, num, text, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROMPT, SEED, TEMPERATURE, TOP_K } from './shared_flags';
 import { interventionsFromArgs } from './steering';
+import { runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 export const BRANCH_FLAGS = {
   prompt: PROMPT,
@@ -58,7 +59,7 @@ async function setup(engine: Engine, f: { prompt: string; good?: string; bad?: s
   const chatTemplate = f['chat-template'];
   const maxNewTokens = f['max-new-tokens'];
   const req: ExploreRequest = { prompt, chatTemplate, good: good ? { text: good } : { ids: [[0]] }, bad: bad ? { text: bad } : { ids: [[0]] }, maxNewTokens };
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt(req).length, maxNewTokens });
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, req, maxNewTokens));
   return { req, interventions, futures: Boolean(good && bad) };
 }
 

@@ -129,7 +129,6 @@ export async function probeCommand(engine: Engine, f: ProbeFlags): Promise<unkno
   checkFolds(f.folds, set);
   const position = f.position ?? set.position ?? 'last';
   const l2 = f.l2;
-  const chatTemplate = f['chat-template'];
   const onProgress = f.progress ? (p: { done: number; total: number }) => process.stderr.write(`\r${p.done}/${p.total}`) : undefined;
   const req = { positive: set.positive, negative: set.negative, classes: set.classes, position, ...turnOfFlags(f), folds: f.folds, seed: f.seed, l2 };
   let under: ProbeUnderResult | null = null;
@@ -139,7 +138,7 @@ export async function probeCommand(engine: Engine, f: ProbeFlags): Promise<unkno
     const generate = f.generate;
     under = await probeUnderIntervention(engine, {
       ...req, good: { text: futures.good }, bad: { text: futures.bad }, generate, threshold: f['move-threshold'],
-      interventions: (p) => resolveInterventions(engine, [spec], { ...runShapeOf(engine, p, generate > 0 ? generate : undefined), chatTemplate }, {
+      interventions: (p) => resolveInterventions(engine, [spec], runShapeOf(engine, p, generate > 0 ? generate : undefined), {
         loadVector: loadVectorFile, label: () => '--under', warn: (m) => process.stderr.write(`warning: ${m}\n`),
       }),
     }, onProgress);

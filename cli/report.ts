@@ -16,6 +16,7 @@ import { checkFolds, POSITION, readLabelledSet } from './probe';
 import { BAD, CHAT_TEMPLATE, ENABLE_THINKING, FOLDS, GOOD, INTERVENTION, K_MAX, PROBE_SEED, PROGRESS, SET, SYSTEM, TOOLS } from './shared_flags';
 import { chatTurn, checkChatTurn, futureOfFlag } from './chat_turn';
 import { interventionsFromArgs } from './steering';
+import { runShapeOf } from '../workers/engine/studies/resolve_interventions';
 import { checkWindowFlags, SCORE } from './window';
 import { MAX_NEW_TOKENS } from './shared_flags';
 
@@ -76,7 +77,7 @@ export async function reportCommand(engine: Engine, f: ReportFlags & Values<type
   const N = f['max-new-tokens'];
   const window: ReportPairRequest['window'] = f.intervention.length && N !== undefined ? {
     maxNewTokens: N, kMax: f['k-max'], score: f.score,
-    interventions: (e, p) => interventionsFromArgs(e, f.intervention, { nPrompt: p.nPrompt, maxNewTokens: N, chatTemplate, ...(p.forcedIds ? { forcedIds: p.forcedIds } : {}) }),
+    interventions: (e, p) => interventionsFromArgs(e, f.intervention, runShapeOf(e, p, N)),
   } : undefined;
   let labelled;
   if (f.set !== undefined) {

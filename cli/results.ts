@@ -18,6 +18,7 @@ import { gridRows } from '../workers/engine/studies/report_json';
 import { oneOf, text, type Values } from './flags';
 import { BAD, CHAT_TEMPLATE, GOOD, INTERVENTION, MAX_NEW_TOKENS, PROGRESS, PROMPT } from './shared_flags';
 import { interventionsFromArgs } from './steering';
+import { runShapeOf } from '../workers/engine/studies/resolve_interventions';
 
 const CORRUPT = text().describe('a corrupted prompt (as many tokens as the prompt): adds the patching grid at hook_resid_pre');
 const DIRECTION = oneOf(['denoise', 'noise'] as const).default('denoise').describe('the patching grid: clean into corrupt (denoise) or corrupt into clean (noise)');
@@ -82,7 +83,7 @@ export async function resultsCommand(engine: Engine, f: ResultsFlags & { experim
   const good = { text: f.good }, bad = { text: f.bad };
   const tell = f.progress ? (what: string) => process.stderr.write(`${what}\n`) : () => undefined;
   const N = f['max-new-tokens'];
-  const interventions = await interventionsFromArgs(engine, f.intervention, { nPrompt: engine.encodePrompt({ prompt, chatTemplate }).length, maxNewTokens: N, chatTemplate });
+  const interventions = await interventionsFromArgs(engine, f.intervention, runShapeOf(engine, { prompt, chatTemplate }, N));
   const out: Record<string, unknown> = { format: RESULTS_FORMAT, version: RESULTS_VERSION, model: modelName(f.model), where_ran: 'branchpoint runner', produced_by: 'branchpoint runner', experiment: e };
   tell('lens');
   const a = await engine.analyse({ prompt, chatTemplate, good, bad, interventions });

@@ -92,7 +92,8 @@ export const interventionUsage = (commands: readonly string[]) => `Interventions
   alpha      dose for add / add_norm_preserving: h += alpha·v
   theta | t  rotate: angle in radians toward v, or fraction t of the angle (t = 1 reaches v)
   mode       ablate: "zero" | "mean" (vector = the mean) | "project" (remove the vector's direction)
-  source     patch: a prompt whose activations at hook replace this run's (or vector: rows [pos][width])
+  source     patch: a prompt whose activations at hook replace this run's (or vector: rows [pos][width]);
+             encoded as this run's prompt is (--chat-template, --system, --tools, --enable-thinking)
   head       attn.hook_q/k/v/z only: act on one head
   experts    ban_experts (at blocks.L.mlp.hook_router_logits: these experts cannot be chosen) /
              force_experts (at blocks.L.mlp.hook_expert_indices: exactly k ids, weighted by the router's p);

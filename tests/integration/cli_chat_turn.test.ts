@@ -171,4 +171,40 @@ describe('runner flags --system, --tools and tool-call futures', () => {
     expect(await main(['margins', '--model', model, '--experiment', exp])).toBe(0);
     expect((JSON.parse(out.join('')) as { tokens: string[] }).tokens.join('')).toBe('<|im_start|>user\nHi.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
   }, 240_000);
+
+  it('margins and generate encode a --intervention patch source in the run\'s turn (--system, --tools, --enable-thinking): its ids are the package template\'s render, and a full-residual patch from the run\'s own prompt changes nothing', async () => {
+    const pkg = (qwen3 as unknown as () => { encode(t: string, o: { add_special_tokens: boolean }): number[]; chat_template: string })();
+    const tools = JSON.parse(fs.readFileSync(toolsFile, 'utf8')) as unknown[];
+    const oracle = (prompt: string) => pkg.encode(new Template(pkg.chat_template).render({ messages: [{ role: 'system', content: 'Be careful.' }, { role: 'user', content: prompt }], tools, add_generation_prompt: true, enable_thinking: false }), { add_special_tokens: false });
+    const model = makeQwen3VocabModel();
+    const PROMPT = 'Free up disk space.', SOURCE = 'Free up disk room.';
+    expect(oracle(SOURCE).length).toBe(oracle(PROMPT).length);
+    const patch = (source: string) => ['--intervention', JSON.stringify({ type: 'patch', hook: 'blocks.1.hook_resid_post', source, positions: 'prompt' })];
+    /** One runner command's JSON output, and the ids the engine gave each prompt text it encoded. */
+    const run = async (argv: string[]): Promise<{ r: Record<string, unknown>; ids: (text: string) => number[][] }> => {
+      const out: string[] = [];
+      const o = vi.spyOn(process.stdout, 'write').mockImplementation((s) => { out.push(String(s)); return true; });
+      const e = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      const encode = vi.spyOn(Engine.prototype, 'encodePrompt');
+      const code = await main([argv[0], '--model', model, ...argv.slice(1), ...TURN]);
+      const calls = encode.mock.calls.map((c, i) => ({ p: c[0] as PromptInput, ids: encode.mock.results[i].value as number[] }));
+      o.mockRestore(); e.mockRestore(); encode.mockRestore();
+      expect(code, argv.join(' ')).toBe(0);
+      return { r: JSON.parse(out.join('')) as Record<string, unknown>, ids: (text) => calls.filter((c) => c.p.prompt === text).map((c) => c.ids) };
+    };
+    const futures = ['--prompt', PROMPT, '--good', ' ok', '--bad', ' no'];
+    const plain = await run(['margins', ...futures]);
+    const own = await run(['margins', ...futures, ...patch(PROMPT)]);
+    expect(own.r.ids).toEqual(plain.r.ids);
+    expect(Math.abs((own.r.final_margin as number[]).at(-1)! - (plain.r.final_margin as number[]).at(-1)!)).toBeLessThan(1e-5);
+    const gen = ['generate', ...futures, '--max-new-tokens', '2'];
+    const g0 = await run(gen), g1 = await run([...gen, ...patch(PROMPT)]);
+    expect(g1.r.ids).toEqual(g0.r.ids);
+    const m0 = g0.r.margins as number[], m1 = g1.r.margins as number[];
+    expect(m1.length).toBe(m0.length);
+    m1.forEach((m, i) => expect(Math.abs(m - m0[i]), `step ${i}`).toBeLessThan(1e-5));
+    const g2 = await run([...gen, ...patch(SOURCE)]);
+    expect(g2.ids(SOURCE).length).toBeGreaterThan(0);
+    for (const ids of g2.ids(SOURCE)) expect(ids).toEqual(oracle(SOURCE));
+  }, 240_000);
 });

@@ -26,7 +26,8 @@
  * - alpha (add, add_norm_preserving): the dose α in h += α·v.
  * - theta (rotate, radians) or t (rotate, fraction of the angle between h and v; 1 = reach v̂).
  * - mode (ablate): 'zero' (h ← 0), 'mean' (h ← vector, a mean activation), 'project' (h ← h − (h·v̂)v̂).
- * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in.
+ * - source (patch, instead of vector): a prompt whose activations at `hook` are patched in, encoded
+ *   in the run's chat turn (RunShape: chat template, system prompt, tools, enable_thinking, forcedIds).
  * - head (hooks [pos, heads·d_head]: attn.hook_q/k/v/z): act on this head only; vector has d_head
  *   values (patch rows keep the hook's full width; only the head's columns are replaced).
  * - positions: 'all' (default) | 'prompt' | 'generated' | [indices] | {start, end} (end exclusive).
@@ -93,8 +94,15 @@ export interface RunShape {
   nPrompt: number;
   /** Generation length (max_new_tokens); absent for a prompt-only analysis. */
   maxNewTokens?: number;
-  /** The prompt goes through the chat template; a patch source prompt is encoded the same way. */
+  /**
+   * The run's chat turn (PromptInput's fields of the same names, workers/engine/prompt.ts): the prompt
+   * goes through the chat template, with this system prompt, these tools and this enable_thinking. A
+   * patch source prompt is encoded in the same turn, so its positions are the run's positions.
+   */
   chatTemplate?: boolean;
+  system?: string;
+  tools?: Record<string, unknown>[];
+  enableThinking?: boolean;
   /** Token ids teacher-forced after the prompt (PromptInput.forcedIds: the decision point's shared prefix), counted in nPrompt; a patch source prompt gets them too. */
   forcedIds?: readonly number[];
 }

@@ -4,7 +4,7 @@
  * (activation patching, Heimersheim & Nanda arXiv 2404.15255) or, for patch_route, its chosen experts.
  */
 import type { Engine } from '../engine';
-import type { FutureInput, PromptInput } from '../prompt';
+import { chatTurn, promptWith, type FutureInput, type PromptInput } from '../prompt';
 import type { Intervention } from '../model/intervention';
 import type { Sae } from '../sae/sae';
 import { isSaeFeatureRef, parseSpec, toIntervention, type InterventionSpec, type RunShape } from '../steering/spec';
@@ -37,14 +37,25 @@ export function atDecisionPoint(engine: Engine, p: PromptInput, good?: FutureInp
 
 /**
  * The run shape interventions are checked against for a run of prompt `p` (its forcedIds included:
- * nPrompt = encodePrompt(p).length tokens) and, when generating, this many new tokens.
+ * nPrompt = encodePrompt(p).length tokens) and, when generating, this many new tokens. It keeps
+ * p's whole chat turn (chat template, system prompt, tools, enable_thinking: prompt.ts chatTurn),
+ * which a patch source is encoded in (sourcePrompt). Every RunShape with a prompt is built here.
  * @throws Error for a bad prompt (PromptCodec.encodePrompt).
  */
 export function runShapeOf(engine: Engine, p: PromptInput, maxNewTokens?: number): RunShape {
   return {
-    nPrompt: engine.encodePrompt(p).length, chatTemplate: p.chatTemplate,
+    nPrompt: engine.encodePrompt(p).length, ...chatTurn(p),
     ...(p.forcedIds?.length ? { forcedIds: p.forcedIds } : {}), ...(maxNewTokens !== undefined ? { maxNewTokens } : {}),
   };
+}
+
+/**
+ * A patch source prompt as the run's prompt is encoded: the text `source` in the run's chat turn
+ * (chat template, system prompt, tools, enable_thinking), with the run's forcedIds after it, so
+ * that position t of the source is position t of the run (activation and routing patching).
+ */
+export function sourcePrompt(source: string, run: RunShape): PromptInput {
+  return { ...promptWith(source, run), ...(run.forcedIds?.length ? { forcedIds: run.forcedIds } : {}) };
 }
 
 /**
@@ -75,8 +86,9 @@ export interface ResolveOptions {
 /**
  * Resolves specs in order. Patch sources run the source prompt through the model (this
  * overwrites the KV cache, so call it before the analysis or generation that uses the result).
- * @param run prompt length and generation length of the run the interventions are for (a patch
- *   source gets run.forcedIds after it too, so its positions line up with a run at the decision point).
+ * @param run prompt length, chat turn and generation length of the run the interventions are for
+ *   (runShapeOf): a patch source is encoded in the run's chat turn with run.forcedIds after it
+ *   (sourcePrompt), so its positions line up with the run's, at the decision point too.
  * @throws Error with the spec's label for every problem toIntervention reports, a vector file
  *   that cannot be read or does not fit the hook, a patch source prompt that cannot be encoded
  *   or whose token length differs from the run's prompt (run.nPrompt), or an SAE that cannot be
@@ -104,7 +116,7 @@ export async function resolveInterventions(engine: Engine, specs: readonly Inter
         spec = { ...spec, vector: imported.vector };
       }
       if ((spec.type === 'patch' || spec.type === 'patch_route') && spec.source !== undefined) {
-        const ids = engine.encodePrompt({ prompt: spec.source, chatTemplate: run.chatTemplate, ...(run.forcedIds ? { forcedIds: run.forcedIds } : {}) });
+        const ids = engine.encodePrompt(sourcePrompt(spec.source, run));
         if (ids.length !== run.nPrompt) throw new Error(`${spec.type} source "${spec.source}" has ${ids.length} tokens but the prompt has ${run.nPrompt}; ${spec.type === 'patch' ? 'activation' : 'routing'} patching needs prompts of equal token length (the same positions)`);
         const { captured } = await engine.run(ids, { capture: [spec.hook], logits: 'last' });
         const flat = captured.get(spec.hook)!;
