@@ -42,7 +42,7 @@ export function IntervalChart({ groups, points, xLabel, yLabel, line, width = 64
   return (
     <svg ref={svgRef} className="chart interval-chart" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label={label} data-testid={testId}>
       {y.ticks(5).map((t) => (
-        <g key={`y${t}`} transform={`translate(0,${y(t)})`}>
+        <g key={`y${t}`} className="y-tick" transform={`translate(0,${y(t)})`}>
           <line x1={M.left} x2={width - M.right} stroke="#eaeef2" />
           <text x={M.left - 6} textAnchor="end" dominantBaseline="middle">{tickLabel(t)}</text>
         </g>
