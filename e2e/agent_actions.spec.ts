@@ -30,7 +30,12 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   // the batch's first-token metrics are read where the futures differ, and the view says so in one line
   await expect(page.getByTestId('batch-shared-prefix')).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: the first-token metrics of 1 of 1 rows read the first tokens where the futures differ/);
+  // one row: the plot's value axis has a few short tick labels, not every float digit over the axis title (issue 29)
+  const ticks = await page.getByTestId('batch-plot').locator('.y-tick text').allTextContents();
+  expect(ticks.length).toBeGreaterThanOrEqual(3);
+  for (const t of ticks) expect(t.length, `y tick "${t}"`).toBeLessThanOrEqual(8);
   await page.screenshot({ path: `${SHOTS}/agent_actions_batch.png` });
+  await page.getByTestId('batch-plot').screenshot({ path: `${SHOTS}/agent_actions_batch_plot.png` });
   await page.getByTestId('batch-row').first().click();
 
   await expect(page.getByTestId('chat-template')).toBeChecked();
@@ -61,6 +66,10 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   await expect(caption).toContainText('Δ_clean');
   const clean = Number(/Δ_clean = ([−+-]?[\d.]+)/.exec((await caption.textContent()) ?? '')![1].replace('−', '-'));
   expect(Number.isFinite(clean) && clean !== 0).toBe(true);
+  // the tool-call futures' long text wraps inside the panel, not past its right edge (issue 29)
+  const fit = await caption.evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, right: el.getBoundingClientRect().right, panel: el.closest('section')!.getBoundingClientRect().right }));
+  expect(fit.scroll, 'caption scrollWidth').toBeLessThanOrEqual(fit.client + 1);
+  expect(fit.right, 'caption right edge').toBeLessThanOrEqual(fit.panel + 1);
   await expect(page.getByTestId('bad-mode')).toHaveValue('tool');
   await expect(page.getByTestId('bad-tool')).toHaveValue('read_file');
   await page.screenshot({ path: `${SHOTS}/agent_actions_report.png` });

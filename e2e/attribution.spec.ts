@@ -42,6 +42,9 @@ test('attribution: spans on the strip get their numbers, with the deletion curve
   await page.getByTestId('attribution-view').screenshot({ path: '.artifacts/screenshots/attribution-view.png' });
 });
 
+/** Two tokens in stories260K's vocabulary (" her", " friend") that the span-faithfulness futures open with. */
+const SHARED_PREFIX = ' her friend';
+
 /** The distractor study's prompt (public/studies/distractor.*: the template filled with one row of its values). */
 function distractorRow(n: number): { prompt: string; good: string; bad: string; b: string; foil: string } {
   const t = JSON.parse(fs.readFileSync('public/studies/distractor.template.json', 'utf8')) as { prompt: string; good: string; bad: string };
@@ -53,12 +56,15 @@ function distractorRow(n: number): { prompt: string; good: string; bad: string; 
 test('the distractor study’s prompt: the evidence and distractor spans with the engine’s numbers, the deletion curve, and each span’s faithfulness', async ({ page }) => {
   const d = distractorRow(1);
   const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
-  let want: FlowResult, wantSpans: SpanFaithfulnessResult;
+  // the same spans with futures that open with the same two tokens: read at the decision point after them
+  const prefixed = { good: `${SHARED_PREFIX}${d.good}`, bad: `${SHARED_PREFIX}${d.bad}` };
+  let want: FlowResult, wantSpans: SpanFaithfulnessResult, wantPrefixed: SpanFaithfulnessResult;
   try {
     const tokens = e.tokenStrings(e.encodePrompt({ prompt: d.prompt }));
     const spans = [resolveSpan({ label: 'evidence', text: ` ${d.b}` }, tokens, 'e2e'), resolveSpan({ label: 'distractor', text: ` ${d.foil}` }, tokens, 'e2e')];
     want = await flowAttribution(e, { prompt: d.prompt, good: { text: d.good }, bad: { text: d.bad }, spans });
     wantSpans = await spanFaithfulness(e, { rows: [{ prompt: d.prompt, spans }], good: d.good, bad: d.bad, methods: ['flow', 'grad_x_input'] });
+    wantPrefixed = await spanFaithfulness(e, { rows: [{ prompt: d.prompt, spans }], ...prefixed, methods: ['flow', 'grad_x_input'] });
   } finally {
     e.dispose();
   }
@@ -98,4 +104,17 @@ test('the distractor study’s prompt: the evidence and distractor spans with th
   await page.screenshot({ path: '.artifacts/screenshots/attribution-distractor-1280x800.png' });
   await page.getByTestId('span-faithfulness').scrollIntoViewIfNeeded();
   await page.screenshot({ path: '.artifacts/screenshots/attribution-span-faithfulness.png' });
+  await expect(page.getByTestId('span-shared-prefix')).toBeHidden();
+
+  // futures with a shared prefix: the curves are read where they differ, the note says so, the numbers are the engine's there
+  await page.getByTestId('good-future').fill(prefixed.good);
+  await page.getByTestId('bad-future').fill(prefixed.bad);
+  await page.getByTestId('run-span-faithfulness').click();
+  await expect(page.getByTestId('span-shared-prefix')).toContainText(`decision point after the shared prefix \`${SHARED_PREFIX}\`, 2 tokens: the curves of 1 of 1 prompts read the first tokens where the futures differ`, { timeout: 120_000 });
+  await settled(page);
+  for (const s of wantPrefixed.summary) {
+    for (let j = 0; j < 2; j++) expect(Math.abs(Number(await page.getByTestId(`span-value-${s.method}-${j}`).getAttribute('data-mean')) - s.values[j].mean), `${s.method} span ${j} at the decision point`).toBeLessThan(2e-3);
+  }
+  await page.getByTestId('span-shared-prefix').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: '.artifacts/screenshots/attribution-span-shared-prefix.png' });
 });

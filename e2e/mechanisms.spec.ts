@@ -14,18 +14,25 @@ import { mechanismsStudy, type Behaviour } from '../workers/engine/studies/mecha
  * he/she (B) sets load with their futures, the study runs (patching off, to keep the spec short;
  * the patching curves are checked in Vitest), each block gets a verdict, and the JSON and CSV
  * exports carry the numbers the engine computes in Node on the CPU (within float32 tolerance).
+ * Set A's futures are typed over as " very happy" / " very sad": they share the prefix " very", so
+ * its margins are read at the decision point after it (the note says so, set B's has none) and the
+ * cross-steering margins checked against the engine's are the ones measured there.
  */
 const SHOTS = '.artifacts/screenshots';
 const DOSE = 4;
 
-const behaviour = (file: string): Behaviour => {
+/** Set A's futures as the spec types them: one shared token, then the set's own happy / sad. */
+const A_FUTURES = { good: ' very happy', bad: ' very sad' };
+
+const behaviour = (file: string, futures?: { good: string; bad: string }): Behaviour => {
   const s = parseBehaviourSet(file, fs.readFileSync(`public/${file}`, 'utf8'));
-  return { name: s.name, positive: s.positive, negative: s.negative, good: { text: s.futures!.good }, bad: { text: s.futures!.bad } };
+  const f = futures ?? s.futures!;
+  return { name: s.name, positive: s.positive, negative: s.negative, good: { text: f.good }, bad: { text: f.bad } };
 };
 
 test('Mechanisms: happy/sad vs he/she, a verdict per block, exported as JSON and CSV with the engine\'s numbers', async ({ page }) => {
   const e = await Engine.load(new NodeFiles(STORIES), new CpuBackend());
-  const want = await mechanismsStudy(e, { a: behaviour('steering/happy_sad.json'), b: behaviour('probes/he_she.json'), dose: DOSE, causal: false });
+  const want = await mechanismsStudy(e, { a: behaviour('steering/happy_sad.json', A_FUTURES), b: behaviour('probes/he_she.json'), dose: DOSE, causal: false });
   e.dispose();
 
   await page.setViewportSize({ width: 1280, height: 800 });
@@ -36,6 +43,8 @@ test('Mechanisms: happy/sad vs he/she, a verdict per block, exported as JSON and
   await expect(page.getByTestId('mech-counts-b')).toContainText('24 positive, 24 negative');
   await expect(page.getByTestId('mech-good-a')).toHaveValue(' happy');
   await expect(page.getByTestId('mech-bad-b')).toHaveValue(' she');
+  await page.getByTestId('mech-good-a').fill(A_FUTURES.good);
+  await page.getByTestId('mech-bad-a').fill(A_FUTURES.bad);
   await page.getByTestId('mech-causal').uncheck();
   await page.getByTestId('mech-dose').fill(String(DOSE));
   await page.getByTestId('run-mechanisms').click();
@@ -43,6 +52,8 @@ test('Mechanisms: happy/sad vs he/she, a verdict per block, exported as JSON and
   await settled(page);
   for (let l = 0; l < 5; l++) await expect(page.getByTestId(`mech-verdict-${l}`)).toHaveAttribute('data-kind', want.verdict[l].kind);
   await expect(page.getByTestId('mech-causal-line')).toContainText('not computed');
+  await expect(page.getByTestId('mech-shared-prefix-a')).toContainText('decision point after the shared prefix ` very`, 1 token: set A\'s margins read the first tokens where the futures differ, “·happy” vs “·sa”');
+  await expect(page.getByTestId('mech-shared-prefix-b')).toBeHidden();
   await page.getByTestId('mech-verdicts').scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${SHOTS}/mechanisms-1280x800.png` });
   await page.screenshot({ path: `${SHOTS}/mechanisms-full.png`, fullPage: true });

@@ -11,7 +11,9 @@ import { SHARED, STORIES, parseShown } from './golden';
  * explained variance, the spliced margin, the ablation Δ of the top feature) equals what the
  * runner prints for the same model, SAE and prompt; open the top feature of the last token and
  * check its max-activating tokens against the runner's; then pin it, clamp it from the feature
- * panel, and see the clamp in the intervention list.
+ * panel, and see the clamp in the intervention list. Last, futures that open with the same two
+ * tokens: the features are read again and the attributions at the decision point after them, as
+ * the note says.
  */
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SAE = path.join(SHARED, 'saes', 'stories260K-blocks.2.hook_resid_post-relu');
@@ -81,4 +83,18 @@ test('SAE features: the view shows the runner\'s L0, MSE, explained variance, sp
   await page.getByTestId('analyse').click();
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   await expect(page.getByTestId('error-banner')).toBeHidden();
+  await expect(page.getByTestId('sae-shared-prefix')).toBeHidden();
+
+  // futures with a shared prefix: the prompt is read with " her friend" after it and the margin where the futures differ
+  await page.getByTestId('good-future').fill(' her friend Tom');
+  await page.getByTestId('bad-future').fill(' her friend Lily');
+  await page.getByTestId('sae-read').click();
+  await expect(page.getByTestId('sae-shared-prefix')).toContainText('decision point after the shared prefix ` her friend`, 2 tokens: the attributions read the first tokens where the futures differ, “·T” vs “·Lily”', { timeout: 120_000 });
+  await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
+  await expect(page.getByTestId('sae-token-row')).toHaveCount(runner.l0.length + 2);
+  // the spliced margin and the top feature's ablation Δ, measured at the decision point (parseShown throws on a non-number)
+  expect(Math.abs(parseShown(await page.getByTestId('sae-spliced').textContent()) - runner.margin.spliced), 'the spliced margin moved').toBeGreaterThan(1e-3);
+  parseShown(await page.getByTestId('sae-ablation').first().textContent());
+  await page.getByTestId('sae-attribution').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${SHOTS}/sae-shared-prefix.png` });
 });

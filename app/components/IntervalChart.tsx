@@ -1,5 +1,6 @@
 import { scaleLinear } from 'd3';
 import type { RefObject } from 'react';
+import { valueDomain } from '../lib/value_domain';
 
 export interface IntervalGroup {
   /** Position on the x axis and its tick label. */
@@ -34,17 +35,16 @@ export function IntervalChart({ groups, points, xLabel, yLabel, line, width = 64
   const x0 = Math.min(...xs), x1 = Math.max(...xs);
   const pad = (x1 - x0) * 0.06 || 0.5;
   const x = scaleLinear().domain([x0 - pad, x1 + pad]).range([M.left, width - M.right]);
-  const ys = [...points.map((p) => p[1]), ...groups.flatMap((g) => [g.lo, g.hi])].filter(Number.isFinite);
-  const ylo = ys.length ? Math.min(...ys) : -1, yhi = ys.length ? Math.max(...ys) : 1;
-  const y = scaleLinear().domain([ylo - (yhi - ylo) * 0.08 - 1e-9, yhi + (yhi - ylo) * 0.08 + 1e-9]).nice().range([height - M.bottom, M.top]);
+  const y = scaleLinear().domain(valueDomain([...points.map((p) => p[1]), ...groups.flatMap((g) => [g.lo, g.hi])])).nice(5).range([height - M.bottom, M.top]);
+  const tickLabel = y.tickFormat(5);
   const [d0, d1] = y.domain();
   const ordered = [...groups].sort((a, b) => a.x - b.x);
   return (
     <svg ref={svgRef} className="chart interval-chart" width={width} height={height} viewBox={`0 0 ${width} ${height}`} role="img" aria-label={label} data-testid={testId}>
       {y.ticks(5).map((t) => (
-        <g key={`y${t}`} transform={`translate(0,${y(t)})`}>
+        <g key={`y${t}`} className="y-tick" transform={`translate(0,${y(t)})`}>
           <line x1={M.left} x2={width - M.right} stroke="#eaeef2" />
-          <text x={M.left - 6} textAnchor="end" dominantBaseline="middle">{String(t).replace('-', '−')}</text>
+          <text x={M.left - 6} textAnchor="end" dominantBaseline="middle">{tickLabel(t)}</text>
         </g>
       ))}
       {groups.map((g) => (

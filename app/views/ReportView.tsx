@@ -200,7 +200,7 @@ export function ReportView() {
         <>
           <div className="view-head">
             <p className="muted" data-testid="report-caption" data-prompts={r.nPrompts}>
-              {d.modelLabel} · Δ = log p(<b className="good">{visibleToken(d.good.value)}</b>) − log p(<b className="bad">{visibleToken(d.bad.value)}</b>) · <b data-testid="report-label">{r.label}</b> ·
+              {d.modelLabel} · Δ = log p(<b className="good future-text">{visibleToken(d.good.value)}</b>) − log p(<b className="bad future-text">{visibleToken(d.bad.value)}</b>) · <b data-testid="report-label">{r.label}</b> ·
               Δ_clean = {signed(r.patching.cleanMargin, 4)}, Δ_corrupt = {signed(r.patching.corruptMargin, 4)}
             </p>
             <SharedPrefixNote shared={r.sharedPrefix} reads="every panel reads" testId="report-shared-prefix" />
