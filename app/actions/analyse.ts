@@ -43,7 +43,7 @@ async function analyseNow(): Promise<void> {
     const s = useStore.getState();
     const computedWith = atStart || currentIdentity();
     s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, ...turnOf(st), good: st.good, bad: st.bad, steering: applied, baseline });
-    s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
+    s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens, prefix: analysis.sharedPrefix?.ids.length ?? 0 });
     s.setExperimentNotice(keptAfterAnalyse(s.experimentNotice, s.restoring));
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);

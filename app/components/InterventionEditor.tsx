@@ -8,6 +8,7 @@ import { parsePositionList } from '../lib/lists';
 import { vectorLabel } from '../lib/format';
 import { vectorSiteNote } from '../lib/vector_site';
 import { NumberInput } from './NumberInput';
+import { useDecisionPointTokens } from './useDecisionPointTokens';
 
 /** The types the editor offers; a route type (mixture-of-experts routers) only at its router hook (steering/spec.ts ROUTE_TYPES). */
 const TYPES: { type: InterventionType; title: string; site?: string }[] = [
@@ -32,7 +33,8 @@ function kindOf(p: PositionSelector): PositionKind {
 /** Positions: all / prompt / generated / explicit list / range [start, end). */
 function PositionsField({ d }: { d: InterventionDraft }) {
   const update = useStore((s) => s.updateIntervention);
-  const nPrompt = useStore((s) => s.promptTokens?.ids.length ?? 0);
+  // the decision point's positions (the futures' shared prefix counted): the default position is the decision point
+  const nPrompt = useDecisionPointTokens()?.ids.length ?? 0;
   // What is typed while the field has focus ("3, " is on its way to a list); else the list itself.
   const [listText, setListText] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
