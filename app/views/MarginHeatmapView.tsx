@@ -20,6 +20,7 @@ import { InputWarnings } from '../components/InputWarnings';
 import type { InterventionDraft } from '../store/steering';
 import { steeringName, steeringNow } from '../lib/stale';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
+import { decisionPointText } from '../lib/decision_point_text';
 
 /** Steered − unsteered, cell by cell (for display; both grids come from the engine). */
 function difference(steered: Float32Array, unsteered: Float32Array): Float32Array {
@@ -167,7 +168,7 @@ export function MarginHeatmapView() {
         <Readout r={r} cell={hover} />
       </div>
       <dl className="summary">
-        <dt>Final-layer margin at the last prompt token{steered ? ', steered' : ''}</dt>
+        <dt data-testid="final-margin-last-label">Final-layer margin at {decisionPointText(a.sharedPrefix)}{steered ? ', steered' : ''}</dt>
         <dd className="mono" data-testid="final-margin-last">{signed(a.finalMargin[T - 1], 4)}</dd>
         {unsteered && (
           <>
