@@ -4,9 +4,10 @@ import { decisionPointTokens, type RunTokens } from '../lib/decision_point_token
 import { futureKey } from '../lib/futures';
 
 /**
- * The token strip's positions as a run at the decision point has them (lib/decision_point_tokens.ts):
- * the prompt's tokens and the futures' shared prefix after them, marked; null before the prompt is
- * tokenized. The strip draws these and the intervention editor's "last token" is their last.
+ * The positions a run at the decision point has (lib/decision_point_tokens.ts): the prompt's tokens
+ * and the futures' shared prefix after them, as far as the resolved future chips show it before
+ * Analyse runs; null before the prompt is tokenized. The intervention editor's default position (the
+ * last token) is their last, whatever the strip shows; the strip itself shows the store's tokens.
  */
 export function useDecisionPointTokens(): RunTokens | null {
   const shown = useStore((s) => s.promptTokens);

@@ -18,7 +18,8 @@ export interface RunTokens {
  * tokenized prompt (prefix 0) or an analysis's tokens (its prefix included); when both futures'
  * chips are resolved for the prompt and texts as they are now (`keys`, lib/futures.ts futureKey),
  * their shared prefix (sharedPrefixLength, as the engine computes it) replaces the one `shown`
- * carries, so the last position is the decision point before Analyse runs too. Stale or failed
+ * carries, so the last position is the decision point before Analyse runs too (the strip shows the
+ * bare prompt until then). Stale or failed
  * chips leave `shown` as it is.
  */
 export function decisionPointTokens(
