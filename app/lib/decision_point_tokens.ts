@@ -44,3 +44,8 @@ export function decisionPointTokens(
 export function inPrefix(i: number, T: number, prefix: number): boolean {
   return prefix > 0 && i >= T - prefix && i < T;
 }
+
+/** The shared prefix of run tokens `t` as decisionPointText reads it (its ids), or null when it has none. */
+export function prefixOf(t: RunTokens | null): { ids: number[] } | null {
+  return t && t.prefix > 0 ? { ids: t.ids.slice(t.ids.length - t.prefix) } : null;
+}

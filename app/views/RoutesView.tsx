@@ -17,6 +17,7 @@ import { waitingFor } from '../lib/job_rules';
 import type { InterventionDraft } from '../store/steering';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
 import { decisionPointText } from '../lib/decision_point_text';
+import { prefixOf } from '../lib/decision_point_tokens';
 import { useDecisionPointTokens } from '../components/useDecisionPointTokens';
 
 type Route = StudyResult<'route'>;
@@ -192,7 +193,7 @@ export function RoutesView() {
         <label>Ban each expert at
           <select data-testid="routes-ban-at" value={banAt} onChange={(e) => setBanAt(e.target.value as BanAt)}>
             <option value="all">every position</option>
-            <option value="decision">{decisionPointText(dp && { ids: dp.ids.slice(dp.ids.length - dp.prefix) })}</option>
+            <option value="decision">{decisionPointText(prefixOf(dp))}</option>
           </select>
         </label>
         <label className="stack">Prompt set for expert paths (one per line, optional)

@@ -161,5 +161,7 @@ describe('the intervention editor\'s default position is the decision point', ()
     act(() => { select.value = 'explicit'; select.dispatchEvent(new Event('change', { bubbles: true })); });
     expect(useStore.getState().interventions[0].positions).toEqual([PROMPT.length + 2 - 1]);
     expect(($('editor-position-list') as HTMLInputElement).value).toBe('4');
+    // an analysis reads 'generated' at its last position only: the decision point, said as the captions say it
+    expect(dom.host.querySelector('option[value="generated"]')?.getAttribute('title')).toMatch(/reads only its last position, the decision point \(after the shared prefix, 2 tokens\)$/);
   });
 });
