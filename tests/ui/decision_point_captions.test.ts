@@ -97,6 +97,14 @@ describe('the decision point in words', () => {
     expect($('final-margin-last')?.textContent).toBe('+1.0000'); // finalMargin[T − 1], T = 3 + 2
     expect($('margin-heatmap')?.getAttribute('data-prefix-cols')).toBe('3 4');
     expect($('margin-prefix-cols')?.textContent).toBe(`Positions 3–4 (labels in grey italics) are the ${PREFIX_TITLE}, not prompt text; the margin is read at the decision point (after the shared prefix, 2 tokens), position 4.`);
+    // the readout: arrow keys from column 0 to the prompt's last token (2), then into the prefix (3)
+    const key = () => act(() => { $('margin-heatmap')!.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true })); });
+    key(); key();
+    expect($('readout-token')?.getAttribute('data-prefix')).toBeNull();
+    key();
+    expect($('readout-position')?.textContent).toBe('3');
+    expect($('readout-token')?.getAttribute('data-prefix')).toBe('true');
+    expect($('readout-token')?.getAttribute('title')).toBe(PREFIX_TITLE);
   });
 });
 
