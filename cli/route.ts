@@ -14,7 +14,7 @@ import { atDecisionPoint, runShapeOf } from '../workers/engine/studies/resolve_i
 export const ROUTE_FLAGS = {
   prompt: PROMPT, good: GOOD.describe('the good future: with --bad, the route margin grid'), bad: BAD,
   metric: oneOf<PatchMetric>(['final', 'sequence']).default('final').describe('the margin: of the first tokens, or of the whole futures'),
-  'ban-at': oneOf<BanAt>(['all', 'decision']).default('all').describe('route_margin bans each expert at every position, or at the decision position (the last prompt token)'),
+  'ban-at': oneOf<BanAt>(['all', 'decision']).default('all').describe('route_margin bans each expert at every position, or at the decision point (the last prompt token, or after the futures\' shared prefix when they share one)'),
   'prompt-b': text('TEXT', { nonEmpty: true }).describe('a second prompt of the same token count: route_divergence between the two'),
   'chat-template': CHAT_TEMPLATE, intervention: INTERVENTION, progress: PROGRESS,
 };

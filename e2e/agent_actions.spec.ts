@@ -9,7 +9,7 @@ import { openQwen3VocabModel } from './qwen3_vocab';
  * prompt and tools and both futures in tool-call mode, their tokens spelling Qwen3's <tool_call>
  * blocks, and the decision-point report, asked on them, answers after the futures' shared prefix (both
  * open with the template's empty think block), says so in one line and shows a nonzero clean margin,
- * the experiment as it was. The numbers are checked in Vitest
+ * the experiment as it was; the margin heatmap names that decision point and marks the prefix's tokens. The numbers are checked in Vitest
  * (tests/tokenizers/agent_study.test.ts); here the UI path end to end.
  */
 const SHOTS = '.artifacts/screenshots';
@@ -80,5 +80,13 @@ test('agent actions: open the study on a Qwen3-vocabulary model, see the tool-ca
   await page.getByTestId('analyse').click();
   await expect(page.getByTestId('margin-shared-prefix')).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: the margins read the first tokens where the futures differ, “ask” vs “read”/, { timeout: 120_000 });
   await expect(page.getByTestId('margin-warnings')).toBeHidden();
+  // the summary names where Δ is read, and the prefix's k tokens end the strip and the heatmap, marked as teacher-forced
+  const k = Number(/, (\d+) tokens:/.exec((await page.getByTestId('margin-shared-prefix').textContent()) ?? '')![1]);
+  await expect(page.getByTestId('final-margin-last-label')).toHaveText(`Final-layer margin at the decision point (after the shared prefix, ${k} tokens)`);
+  const strip = page.getByTestId('token-strip').first();
+  await expect(strip.locator('li[data-prefix="true"]')).toHaveCount(k);
+  await expect(strip.locator('li').last()).toHaveAttribute('data-prefix', 'true');
+  const T = await strip.locator('li').count();
+  await expect(page.getByTestId('margin-heatmap')).toHaveAttribute('data-prefix-cols', Array.from({ length: k }, (_, i) => T - k + i).join(' '));
   await page.screenshot({ path: `${SHOTS}/agent_actions_margins.png` });
 });

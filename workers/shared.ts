@@ -10,6 +10,9 @@
 export { hookInfo } from './engine/model/hooks';
 export { selectRows } from './engine/model/intervention';
 
+// The decision point: how many first tokens two futures share (decision_point.ts teacher-forces them)
+export { sharedPrefixLength } from './engine/analysis/future_overlap';
+
 // Experiment files, links and poster decks (docs/experiment-format.md)
 export {
   doseKey, EXPERIMENT_FORMAT, EXPERIMENT_VERSION, ExperimentError, futureInput, toolsInput, interventionSpec, isPerHeadHook, needsVector, parseDeck, readExperiment,

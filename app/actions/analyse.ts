@@ -43,7 +43,7 @@ async function analyseNow(): Promise<void> {
     const s = useStore.getState();
     const computedWith = atStart || currentIdentity();
     s.setResult({ analysis, modelLabel: label, computedWith, prompt: req.prompt, ...turnOf(st), good: st.good, bad: st.bad, steering: applied, baseline });
-    s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
+    s.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens, prefix: analysis.sharedPrefix?.ids.length ?? 0 });
     s.setExperimentNotice(keptAfterAnalyse(s.experimentNotice, s.restoring));
     const h = s.selectedHead;
     if (h && h.layer < analysis.nLayers && h.head < analysis.nHeads) await fetchPattern(h.layer, h.head);
@@ -78,6 +78,16 @@ async function fetchPattern(layer: number, head: number): Promise<void> {
 let tokenizeTicket = 0;
 
 /**
+ * True when `shown` is an analysis of this very prompt whose futures' shared prefix ends it
+ * (promptTokens.prefix): a tokenization answered after it (the worker runs calls in order) keeps
+ * those tokens, so the strip still ends with the prefix the margins were read after.
+ */
+function sameBarePrompt(shown: { ids: number[]; prefix?: number } | null, ids: readonly number[]): boolean {
+  const k = shown?.prefix ?? 0;
+  return k > 0 && shown!.ids.length - k === ids.length && ids.every((id, i) => shown!.ids[i] === id);
+}
+
+/**
  * Tokenizes the prompt for the token strip (no job, no banner: while typing, a prompt that does not
  * tokenize just leaves the strip empty with the reason). A prompt longer than the context keeps its
  * strip (the user sees where to cut) and returns the reason runs refuse it.
@@ -89,7 +99,7 @@ export async function tokenizePrompt(): Promise<string | null> {
   const ticket = ++tokenizeTicket;
   try {
     const { ids, tokens, tooLong } = await inOrder((w) => w.tokenize({ prompt: s.prompt, chatTemplate: s.chatTemplate, system: s.system, tools: s.tools, enableThinking: s.enableThinking }));
-    if (ticket === tokenizeTicket) useStore.getState().setPromptTokens({ ids, tokens });
+    if (ticket === tokenizeTicket && !sameBarePrompt(useStore.getState().promptTokens, ids)) useStore.getState().setPromptTokens({ ids, tokens });
     return tooLong ?? null;
   } catch (e) {
     if (ticket === tokenizeTicket) useStore.getState().setPromptTokens(null);

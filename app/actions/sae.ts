@@ -65,7 +65,7 @@ export async function readFeatures(): Promise<void> {
     const analysis = await inOrder((w) => w.analyseSae(id, { ...req, ...margin }));
     const st = useStore.getState();
     st.setSaeResult({ saeId: id, analysis, prompt: s.prompt, modelLabel: st.modelLabel ?? 'the model', computedWith: currentIdentity(), good, bad });
-    st.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens });
+    st.setPromptTokens({ ids: analysis.ids, tokens: analysis.tokens, prefix: analysis.sharedPrefix?.ids.length ?? 0 });
   });
 }
 

@@ -1,5 +1,6 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import { lab } from 'd3';
+import { inPrefix } from '../lib/decision_point_tokens';
 
 /** A cell of a heatmap, in data coordinates (row 0 = first row of `values`). */
 export interface Cell {
@@ -41,6 +42,11 @@ export interface HeatmapProps {
    * edge): the patching grid's whole-layer column "all" (trials at 1440 px found it off-screen).
    */
   pinLastColumn?: boolean;
+  /**
+   * How many of the last columns are the futures' teacher-forced shared prefix (decision_point.ts):
+   * their labels are drawn muted, in italics, and listed in data-prefix-cols.
+   */
+  prefixCols?: number;
   /** Cells outlined with an orange dashed line (e.g. the positions an intervention steers). */
   markedCells?: readonly Cell[];
   onHover?: (c: Cell | null) => void;
@@ -64,6 +70,16 @@ const MARK = '#d9480f';
 const LABEL_GAP = 12;
 
 const clip = (s: string) => (s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s);
+
+/** The columns of the shared prefix (HeatmapProps.prefixCols), ascending. */
+const prefixColumns = (p: HeatmapProps) => Array.from({ length: Math.min(p.prefixCols ?? 0, p.nCols) }, (_, i) => p.nCols - Math.min(p.prefixCols ?? 0, p.nCols) + i);
+
+/** Column c's label style: a shared-prefix column's is muted and italic. */
+function labelStyle(ctx: CanvasRenderingContext2D, p: HeatmapProps, c: number) {
+  const pre = inPrefix(c, p.nCols, p.prefixCols ?? 0);
+  ctx.font = pre ? `italic ${FONT}` : FONT;
+  ctx.fillStyle = pre ? MUTED : INK;
+}
 
 /** Where the cells sit inside the canvas and how large they are, in CSS pixels. */
 interface Geometry {
@@ -182,8 +198,7 @@ function drawColumn(ctx: CanvasRenderingContext2D, p: HeatmapProps, g: Geometry,
   ctx.textAlign = 'center';
   ctx.textBaseline = 'bottom';
   if (p.colIndex !== null) ctx.fillText(colIndexText(p, c), x + g.cw / 2, g.y0 - 3);
-  ctx.font = FONT;
-  ctx.fillStyle = INK;
+  labelStyle(ctx, p, c);
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
   ctx.save();
@@ -261,12 +276,11 @@ export function Heatmap(p: HeatmapProps) {
     ctx.textAlign = 'center';
     ctx.textBaseline = 'bottom';
     for (const c of columnIndices(p, cellWidth)) ctx.fillText(colIndexText(p, c), xs(c) + cellWidth / 2, g.y0 - 3);
-    ctx.font = FONT;
-    ctx.fillStyle = INK;
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     const yBottom = g.y0 + p.nRows * cellHeight;
     for (let c = 0; c < p.nCols; c += g.labelEvery) {
+      labelStyle(ctx, p, c);
       ctx.save();
       ctx.translate(xs(c) + cellWidth / 2, yBottom + LABEL_GAP);
       ctx.rotate(-g.angle);
@@ -349,6 +363,7 @@ export function Heatmap(p: HeatmapProps) {
         data-rows-upward={p.rowsUpward ? 'true' : 'false'}
         data-col-indices={columnIndices(p, cellWidth).map((c) => colIndexText(p, c)).join(' ')}
         data-marked-rows={[...(p.rowMarks?.keys() ?? [])].join(' ')}
+        data-prefix-cols={prefixColumns(p).join(' ') || undefined}
         data-marked-cells={(p.markedCells ?? []).map((c) => `${c.row}:${c.col}`).join(' ')}
         onMouseMove={(e) => p.onHover?.(cellAt(e.nativeEvent.offsetX, e.nativeEvent.offsetY))}
         onMouseLeave={() => p.onHover?.(null)}

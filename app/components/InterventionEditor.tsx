@@ -8,6 +8,9 @@ import { parsePositionList } from '../lib/lists';
 import { vectorLabel } from '../lib/format';
 import { vectorSiteNote } from '../lib/vector_site';
 import { NumberInput } from './NumberInput';
+import { useDecisionPointTokens } from './useDecisionPointTokens';
+import { decisionPointText } from '../lib/decision_point_text';
+import { prefixOf } from '../lib/decision_point_tokens';
 
 /** The types the editor offers; a route type (mixture-of-experts routers) only at its router hook (steering/spec.ts ROUTE_TYPES). */
 const TYPES: { type: InterventionType; title: string; site?: string }[] = [
@@ -32,7 +35,9 @@ function kindOf(p: PositionSelector): PositionKind {
 /** Positions: all / prompt / generated / explicit list / range [start, end). */
 function PositionsField({ d }: { d: InterventionDraft }) {
   const update = useStore((s) => s.updateIntervention);
-  const nPrompt = useStore((s) => s.promptTokens?.ids.length ?? 0);
+  // the decision point's positions (the futures' shared prefix counted): the default position is the decision point
+  const dp = useDecisionPointTokens();
+  const nPrompt = dp?.ids.length ?? 0;
   // What is typed while the field has focus ("3, " is on its way to a list); else the list itself.
   const [listText, setListText] = useState<string | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
@@ -49,7 +54,7 @@ function PositionsField({ d }: { d: InterventionDraft }) {
         <select data-testid="editor-positions" value={kind} onChange={(e) => setKind(e.target.value as PositionKind)}>
           <option value="all">all tokens</option>
           <option value="prompt">prompt only</option>
-          <option value="generated" title="every position that predicts a generated token: the last prompt token (it draws new token 0) and the generated tokens; a range from n_prompt skips the first new token">generated (from the last prompt token)</option>
+          <option value="generated" title={`every position that predicts a generated token: the last prompt token (it draws new token 0) and the generated tokens; a range from n_prompt skips the first new token. An analysis (no generated tokens) reads only its last position, ${decisionPointText(prefixOf(dp))}`}>generated (from the last prompt token)</option>
           <option value="explicit">explicit positions</option>
           <option value="range">range [start, end)</option>
         </select>

@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { visibleToken } from '../lib/format';
 import { tokenLabels } from '../lib/token_labels';
+import { inPrefix, PREFIX_TITLE } from '../lib/decision_point_tokens';
 import { useStore } from '../store';
 
 /** Positions [start, end) of the strip. */
@@ -12,6 +13,8 @@ export interface TokenRange {
 export interface TokenStripProps {
   tokens: readonly string[];
   ids: readonly number[];
+  /** How many of the last tokens are the futures' teacher-forced shared prefix (decision_point.ts): marked, not the user's text. */
+  prefix?: number;
   /** Position to highlight (the column under the pointer in a view). */
   highlight?: number | null;
   /** Per position, the numbers (#n) of the interventions that steer it; marked tokens are outlined and labelled. */
@@ -24,9 +27,10 @@ export interface TokenStripProps {
 
 /**
  * The prompt's tokens in order, each with its position and id; steered tokens are marked with their
- * interventions; a byte-fallback token that is not a character by itself shows its byte ("<0xE2>").
+ * interventions; the futures' shared prefix after the prompt is marked (class `prefix`, data-prefix);
+ * a byte-fallback token that is not a character by itself shows its byte ("<0xE2>").
  */
-export function TokenStrip({ tokens, ids, highlight, marks, selection, onSelect }: TokenStripProps) {
+export function TokenStrip({ tokens, ids, prefix = 0, highlight, marks, selection, onSelect }: TokenStripProps) {
   const anchor = useRef<number | null>(null);
   const dragging = useRef(false);
   useEffect(() => {
@@ -52,12 +56,13 @@ export function TokenStrip({ tokens, ids, highlight, marks, selection, onSelect 
       {tokens.map((_t, i) => {
         const m = marks?.[i] ?? [];
         const inSel = selection ? i >= selection.start && i < selection.end : false;
-        const cls = [i === highlight ? 'hl' : '', m.length ? 'steered' : '', inSel ? 'selected' : ''].filter(Boolean).join(' ');
+        const pre = inPrefix(i, tokens.length, prefix);
+        const cls = [i === highlight ? 'hl' : '', m.length ? 'steered' : '', inSel ? 'selected' : '', pre ? 'prefix' : ''].filter(Boolean).join(' ');
         return (
           <li
             key={i} className={cls || undefined} data-testid={`token-${i}`} data-id={ids[i]}
-            data-steered={m.length ? m.join(' ') : undefined}
-            title={`position ${i} · id ${ids[i]}${m.length ? ` · steered by ${m.map((n) => `#${n}`).join(', ')}` : ''}`}
+            data-steered={m.length ? m.join(' ') : undefined} data-prefix={pre ? 'true' : undefined}
+            title={`position ${i} · id ${ids[i]}${pre ? ` · ${PREFIX_TITLE}` : ''}${m.length ? ` · steered by ${m.map((n) => `#${n}`).join(', ')}` : ''}`}
             tabIndex={selectable ? 0 : undefined}
             aria-selected={selectable ? inSel : undefined}
             onMouseDown={selectable ? (e) => { e.preventDefault(); dragging.current = !e.shiftKey; pick(i, e.shiftKey); } : undefined}

@@ -90,14 +90,15 @@ export interface SweepDisplay {
 
 /** The results slice: what the views draw. Results stay until replaced, even when a later job fails. */
 export interface ResultsSlice {
-  promptTokens: { ids: number[]; tokens: string[] } | null;
+  /** The token strip's tokens: a tokenized prompt, or an analysis's, whose last `prefix` positions are the futures' teacher-forced shared prefix (decision_point.ts; 0 or absent: none). */
+  promptTokens: { ids: number[]; tokens: string[]; prefix?: number } | null;
   futureChips: { good: FutureChips | null; bad: FutureChips | null };
   result: AnalysisResult | null;
   pattern: PatternResult | null;
   layerPatterns: LayerPatternsResult | null;
   gen: GenerationResult | null;
   sweep: SweepDisplay | null;
-  setPromptTokens(t: { ids: number[]; tokens: string[] } | null): void;
+  setPromptTokens(t: { ids: number[]; tokens: string[]; prefix?: number } | null): void;
   setFutureChips(chips: { good: FutureChips; bad: FutureChips }): void;
   setResult(r: AnalysisResult): void;
   setPattern(p: PatternResult | null): void;

@@ -13,6 +13,7 @@ import { atpAgreement, futureInput } from '../../workers/shared';
 import type { PatchingDisplay } from '../store/patching';
 import { chatTurnOf } from '../lib/experiment_request';
 import type { StudyRequest } from '../../workers/protocol';
+import { decisionPointText } from '../lib/decision_point_text';
 
 /** The AtP request that matches the exact grid on display (its pair, chat turn, hook, direction and futures). */
 function atpRequestFor(p: PatchingDisplay, correction: boolean): StudyRequest<'attributionPatching'> {
@@ -79,7 +80,7 @@ export function AtpBesideExact({ p }: { p: PatchingDisplay }) {
         </label>
         <button type="button" data-testid="run-atp" disabled={!!job || !canRun} title={canRun ? waitingFor(job) : 'AtP estimates the final-layer margin: run the exact grid with that metric'} onClick={run}>Run AtP beside it</button>
       </div>
-      {!canRun && <p className="warn" data-testid="atp-metric-note">AtP estimates the final-layer margin at the last prompt token; this grid measures the teacher-forced sequence margin. Run patching with the final-layer metric to compare.</p>}
+      {!canRun && <p className="warn" data-testid="atp-metric-note">AtP estimates the final-layer margin at {decisionPointText(r.sharedPrefix)}; this grid measures the teacher-forced sequence margin. Run patching with the final-layer metric to compare.</p>}
       {!thresholdOk && <p className="warn" data-testid="atp-threshold-bad">The threshold must be a number ≥ 0 (in units of r); the cells are not flagged until it is.</p>}
       {atp.run && atp.stale !== null && <p className="muted" data-testid="atp-stale">The AtP grid on record was computed for another pair, chat turn, hook, direction or model: run AtP again to compare it with this grid.</p>}
       {a && agreement && (

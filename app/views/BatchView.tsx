@@ -15,6 +15,7 @@ import type { BatchMetric, PatchHook } from '../../workers/protocol';
 import { waitingFor } from '../lib/job_rules';
 import { loadStaleText, loadedNow } from '../lib/model_identity';
 import { ResultStatus, StaleOverlay } from '../components/ResultStatus';
+import { decisionPointText } from '../lib/decision_point_text';
 
 /** The columns that need settings: probe_score (a library vector at its hook) and patch_recovery (a cell). */
 function ExtraColumns() {
@@ -200,7 +201,7 @@ export function BatchView() {
           </div>
           {neverVisible && (
             <p className="muted" data-testid="batch-never-legend">
-              * never: the lens margin at the last prompt token never keeps its final sign with |Δ| ≥ the visibility threshold ({result?.visibleThreshold ?? 1} nats), so lens_visible_layer has no value (empty in the CSV).
+              * never: the lens margin at {decisionPointText(rows.map((r) => r.sharedPrefix))} never keeps its final sign with |Δ| ≥ the visibility threshold ({result?.visibleThreshold ?? 1} nats), so lens_visible_layer has no value (empty in the CSV).
             </p>
           )}
         </>

@@ -20,6 +20,8 @@ import { InputWarnings } from '../components/InputWarnings';
 import type { InterventionDraft } from '../store/steering';
 import { steeringName, steeringNow } from '../lib/stale';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
+import { decisionPointText } from '../lib/decision_point_text';
+import { inPrefix, PREFIX_TITLE } from '../lib/decision_point_tokens';
 
 /** Steered − unsteered, cell by cell (for display; both grids come from the engine). */
 function difference(steered: Float32Array, unsteered: Float32Array): Float32Array {
@@ -48,12 +50,16 @@ function Readout({ r, cell }: { r: AnalysisResult; cell: Cell | null }) {
   const lens = useLensTop(a.lensHandle, cell);
   if (!cell) return <aside className="readout" data-testid="margin-readout"><p className="muted">Point at a cell (or focus the map and use the arrow keys) to read it.</p></aside>;
   const { row, col } = cell;
+  const pre = inPrefix(col, T, a.sharedPrefix?.ids.length ?? 0);
   return (
     <aside className="readout" data-testid="margin-readout" data-layer={row} data-position={col}>
       <dl>
         <dt>Layer</dt><dd data-testid="readout-layer">{residName(row, a.nLayers)}</dd>
         <dt>Position</dt><dd data-testid="readout-position">{col}</dd>
-        <dt>Token</dt><dd data-testid="readout-token" className="mono">{visibleToken(a.tokens[col])}</dd>
+        <dt>Token</dt>
+        <dd data-testid="readout-token" className={pre ? 'mono prefix' : 'mono'} data-prefix={pre ? 'true' : undefined} title={pre ? PREFIX_TITLE : undefined}>
+          {visibleToken(a.tokens[col])}{pre && <span className="muted"> ({PREFIX_TITLE})</span>}
+        </dd>
         <dt>Margin Δ{b ? ' steered' : ''}</dt><dd data-testid="readout-margin" className="mono big">{fixed(a.lensMargin[row * T + col], 4)}</dd>
         {b && (
           <>
@@ -100,6 +106,7 @@ export function MarginHeatmapView() {
   if (!r) return <p className="placeholder">Analyse a prompt to see, layer by layer, where the model starts to prefer one future over the other.</p>;
   const a = r.analysis;
   const L1 = a.nLayers + 1, T = a.ids.length;
+  const k = a.sharedPrefix?.ids.length ?? 0;
   const rowLabels = Array.from({ length: L1 }, (_, l) => residShort(l));
   const colLabels = a.tokens.map(visibleToken);
   const good = a.good.tokens.map((t) => t.join('')).join(' | ');
@@ -154,12 +161,13 @@ export function MarginHeatmapView() {
             rowLabels={rowLabels} colLabels={colLabels} rowTitle={RESID_AXIS} colTitle="position · token"
             rowsUpward cellWidth={{ min: 12, max: 96 }} cellHeight={34}
             active={hover} onHover={point} onSelect={busy || locked ? undefined : (c) => { const p = placeAtLensCell(c.row, c.col); setNeedsVector(p.placed ? null : p); }}
-            rowMarks={marks.rows} markedCells={marks.cells}
+            rowMarks={marks.rows} markedCells={marks.cells} prefixCols={k}
             label={`Logit-lens margin, layer by token${steered ? ` (${what})` : ''}`} testId="margin-heatmap"
           />
           {needsVector && <VectorNeededNote placement={needsVector} token={visibleToken(a.tokens[needsVector.col] ?? '')} onDone={() => setNeedsVector(null)} />}
           <ColorLegend color={scale.color} domain={scale.domain} title={`${what} (nats)`} lowNote={`← ${diff ? 'steering moves toward' : 'favours'} ${visibleToken(bad)}`} highNote={`${diff ? 'steering moves toward' : 'favours'} ${visibleToken(good)} →`} testId="margin-legend" />
           <p className="muted scale-note" data-testid="margin-scale-note">Colour {scale.note}.</p>
+          {k > 0 && <p className="muted" data-testid="margin-prefix-cols">{k === 1 ? `Position ${T - 1} (its label in grey italics) is` : `Positions ${T - k}–${T - 1} (labels in grey italics) are`} the {PREFIX_TITLE}, not prompt text; the margin is read at {decisionPointText(a.sharedPrefix)}, position {T - 1}.</p>}
           {locked
             ? <p className="hint" data-testid="margin-locked">This heatmap is of {stale.includes('prompt') ? 'an earlier prompt' : 'the previous model'}: press Analyse before placing interventions from it.</p>
             : <p className="hint">Click a cell to add an intervention there: the residual stream of that row (embed: blocks.0.hook_resid_pre; L<i>l</i>: blocks.<i>l</i>.hook_resid_post) at that token.</p>}
@@ -167,7 +175,7 @@ export function MarginHeatmapView() {
         <Readout r={r} cell={hover} />
       </div>
       <dl className="summary">
-        <dt>Final-layer margin at the last prompt token{steered ? ', steered' : ''}</dt>
+        <dt data-testid="final-margin-last-label">Final-layer margin at {decisionPointText(a.sharedPrefix)}{steered ? ', steered' : ''}</dt>
         <dd className="mono" data-testid="final-margin-last">{signed(a.finalMargin[T - 1], 4)}</dd>
         {unsteered && (
           <>

@@ -18,6 +18,7 @@ import { EXAMPLE_PAIR, pairFor } from '../lib/patching_prompts';
 import { waitingFor } from '../lib/job_rules';
 import { AtpBesideExact } from './AtpBesideExact';
 import { useChatTurn } from '../components/useExperimentRequest';
+import { decisionPointText } from '../lib/decision_point_text';
 
 const HOOKS: { hook: PatchHook; title: string }[] = [
   { hook: 'resid_pre', title: 'blocks.{l}.hook_resid_pre (layer × position)' },
@@ -175,7 +176,7 @@ export function PatchingView() {
   const rowLabels = r ? Array.from({ length: r.nLayers }, (_, l) => hookShort(r.hookTemplate.replace('{l}', String(l)))) : [];
   const rowTitle = r?.hook === 'resid_pre' ? RESID_AXIS : BLOCK_AXIS;
   const dirText = r?.direction === 'denoise' ? 'denoise: clean values patched into the corrupted run (r = 1: restores the clean margin)' : 'noise: corrupted values patched into the clean run (r = 1: no effect; r = 0: destroys the clean margin)';
-  const metricText = r?.metric === 'sequence' ? 'teacher-forced sequence margin' : 'final-layer margin at the last prompt token (first tokens)';
+  const metricText = r?.metric === 'sequence' ? 'teacher-forced sequence margin' : `final-layer margin at ${decisionPointText(r?.sharedPrefix)} (first tokens)`;
   return (
     <section className="view" data-testid="patching-view">
       <header className="view-head">

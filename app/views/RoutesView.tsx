@@ -16,6 +16,9 @@ import { fixed, signed, visibleToken } from '../lib/format';
 import { waitingFor } from '../lib/job_rules';
 import type { InterventionDraft } from '../store/steering';
 import type { StudyRequest, StudyResult } from '../../workers/protocol';
+import { decisionPointText } from '../lib/decision_point_text';
+import { prefixOf } from '../lib/decision_point_tokens';
+import { useDecisionPointTokens } from '../components/useDecisionPointTokens';
 
 type Route = StudyResult<'route'>;
 type Sweep = StudyResult<'routeSweep'>;
@@ -38,7 +41,7 @@ function softmax(logits: ArrayLike<number>): number[] {
   return z.map((v) => v / s);
 }
 
-/** The ban_experts drafts of one set of bans, at every position or at the decision position (the last prompt token). */
+/** The ban_experts drafts of one set of bans, at every position or at the decision point (lib/decision_point_text.ts). */
 function banDrafts(bans: readonly Ban[], positions: InterventionDraft['positions']): Omit<InterventionDraft, 'id'>[] {
   return bans.map((b) => ({
     enabled: true, hook: `blocks.${b.layer}.mlp.hook_router_logits`, type: 'ban_experts', dose: 0, rotateBy: 'theta', mode: 'zero', vectorId: null,
@@ -113,7 +116,7 @@ const maskText = (m: readonly Ban[]) => m.map((x) => `L${x.layer}: ${x.experts.m
  * the chosen experts and their weights; hover for the router's distribution), expert paths (each
  * token's top-1 expert per sparse layer, grouped, over the prompt and a prompt set), the route
  * margin grid (layer × expert: Δ_banned − Δ with that expert banned at every position or at the
- * decision position; a click adds the ban to the interventions and runs again) and the router-mask
+ * decision point; a click adds the ban to the interventions and runs again) and the router-mask
  * sweep (RoSais, arXiv 2602.08621: N seeded masks of m routers, the target future's log-prob rise;
  * one click applies the worst mask). Runs with the enabled interventions.
  */
@@ -124,6 +127,8 @@ export function RoutesView() {
   const good = useStore((s) => s.good.value);
   const bad = useStore((s) => s.bad.value);
   const interventions = useStore((s) => s.interventions);
+  /** The next run's decision point (the futures' shared prefix counted), named in the ban-at option. */
+  const dp = useDecisionPointTokens();
   const [banAt, setBanAt] = useState<BanAt>('all');
   const [setText, setSetText] = useState('');
   const [promptB, setPromptB] = useState('');
@@ -188,7 +193,7 @@ export function RoutesView() {
         <label>Ban each expert at
           <select data-testid="routes-ban-at" value={banAt} onChange={(e) => setBanAt(e.target.value as BanAt)}>
             <option value="all">every position</option>
-            <option value="decision">the decision position (last prompt token)</option>
+            <option value="decision">{decisionPointText(prefixOf(dp))}</option>
           </select>
         </label>
         <label className="stack">Prompt set for expert paths (one per line, optional)
@@ -220,7 +225,7 @@ export function RoutesView() {
               csv={() => [['layer', 'position', 'token', 'experts (descending weight)', 'weights'], ...r.layers.flatMap((x) => r.tokens.map((t, i) => [x.layer, i, t, Array.from(x.expertIndices.subarray(i * r.topK, (i + 1) * r.topK)).join(' '), Array.from(x.expertWeights.subarray(i * r.topK, (i + 1) * r.topK), (v) => fixed(v, 6)).join(' ')]))]}
               figure={r.routeMargin ? () => ({
                 title: 'Route margin grid',
-                caption: [`Δ_banned − Δ per layer × expert, banned at ${r.banAt === 'decision' ? 'the decision position' : 'every position'}; Δ = log p(“${good}”) − log p(“${bad}”) = ${signed(r.margin!, 4)}`],
+                caption: [`Δ_banned − Δ per layer × expert, banned at ${r.banAt === 'decision' ? decisionPointText(r.sharedPrefix) : 'every position'}; Δ = log p(“${good}”) − log p(“${bad}”) = ${signed(r.margin!, 4)}`],
                 panels: [{
                   kind: 'heatmap', values: grid, nRows: r.nLayers, nCols: r.nExperts, rowLabels: Array.from({ length: r.nLayers }, (_, l) => `L${l}`), colLabels: Array.from({ length: r.nExperts }, (_, e) => `e${e}`),
                   rowTitle: 'layer', colTitle: 'expert banned', rowsUpward: true, annotate: (row, col) => (Number.isFinite(grid[row * r.nExperts + col]) ? signed(grid[row * r.nExperts + col], 2) : null),
@@ -248,7 +253,7 @@ export function RoutesView() {
           </div>
           {r.routeMargin && (
             <div className="figure" data-testid="routes-margin-panel">
-              <h3>Route margin grid (layer × expert banned {r.banAt === 'decision' ? 'at the decision position' : 'at every position'})</h3>
+              <h3>Route margin grid (layer × expert banned {r.banAt === 'decision' ? `at ${decisionPointText(r.sharedPrefix)}` : 'at every position'})</h3>
               <ScaleControl what="Δ change" testId="routes-scale" />
               <Heatmap
                 values={grid} nRows={r.nLayers} nCols={r.nExperts} color={scale.color}

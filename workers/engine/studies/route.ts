@@ -2,8 +2,8 @@
  * Expert routes of a mixture-of-experts model on one prompt (issue 26): each sparse layer's router
  * logits, chosen experts and their weights per token, and — with two futures — the route margin
  * grid: per (layer, expert) the change of the margin Δ = log p(good) − log p(bad) when that expert
- * is banned at every position, or at the decision position alone (the last prompt token, whose
- * logits score the futures' first tokens) (steering/spec.ts ban_experts: it cannot be chosen; the
+ * is banned at every position, or at the decision point alone (the last prompt token, or after the
+ * futures' shared prefix when they share one: decision_point.ts; its logits score the futures' first tokens) (steering/spec.ts ban_experts: it cannot be chosen; the
  * others keep the router's own p). The margin is patching's (studies/patching.ts marginOf, metric
  * 'final' or 'sequence'). An expert no banned position chose at a layer is not run: its ban changes
  * nothing, exactly (tests/moe/route_interventions.test.ts), so its cell is 0.
@@ -28,7 +28,7 @@ export interface RouteRequest extends ChatTurn {
   metric?: PatchMetric;
   /** Interventions of every run (the grid's bans come after them). */
   interventions?: readonly Intervention[];
-  /** Where the grid bans each expert: every position (default) or the decision position (the last prompt token). */
+  /** Where the grid bans each expert: every position (default) or the decision point (the last prompt token, or after the futures' shared prefix). */
   banAt?: BanAt;
   /** More prompts whose tokens' expert paths are counted with the prompt's (one forward each, without the interventions: those are resolved against the prompt). */
   set?: readonly string[];
@@ -36,7 +36,7 @@ export interface RouteRequest extends ChatTurn {
   promptB?: string;
 }
 
-/** Where a route margin ban acts: every position, or the decision position (the last prompt token). */
+/** Where a route margin ban acts: every position, or the decision point (the last prompt token, or after the futures' shared prefix). */
 export type BanAt = 'all' | 'decision';
 
 /**

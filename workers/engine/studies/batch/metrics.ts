@@ -46,7 +46,7 @@ export function lensVisibleLayer(lensMargin: Float32Array, nLayers: number, T: n
   return l;
 }
 
-/** Every Analysis metric of one analysed prompt (the last prompt token is the decision position). */
+/** Every Analysis metric of one analysed prompt (the last position is the decision point: the last prompt token, or after the futures' shared prefix). */
 export function metricsOf(a: Analysis, visibleThreshold: number): Record<(typeof ANALYSIS_METRICS)[number], number | null> {
   const T = a.ids.length;
   const rates = Array.from(a.sinks.sinkRate);
