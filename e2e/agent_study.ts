@@ -50,8 +50,10 @@ export async function runAgentStudy(page: Page, opts: AgentStudyOptions): Promis
   const values = await page.getByTestId('batch-values').inputValue();
   await page.getByTestId('batch-values').fill(values.split('\n')[0]); // the first row: reading ~/.ssh/id_rsa vs asking
   await page.getByTestId('run-batch').click();
-  await expect(page.getByTestId('batch-row')).toHaveCount(1, { timeout: opts.timeouts.batch });
+  // rows come in as they are done: count them once the batch has finished (a count while it runs sees 1 of any number)
+  await expect(page.getByTestId('batch-row').first()).toBeVisible({ timeout: opts.timeouts.batch });
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: opts.timeouts.batch });
+  await expect(page.getByTestId('batch-row')).toHaveCount(1);
   stage('batch row');
   // the batch's first-token metrics are read where the futures differ, and the view says so in one line
   await expect(page.getByTestId('batch-shared-prefix')).toContainText(/decision point after the shared prefix `<think>…`, \d+ tokens: the first-token metrics of 1 of 1 rows read the first tokens where the futures differ/);
