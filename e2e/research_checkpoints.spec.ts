@@ -187,7 +187,8 @@ for (const c of CASES) {
  * backend in float32 (SwiftShader WebGPU is far too slow for a 0.6B forward over the study's ~400
  * tokens; BP_RESEARCH_UI_BACKEND=webgpu picks WebGPU, with the binary16 weights of the case above),
  * then runs e2e/agent_study.ts's steps up to the futures' tokens; BP_RESEARCH_UI_REPORT=1 asks for
- * the decision-point report as well (about 13 min on the CPU backend of a 2-core machine). Stage
+ * the decision-point report as well (about 13 min on the CPU backend of a quiet 2-core machine, over
+ * 20 min at load 10). Stage
  * times and the load average are logged; docs/performance.md keeps a measurement.
  */
 test('qwen3-0.6b (bf16) loads from the mock Hub in Chromium and runs the agent-action study up to its tool-call futures\' tokens (opt-in: BP_RESEARCH_UI=1)', async ({ page }) => {
@@ -195,7 +196,7 @@ test('qwen3-0.6b (bf16) loads from the mock Hub in Chromium and runs the agent-a
   const backend = process.env.BP_RESEARCH_UI_BACKEND ?? 'cpu';
   if (backend !== 'cpu' && backend !== 'webgpu') throw new Error(`BP_RESEARCH_UI_BACKEND is ${backend}: it is cpu (the default) or webgpu`);
   const report = process.env.BP_RESEARCH_UI_REPORT === '1';
-  test.setTimeout(report ? 1_800_000 : 900_000);
+  test.setTimeout(report ? 3_600_000 : 900_000);
   const model: ResearchModel = 'qwen3-0.6b';
   const dir = researchFolder(model, 'bf16');
   hub.setRepo(`research/${model}`, { revisions: { main: dir } });
@@ -218,7 +219,7 @@ test('qwen3-0.6b (bf16) loads from the mock Hub in Chromium and runs the agent-a
   await runAgentStudy(page, {
     shots: SHOTS,
     name: `research-${model}-agent`,
-    timeouts: { batch: 360_000, futures: 180_000, report: 1_200_000 },
+    timeouts: { batch: 360_000, futures: 180_000, report: 2_700_000 }, // the report: still at 1 of 2 stages after 20 min at load 10–13 (docs/performance.md)
     report,
     onStage: (stage) => log(stage),
   });
