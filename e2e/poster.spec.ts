@@ -106,6 +106,7 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
   await expect(qr).toHaveAttribute('data-link', /#q=/);
   const qrLink = (await qr.getAttribute('data-link'))!;
   expect(Number((await qr.locator('svg').getAttribute('viewBox'))!.split(' ')[2])).toBeLessThanOrEqual(51);
+  const myMargin = await page.getByTestId('final-margin-last').textContent();
   // R goes to the first slide (the user's experiment), not the deck's first.
   await page.keyboard.press('r');
   await expect(page.getByTestId('poster-counter')).toHaveText('1 / 7');
@@ -128,7 +129,12 @@ test('poster mode gives the user\'s own experiment back on Esc, in the page and 
     await expect(page.getByTestId('bad-future')).toHaveValue(mine.bad);
     await expect.poll(async () => (await saved()).prompt).toBe(mine.prompt);
     expect((await saved()).interventions).toEqual([]);
-    if (!reload) await page.screenshot({ path: `${SHOTS}/poster-left.png` });
+    if (!reload) {
+      // the user's own (refreshed) result is on display again, not the last slide's marked stale
+      await expect(page.getByTestId('final-margin-last')).toHaveText(myMargin!);
+      await expect(page.getByTestId('margin-status')).toBeHidden();
+      await page.screenshot({ path: `${SHOTS}/poster-left.png` });
+    }
   }
   await page.getByTestId('prompt').fill('A different prompt');
   await open(page, qrLink);

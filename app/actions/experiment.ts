@@ -1,4 +1,4 @@
-import { useStore } from '../store';
+import { useStore, type AppState } from '../store';
 import { ExperimentError, parseDeck, readExperiment, type Deck, type Experiment, type ExperimentSae } from '../../workers/shared';
 import { apply, capture, experimentFromHash, experimentHash, experimentJson, modelOf, qrExperiment, type Applied } from '../lib/experiment_state';
 import { download } from '../lib/export';
@@ -240,26 +240,50 @@ let lastHash = '';
 let posterHeld: Experiment | null = null;
 
 /**
+ * The results on display that a deck slide's restore replaces (its Analyse, Generate, sweep,
+ * capture and studies, and apply's reset of the capture): held with the experiment and put back on
+ * leaving, so the user's own figures come back as they were, not a slide's marked stale.
+ */
+const SLIDE_RESULTS = ['promptTokens', 'futureChips', 'result', 'pattern', 'layerPatterns', 'selectedHead', 'gen', 'sweep', 'captured', 'studies'] as const;
+type SlideResults = Pick<AppState, (typeof SLIDE_RESULTS)[number]>;
+/** SLIDE_RESULTS as poster mode found them, and the model load they belong to (store modelIdentity). */
+let resultsHeld: { results: SlideResults; identity: string | null } | null = null;
+
+/**
  * Poster mode starts: keeps the experiment open now, and stops writing the link and local storage
  * (deck slides load their own experiments, which must not replace the user's saved one).
  * @returns the held experiment: poster mode's first slide (one capture serves both).
  */
 export function holdForPoster(): Experiment {
+  if (!posterHeld) holdPosterResults();
   posterHeld ??= currentExperiment();
   return posterHeld;
 }
 
 /**
+ * The results on display now are the user's (poster mode's first slide, its stale views run again:
+ * PosterMode calls this on leaving it for a deck slide): held to be put back on leaving poster mode.
+ */
+export function holdPosterResults(): void {
+  const st = useStore.getState();
+  resultsHeld = { results: Object.fromEntries(SLIDE_RESULTS.map((k) => [k, st[k]])) as SlideResults, identity: st.modelIdentity };
+}
+
+/**
  * Poster mode ends: puts the held experiment back (prompt, futures, vectors, interventions,
- * settings, view) without rerunning it — results a slide computed then show as stale — when a
- * slide was loaded (`slideLoaded`), and saves the link and local storage again.
+ * settings, view) without rerunning it when a slide was loaded (`slideLoaded`), with the results
+ * that were on display when poster mode began (SLIDE_RESULTS) when the same model load is back
+ * (a slide on another model reloads the user's: those results answer it still, and a branch tree,
+ * which lives in the worker, is gone with the reload), and saves the link and local storage again.
  */
 export async function releasePosterHold(slideLoaded: boolean): Promise<void> {
-  const e = posterHeld;
+  const e = posterHeld, held = resultsHeld;
   posterHeld = null;
+  resultsHeld = null;
   if (!e) return;
-  if (slideLoaded) await restoreExperiment(e, 'experiment', { rerun: false });
-  else saveToLink();
+  if (!slideLoaded) { saveToLink(); return; }
+  await restoreExperiment(e, 'experiment', { rerun: false });
+  if (held && held.identity !== null && useStore.getState().modelIdentity === held.identity) useStore.setState(held.results);
 }
 
 /**

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react'
 import QRCode from 'qrcode';
 import { useStore } from '../store';
 import type { Deck, Experiment } from '../../workers/shared';
-import { deckLink, experimentLink, fetchDeck, holdForPoster, posterOwnLink, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
+import { deckLink, experimentLink, fetchDeck, holdForPoster, holdPosterResults, posterOwnLink, releasePosterHold, restoreExperiment, STORAGE_KEY } from '../actions/experiment';
 import { refreshOwnSlide } from '../actions/poster_slide';
 
 /** Idle time after which a kiosk goes back to the deck's first experiment (ms). */
@@ -126,11 +126,12 @@ export function PosterMode({ children, kiosk, onExit }: PosterModeProps) {
     if (restoringSlide || useStore.getState().job) { setQueued(i === index ? null : i); return; }
     if (i === index) return;
     setQueued(null);
+    if (!kiosk && index < deckStart) holdPosterResults(); // the user's slide as shown (refreshed): put back on leaving
     setIndex(i);
     slideLoaded.current = true;
     setRestoringSlide(true);
     void restoreExperiment(slides[i], 'deck').finally(() => setRestoringSlide(false));
-  }, [slides, index, restoringSlide]);
+  }, [slides, index, restoringSlide, kiosk, deckStart]);
   useEffect(() => {
     if (!slideBusy && queued !== null) go(queued);
   }, [slideBusy, queued, go]);

@@ -72,6 +72,26 @@ describe('leaving poster mode puts the experiment back exactly (issue 29 item 1)
     expect(s.vectors.map((v) => [v.name, v.alpha, v.file])).toEqual([['CAA happy vs sad', 6, undefined], ['girl.npy', -2.5, 'girl.npy']]);
     expect(s.interventions.map((d) => d.enabled)).toEqual(EVERY_FIELD.interventions.map((d) => d.enabled));
   });
+
+  it('the results on display come back too, the very objects, when the same model load is back; a slide\'s results are not left on display marked stale', async () => {
+    const mine = { result: { analysis: 'mine' }, gen: { events: [] }, studies: { compare: { result: 'mine' } }, captured: { hook: 'mine' } } as never as Record<string, unknown>;
+    useStore.setState({ ...mine, modelIdentity: 'stories260K · f32 · webgpu' });
+    holdForPoster();
+    await restoreExperiment(SLIDE, 'deck', { rerun: false });
+    useStore.setState({ result: { analysis: 'slide' }, gen: null, studies: {}, captured: null } as never); // what the slide's reruns showed
+    await releasePosterHold(true);
+    const s = useStore.getState() as unknown as Record<string, unknown>;
+    for (const k of Object.keys(mine)) expect(s[k], k).toBe(mine[k]);
+  });
+
+  it('after a slide that left another model load, the held results are not put back (they answer another model)', async () => {
+    useStore.setState({ result: { analysis: 'mine' }, modelIdentity: 'stories260K · f32 · webgpu' } as never);
+    holdForPoster();
+    await restoreExperiment(SLIDE, 'deck', { rerun: false });
+    useStore.setState({ result: { analysis: 'slide' }, modelIdentity: 'stories260K · q8_0 · webgpu' } as never);
+    await releasePosterHold(true);
+    expect((useStore.getState().result as unknown as { analysis: string }).analysis).toBe('slide');
+  });
 });
 
 describe('a batch row does not replace the experiment irrecoverably (item 5)', () => {
