@@ -11,6 +11,7 @@ import { loadSae } from './sae';
 import { captureActivations } from './activations';
 import { loadModelB } from './model_b';
 import { runCompare } from './compare';
+import { currentIdentity } from './identity';
 
 /** Local-storage key of the last experiment (no Hub token is ever part of it). */
 export const STORAGE_KEY = 'branchpoint.experiment';
@@ -246,8 +247,8 @@ let posterHeld: Experiment | null = null;
  */
 const SLIDE_RESULTS = ['promptTokens', 'futureChips', 'result', 'pattern', 'layerPatterns', 'selectedHead', 'gen', 'sweep', 'captured', 'studies'] as const;
 type SlideResults = Pick<AppState, (typeof SLIDE_RESULTS)[number]>;
-/** SLIDE_RESULTS as poster mode found them, and the model load they belong to (store modelIdentity). */
-let resultsHeld: { results: SlideResults; identity: string | null } | null = null;
+/** SLIDE_RESULTS as poster mode found them, and the model load they belong to (actions/identity.ts; '' when none was ready). */
+let resultsHeld: { results: SlideResults; identity: string } | null = null;
 
 /**
  * Poster mode starts: keeps the experiment open now, and stops writing the link and local storage
@@ -266,7 +267,7 @@ export function holdForPoster(): Experiment {
  */
 export function holdPosterResults(): void {
   const st = useStore.getState();
-  resultsHeld = { results: Object.fromEntries(SLIDE_RESULTS.map((k) => [k, st[k]])) as SlideResults, identity: st.modelIdentity };
+  resultsHeld = { results: Object.fromEntries(SLIDE_RESULTS.map((k) => [k, st[k]])) as SlideResults, identity: currentIdentity() };
 }
 
 /**
@@ -283,7 +284,7 @@ export async function releasePosterHold(slideLoaded: boolean): Promise<void> {
   if (!e) return;
   if (!slideLoaded) { saveToLink(); return; }
   await restoreExperiment(e, 'experiment', { rerun: false });
-  if (held && held.identity !== null && useStore.getState().modelIdentity === held.identity) useStore.setState(held.results);
+  if (held && held.identity !== '' && currentIdentity() === held.identity) useStore.setState(held.results);
 }
 
 /**

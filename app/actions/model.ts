@@ -99,7 +99,7 @@ export async function loadModel(source: ModelSource, loadOptions: LoadOptions = 
  */
 export function checkInterventionsFit(info: ModelInfo): void {
   const s = useStore.getState();
-  const { list, off, back } = recheckForModel(s.interventions, s.vectors, info);
+  const { list, off, back } = recheckForModel(s.interventions, s, info);
   // written only when a row changed: a new list on every load would read as an edit of the experiment (a poster slide's link, the share state)
   if (list.some((d, i) => d !== s.interventions[i])) useStore.setState({ interventions: list });
   const nums = (ids: number[]) => ids.map((id) => `#${list.findIndex((d) => d.id === id) + 1}`).join(', ');
@@ -110,7 +110,7 @@ export function checkInterventionsFit(info: ModelInfo): void {
   }
   const onAgain = back.length ? `Intervention${plural(back)} ${nums(back)} switched on again: ${back.length > 1 ? 'they fit' : 'it fits'} ${info.label}` : '';
   if (!off.length) {
-    s.setExperimentNotice({ what: onAgain, why: 'switched off earlier for a model it did not fit; untick it to leave it off.', interventions: back, fit: true });
+    s.setExperimentNotice({ what: onAgain, why: 'switched off earlier for a model it did not fit; untick it to leave it off.', interventions: back, fit: true, tone: 'info' });
     return;
   }
   s.setExperimentNotice({

@@ -63,7 +63,7 @@ export function ExperimentBar({ onPoster }: { onPoster?: () => void }) {
         </span>
       )}
       {copied && <span className="hint" role="status" data-testid="link-status">{copied}</span>}
-      {notice && <div className="experiment-notice"><Banner what={notice.what} why={notice.why} testId="experiment-notice" onDismiss={() => setNotice(null)} /></div>}
+      {notice && <div className="experiment-notice"><Banner what={notice.what} why={notice.why} testId="experiment-notice" tone={notice.tone} onDismiss={() => setNotice(null)} /></div>}
     </div>
   );
 }

@@ -24,7 +24,7 @@ export function InterventionList() {
             <button type="button" className="intervention-summary" data-testid={`intervention-${n}-open`} onClick={() => selectIntervention(d.id === selected ? null : d.id)} aria-expanded={d.id === selected}>
               <strong>#{n}</strong> {d.type} {doseText(d)} <span className="mono">{d.hook}</span>
               <span className="muted"> · {positionsText(d.positions)} · {stepsText(d.steps)}{vector ? ` · ${vector.name}` : ''}{d.saeFeature ? ` · SAE feature ${d.saeFeature.feature}` : ''}{d.head !== null ? ` · head ${d.head}` : ''}</span>
-              {d.offReason && !d.enabled && <span className="order-note" data-testid={`intervention-${n}-off-reason`}> · {d.refused ? 'cannot be switched on' : 'switched off on loading another model'}: {d.offReason}</span>}
+              {d.offReason && !d.enabled && <span className="order-note" data-testid={`intervention-${n}-off-reason`}> · {d.refused ? 'cannot be switched on' : 'switched off for this model'}: {d.offReason}</span>}
               {d.saePending && <span className="order-note" data-testid={`intervention-${n}-sae-pending`}> · waiting for its SAE ({d.saePending.sae.label || d.saePending.sae.hook || 'not loaded'}): load its SAE in the SAE view</span>}
               {needsVector(d) && !vector && !d.saePending && !d.saeFeature && <span className="order-note" data-testid={`intervention-${n}-no-vector`}> · no vector yet: build or import one in Vectors</span>}
               {d.enabled && before.length > 0 && <span className="order-note" data-testid={`intervention-${n}-order`}> · applies after {before.map((b) => `#${b.n}`).join(', ')} at this hook</span>}

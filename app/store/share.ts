@@ -21,6 +21,8 @@ export interface ExperimentNotice {
   interventions?: number[];
   /** The notice of the check on loading another model (actions/model.ts checkInterventionsFit): recomputed, or cleared, on each model change. */
   fit?: true;
+  /** 'info': news, not a failure (interventions switched on again); shown in the info colours. Default: an error. */
+  tone?: 'info';
 }
 
 /**

@@ -48,7 +48,7 @@ export interface InterventionDraft {
    * it again. Session only: not part of the experiment file.
    */
   offReason?: string;
-  /** Switched off by the check on loading another model (not by the user): ticked again when a model it fits is loaded. Session only. */
+  /** Switched off by the fit check on loading another model or restoring an experiment (not by the user): ticked again when a model it fits is loaded. Session only. */
   autoOff?: boolean;
   /** The user's last attempt to switch it on was refused (lib/intervention_fit.ts gateEnable): `offReason` says why. Session only. */
   refused?: boolean;
@@ -100,10 +100,10 @@ export const createSteeringSlice: StateCreator<AppState, [], [], SteeringSlice> 
   sweepSettings: { layers: 'all', doses: '-8,-4,-2,0,2,4,8', site: 'hook_resid_post', type: 'add', vectorId: null },
   addIntervention: (d) => {
     const id = newInterventionId();
-    set((s) => ({ interventions: [...s.interventions, gateEnable({ ...d, id }, s.vectors, s.info)], selectedIntervention: id }));
+    set((s) => ({ interventions: [...s.interventions, gateEnable({ ...d, id }, s, s.info)], selectedIntervention: id }));
     return id;
   },
-  updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? gateEnable({ ...d, ...patch }, s.vectors, s.info) : d)) })),
+  updateIntervention: (id, patch) => set((s) => ({ interventions: s.interventions.map((d) => (d.id === id ? gateEnable({ ...d, ...patch }, s, s.info) : d)) })),
   removeIntervention: (id) => set((s) => {
     const interventions = s.interventions.filter((d) => d.id !== id);
     const named = s.experimentNotice?.interventions;

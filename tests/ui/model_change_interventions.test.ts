@@ -128,7 +128,7 @@ describe('interventions after loading another model', () => {
     act(() => dom.root.render(createElement(InterventionList)));
     const row = dom.host.querySelector('[data-testid="intervention-1"]')!;
     expect(row.getAttribute('data-enabled')).toBe('false');
-    expect(dom.host.querySelector('[data-testid="intervention-1-off-reason"]')?.textContent).toContain('switched off on loading another model: its vector CAA happy/sad was built on stories260K');
+    expect(dom.host.querySelector('[data-testid="intervention-1-off-reason"]')?.textContent).toContain('switched off for this model: its vector CAA happy/sad was built on stories260K');
     act(() => (dom.host.querySelector('[data-testid="intervention-1-enabled"]') as HTMLInputElement).click());
     expect(byId(a).enabled).toBe(false);
     expect((dom.host.querySelector('[data-testid="intervention-1-enabled"]') as HTMLInputElement).checked).toBe(false);
@@ -174,6 +174,10 @@ describe('interventions after loading another model', () => {
     const n = useStore.getState().experimentNotice!;
     expect(n.what).toBe('Interventions #1, #2 switched on again: they fit stories260K');
     expect(n.what).not.toContain('qwen2');
+    expect(n.tone).toBe('info'); // news, not a failure: the info banner, not the red one
+    const { ExperimentBar } = await import('../../app/components/ExperimentBar');
+    act(() => dom.root.render(createElement(ExperimentBar)));
+    expect(dom.host.querySelector('[data-testid="experiment-notice"]')?.getAttribute('data-tone')).toBe('info');
   });
 
   it('a row the check switched off and the user then unticked is not ticked again; the notice goes when nothing is left to say (fitapply 2)', async () => {
@@ -185,5 +189,22 @@ describe('interventions after loading another model', () => {
     expect(byId(a).enabled).toBe(false);
     expect(byId(a).offReason).toBeUndefined();
     expect(useStore.getState().experimentNotice).toBeNull();
+  });
+  it('an SAE feature intervention waiting for its SAE cannot be ticked; loading another model switches off one whose SAE it unloads (fresh-user trial 2, 4)', async () => {
+    await setUp();
+    const s = useStore.getState();
+    const pending = s.addIntervention({ ...base, enabled: false, hook: 'blocks.1.hook_resid_post', vectorId: null, saePending: { sae: { label: 'relu SAE', source: { kind: 'url', url: 'https://example.org/sae/' } } as never, feature: 3 } });
+    s.updateIntervention(pending, { enabled: true });
+    expect(byId(pending)).toMatchObject({ enabled: false, offReason: 'its SAE relu SAE is not loaded yet: open it in the SAE features view' });
+    useStore.setState({ saes: [{ id: 'sae1', label: 'relu SAE', cfg: { hookName: 'blocks.1.hook_resid_post' } } as never] });
+    const steer = s.addIntervention({ ...base, enabled: true, hook: 'blocks.1.hook_resid_post', vectorId: null, saeFeature: { sae: 'sae1', feature: 3 } });
+    expect(byId(steer).enabled).toBe(true);
+    expect(await loadModel(folder('qwen2-tiny'))).toBe(true); // the worker unloads the SAE with stories260K
+    expect(byId(steer)).toMatchObject({ enabled: false, offReason: expect.stringMatching(/^its SAE is not loaded \(an SAE is unloaded with the model it was opened for\)/) });
+    expect(useStore.getState().experimentNotice!.interventions).toContain(steer);
+    // back on stories260K the SAE is still not loaded: it stays off, saying so
+    expect(await loadModel(STORIES)).toBe(true);
+    expect(byId(steer).enabled).toBe(false);
+    expect(byId(steer).offReason).toMatch(/^its SAE is not loaded/);
   });
 });
