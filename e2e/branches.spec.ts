@@ -100,6 +100,12 @@ test('fork a stories260K generation at new token 4 to the second alternative: th
     await page.getByTestId('cancel-job').click();
     await settled(page);
     await expect(page.getByTestId('fork-cancelled')).toContainText(new RegExp(`Cancelled: \\d+ of ${N} tokens scored`));
+    // cancelled part-way: one x axis for the score and the gap chart over every new token (the trial saw 0–5 above 0–7),
+    // a dot per scored token only, and the score line not drawn across the unscored ones
+    const xTicks = (id: string) => page.getByTestId(id).locator('.x-tick text').allTextContents();
+    expect(await xTicks('fork-score-chart')).toEqual(await xTicks('fork-gap-chart'));
+    const scoredNow = Number(/Cancelled: (\d+) of/.exec((await page.getByTestId('fork-cancelled').textContent())!)![1]);
+    await expect(page.getByTestId('fork-score-chart').locator('circle')).toHaveCount(scoredNow);
     await page.getByTestId('fork-samples').fill('2');
     await expect(estimate).toContainText(`${N * 2 * 2} continuations`);
     await page.getByTestId('find-forks').click();

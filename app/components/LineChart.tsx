@@ -71,7 +71,7 @@ export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, x
         </g>
       ))}
       {(xTicks ?? x.ticks(Math.min(10, Math.max(2, Math.floor(xd[1] - xd[0])))).filter(Number.isInteger)).map((t) => (
-        <g key={`x${t}`} transform={`translate(${x(t)},${height - M.bottom})`}>
+        <g key={`x${t}`} className="x-tick" transform={`translate(${x(t)},${height - M.bottom})`}>
           <line y2={5} stroke="#57606a" />
           <text y={18} textAnchor="middle">{xTickFormat ? xTickFormat(t) : String(t).replace('-', '−')}</text>
         </g>
@@ -88,7 +88,7 @@ export function LineChart({ series, xLabel, yLabel, xDomain, zeroLine, xTicks, x
       {series.map((s, si) => (
         <g key={s.name} className="series" data-series={s.name}>
           <path d={path(s.points) ?? ''} fill="none" stroke={s.color} strokeWidth={2} strokeDasharray={s.dashed ? '6 4' : undefined} />
-          {s.points.map(([px, py], pi) => (
+          {s.points.map(([px, py], pi) => Number.isFinite(py) && (
             <circle
               key={px} cx={x(px)} cy={y(py)} r={onPointClick ? 4.5 : 3} fill={s.color} data-x={px} data-y={py}
               className={onPointClick ? 'clickable' : undefined} onClick={onPointClick ? () => onPointClick(si, pi) : undefined}

@@ -226,6 +226,7 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
     asked.current = false;
   }, [r]);
   const scored = r ? r.points.filter((p) => Number.isFinite(p.score)) : [];
+  const stepDomain: [number, number] | undefined = r?.points.length ? [Math.min(...r.points.map((p) => p.step)), Math.max(...r.points.map((p) => p.step))] : undefined;
   // what the run was to score (the estimate's positions), not every new token
   const planned = r ? r.points.filter((p) => p.gap <= r.maxGap).length : 0;
   const all = scored.flatMap((p) => p.forced.flatMap((f) => f.outcomes));
@@ -260,9 +261,10 @@ function ForkPoints({ tree }: { tree: BranchTree }) {
           {r.cancelled && <p className="note-warn" role="status" data-testid="fork-cancelled">Cancelled: {scored.length} of {planned} {tokensWord(planned, r.maxGap < 1)} scored; the others are left unscored.</p>}
           <div className="view-head" ref={chart}>
             <p className="muted" data-testid="fork-scored-branch">Scored: branch node {r.node}{r.node === 0 ? ' (the trunk)' : ''}.</p>
-            <LineChart series={[{ name: 'score', color: '#d9480f', points: scored.map((p) => [p.step, p.score] as [number, number]) }]}
+            {/* one x axis for both charts (every new token of the branch); the score line breaks at tokens left unscored (NaN), never drawn across them */}
+            <LineChart series={[{ name: 'score', color: '#d9480f', points: r.points.map((p) => [p.step, Number.isFinite(p.score) ? p.score : NaN] as [number, number]) }]} xDomain={stepDomain}
               xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="fork score (nats)" svgRef={svg} width={560} height={180} label="Fork score per new token (nats)" testId="fork-score-chart" />
-            <LineChart series={[{ name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]}
+            <LineChart series={[{ name: 'gap (p1 − p2)', color: '#0969da', dashed: true, points: r.points.map((p) => [p.step, p.gap] as [number, number]) }]} xDomain={stepDomain}
               xLabel={`new token k (position ${tree.promptIds.length} + k)`} yLabel="gap (probability)" svgRef={gapSvg} width={560} height={150} label="Top-1/top-2 probability gap per new token" testId="fork-gap-chart" />
             <ExportButtons name={`fork-points-${tree.model}`} json={() => ({ model: tree.model, prompt: tree.prompt, good: tree.good, bad: tree.bad, ...r })}
               csv={() => [['position', 'new token', 'token', 'gap p(top-1) − p(top-2)', 'score (nats)', 'forced token', 'its probability', 'mean outcome Δ (nats)', 'fraction of continuations with Δ > 0'], ...r.points.flatMap((p) => (p.forced.length ? p.forced : [null]).map((f) => [p.position, p.step, p.token, p.gap, p.score, f?.token ?? '', f?.prob ?? '', f?.mean ?? '', f?.fracGood ?? '']))]}
