@@ -84,12 +84,14 @@ test('SAE features: the view shows the runner\'s L0, MSE, explained variance, sp
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   await expect(page.getByTestId('error-banner')).toBeHidden();
   await expect(page.getByTestId('sae-shared-prefix')).toBeHidden();
+  await expect(page.getByTestId('sae-attribution-head')).toContainText('at the decision point (the last prompt token)');
 
   // futures with a shared prefix: the prompt is read with " her friend" after it and the margin where the futures differ
   await page.getByTestId('good-future').fill(' her friend Tom');
   await page.getByTestId('bad-future').fill(' her friend Lily');
   await page.getByTestId('sae-read').click();
   await expect(page.getByTestId('sae-shared-prefix')).toContainText('decision point after the shared prefix ` her friend`, 2 tokens: the attributions read the first tokens where the futures differ, “·T” vs “·Lily”', { timeout: 120_000 });
+  await expect(page.getByTestId('sae-attribution-head')).toHaveText('Which features carry the margin “ her friend Tom” vs “ her friend Lily” at the decision point (after the shared prefix, 2 tokens)');
   await expect(page.getByTestId('progress')).toBeHidden({ timeout: 120_000 });
   await expect(page.getByTestId('sae-token-row')).toHaveCount(runner.l0.length + 2);
   // the spliced margin and the top feature's ablation Δ, measured at the decision point (parseShown throws on a non-number)

@@ -190,7 +190,7 @@ export function ReportView() {
       <header className="view-head">
         <h2>Decision-point report</h2>
         <p className="muted">
-          The three questions on one page: where the decision becomes <b>visible</b> (logit lens: the earliest layer from which the margin at the last token keeps its
+          The three questions on one page: where the decision becomes <b>visible</b> (logit lens: the earliest layer from which the margin at the decision point keeps its
           final sign with |Δ| at the threshold, and the earliest prompt position from which the final layer’s margin does), when it becomes <b>causal</b> (activation patching: the earliest block whose residual stream, patched from the clean
           prompt at one position, recovers r ≥ 0.5; after the embed row, since patching an embedding only swaps the differing token back) and whether it is still <b>changeable</b> (the intervention window’s point of no return).
         </p>

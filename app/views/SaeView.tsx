@@ -4,6 +4,7 @@ import { loadSae, openFeature, placeFeature, readFeatures, saeSourceFromFiles, t
 import { Heatmap, type Cell } from '../components/Heatmap';
 import { ColorLegend } from '../components/ColorLegend';
 import { SharedPrefixNote } from '../components/SharedPrefixNote';
+import { decisionPointText } from '../lib/decision_point_text';
 import { ExportButtons } from '../components/ExportButtons';
 import { ScaleControl, useHeatmapColour } from '../components/ScaleControl';
 import { fixed, signed, quotedToken, visibleToken } from '../lib/format';
@@ -202,7 +203,7 @@ export function SaeView() {
           )}
           {a.margin && (
             <section className="subview" data-testid="sae-attribution">
-              <h3>Which features carry the margin “{r.good}” vs “{r.bad}” at the last token</h3>
+              <h3 data-testid="sae-attribution-head">Which features carry the margin “{r.good}” vs “{r.bad}” at {decisionPointText(a.sharedPrefix)}</h3>
               <SharedPrefixNote shared={a.sharedPrefix} reads="the attributions read" testId="sae-shared-prefix" />
               <p className="muted">DLA = f·⟨W_dec[f], g ⊙ (W_U[good] − W_U[bad])⟩ / rms(h_final): a linear approximation with the final norm's scale frozen, ignoring the layers after the hook. Ablation Δ = margin with f zeroed in the reconstruction (error term kept) − margin without: measured.</p>
               <table className="data">
